@@ -1,0 +1,1 @@
+//! Frontend, pipeline driver and artifacts.

@@ -1,0 +1,17 @@
+//! The `ember` dialect: structure shared by the optimizer and every target.
+//!
+//! - `ember.fusion_group`: one region whose ops become one kernel; operands are the values it reads
+//!   from outside, results are what its `ember.yield` returns. Attributes say why it exists
+//!   (`kind`, the rules that formed it) so reports can explain it.
+//! - `ember.yield`: terminator of a fusion group.
+//! - `ember.call_host`: a partition the target cannot run, handed back to the host (torch eager).
+
+use super::infer::Rule::Trust;
+use super::OpDef;
+
+#[rustfmt::skip]
+pub static OPS: &[OpDef] = &[
+    OpDef { name: "ember.call_host", sig: "(Tensor[] inputs, *, str callee) -> Tensor[]", rule: Trust, doc: "Run function @callee on the host (torch eager). ember.call_host(%x) {callee = \"part0\"}" },
+    OpDef { name: "ember.fusion_group", sig: "(Tensor[] inputs, *, str kind) -> Tensor[]", rule: Trust, doc: "One kernel: the region's block arguments are `inputs`; results are what its ember.yield returns." },
+    OpDef { name: "ember.yield", sig: "(Tensor[] values) -> ()", rule: Trust, doc: "Terminator of an ember.fusion_group: its results." },
+];

@@ -1,0 +1,1 @@
+//! Code generation targets (cpu, tpu, trainium) behind one interface.
