@@ -1,1 +1,19 @@
-//! Frontend, pipeline driver and artifacts.
+//! Ember's compiler library: the torch.export frontend, the pipeline driver and artifacts.
+//! This crate is the API boundary: the CLI and the Python extension call only what it exports.
+
+pub mod artifact;
+pub mod frontend;
+
+pub use frontend::{import_path, ImportError, Imported};
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so a failure never leaves a
+/// half-written output behind.
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}

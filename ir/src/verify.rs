@@ -133,6 +133,7 @@ impl Verifier<'_> {
                 }
             }
         }
+        let errors_before = self.errors.len();
         for p in &sig.params {
             if p.kind.is_tensor() || p.kind.is_placement() {
                 continue;
@@ -159,7 +160,8 @@ impl Verifier<'_> {
             "ember.yield" | "ember.call_host" => return,
             _ => {}
         }
-        if view.def.rule == Rule::Trust {
+        // A rule reading a malformed attribute would only repeat the error above.
+        if view.def.rule == Rule::Trust || self.errors.len() > errors_before {
             return;
         }
         match view.infer() {
@@ -202,7 +204,8 @@ impl Verifier<'_> {
     }
 }
 
-fn attr_fits(kind: Kind, a: &Attr) -> bool {
+/// Whether an attribute value has the shape a parameter kind needs.
+pub fn attr_fits(kind: Kind, a: &Attr) -> bool {
     match kind {
         Kind::Int => matches!(a, Attr::Int(_)),
         Kind::SymInt => matches!(a, Attr::Int(_)) || matches!(a, Attr::Dims(v) if v.len() == 1),

@@ -1,1 +1,181 @@
-fn main() {}
+//! `ember`: the command-line front of the compiler. Only this crate parses arguments.
+
+use clap::{Parser, Subcommand};
+use ember_compiler::artifact::{self, Target};
+use ember_ir::Module;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "ember",
+    version,
+    about = "Ember: a graph compiler for PyTorch programs (torch.export) targeting CPU, TPU and Trainium",
+    after_help = "Examples:\n  ember import testdata/models/mlp.pt2 -o mlp.mlir\n  ember opt mlp.mlir --passes=canonicalize,cse,dce\n  ember compile testdata/models/mlp.pt2 --target cpu -o out/\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nExit codes: 0 success, 2 bad input or unsupported feature (the message says which)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Import a torch.export archive (.pt2) or a bare model.json as a torch-dialect module.
+    #[command(after_help = "Example:\n  ember import testdata/models/gpt2_block.pt2 -o block.mlir\n\n\
+The output is MLIR text that `mlir-opt --allow-unregistered-dialect` parses. Weights stay in the\n\
+archive: parameters, buffers and constants are function arguments named by `ember.param`,\n\
+`ember.buffer` and `ember.constant` attributes.")]
+    Import {
+        /// The model: a .pt2 archive from torch.export.save, or a model.json.
+        model: PathBuf,
+        /// Where to write the module (standard output when absent).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Run passes over a module, like mlir-opt.
+    #[command(after_help = opt_help())]
+    Opt {
+        /// A module (.mlir) or a model (.pt2 / model.json, imported first).
+        input: PathBuf,
+        /// Comma-separated passes, run in order; the IR is verified after each.
+        #[arg(long, value_delimiter = ',', default_value = "")]
+        passes: Vec<String>,
+        /// Where to write the result (standard output when absent).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Print the IR to standard error after every pass.
+        #[arg(long)]
+        print_ir_after_all: bool,
+    },
+    /// Compile a model for a target into an artifact directory.
+    #[command(after_help = "Example:\n  ember compile testdata/models/mlp.pt2 --target cpu -o out/\n\nTargets: cpu (native code via LLVM), tpu (StableHLO for XLA), trainium (HLO + NKI kernels).")]
+    Compile {
+        model: PathBuf,
+        /// cpu, tpu or trainium.
+        #[arg(long, value_parser = ["cpu", "tpu", "trainium"])]
+        target: String,
+        /// The artifact directory to create.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
+    #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.")]
+    Run {
+        artifact: PathBuf,
+        #[arg(long)]
+        inputs: PathBuf,
+        #[arg(long)]
+        outputs: PathBuf,
+    },
+    /// List the ops Ember knows, with their signatures and doc lines.
+    #[command(after_help = "Example:\n  ember ops --dialect torch | grep softmax")]
+    Ops {
+        /// Only this dialect (torch, ember).
+        #[arg(long)]
+        dialect: Option<String>,
+    },
+}
+
+fn opt_help() -> String {
+    let mut s = String::from("Example:\n  ember opt model.mlir --passes=canonicalize,cse,dce -o clean.mlir\n\nPasses:\n");
+    for p in ember_passes::PASSES {
+        s.push_str(&format!("  {:<14} {}\n", p.name, p.doc));
+    }
+    s
+}
+
+struct Failure(String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.cmd) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn spinner(msg: String) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_message(msg);
+    pb.enable_steady_tick(std::time::Duration::from_millis(120));
+    pb
+}
+
+fn load_module(path: &Path) -> Result<Module, Failure> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if ext == "mlir" {
+        let text = std::fs::read_to_string(path).map_err(|e| Failure(format!("cannot read `{}`: {e}", path.display())))?;
+        let m = ember_ir::parse_module(&text).map_err(|e| Failure(format!("{}:{e}", path.display())))?;
+        if let Err(errs) = ember_ir::verify::verify(&m) {
+            let lines: Vec<String> = errs.iter().map(|e| format!("  {e}")).collect();
+            return Err(Failure(format!("`{}` does not verify:\n{}", path.display(), lines.join("\n"))));
+        }
+        return Ok(m);
+    }
+    let pb = spinner(format!("importing {}", path.display()));
+    let r = ember_compiler::import_path(path);
+    pb.finish_and_clear();
+    Ok(r?.module)
+}
+
+fn emit(text: &str, output: Option<&Path>) -> Result<(), Failure> {
+    match output {
+        Some(p) => ember_compiler::write_atomic(p, text.as_bytes()).map_err(|e| Failure(format!("cannot write `{}`: {e}", p.display()))),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+fn run(cmd: Cmd) -> Result<(), Failure> {
+    match cmd {
+        Cmd::Import { model, output } => {
+            let m = load_module(&model)?;
+            emit(&m.to_string(), output.as_deref())
+        }
+        Cmd::Opt { input, passes, output, print_ir_after_all } => {
+            let pipeline = ember_passes::parse_pipeline(&passes.join(","))?;
+            let mut m = load_module(&input)?;
+            ember_passes::run_pipeline(&mut m, &pipeline, &mut |name, m| {
+                if print_ir_after_all {
+                    eprintln!("// -----// IR Dump After {name} //----- //\n{m}");
+                }
+            })?;
+            emit(&m.to_string(), output.as_deref())
+        }
+        Cmd::Compile { model, target, output: _ } => {
+            let target = Target::parse(&target).expect("clap checked the target");
+            // Import first so bad input is reported as such even before targets exist.
+            load_module(&model)?;
+            Err(Failure(format!(
+                "target `{}` is not built yet: this Ember can import and optimize models (`ember import`, `ember opt`) but has no {} code generator",
+                target.name(),
+                target.name()
+            )))
+        }
+        Cmd::Run { artifact: dir, inputs: _, outputs: _ } => {
+            let h = artifact::read_header(&dir)?;
+            Err(Failure(format!("target `{}` is not built yet: this Ember cannot run `{}` artifacts", h.target, h.target)))
+        }
+        Cmd::Ops { dialect } => {
+            for d in ember_ir::dialect::all_ops() {
+                if dialect.as_deref().is_some_and(|x| x != d.dialect()) {
+                    continue;
+                }
+                let trust = if d.rule == ember_ir::dialect::Rule::Trust { "  [result types trusted, not inferred]" } else { "" };
+                println!("{}{}\n    {}\n    {}{trust}", d.name, "", d.sig, d.doc);
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,1 +1,75 @@
+//! The one integration test binary (every binary linking LLVM is large; see ARCHITECTURE.md).
+//!
+//! - `testdata_cases`: every `testdata/**/*.mlir` names an `ember` command in its first line
+//!   (`// RUN: opt %s --passes=cse`); its exit code, stdout and stderr are an insta snapshot.
+//! - Round-trip, mlir-opt acceptance and determinism over every module the cases produce.
+//! - Bad-input classes for the frontend, built from a real archive.
 
+mod bad_input;
+mod cases;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+pub fn testdata() -> PathBuf {
+    repo().join("testdata")
+}
+
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Out {
+    pub fn render(&self) -> String {
+        let mut s = format!("exit: {}\n", self.code);
+        if !self.stdout.is_empty() {
+            s.push_str("--- stdout\n");
+            s.push_str(&self.stdout);
+        }
+        if !self.stderr.is_empty() {
+            s.push_str("--- stderr\n");
+            s.push_str(&self.stderr);
+        }
+        s
+    }
+}
+
+/// Runs the `ember` binary in `cwd`.
+pub fn ember(cwd: &Path, args: &[&str]) -> Out {
+    let o = Command::new(env!("CARGO_BIN_EXE_ember")).args(args).current_dir(cwd).output().expect("run ember");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// `mlir-opt-22 --allow-unregistered-dialect` must accept every module Ember prints.
+pub fn mlir_opt_accepts(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let tool = ["mlir-opt-22", "/usr/lib/llvm-22/bin/mlir-opt"]
+        .into_iter()
+        .find(|t| Command::new(t).arg("--version").output().is_ok())
+        .expect("mlir-opt from LLVM 22 is required (make setup installs mlir-22-tools)");
+    let mut child = Command::new(tool)
+        .arg("--allow-unregistered-dialect")
+        .arg("-o")
+        .arg("/dev/null")
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mlir-opt");
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).into_owned())
+    }
+}

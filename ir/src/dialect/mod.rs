@@ -118,6 +118,8 @@ pub fn group_operands(
             Some(_) => return Err(format!("`{SEGMENTS}` must have one non-negative entry per tensor parameter ({})", params.len())),
             None => return Err(format!("missing `{SEGMENTS}`")),
         }
+    } else if params.len() == 1 {
+        vec![operands.len()]
     } else {
         vec![1; params.len()]
     };

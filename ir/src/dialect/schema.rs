@@ -72,9 +72,10 @@ impl Signature {
     pub fn tensor_params(&self) -> impl Iterator<Item = &Param> {
         self.params.iter().filter(|p| p.kind.is_tensor())
     }
-    /// Ops with optional or variadic tensor operands carry MLIR's `operandSegmentSizes`.
+    /// Ops with several tensor parameters, some optional or variadic, carry MLIR's
+    /// `operandSegmentSizes`; with one tensor parameter the operand count says it all.
     pub fn has_segments(&self) -> bool {
-        self.tensor_params().any(|p| p.optional || p.kind != Kind::Tensor)
+        self.tensor_params().count() > 1 && self.tensor_params().any(|p| p.optional || p.kind != Kind::Tensor)
     }
 }
 
@@ -292,7 +293,7 @@ mod tests {
         assert_eq!(s.rets, vec![Ret::TensorList]);
         let s = parse_signature("(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor").unwrap();
         assert!(s.params[1].optional && s.params[3].default_none);
-        let s = parse_signature("(Tensor self, Tensor?[] indices) -> Tensor").unwrap();
+        let s = parse_signature("(Tensor self, Tensor?[] indices, Tensor values) -> Tensor").unwrap();
         assert!(s.has_segments());
         let s = parse_signature("(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)").unwrap();
         assert_eq!(s.rets.len(), 2);

@@ -1,0 +1,1 @@
+// RUN: import models/resnet.pt2

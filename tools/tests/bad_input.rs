@@ -1,0 +1,163 @@
+//! Each class of malformed input gets a clear one-paragraph error and exit code 2, never a panic.
+//! Cases are built from the real `testdata/models/mlp.pt2`.
+
+use super::*;
+use serde_json::Value as Json;
+use std::io::{Read, Write};
+
+type Entries = Vec<(String, Vec<u8>)>;
+
+fn read_entries(path: &Path) -> Entries {
+    let mut z = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    (0..z.len())
+        .map(|i| {
+            let mut f = z.by_index(i).unwrap();
+            let mut v = Vec::new();
+            f.read_to_end(&mut v).unwrap();
+            (f.name().to_string(), v)
+        })
+        .collect()
+}
+
+fn write_zip(path: &Path, entries: &Entries) {
+    let mut w = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (n, b) in entries {
+        w.start_file(n.as_str(), opts).unwrap();
+        w.write_all(b).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+fn edit_model(entries: &mut Entries, f: impl FnOnce(&mut Json)) {
+    let e = entries.iter_mut().find(|(n, _)| n.ends_with("models/model.json")).unwrap();
+    let mut j: Json = serde_json::from_slice(&e.1).unwrap();
+    f(&mut j);
+    e.1 = serde_json::to_vec(&j).unwrap();
+}
+
+fn nodes(j: &mut Json) -> &mut Vec<Json> {
+    j.pointer_mut("/graph_module/graph/nodes").unwrap().as_array_mut().unwrap()
+}
+
+fn check(name: &str, file: &Path, dir: &Path) {
+    let out = ember(dir, &["import", file.file_name().unwrap().to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{name}: expected exit code 2, got {}\n{}", out.code, out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{name}: panicked\n{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{name}: wrote output on failure");
+    insta::assert_snapshot!(format!("bad_input__{name}"), out.stderr);
+}
+
+#[test]
+fn bad_inputs_give_clear_errors() {
+    let dir = std::env::temp_dir().join(format!("ember-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = testdata().join("models/mlp.pt2");
+    let base = read_entries(&src);
+    let bytes = std::fs::read(&src).unwrap();
+
+    let mut cases: Vec<(&str, Box<dyn Fn(&Path)>)> = Vec::new();
+    cases.push(("truncated", Box::new(|p: &Path| std::fs::write(p, &bytes[..bytes.len() / 2]).unwrap())));
+    cases.push(("not_a_zip", Box::new(|p: &Path| std::fs::write(p, b"this is not an archive\n").unwrap())));
+    cases.push(("path_traversal", Box::new(|p: &Path| {
+        let mut e = base.clone();
+        e.push(("mlp/../../escape.txt".into(), b"x".to_vec()));
+        write_zip(p, &e)
+    })));
+    cases.push(("no_model_json", Box::new(|p: &Path| {
+        let e: Entries = base.iter().filter(|(n, _)| !n.ends_with("model.json")).cloned().collect();
+        write_zip(p, &e)
+    })));
+    cases.push(("invalid_json", Box::new(|p: &Path| {
+        let mut e = base.clone();
+        e.iter_mut().find(|(n, _)| n.ends_with("models/model.json")).unwrap().1 = b"{\"graph_module\": [".to_vec();
+        write_zip(p, &e)
+    })));
+    cases.push(("unknown_schema_major", Box::new(|p: &Path| {
+        let mut e = base.clone();
+        edit_model(&mut e, |j| j["schema_version"]["major"] = 99.into());
+        write_zip(p, &e)
+    })));
+    cases.push(("unknown_op", Box::new(|p: &Path| {
+        let mut e = base.clone();
+        edit_model(&mut e, |j| nodes(j)[1]["target"] = "torch.ops.aten.frobnicate.default".into());
+        write_zip(p, &e)
+    })));
+    cases.push(("missing_weight_file", Box::new(|p: &Path| {
+        let e: Entries = base.iter().filter(|(n, _)| !n.ends_with("data/weights/weight_0")).cloned().collect();
+        write_zip(p, &e)
+    })));
+    cases.push(("wrong_sized_weight", Box::new(|p: &Path| {
+        let mut e = base.clone();
+        e.iter_mut().find(|(n, _)| n.ends_with("data/weights/weight_0")).unwrap().1.truncate(10);
+        write_zip(p, &e)
+    })));
+    cases.push(("size_overflow", Box::new(|p: &Path| {
+        let mut e = base.clone();
+        edit_model(&mut e, |j| {
+            let tv = j.pointer_mut("/graph_module/graph/tensor_values").unwrap();
+            let first = tv.as_object_mut().unwrap().keys().next().unwrap().clone();
+            tv[&first]["sizes"] = serde_json::json!([{"as_int": 1i64 << 40}, {"as_int": 1i64 << 40}]);
+        });
+        write_zip(p, &e)
+    })));
+    cases.push(("dangling_reference", Box::new(|p: &Path| {
+        let mut e = base.clone();
+        edit_model(&mut e, |j| nodes(j)[1]["inputs"][1]["arg"] = serde_json::json!({"as_tensor": {"name": "nowhere"}}));
+        write_zip(p, &e)
+    })));
+    cases.push(("cyclic_reference", Box::new(|p: &Path| {
+        let mut e = base.clone();
+        edit_model(&mut e, |j| {
+            // The first node reads the last node's output: a cycle once the graph is read in order.
+            let ns = nodes(j);
+            let last = ns.last().unwrap()["outputs"][0]["as_tensor"]["name"].clone();
+            ns[0]["inputs"][0]["arg"] = serde_json::json!({"as_tensor": {"name": last}});
+        });
+        write_zip(p, &e)
+    })));
+    cases.push(("wrong_argument_kind", Box::new(|p: &Path| {
+        let mut e = base.clone();
+        edit_model(&mut e, |j| nodes(j)[0]["inputs"][1]["arg"] = serde_json::json!({"as_string": "sideways"}));
+        write_zip(p, &e)
+    })));
+
+    for (name, make) in &cases {
+        let file = dir.join(format!("{name}.pt2"));
+        make(&file);
+        check(name, &file, &dir);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bare_model_json_is_read_and_checked() {
+    let dir = std::env::temp_dir().join(format!("ember-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let e = read_entries(&testdata().join("models/mlp.pt2"));
+    let json = &e.iter().find(|(n, _)| n.ends_with("models/model.json")).unwrap().1;
+    std::fs::write(dir.join("model.json"), json).unwrap();
+    let ok = ember(&dir, &["import", "model.json"]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let from_archive = ember(&testdata(), &["import", "models/mlp.pt2"]);
+    assert_eq!(ok.stdout, from_archive.stdout, "a bare model.json imports like its archive");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn reserved_commands_answer_clearly() {
+    let out = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/out"]);
+    assert_eq!(out.code, 2);
+    insta::assert_snapshot!("compile_target_not_built", out.render());
+    let dir = std::env::temp_dir().join(format!("ember-art-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("manifest.json"), r#"{"format_version": "9.0", "target": "cpu"}"#).unwrap();
+    let out = ember(&dir, &["run", ".", "--inputs", "in.npz", "--outputs", "out.npz"]);
+    assert_eq!(out.code, 2);
+    insta::assert_snapshot!("run_unknown_format_major", out.render());
+    std::fs::write(dir.join("manifest.json"), r#"{"format_version": "1.0", "target": "cpu"}"#).unwrap();
+    let out = ember(&dir, &["run", ".", "--inputs", "in.npz", "--outputs", "out.npz"]);
+    assert_eq!(out.code, 2);
+    insta::assert_snapshot!("run_target_not_built", out.render());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
