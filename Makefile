@@ -1,0 +1,58 @@
+# Two entry points for a fresh Debian 12 machine: `make demo` and `make test`.
+# Both run `setup`, which installs only what is missing (LLVM/MLIR 22 packages, the Python
+# virtualenv, the Rust build, the Python extension) and is quick when everything is there.
+
+EMBER_HOME ?= $(HOME)/.cache/ember
+VENV ?= $(EMBER_HOME)/venv
+PY := $(VENV)/bin/python
+LLVM_PKGS := llvm-22-dev libmlir-22-dev libpolly-22-dev libclang1-22 libclang-common-22-dev libzstd-dev zlib1g-dev mlir-22-tools graphviz
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+export EMBER_PYTHON := $(PY)
+export TMPDIR := $(EMBER_HOME)/tmp
+
+.PHONY: setup setup-llvm setup-venv setup-python-ext build demo test test-rust test-python regen-models
+
+setup: setup-llvm setup-venv setup-python-ext
+
+setup-llvm:
+	@if dpkg -s $(LLVM_PKGS) >/dev/null 2>&1; then echo "setup: LLVM/MLIR 22 present"; else \
+	  echo "setup: installing LLVM/MLIR 22 from Debian"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y --no-install-recommends $(LLVM_PKGS); fi
+
+setup-venv:
+	@mkdir -p $(TMPDIR)
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@if $(PY) -c "import torch, jax, transformers, expecttest, maturin, pytest, numpy" 2>/dev/null; then echo "setup: Python env present ($(VENV))"; else \
+	  echo "setup: installing the Python env into $(VENV) (torch is ~3 GB)"; \
+	  $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -r tools/python/requirements.txt; fi
+	@echo "$(VENV)" > $(EMBER_HOME)/venv-path
+
+build:
+	cargo build -p ember-tools
+
+# The extension shares cargo's target dir, so an unchanged tree rebuilds nothing.
+setup-python-ext:
+	@cd tools/python && VIRTUAL_ENV=$(VENV) $(VENV)/bin/maturin develop -q 2>&1 | grep -v "^📦\|^🔗\|^🐍\|^⚠️" || true
+	@$(PY) -c "import ember; ember.version()" && echo "setup: Python package ember installed"
+
+demo: setup build
+	@echo "== ember import testdata/models/gpt2_block.pt2  (torch dialect, first lines)"
+	@./target/debug/ember import testdata/models/gpt2_block.pt2 -o $(TMPDIR)/gpt2_block.mlir
+	@head -c 1500 $(TMPDIR)/gpt2_block.mlir; echo " ..."
+	@echo "== ember opt --passes=canonicalize,cse,dce"
+	@./target/debug/ember opt $(TMPDIR)/gpt2_block.mlir --passes=canonicalize,cse,dce -o $(TMPDIR)/gpt2_block.opt.mlir
+	@echo "ops before: $$(grep -c '= "torch' $(TMPDIR)/gpt2_block.mlir), after: $$(grep -c '= "torch' $(TMPDIR)/gpt2_block.opt.mlir)"
+	@mlir-opt-22 --allow-unregistered-dialect $(TMPDIR)/gpt2_block.opt.mlir -o /dev/null && echo "mlir-opt-22 accepts the result"
+	@echo "== ember compile --target cpu (code generation is the next milestone)"
+	@./target/debug/ember compile testdata/models/gpt2_block.pt2 --target cpu -o $(TMPDIR)/gpt2_out || true
+
+test: setup test-rust test-python
+
+test-rust:
+	INSTA_UPDATE=no cargo test --workspace
+
+test-python:
+	cd tools/python && $(PY) -m pytest -q tests
+
+regen-models: setup-venv
+	$(PY) testdata/models/generate.py
