@@ -112,7 +112,7 @@ impl Verifier<'_> {
         }
         let dialect = d.name.split('.').next().unwrap_or("");
         let Some(view) = OpView::new(m, op) else {
-            if matches!(dialect, "torch" | "ember") {
+            if matches!(dialect, "torch" | "ten" | "ember") {
                 self.error(op, format!("unknown op `{}` in the `{dialect}` dialect", d.name));
             } else {
                 self.error(op, format!("unknown dialect `{dialect}`"));

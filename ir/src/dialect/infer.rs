@@ -120,6 +120,28 @@ pub enum Rule {
     EmbeddingBackward,
     /// Shape of `self` operand regardless of which comes first (pooling backward ops).
     LikeSelf,
+    /// `ten` elementwise: every tensor operand has the first one's shape; result is its type.
+    Elementwise,
+    /// `ten.compare`: equal shapes, bool result.
+    CompareStrict,
+    /// `ten.select`: equal shapes; result is `on_true`'s type.
+    SelectStrict,
+    /// `ten.broadcast`: `shape`, operand dim i placed at `dims[i]`.
+    BroadcastInDim,
+    /// `ten.constant`: `shape` and `dtype`.
+    Splat,
+    /// `ten.iota`: `shape` and `dtype`.
+    Iota,
+    /// `ten.reshape`: `shape` with the same element count.
+    Reshape,
+    /// `ten.reduce`: drop `dims`.
+    ReduceDims,
+    /// `ten.dot_general`: batch dims, lhs free dims, rhs free dims.
+    DotGeneral,
+    /// `ten.gather`: `x[:dim] + index.shape + x[dim+1:]`.
+    TakeDim,
+    /// `ten.slice`: `shape` (start and step are checked against the operand).
+    SliceStrided,
     /// No inference: result types come from the importer's metadata and are trusted. Used only for
     /// data-dependent shapes (nonzero) and ops whose rule is not written yet; `dialect::trusted_ops`
     /// lists them.
@@ -598,7 +620,8 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             }).collect())
         }
         Cat | Stack => {
-            let ts: Vec<&TensorType> = cx.list("tensors").into_iter().flatten().collect();
+            let name = if cx.sig.param("inputs").is_some() { "inputs" } else { "tensors" };
+            let ts: Vec<&TensorType> = cx.list(name).into_iter().flatten().collect();
             // torch skips legacy empty 1-D tensors in cat.
             let ts: Vec<&TensorType> = ts.into_iter().filter(|t| !(rule == Cat && t.rank() == 1 && t.dims[0].as_const() == Some(0))).collect();
             let Some(first) = ts.first() else { return err("cat of no tensors") };
@@ -863,6 +886,117 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
         Dropout => {
             let t = cx.first()?;
             Ok(vec![Type::Tensor(t.clone()), tt(t.dims.clone(), DType::Bool)])
+        }
+        Elementwise | CompareStrict | SelectStrict => {
+            let ts = cx.all_tensors();
+            let first = if rule == SelectStrict { cx.t("on_true")? } else { cx.first()? };
+            for (i, t) in ts.iter().enumerate() {
+                if t.dims != first.dims {
+                    return err(format!("operand {i} has shape {} but the op needs {} for every operand", fmt_shapes(&[&t.dims]), fmt_shapes(&[&first.dims])));
+                }
+            }
+            if rule == SelectStrict {
+                if cx.t("pred")?.dtype != DType::Bool {
+                    return err("`pred` must be bool");
+                }
+                if cx.t("on_false")?.dtype != first.dtype {
+                    return err("`on_true` and `on_false` dtypes differ");
+                }
+            } else if ts.iter().any(|t| t.dtype != first.dtype) {
+                return err("operand dtypes differ; insert ten.convert");
+            }
+            one(tt(first.dims.clone(), if rule == CompareStrict { DType::Bool } else { first.dtype }))
+        }
+        BroadcastInDim => {
+            let t = cx.first()?;
+            let shape = cx.dims("shape")?;
+            let map = cx.ints("dims")?;
+            if map.len() != t.rank() {
+                return err(format!("`dims` has {} entries for a rank-{} operand", map.len(), t.rank()));
+            }
+            for (i, &d) in map.iter().enumerate() {
+                let Some(target) = usize::try_from(d).ok().and_then(|d| shape.get(d)) else {
+                    return err(format!("`dims`[{i}] = {d} is outside the result rank {}", shape.len()));
+                };
+                let src = &t.dims[i];
+                if src.as_const() != Some(1) && src != target && src.as_const().is_some() && target.as_const().is_some() {
+                    return err(format!("operand dim {i} (size {src}) cannot broadcast to size {target}"));
+                }
+            }
+            one(tt(shape, t.dtype))
+        }
+        Splat | Iota => {
+            let dt = cx.dtype().ok_or_else(|| InferError("missing `dtype`".into()))?;
+            one(tt(cx.dims("shape")?, dt))
+        }
+        Reshape => {
+            let t = cx.first()?;
+            let shape = cx.dims("shape")?;
+            let (a, b) = (t.numel(), shape.iter().cloned().fold(c(1), SymExpr::mul));
+            if a != b && a.as_const().is_some() && b.as_const().is_some() {
+                return err(format!("cannot reshape {a} elements into {b}"));
+            }
+            one(tt(shape, t.dtype))
+        }
+        ReduceDims => {
+            let t = cx.first()?;
+            let dims = cx.ints("dims")?;
+            for &d in &dims {
+                if d < 0 || d as usize >= t.rank() {
+                    return err(format!("reduce dim {d} is outside rank {}", t.rank()));
+                }
+            }
+            let shape = t.dims.iter().enumerate().filter(|(i, _)| !dims.contains(&(*i as i64))).map(|(_, d)| d.clone()).collect();
+            one(tt(shape, t.dtype))
+        }
+        DotGeneral => {
+            let (l, r) = (cx.t("lhs")?, cx.t("rhs")?);
+            let (lb, rb, lc, rc) = (cx.ints("lhs_batch")?, cx.ints("rhs_batch")?, cx.ints("lhs_contract")?, cx.ints("rhs_contract")?);
+            if lb.len() != rb.len() || lc.len() != rc.len() {
+                return err("batch and contracting dim lists must pair up");
+            }
+            let get = |t: &TensorType, d: i64| -> R<SymExpr> {
+                t.dims.get(d as usize).cloned().ok_or_else(|| InferError(format!("dim {d} is outside rank {}", t.rank())))
+            };
+            for (&a, &b) in lb.iter().zip(&rb).chain(lc.iter().zip(&rc)) {
+                let (x, y) = (get(l, a)?, get(r, b)?);
+                if x != y && x.as_const().is_some() && y.as_const().is_some() {
+                    return err(format!("lhs dim {a} (size {x}) and rhs dim {b} (size {y}) must match"));
+                }
+            }
+            let mut dims: Vec<SymExpr> = lb.iter().map(|&d| get(l, d)).collect::<R<_>>()?;
+            dims.extend((0..l.rank() as i64).filter(|d| !lb.contains(d) && !lc.contains(d)).map(|d| l.dims[d as usize].clone()));
+            dims.extend((0..r.rank() as i64).filter(|d| !rb.contains(d) && !rc.contains(d)).map(|d| r.dims[d as usize].clone()));
+            if l.dtype != r.dtype {
+                return err("dot_general operands must share a dtype");
+            }
+            one(tt(dims, l.dtype))
+        }
+        TakeDim => {
+            let (x, idx) = (cx.t("x")?, cx.t("index")?);
+            let d = cx.int("dim")?;
+            if d < 0 || d as usize >= x.rank() {
+                return err(format!("dim {d} is outside rank {}", x.rank()));
+            }
+            if idx.dtype.is_float() || idx.dtype == DType::Bool {
+                return err("`index` must be an integer tensor");
+            }
+            let d = d as usize;
+            let mut dims = x.dims[..d].to_vec();
+            dims.extend(idx.dims.iter().cloned());
+            dims.extend(x.dims[d + 1..].iter().cloned());
+            one(tt(dims, x.dtype))
+        }
+        SliceStrided => {
+            let t = cx.first()?;
+            let (start, shape, step) = (cx.dims("start")?, cx.dims("shape")?, cx.ints("step")?);
+            if start.len() != t.rank() || shape.len() != t.rank() || step.len() != t.rank() {
+                return err("`start`, `shape` and `step` need one entry per dim");
+            }
+            if step.iter().any(|&s| s <= 0) {
+                return err("slice steps must be positive");
+            }
+            one(tt(shape, t.dtype))
         }
         SymInt => one(Type::Scalar(DType::I64)),
         Scalar => one(Type::Scalar(cx.first()?.dtype)),

@@ -5,6 +5,7 @@
 pub mod ember;
 pub mod infer;
 pub mod schema;
+pub mod ten;
 pub mod torch;
 
 use crate::attr::Attr;
@@ -35,7 +36,7 @@ impl OpDef {
 }
 
 fn all_tables() -> impl Iterator<Item = &'static OpDef> {
-    torch::OPS.iter().chain(ember::OPS.iter())
+    torch::OPS.iter().chain(ten::OPS.iter()).chain(ember::OPS.iter())
 }
 
 fn signatures() -> &'static HashMap<&'static str, Signature> {
@@ -51,6 +52,7 @@ pub fn lookup(name: &str) -> Option<&'static OpDef> {
     let table = match name.split('.').next() {
         Some("torch") => torch::OPS,
         Some("ember") => ember::OPS,
+        Some("ten") => ten::OPS,
         _ => return None,
     };
     table.binary_search_by(|d| d.name.cmp(name)).ok().map(|i| &table[i])
@@ -162,7 +164,7 @@ mod tests {
 
     #[test]
     fn tables_are_sorted_and_parse() {
-        for t in [torch::OPS, ember::OPS] {
+        for t in [torch::OPS, ten::OPS, ember::OPS] {
             for w in t.windows(2) {
                 assert!(w[0].name < w[1].name, "{} must sort before {}", w[0].name, w[1].name);
             }

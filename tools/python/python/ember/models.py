@@ -99,6 +99,13 @@ def gpt2_block() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     return model, (torch.randn(2, 16, 64),)
 
 
+def gpt2_block_dynamic() -> tuple[nn.Module, tuple[torch.Tensor, ...], dict[str, Any]]:
+    """The GPT-2 block with a dynamic batch: reshapes carry symbolic sizes (sym_int_values)."""
+    model = GPT2Block(d_model=64, n_head=4)
+    batch = torch.export.Dim("batch", min=1, max=16)
+    return model, (torch.randn(4, 16, 64),), {"x": {0: batch}}
+
+
 # -------------------------------------------------------------------- tiny_llama
 
 
@@ -201,6 +208,7 @@ BUILTIN_MODELS: dict[str, ModelFactory] = {
     "tiny_llama": tiny_llama,
     "resnet": resnet,
     "mlp_dynamic": mlp_dynamic,
+    "gpt2_block_dynamic": gpt2_block_dynamic,
 }
 
 __all__ = ["BUILTIN_MODELS", *BUILTIN_MODELS]

@@ -1,0 +1,62 @@
+//! The `ten` dialect: the small tensor-level op set every target consumes.
+//!
+//! Semantics follow StableHLO where one exists (explicit broadcasts, `dot_general` dimension
+//! numbers, `reduce` over listed dims), so the TPU lowering is one-to-one and the CPU code
+//! generator only needs an index function per op. Elementwise ops take operands of one shape;
+//! `torch-to-ten` inserts the broadcasts and dtype conversions torch does implicitly.
+
+use super::infer::Rule::*;
+use super::OpDef;
+
+const fn op(name: &'static str, sig: &'static str, rule: super::infer::Rule, doc: &'static str) -> OpDef {
+    OpDef { name, sig, rule, doc }
+}
+
+/// Sorted by name (a test checks).
+#[rustfmt::skip]
+pub static OPS: &[OpDef] = &[
+    op("ten.abs",       "(Tensor x) -> Tensor", Elementwise, "|x|. ten.abs([-1.]) = [1.]"),
+    op("ten.add",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs + rhs, same shapes. ten.add([1.], [2.]) = [3.]"),
+    op("ten.and",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Bitwise/logical AND. ten.and([true], [false]) = [false]"),
+    op("ten.broadcast", "(Tensor x, *, SymInt[] shape, int[] dims) -> Tensor", BroadcastInDim, "Operand dim i maps to result dim dims[i] (size 1 or equal); other dims repeat. ten.broadcast([1., 2.], shape=[3, 2], dims=[1])"),
+    op("ten.ceil",      "(Tensor x) -> Tensor", Elementwise, "Round up. ten.ceil([1.2]) = [2.]"),
+    op("ten.compare",   "(Tensor lhs, Tensor rhs, *, str direction) -> Tensor", CompareStrict, "Elementwise EQ/NE/LT/LE/GT/GE, bool result. ten.compare([1.], [2.], \"LT\") = [true]"),
+    op("ten.concat",    "(Tensor[] inputs, *, int dim) -> Tensor", Cat, "Concatenate along `dim`. ten.concat([1.], [2.], dim=0) = [1., 2.]"),
+    op("ten.constant",  "(*, Scalar value, SymInt[] shape, ScalarType dtype) -> Tensor", Splat, "A tensor of `shape` filled with `value`. ten.constant(0., [2], f32) = [0., 0.]"),
+    op("ten.convert",   "(Tensor x, *, ScalarType dtype) -> Tensor", SameWithDtype, "Elementwise dtype conversion (floats to ints truncate). ten.convert([1.7], i64) = [1]"),
+    op("ten.cos",       "(Tensor x) -> Tensor", Elementwise, "Cosine. ten.cos([0.]) = [1.]"),
+    op("ten.div",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs / rhs (integers truncate toward zero). ten.div([1.], [4.]) = [0.25]"),
+    op("ten.dot_general", "(Tensor lhs, Tensor rhs, *, int[] lhs_batch, int[] rhs_batch, int[] lhs_contract, int[] rhs_contract) -> Tensor", DotGeneral, "Batched contraction; result dims: batch, lhs free, rhs free. mm is lhs_contract=[1], rhs_contract=[0]"),
+    op("ten.erf",       "(Tensor x) -> Tensor", Elementwise, "Gauss error function. ten.erf([0.]) = [0.]"),
+    op("ten.exp",       "(Tensor x) -> Tensor", Elementwise, "e^x. ten.exp([0.]) = [1.]"),
+    op("ten.floor",     "(Tensor x) -> Tensor", Elementwise, "Round down. ten.floor([1.8]) = [1.]"),
+    op("ten.gather",    "(Tensor x, Tensor index, *, int dim) -> Tensor", TakeDim, "Slices of `x` along `dim` picked by each entry of `index` (index_select / embedding): result dims are x[:dim] + index + x[dim+1:]"),
+    op("ten.iota",      "(*, SymInt[] shape, int dim, ScalarType dtype) -> Tensor", Iota, "Each element's index along `dim`. ten.iota([3], 0, i64) = [0, 1, 2]"),
+    op("ten.log",       "(Tensor x) -> Tensor", Elementwise, "Natural log. ten.log([1.]) = [0.]"),
+    op("ten.log1p",     "(Tensor x) -> Tensor", Elementwise, "log(1 + x). ten.log1p([0.]) = [0.]"),
+    op("ten.max",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Elementwise max, NaN-propagating. ten.max([1.], [2.]) = [2.]"),
+    op("ten.min",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Elementwise min, NaN-propagating. ten.min([1.], [2.]) = [1.]"),
+    op("ten.mul",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs * rhs. ten.mul([2.], [3.]) = [6.]"),
+    op("ten.neg",       "(Tensor x) -> Tensor", Elementwise, "-x. ten.neg([1.]) = [-1.]"),
+    op("ten.not",       "(Tensor x) -> Tensor", Elementwise, "Bitwise/logical NOT. ten.not([true]) = [false]"),
+    op("ten.or",        "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Bitwise/logical OR. ten.or([true], [false]) = [true]"),
+    op("ten.pow",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs ^ rhs. ten.pow([2.], [3.]) = [8.]"),
+    op("ten.reduce",    "(Tensor x, *, str kind, int[] dims) -> Tensor", ReduceDims, "Reduce `dims` away with kind sum/max/min/prod/or/and. ten.reduce([[1., 2.]], \"sum\", [1]) = [3.]"),
+    op("ten.rem",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "C-style remainder (sign of lhs). ten.rem([-3.], [2.]) = [-1.]"),
+    op("ten.reshape",   "(Tensor x, *, SymInt[] shape) -> Tensor", Reshape, "Same elements in row-major order, new shape. ten.reshape(x[6], [2, 3])"),
+    op("ten.reverse",   "(Tensor x, *, int[] dims) -> Tensor", Elementwise, "Reverse the order along `dims`. ten.reverse([1., 2.], [0]) = [2., 1.]"),
+    op("ten.round",     "(Tensor x) -> Tensor", Elementwise, "Round half to even. ten.round([2.5]) = [2.]"),
+    op("ten.rsqrt",     "(Tensor x) -> Tensor", Elementwise, "1/sqrt(x). ten.rsqrt([4.]) = [0.5]"),
+    op("ten.select",    "(Tensor pred, Tensor on_true, Tensor on_false) -> Tensor", SelectStrict, "pred ? on_true : on_false, same shapes. ten.select([true], [1.], [2.]) = [1.]"),
+    op("ten.sigmoid",   "(Tensor x) -> Tensor", Elementwise, "1/(1+e^-x). ten.sigmoid([0.]) = [0.5]"),
+    op("ten.sign",      "(Tensor x) -> Tensor", Elementwise, "-1, 0 or 1. ten.sign([-2.]) = [-1.]"),
+    op("ten.sin",       "(Tensor x) -> Tensor", Elementwise, "Sine. ten.sin([0.]) = [0.]"),
+    op("ten.slice",     "(Tensor x, *, SymInt[] start, SymInt[] shape, int[] step) -> Tensor", SliceStrided, "Elements start + i*step per dim, `shape` of them. ten.slice([0, 1, 2, 3], [1], [2], [2]) = [1, 3]"),
+    op("ten.sqrt",      "(Tensor x) -> Tensor", Elementwise, "Square root. ten.sqrt([4.]) = [2.]"),
+    op("ten.sub",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs - rhs. ten.sub([3.], [1.]) = [2.]"),
+    op("ten.tan",       "(Tensor x) -> Tensor", Elementwise, "Tangent. ten.tan([0.]) = [0.]"),
+    op("ten.tanh",      "(Tensor x) -> Tensor", Elementwise, "Hyperbolic tangent. ten.tanh([0.]) = [0.]"),
+    op("ten.transpose", "(Tensor x, *, int[] dims) -> Tensor", Permute, "Result dim i is operand dim dims[i]. ten.transpose(x[2, 3], [1, 0]) has shape [3, 2]"),
+    op("ten.trunc",     "(Tensor x) -> Tensor", Elementwise, "Round toward zero. ten.trunc([-1.7]) = [-1.]"),
+    op("ten.xor",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Bitwise/logical XOR. ten.xor([true], [true]) = [false]"),
+];

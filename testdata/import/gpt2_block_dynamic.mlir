@@ -1,0 +1,1 @@
+// RUN: import models/gpt2_block_dynamic.pt2
