@@ -177,3 +177,17 @@ mod tests {
         assert!(torch::OPS.len() >= 190, "core ATen coverage: {}", torch::OPS.len());
     }
 }
+
+/// Creates a detached op whose result types come from its rule; place it with `Module::insert_op`.
+pub fn build_op(
+    m: &mut Module,
+    name: &str,
+    operands: Vec<Value>,
+    attrs: crate::module::Attrs,
+    loc: crate::attr::Loc,
+) -> Result<OpId, String> {
+    let def = lookup(name).ok_or_else(|| format!("unknown op `{name}`"))?;
+    let probe = m.create_op(name, operands.clone(), vec![], attrs.clone(), vec![], loc.clone());
+    let types = OpView { m, op: probe, def }.infer().map_err(|e| format!("`{name}`: {}", e.0))?;
+    Ok(m.create_op(name, operands, types, attrs, vec![], loc))
+}
