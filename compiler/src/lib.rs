@@ -2,7 +2,9 @@
 //! This crate is the API boundary: the CLI and the Python extension call only what it exports.
 
 pub mod artifact;
+pub mod cpu;
 pub mod frontend;
+pub mod npz;
 
 pub use frontend::{import_path, ImportError, Imported};
 

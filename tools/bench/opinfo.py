@@ -405,6 +405,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         for k in [k for k in index if k[0] == op.name and k[1] == op.variant_test_name]:
             del index[k]
         c = Counter()
+        if res["note"]:
+            # sample_inputs raised or the worker died: one pseudo-sample (index -1) says so.
+            res["entries"].append({
+                "op": op.name, "variant_test_name": op.variant_test_name, "sample_index": -1,
+                "key": None, "dtype": None, "sample": "(no sample)", "status": "export_failed",
+                "error": res["note"], "aten_targets": [],
+            })
         for e in res["entries"]:
             index[(e["op"], e["variant_test_name"], e["sample_index"])] = e
             c[e["status"]] += 1
@@ -435,7 +442,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_pool(todo: list[int], call: tuple, jobs: int, absorb: Callable[[dict], None], db: list[Any]) -> None:
+def run_pool(todo: list[int], call: tuple, jobs: int, absorb: Callable[[dict], None], db: list[Any],
+             fn: Callable[..., dict[str, Any]] = export_op) -> None:
     """Run export_op over todo in worker processes; a crashed worker costs one op, not the run."""
     ctx = mp.get_context("spawn")
     pending = list(todo)
@@ -452,11 +460,12 @@ def run_pool(todo: list[int], call: tuple, jobs: int, absorb: Callable[[dict], N
                 while queue or in_flight:
                     while queue and len(in_flight) < (1 if solo else jobs) * 2:
                         i = queue.pop(0)
-                        in_flight[pool.submit(export_op, i, *call)] = i
+                        in_flight[pool.submit(fn, i, *call)] = i
                     finished, _ = cf.wait(in_flight, return_when=cf.FIRST_COMPLETED)
                     for fut in finished:
-                        i = in_flight.pop(fut)
-                        absorb(fut.result())
+                        res = fut.result()  # raises BrokenProcessPool if the worker died
+                        del in_flight[fut]
+                        absorb(res)
             except cf.process.BrokenProcessPool:
                 lost = list(in_flight.values())
                 if solo:
@@ -504,15 +513,21 @@ class Stage:
 
 
 def _ember_error(stderr: str) -> tuple[str, str]:
-    """(the informative line, whole message) of an ember failure on stderr."""
+    """(one informative line, whole message) of an ember failure on stderr.
+
+    ember prints ``error: `X.pt2`: node `n` (from f.py:1): MESSAGE``; when the imported
+    graph does not verify, the verifier's lines follow on the next lines, and the first
+    one (``  `torch.aten.x` at node `n` (from ...): result 0: expected ..., found ...``)
+    is appended to the head line.
+    """
     text = stderr.strip()
     lines = [l for l in text.splitlines() if l.strip()]
     if not lines:
         return "(no message)", ""
     head = lines[0].removeprefix("error: ")
-    # "the imported graph does not verify ...:" is followed by the verifier's lines.
-    if head.rstrip().endswith(":") and len(lines) > 1:
-        head = head.rstrip() + " " + lines[1].strip()
+    head = re.sub(r"^`[^`]*\.pt2`:\s*", "", head)
+    if "does not verify" in head and len(lines) > 1:
+        head = "the imported graph does not verify: " + lines[1].strip()
     return head, text
 
 
@@ -574,25 +589,30 @@ def run_sample(sample: dict[str, Any], stages: list[Stage], ctx: Context) -> dic
 # check: failure reasons
 
 
-_BACKTICKED = re.compile(r"`[^`]*`")
+def _abstract_type(m: re.Match) -> str:
+    """tensor<2x?x3xf32> -> tensor<…xf32>: the dtype stays, the shape goes."""
+    body = m.group(1)
+    dtype = body.rsplit("x", 1)[-1] if "x" in body else body
+    return f"tensor<…x{dtype}>" if "x" in body else f"tensor<{dtype}>"
 
 
 def failure_reason(error: str) -> str:
-    """Group key of an error line: location and concrete values stripped, op names kept."""
+    """Group key of an error line: locations and concrete values stripped, op names kept."""
     msg = error
-    # `file.pt2`: node `x` (file.py:12): ...   -> drop everything up to the node location
     msg = re.sub(r"^`[^`]*\.pt2`:\s*", "", msg)
-    msg = re.sub(r"^node `[^`]*`( \([^)]*\))?:\s*", "", msg)
-    msg = re.sub(r"^[A-Za-z_0-9.]+ \([^)]*:\d+(:\d+)?\):\s*", "", msg)
-    m = re.match(r"unknown op `([^`]*)`", msg)
+    # node locations: "node `x` (from f.py:1): ", "`torch.aten.x` at node `n` (from f.py:1): "
+    msg = re.sub(r"\s*at node `[^`]*`( \(from [^)]*\))?", "", msg)
+    msg = re.sub(r"node `[^`]*`( \(from [^)]*\))?:\s*", "", msg)
+    msg = re.sub(r"\(from [^)]*\):\s*", "", msg)
+    m = re.search(r"unknown op `([^`]*)`", msg)
     if m:
         return f"unknown op `{m.group(1)}`"
-    # the verifier: "... does not verify ...: 'torch.aten.x' result 0: expected T, found U"
-    msg = re.sub(r"tensor<[^>]*>", "tensor<…>", msg)
+    msg = re.sub(r"tensor<([^>]*)>", _abstract_type, msg)
     msg = re.sub(r"%[A-Za-z0-9_#]+", "%…", msg)
-    msg = re.sub(r"(?<![A-Za-z_])-?\d+(\.\d+)?(?![A-Za-z_])", "N", msg)
+    msg = re.sub(r"(?<![A-Za-z_.\d])-?\d+(\.\d+)?(e-?\d+)?(?![A-Za-z_\d])", "N", msg)
     msg = re.sub(r"\[(N, )*N\]", "[…]", msg)
-    return msg[:200]
+    msg = re.sub(r"(result|operand) N", r"\1 N", msg)
+    return msg[:220]
 
 
 # ----------------------------------------------------------------------------
@@ -618,6 +638,26 @@ def ember_name(target: str) -> str | None:
 
 def md_escape(s: Any) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def code(s: Any, limit: int = 0) -> str:
+    """A markdown code span that may itself contain backticks."""
+    s = " ".join(str(s).split())
+    if limit and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return "`` " + s.replace("|", "\\|") + " ``" if s else ""
+
+
+def drop_locations(error: str) -> str:
+    """An error line without its node/source locations (values kept)."""
+    msg = re.sub(r"\s*at node `[^`]*`( \(from [^)]*\))?", "", error)
+    msg = re.sub(r"node `[^`]*`( \(from [^)]*\))?:\s*", "", msg)
+    return re.sub(r"\(from [^)]*\):\s*", "", msg)
+
+
+def home_path(p: Any) -> str:
+    s, home = str(p), os.path.expanduser("~")
+    return "~" + s[len(home):] if s.startswith(home + os.sep) else s
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -695,7 +735,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(f"{'OpInfo':<{width}}  samples  passed  failed  export_failed  first error")
     for oid in sorted(per_op):
         r = per_op[oid]
-        err = (r["first_error"] or "")[:110]
+        err = drop_locations(r["first_error"] or "")[:110]
         print(f"{oid:<{width}}  {r['samples']:>7}  {r['passed']:>6}  {r['failed']:>6}  "
               f"{r['export_failed']:>13}  {err}")
     print()
@@ -732,7 +772,13 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
     w("")
     w(f"- date: {now}")
     w(f"- torch: {torch_version}")
-    w(f"- ember: `{ember}`")
+    try:
+        built = _dt.datetime.fromtimestamp(ember.stat().st_mtime).astimezone().strftime("%Y-%m-%d %H:%M")
+        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
+    except Exception:  # noqa: BLE001
+        built, rev = "?", ""
+    w(f"- ember: `{home_path(ember)}` (built {built}; repo HEAD {rev or '?'})")
     w(f"- scope: {scope}; {len(per_op)} OpInfos, {len(entries)} samples "
       f"({len(exported)} exported, {len(entries) - len(exported)} failed to export)")
     w(f"- **{n_pass} passed, {n_fail} failed** (exported samples; "
@@ -742,7 +788,7 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
       f"`{PROG} check{' --subset' if args.subset else ''}`. A sample is one "
       "`op.sample_inputs(\"cpu\", float32)` entry exported with "
       "`torch.export.export(...).run_decompositions()`; its files are "
-      f"`{args.cache}/<key>.pt2|.npz|.json`.")
+      f"`{home_path(args.cache)}/<key>.pt2|.npz|.json`.")
     w("")
 
     w("## Top failure reasons")
@@ -758,15 +804,16 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
         ops = sorted({op_id(e["op"], e["variant_test_name"]) for e in es})
         ex = es[0]
         ops_s = ", ".join(ops[:6]) + (f", … (+{len(ops) - 6})" if len(ops) > 6 else "")
-        w(f"| {n} | {len(es)} | {md_escape(ops_s)} | `{md_escape(reason)}` | "
+        w(f"| {n} | {len(es)} | {md_escape(ops_s)} | {code(reason)} | "
           f"{md_escape(op_id(ex['op'], ex['variant_test_name']))} #{ex['sample_index']}: "
-          f"`{md_escape(ex.get('sample', ''))[:160]}` | `{ex['key']}` |")
+          f"{code(ex.get('sample', ''), 160)} | `{ex['key']}` |")
     w("")
     if ranked:
-        w("<details><summary>Full first error of each reason's example</summary>")
+        w("<details><summary>The example of each reason: full error, reproduce with "
+          f"<code>ember import {home_path(args.cache)}/KEY.pt2</code></summary>")
         w("")
         for n, (reason, es) in enumerate(ranked, 1):
-            w(f"{n}. `{md_escape(es[0]['check']['error'])[:600]}`")
+            w(f"{n}. {code(es[0]['check']['error'], 600)}")
         w("")
         w("</details>")
         w("")
@@ -795,9 +842,10 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
     w("|---|---|---|---|---|---|")
     for oid in sorted(per_op):
         r = per_op[oid]
-        err = r["first_error"] or (f"(export) {r['first_export_error']}" if r["first_export_error"] else "")
+        err = drop_locations(r["first_error"]) if r["first_error"] else (
+            f"(export) {r['first_export_error']}" if r["first_export_error"] else "")
         w(f"| {md_escape(oid)} | {r['samples']} | {r['passed']} | {r['failed']} | "
-          f"{r['export_failed']} | {md_escape(err)[:220]} |")
+          f"{r['export_failed']} | {code(err, 220)} |")
     w("")
 
     w("## ATen targets in exported graphs")
@@ -823,7 +871,7 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
         w("|---|---|---|")
         for reason, es in sorted(export_reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:40]:
             ex = es[0]
-            w(f"| {len(es)} | `{md_escape(reason)[:180]}` | {md_escape(op_id(ex['op'], ex['variant_test_name']))} #{ex['sample_index']} |")
+            w(f"| {len(es)} | {code(reason, 180)} | {md_escape(op_id(ex['op'], ex['variant_test_name']))} #{ex['sample_index']} |")
         if len(export_reasons) > 40:
             w(f"| … | {len(export_reasons) - 40} more reasons | |")
     else:

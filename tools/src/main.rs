@@ -153,19 +153,46 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             })?;
             emit(&m.to_string(), output.as_deref())
         }
-        Cmd::Compile { model, target, output: _ } => {
+        Cmd::Compile { model, target, output } => {
             let target = Target::parse(&target).expect("clap checked the target");
-            // Import first so bad input is reported as such even before targets exist.
-            load_module(&model)?;
-            Err(Failure(format!(
-                "target `{}` is not built yet: this Ember can import and optimize models (`ember import`, `ember opt`) but has no {} code generator",
-                target.name(),
-                target.name()
-            )))
+            let pb = spinner(format!("importing {}", model.display()));
+            let imported = ember_compiler::import_path(&model);
+            pb.finish_and_clear();
+            let imported = imported?;
+            match target {
+                Target::Cpu => {
+                    let pb = spinner(format!("compiling for cpu into {}", output.display()));
+                    let r = ember_compiler::cpu::compile(imported, &output);
+                    pb.finish_and_clear();
+                    let man = r.map_err(Failure)?;
+                    eprintln!("wrote {} ({} kernels, {} GEMMs)", output.display(),
+                        man.steps.iter().filter(|s| matches!(s, ember_targets::cpu::plan::Step::Kernel { .. })).count(),
+                        man.steps.iter().filter(|s| matches!(s, ember_targets::cpu::plan::Step::Gemm(_))).count());
+                    Ok(())
+                }
+                t => Err(Failure(format!(
+                    "target `{}` is not built yet: this Ember compiles for cpu only",
+                    t.name()
+                ))),
+            }
         }
-        Cmd::Run { artifact: dir, inputs: _, outputs: _ } => {
+        Cmd::Run { artifact: dir, inputs, outputs } => {
             let h = artifact::read_header(&dir)?;
-            Err(Failure(format!("target `{}` is not built yet: this Ember cannot run `{}` artifacts", h.target, h.target)))
+            if h.target != "cpu" {
+                return Err(Failure(format!("target `{}` is not built yet: this Ember runs cpu artifacts only", h.target)));
+            }
+            let prog = ember_targets::cpu::Program::load(&dir).map_err(|e| Failure(format!("`{}`: {e}", dir.display())))?;
+            let mut arrays = ember_compiler::npz::read_npz(&inputs)?;
+            let mut args = Vec::new();
+            for (i, info) in prog.manifest.inputs.iter().enumerate() {
+                let t = arrays.remove(&format!("arg{i}")).ok_or_else(|| Failure(format!(
+                    "`{}` has no array `arg{i}` for input {i} (`{}`)", inputs.display(), info.name)))?;
+                args.push(t);
+            }
+            let outs = prog.run(&args).map_err(|e| Failure(format!("`{}`: {e}", inputs.display())))?;
+            let named: Vec<(String, _)> = outs.into_iter().enumerate().map(|(i, t)| (format!("out{i}"), t)).collect();
+            ember_compiler::npz::write_npz(&outputs, &named)?;
+            Ok(())
         }
         Cmd::Ops { dialect } => {
             for d in ember_ir::dialect::all_ops() {

@@ -1,0 +1,67 @@
+//! Constants (`ten.constant`), ranges (`ten.iota`), dtype conversions and identities.
+
+use super::build::{Cx, Lowered};
+use ember_ir::attr::Attr;
+use ember_ir::DType;
+
+/// full/full_like/scalar_tensor/zeros/ones(_like)/fill.Scalar: a splat of the result type.
+pub fn fill(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let value = match name {
+        "full" | "full_like" => cx.attr("fill_value"),
+        "scalar_tensor" => cx.attr("s"),
+        "fill.Scalar" => cx.attr("value"),
+        "zeros" | "zeros_like" => Some(Attr::Int(0)),
+        _ => Some(Attr::Int(1)),
+    };
+    let value = value.ok_or_else(|| cx.err("missing fill value"))?;
+    Ok(Some(vec![cx.constant(&value, t.dtype, &t.dims)?]))
+}
+
+/// arange: `ten.iota` * step + start. Fractional bounds compute in f64 and convert, as torch
+/// accumulates in double; a symbolic start or step stays unlowered.
+pub fn arange(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let start = cx.attr("start").unwrap_or(Attr::Int(0));
+    let step = cx.attr("step").unwrap_or(Attr::Int(1));
+    let (Some(s0), Some(st)) = (start.as_float(), step.as_float()) else { return Ok(None) };
+    let fractional = [&start, &step, &cx.attr("end").unwrap_or(Attr::Int(0))].iter().any(|a| matches!(a, Attr::Float(f) if f.fract() != 0.0));
+    let dt = if fractional && t.dtype != DType::F64 { DType::F64 } else { t.dtype };
+    let mut v = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(t.dims.clone())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(dt))])?;
+    if st != 1.0 {
+        let k = cx.constant(&step, dt, &t.dims)?;
+        v = cx.emit("ten.mul", vec![v, k], vec![])?;
+    }
+    if s0 != 0.0 {
+        let k = cx.constant(&start, dt, &t.dims)?;
+        v = cx.emit("ten.add", vec![v, k], vec![])?;
+    }
+    Ok(Some(vec![cx.convert(v, t.dtype)?]))
+}
+
+/// _to_copy: `ten.convert` (to bool: `x != 0`), nothing when the dtype is unchanged;
+/// copy(self, src): `src` converted and broadcast to self's type.
+pub fn to_copy(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg(if name == "copy" { "src" } else { "self" })?;
+    let x = if t.dtype == DType::Bool { cx.to_bool(x)? } else { cx.convert(x, t.dtype)? };
+    Ok(Some(vec![cx.bcast(x, &t.dims)?]))
+}
+
+/// clone/alias/detach/lift_fresh_copy: the input itself.
+pub fn identity(cx: &mut Cx) -> Lowered {
+    Ok(Some(vec![cx.arg("self")?]))
+}
+
+/// native_dropout when it keeps everything (train false, or p == 0): (input, all-true mask).
+/// Training-mode dropout is random and stays a torch op.
+pub fn dropout(cx: &mut Cx) -> Lowered {
+    let p = cx.attr("p").and_then(|a| a.as_float()).unwrap_or(1.0);
+    let train = cx.attr("train").and_then(|a| a.as_bool()).unwrap_or(true);
+    if train && p != 0.0 {
+        return Ok(None);
+    }
+    let x = cx.arg("input")?;
+    let mask = cx.out(1)?;
+    Ok(Some(vec![x, cx.constant(&Attr::Bool(true), DType::Bool, &mask.dims)?]))
+}

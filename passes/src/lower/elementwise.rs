@@ -1,0 +1,312 @@
+//! Elementwise ops: arithmetic, comparisons, logic, unary math and activations.
+//!
+//! torch broadcasts and promotes implicitly; here every operand is converted to the computation
+//! dtype (the torch op's result dtype, or for comparisons the promoted operand dtype) and broadcast
+//! to the result shape first, and wrapped Python scalars become `ten.constant` splats.
+
+use super::build::{Cx, Lowered};
+use ember_ir::attr::Attr;
+use ember_ir::dialect::infer::result_type;
+use ember_ir::{DType, SymExpr, Value};
+
+/// A torch operand: a tensor, or a Scalar attribute (a wrapped number).
+enum Operand {
+    Tensor(Value),
+    Scalar(Attr),
+}
+
+/// The operand of parameter `name`, tensor or scalar.
+fn operand(cx: &Cx, name: &str) -> Result<Operand, String> {
+    if let Some(v) = cx.operand(name) {
+        return Ok(Operand::Tensor(v));
+    }
+    match cx.attr(name) {
+        Some(a @ (Attr::Int(_) | Attr::Float(_) | Attr::Bool(_))) => Ok(Operand::Scalar(a)),
+        _ => Err(cx.err(&format!("missing operand `{name}`"))),
+    }
+}
+
+/// `x` as a `dtype` tensor of `shape`: converted and broadcast, or a splat for a scalar.
+fn materialize(cx: &mut Cx, x: &Operand, dtype: DType, shape: &[SymExpr]) -> Result<Value, String> {
+    match x {
+        Operand::Tensor(v) => cx.coerce(*v, dtype, shape),
+        Operand::Scalar(a) => cx.constant(a, dtype, shape),
+    }
+}
+
+/// The `(lhs, rhs)` operands of a binary torch op.
+fn lhs_rhs(cx: &Cx) -> Result<(Operand, Operand), String> {
+    let lhs = operand(cx, "self")?;
+    let rhs = if cx.operand("exponent").is_some() || cx.attr("exponent").is_some() { operand(cx, "exponent")? } else { operand(cx, "other")? };
+    Ok((lhs, rhs))
+}
+
+/// Both operands as tensors of the result's dtype and shape.
+fn operands_as_result(cx: &mut Cx) -> Result<(Value, Value), String> {
+    let t = cx.out(0)?;
+    let (lhs, rhs) = lhs_rhs(cx)?;
+    let a = materialize(cx, &lhs, t.dtype, &t.dims)?;
+    let b = materialize(cx, &rhs, t.dtype, &t.dims)?;
+    Ok((a, b))
+}
+
+/// add/sub/mul/div (true division: integer operands convert to the float result first),
+/// maximum/minimum, pow, fmod and the bitwise ops. `alpha` scales `other` of add/sub.
+pub fn arith(cx: &mut Cx, name: &str) -> Lowered {
+    let base = name.split('.').next().unwrap_or(name);
+    let ten = match base {
+        "add" => "ten.add",
+        "sub" => "ten.sub",
+        "mul" => "ten.mul",
+        "div" => "ten.div",
+        "maximum" => "ten.max",
+        "minimum" => "ten.min",
+        "pow" => "ten.pow",
+        "fmod" => "ten.rem",
+        "bitwise_and" => "ten.and",
+        "bitwise_or" => "ten.or",
+        "bitwise_xor" => "ten.xor",
+        _ => return Ok(None),
+    };
+    let (a, mut b) = operands_as_result(cx)?;
+    if matches!(base, "add" | "sub") {
+        let alpha = cx.attr("alpha").unwrap_or(Attr::Int(1));
+        if alpha.as_float() != Some(1.0) {
+            let t = cx.tt(b);
+            let k = cx.constant(&alpha, t.dtype, &t.dims)?;
+            b = cx.emit("ten.mul", vec![b, k], vec![])?;
+        }
+    }
+    Ok(Some(vec![cx.emit(ten, vec![a, b], vec![])?]))
+}
+
+/// `(r != 0) && ((r < 0) != (b < 0))`: where C-style `div`/`rem` differ from Python's floor
+/// semantics.
+fn sign_mismatch(cx: &mut Cx, r: Value, b: Value) -> Result<Value, String> {
+    let zero = cx.splat_like(0.0, r)?;
+    let nonzero = cx.compare("NE", r, zero)?;
+    let r_neg = cx.compare("LT", r, zero)?;
+    let b_neg = cx.compare("LT", b, zero)?;
+    let differ = cx.compare("NE", r_neg, b_neg)?;
+    cx.emit("ten.and", vec![nonzero, differ], vec![])
+}
+
+/// div with rounding_mode "trunc" or "floor" (absent: true division in the result dtype).
+pub fn div_mode(cx: &mut Cx) -> Lowered {
+    let mode = cx.str_attr("rounding_mode");
+    if let Some(m) = mode.as_deref().filter(|m| !matches!(*m, "trunc" | "floor")) {
+        return Err(cx.err(&format!("unknown rounding_mode `{m}` (torch accepts \"trunc\" and \"floor\")")));
+    }
+    let (a, b) = operands_as_result(cx)?;
+    let float = cx.tt(a).dtype.is_float();
+    let q = cx.emit("ten.div", vec![a, b], vec![])?;
+    let out = match (mode.as_deref(), float) {
+        (None, _) | (Some("trunc"), false) => q,
+        (Some("trunc"), true) => cx.unary("ten.trunc", q)?,
+        (Some("floor"), true) => cx.unary("ten.floor", q)?,
+        (Some("floor"), false) => {
+            // Integer division truncates; step down where the remainder's sign differs from b's.
+            let r = cx.emit("ten.rem", vec![a, b], vec![])?;
+            let fix = sign_mismatch(cx, r, b)?;
+            let q1 = cx.binary_scalar("ten.sub", q, 1.0)?;
+            cx.select(fix, q1, q)?
+        }
+        (Some(_), _) => unreachable!("checked above"),
+    };
+    Ok(Some(vec![out]))
+}
+
+/// Python-style remainder (sign of the divisor): `fmod(a, b) + b` where the signs differ.
+pub fn remainder(cx: &mut Cx) -> Lowered {
+    let (a, b) = operands_as_result(cx)?;
+    let r = cx.emit("ten.rem", vec![a, b], vec![])?;
+    let fix = sign_mismatch(cx, r, b)?;
+    let rb = cx.emit("ten.add", vec![r, b], vec![])?;
+    Ok(Some(vec![cx.select(fix, rb, r)?]))
+}
+
+/// pow with a scalar exponent: 1 is the identity, 2 a product, 0.5 a square root.
+pub fn pow_scalar(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let e = cx.attr("exponent").ok_or_else(|| cx.err("missing attribute `exponent`"))?;
+    let x = cx.coerce(x, t.dtype, &t.dims)?;
+    let out = match e.as_float() {
+        Some(v) if v == 1.0 => x,
+        Some(v) if v == 2.0 => cx.emit("ten.mul", vec![x, x], vec![])?,
+        Some(v) if v == 0.5 && t.dtype.is_float() => cx.unary("ten.sqrt", x)?,
+        _ => {
+            let k = cx.constant(&e, t.dtype, &t.dims)?;
+            cx.emit("ten.pow", vec![x, k], vec![])?
+        }
+    };
+    Ok(Some(vec![out]))
+}
+
+/// eq/ne/lt/le/gt/ge: operands promoted to their common dtype (torch's `result_type`, wrapped
+/// scalars included), compared, bool result.
+pub fn compare(cx: &mut Cx, name: &str) -> Lowered {
+    let dir = match name.split('.').next() {
+        Some("eq") => "EQ",
+        Some("ne") => "NE",
+        Some("lt") => "LT",
+        Some("le") => "LE",
+        Some("gt") => "GT",
+        Some("ge") => "GE",
+        _ => return Ok(None),
+    };
+    let t = cx.out(0)?;
+    let (lhs, rhs) = lhs_rhs(cx)?;
+    let mut tensors = Vec::new();
+    let mut scalars = Vec::new();
+    for x in [&lhs, &rhs] {
+        match x {
+            Operand::Tensor(v) => tensors.push(cx.tt(*v)),
+            Operand::Scalar(a) => scalars.push(a.clone()),
+        }
+    }
+    let dt = result_type(&tensors.iter().collect::<Vec<_>>(), &scalars.iter().collect::<Vec<_>>());
+    let a = materialize(cx, &lhs, dt, &t.dims)?;
+    let b = materialize(cx, &rhs, dt, &t.dims)?;
+    Ok(Some(vec![cx.emit("ten.compare", vec![a, b], vec![("direction", Attr::Str(dir.into()))])?]))
+}
+
+/// logical_and/or/xor/not: operands as truthiness (`x != 0`), bool result.
+pub fn logical(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let x = cx.to_bool(x)?;
+    if name == "logical_not" {
+        return Ok(Some(vec![cx.unary("ten.not", x)?]));
+    }
+    let y = cx.arg("other")?;
+    let y = cx.to_bool(y)?;
+    let ten = match name {
+        "logical_and" => "ten.and",
+        "logical_or" => "ten.or",
+        _ => "ten.xor",
+    };
+    let out = cx.binary(ten, x, y)?;
+    Ok(Some(vec![cx.bcast(out, &t.dims)?]))
+}
+
+/// A one-operand op in the result dtype (bitwise_not).
+pub fn unary(cx: &mut Cx, ten: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let x = cx.convert(x, t.dtype)?;
+    Ok(Some(vec![cx.unary(ten, x)?]))
+}
+
+/// Unary math. Integer inputs of float-valued functions convert first; rounding is the
+/// identity on integers.
+pub fn math(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    if name == "isnan" || name == "isinf" {
+        if !xt.dtype.is_float() {
+            return Ok(Some(vec![cx.constant(&Attr::Bool(false), DType::Bool, &t.dims)?]));
+        }
+        if name == "isnan" {
+            return Ok(Some(vec![cx.compare("NE", x, x)?]));
+        }
+        let a = cx.unary("ten.abs", x)?;
+        let inf = cx.splat_like(f64::INFINITY, a)?;
+        return Ok(Some(vec![cx.compare("EQ", a, inf)?]));
+    }
+    let x = cx.convert(x, t.dtype)?;
+    let float = t.dtype.is_float();
+    let out = match name {
+        "floor" | "ceil" | "round" | "trunc" if !float => x,
+        "sign" | "abs" if t.dtype == DType::Bool => x,
+        "reciprocal" => {
+            let one = cx.splat_like(1.0, x)?;
+            cx.emit("ten.div", vec![one, x], vec![])?
+        }
+        "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan" | "floor" | "ceil"
+        | "round" | "trunc" | "sign" | "sigmoid" => cx.unary(&format!("ten.{name}"), x)?,
+        _ => return Err(cx.err("no lowering for this unary op")),
+    };
+    Ok(Some(vec![out]))
+}
+
+/// Activations and clamps, as max/min/select/erf/tanh/sigmoid formulas.
+pub fn activation(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    if name == "gelu" && !matches!(cx.str_attr("approximate").as_deref(), None | Some("none") | Some("tanh")) {
+        return Ok(None);
+    }
+    let x = cx.arg("self")?;
+    let x = cx.coerce(x, t.dtype, &t.dims)?;
+    let dt = t.dtype;
+    let out = match name {
+        "relu" => cx.binary_scalar("ten.max", x, 0.0)?,
+        "leaky_relu" => {
+            let slope = cx.attr("negative_slope").unwrap_or(Attr::Float(0.01));
+            let k = cx.constant(&slope, dt, &t.dims)?;
+            let scaled = cx.emit("ten.mul", vec![x, k], vec![])?;
+            let zero = cx.splat_like(0.0, x)?;
+            let pos = cx.compare("GT", x, zero)?;
+            cx.select(pos, x, scaled)?
+        }
+        "hardtanh" => {
+            let lo = cx.attr("min_val").unwrap_or(Attr::Int(-1));
+            let hi = cx.attr("max_val").unwrap_or(Attr::Int(1));
+            let lo = cx.constant(&lo, dt, &t.dims)?;
+            let hi = cx.constant(&hi, dt, &t.dims)?;
+            let y = cx.emit("ten.max", vec![x, lo], vec![])?;
+            cx.emit("ten.min", vec![y, hi], vec![])?
+        }
+        "clamp" | "clamp.Tensor" => {
+            let mut y = x;
+            for (bound, ten) in [("min", "ten.max"), ("max", "ten.min")] {
+                let b = match (cx.operand(bound), cx.attr(bound)) {
+                    (Some(v), _) => cx.coerce(v, dt, &t.dims)?,
+                    (None, Some(a)) if name == "clamp" => cx.constant(&a, dt, &t.dims)?,
+                    _ => continue,
+                };
+                y = cx.emit(ten, vec![y, b], vec![])?;
+            }
+            y
+        }
+        "silu" => {
+            let s = cx.unary("ten.sigmoid", x)?;
+            cx.emit("ten.mul", vec![x, s], vec![])?
+        }
+        "gelu" => {
+            let inner = if cx.str_attr("approximate").as_deref() == Some("tanh") {
+                // tanh(sqrt(2/pi) * (x + 0.044715 * x^3))
+                let x2 = cx.emit("ten.mul", vec![x, x], vec![])?;
+                let x3 = cx.emit("ten.mul", vec![x2, x], vec![])?;
+                let kx3 = cx.binary_scalar("ten.mul", x3, 0.044715)?;
+                let s = cx.emit("ten.add", vec![x, kx3], vec![])?;
+                let s = cx.binary_scalar("ten.mul", s, (2.0 / std::f64::consts::PI).sqrt())?;
+                cx.unary("ten.tanh", s)?
+            } else {
+                // erf(x / sqrt(2))
+                let s = cx.binary_scalar("ten.mul", x, std::f64::consts::FRAC_1_SQRT_2)?;
+                cx.unary("ten.erf", s)?
+            };
+            // 0.5 * x * (1 + inner)
+            let one_plus = cx.binary_scalar("ten.add", inner, 1.0)?;
+            let half_x = cx.binary_scalar("ten.mul", x, 0.5)?;
+            cx.emit("ten.mul", vec![half_x, one_plus], vec![])?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(vec![out]))
+}
+
+/// where(condition, self, other): a select on the broadcast bool condition.
+pub fn where_self(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let c = cx.arg("condition")?;
+    let c = cx.to_bool(c)?;
+    let c = cx.bcast(c, &t.dims)?;
+    let a = cx.arg("self")?;
+    let b = cx.arg("other")?;
+    let a = cx.coerce(a, t.dtype, &t.dims)?;
+    let b = cx.coerce(b, t.dtype, &t.dims)?;
+    Ok(Some(vec![cx.select(c, a, b)?]))
+}

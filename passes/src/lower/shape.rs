@@ -1,0 +1,241 @@
+//! Layout ops: reshapes, transposes, broadcasts, slices, splits, concatenation and gathers.
+//! Result shapes come from the torch op's result types, so symbolic sizes flow through unchanged.
+
+use super::build::{c, norm_dim, Cx, Lowered};
+use ember_ir::attr::Attr;
+use ember_ir::dialect::infer;
+use ember_ir::{DType, SymExpr, Value};
+
+/// view/_unsafe_view/reshape/unsqueeze/squeeze: `ten.reshape` to the result shape.
+pub fn reshape(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    Ok(Some(vec![cx.reshape(x, &t.dims)?]))
+}
+
+/// permute and transpose.int: `ten.transpose` (nothing for the identity permutation).
+pub fn transpose(cx: &mut Cx, name: &str) -> Lowered {
+    let x = cx.arg("self")?;
+    let rank = cx.tt(x).rank();
+    let err = |e: String| cx.err(&e);
+    let perm: Vec<usize> = if name == "transpose.int" {
+        let mut p: Vec<usize> = (0..rank).collect();
+        if rank > 0 {
+            let (a, b) = (norm_dim(cx.int("dim0")?, rank).map_err(err)?, norm_dim(cx.int("dim1")?, rank).map_err(err)?);
+            p.swap(a, b);
+        }
+        p
+    } else {
+        let dims = cx.attr("dims").and_then(|a| a.as_ints().map(<[i64]>::to_vec)).ok_or_else(|| cx.err("attribute `dims` must be a list"))?;
+        dims.iter().map(|&d| norm_dim(d, rank).map_err(err)).collect::<Result<_, _>>()?
+    };
+    if perm.iter().enumerate().all(|(i, &d)| i == d) {
+        return Ok(Some(vec![x]));
+    }
+    let dims = Attr::Ints(perm.iter().map(|&d| d as i64).collect());
+    Ok(Some(vec![cx.emit("ten.transpose", vec![x], vec![("dims", dims)])?]))
+}
+
+/// expand: a right-aligned `ten.broadcast` to the result shape.
+pub fn expand(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    Ok(Some(vec![cx.bcast(x, &t.dims)?]))
+}
+
+/// A slice bound as torch normalizes it: negative counts from the end, past-the-end clamps.
+fn clamp_bound(v: Option<SymExpr>, size: &SymExpr, dflt: SymExpr) -> SymExpr {
+    let Some(v) = v else { return dflt };
+    match (v.as_const(), size.as_const()) {
+        (Some(v), Some(n)) => c(if v < 0 { (v + n).max(0) } else { v.min(n) }),
+        (Some(v), None) if v >= i64::MAX / 2 => size.clone(),
+        (Some(v), None) if v < 0 => SymExpr::add(size.clone(), c(v)),
+        _ => v,
+    }
+}
+
+/// `ten.slice` of `x` along `dim` from `start` with `step`, giving `shape`.
+fn slice_dim(cx: &mut Cx, x: Value, dim: usize, start: SymExpr, step: i64, shape: &[SymExpr]) -> Result<Value, String> {
+    let xt = cx.tt(x);
+    if start == c(0) && step == 1 && xt.dims == shape {
+        return Ok(x);
+    }
+    let mut starts = vec![c(0); xt.rank()];
+    starts[dim] = start;
+    let mut steps = vec![1; xt.rank()];
+    steps[dim] = step;
+    cx.emit("ten.slice", vec![x], vec![("start", Attr::dims(starts)), ("shape", Attr::dims(shape.to_vec())), ("step", Attr::Ints(steps))])
+}
+
+/// slice.Tensor (start/end normalized, length from the result type) and select.int (a
+/// one-element slice, then a reshape dropping the dim).
+pub fn slice(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let d = norm_dim(cx.int_or("dim", 0)?, xt.rank()).map_err(|e| cx.err(&e))?;
+    let sym = |a: Option<Attr>| a.and_then(|a| a.as_sym());
+    if name.starts_with("select") {
+        let index = sym(cx.attr("index")).ok_or_else(|| cx.err("attribute `index` must be an integer"))?;
+        let start = match index.as_const() {
+            Some(i) if i < 0 => SymExpr::add(xt.dims[d].clone(), c(i)),
+            _ => index,
+        };
+        let mut shape = xt.dims.clone();
+        shape[d] = c(1);
+        let s = slice_dim(cx, x, d, start, 1, &shape)?;
+        return Ok(Some(vec![cx.reshape(s, &t.dims)?]));
+    }
+    let step = cx.int_or("step", 1)?;
+    if step <= 0 {
+        return Err(cx.err("slice step must be positive"));
+    }
+    let start = clamp_bound(sym(cx.attr("start")), &xt.dims[d], c(0));
+    Ok(Some(vec![slice_dim(cx, x, d, start, step, &t.dims)?]))
+}
+
+/// split_with_sizes: one slice per piece at the running offset.
+pub fn split(cx: &mut Cx) -> Lowered {
+    let x = cx.arg("self")?;
+    let rank = cx.tt(x).rank();
+    let d = norm_dim(cx.int_or("dim", 0)?, rank).map_err(|e| cx.err(&e))?;
+    let n = cx.m.op(cx.op).results.len();
+    let mut offset = c(0);
+    let mut out = Vec::new();
+    for i in 0..n {
+        let ti = cx.out(i)?;
+        out.push(slice_dim(cx, x, d, offset.clone(), 1, &ti.dims)?);
+        offset = SymExpr::add(offset, ti.dims[d].clone());
+    }
+    Ok(Some(out))
+}
+
+/// cat (inputs converted to the promoted dtype; legacy empty 1-D inputs skipped, as torch does)
+/// and stack (each input reshaped with a new size-1 dim first).
+pub fn cat(cx: &mut Cx, stack: bool) -> Lowered {
+    let t = cx.out(0)?;
+    let d = norm_dim(cx.int_or("dim", 0)?, t.rank()).map_err(|e| cx.err(&e))?;
+    let mut inputs = Vec::new();
+    for v in cx.operand_list("tensors")?.into_iter().flatten() {
+        let vt = cx.tt(v);
+        if !stack && vt.rank() == 1 && vt.dims[0] == c(0) {
+            continue;
+        }
+        let v = cx.convert(v, t.dtype)?;
+        let v = if stack {
+            let mut dims = vt.dims.clone();
+            dims.insert(d, c(1));
+            cx.reshape(v, &dims)?
+        } else {
+            v
+        };
+        inputs.push(v);
+    }
+    if inputs.len() == 1 {
+        return Ok(Some(inputs));
+    }
+    Ok(Some(vec![cx.emit("ten.concat", inputs, vec![("dim", Attr::Int(d as i64))])?]))
+}
+
+/// flip: `ten.reverse` of the listed dims.
+pub fn flip(cx: &mut Cx) -> Lowered {
+    let x = cx.arg("self")?;
+    let rank = cx.tt(x).rank();
+    let dims = cx.attr("dims").and_then(|a| a.as_ints().map(<[i64]>::to_vec)).ok_or_else(|| cx.err("attribute `dims` must be a list"))?;
+    let mut dims = dims.iter().map(|&d| norm_dim(d, rank).map(|d| d as i64).map_err(|e| cx.err(&e))).collect::<Result<Vec<_>, _>>()?;
+    dims.sort();
+    dims.dedup();
+    if dims.is_empty() {
+        return Ok(Some(vec![x]));
+    }
+    Ok(Some(vec![cx.emit("ten.reverse", vec![x], vec![("dims", Attr::Ints(dims))])?]))
+}
+
+/// repeat: broadcast each dim d to [repeat, d] (new dims lead), then merge the pairs.
+pub fn repeat(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let reps = cx.dims_attr("repeats")?;
+    if reps.len() < xt.rank() {
+        return Err(cx.err("repeat needs at least as many repeats as dims"));
+    }
+    let off = reps.len() - xt.rank();
+    let mut shape = reps[..off].to_vec();
+    let mut map = Vec::new();
+    for (j, d) in xt.dims.iter().enumerate() {
+        let r = &reps[off + j];
+        if *r != c(1) {
+            shape.push(r.clone());
+        }
+        map.push(shape.len());
+        shape.push(d.clone());
+    }
+    let b = cx.bcast_in_dim(x, &shape, &map)?;
+    Ok(Some(vec![cx.reshape(b, &t.dims)?]))
+}
+
+/// embedding and index_select as `ten.gather`; index.Tensor with adjacent integer indices over
+/// static dims as one gather on the merged indexed dims with a linearized, wrapped index.
+pub fn gather(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let (x, index, dim) = match name {
+        "embedding" => (cx.arg("weight")?, cx.arg("indices")?, 0),
+        "index_select" => {
+            let x = cx.arg("self")?;
+            let rank = cx.tt(x).rank();
+            if rank == 0 {
+                return Ok(None);
+            }
+            (x, cx.arg("index")?, norm_dim(cx.int("dim")?, rank).map_err(|e| cx.err(&e))?)
+        }
+        _ => return index_tensor(cx),
+    };
+    let g = cx.emit("ten.gather", vec![x, index], vec![("dim", Attr::Int(dim as i64))])?;
+    Ok(Some(vec![cx.reshape(g, &t.dims)?]))
+}
+
+fn index_tensor(cx: &mut Cx) -> Lowered {
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let idx = cx.operand_list("indices")?;
+    let present: Vec<(usize, Value)> = idx.iter().enumerate().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
+    // Not lowered: no index, non-adjacent indices (torch moves the result dims to the front),
+    // boolean masks (data-dependent shapes) and symbolic indexed dims.
+    let adjacent = present.windows(2).all(|w| w[1].0 == w[0].0 + 1);
+    let sizes: Option<Vec<i64>> = present.iter().map(|&(k, _)| xt.dims.get(k).and_then(|d| d.as_const())).collect();
+    let int_indices = present.iter().all(|&(_, v)| {
+        let dt = cx.tt(v).dtype;
+        dt.is_int() && dt != DType::U8
+    });
+    let (Some(sizes), true, true, false) = (sizes, adjacent, int_indices, present.is_empty()) else { return Ok(None) };
+    let first = present[0].0;
+    let last = present[present.len() - 1].0;
+    let shapes: Vec<Vec<SymExpr>> = present.iter().map(|&(_, v)| cx.tt(v).dims).collect();
+    let refs: Vec<&[SymExpr]> = shapes.iter().map(|s| s.as_slice()).collect();
+    let bshape = infer::broadcast(&refs).map_err(|e| cx.err(&e.0))?;
+    // linear = sum_k wrap(i_k) * stride_k, strides of the row-major merged dims.
+    let mut linear: Option<Value> = None;
+    let mut stride = 1i64;
+    for (&(_, v), &n) in present.iter().zip(&sizes).rev() {
+        let i = cx.coerce(v, DType::I64, &bshape)?;
+        let zero = cx.splat_like(0.0, i)?;
+        let neg = cx.compare("LT", i, zero)?;
+        let wrapped = cx.binary_scalar("ten.add", i, n as f64)?;
+        let mut i = cx.select(neg, wrapped, i)?;
+        if stride != 1 {
+            i = cx.binary_scalar("ten.mul", i, stride as f64)?;
+        }
+        linear = Some(match linear {
+            Some(l) => cx.emit("ten.add", vec![l, i], vec![])?,
+            None => i,
+        });
+        stride *= n;
+    }
+    let mut merged = xt.dims[..first].to_vec();
+    merged.push(c(stride));
+    merged.extend_from_slice(&xt.dims[last + 1..]);
+    let xr = cx.reshape(x, &merged)?;
+    let linear = linear.expect("at least one index");
+    Ok(Some(vec![cx.emit("ten.gather", vec![xr, linear], vec![("dim", Attr::Int(first as i64))])?]))
+}

@@ -1,0 +1,729 @@
+//! LLVM code generation for CPU kernels (inkwell).
+//!
+//! Each kernel computes one materialized value: a loop nest over its dims whose body evaluates the
+//! value's expression tree at the current index, reading materialized operands from memory and
+//! inlining everything else. The outermost loop runs over `[start, end)` so the runtime can split
+//! it across threads. LLVM's O3 pipeline vectorizes the innermost loop for the host CPU.
+//!
+//! Kernel ABI: `void kN(void **bufs, const int64_t *syms, int64_t start, int64_t end)`; `bufs[i]`
+//! is buffer `i` of the plan, `syms[j]` the value of the j-th symbol (sorted by name).
+
+use super::plan::Plan;
+use ember_ir::module::{Module, Value, ValueDef};
+use ember_ir::sym::SymExpr;
+use ember_ir::types::DType;
+use ember_ir::Attr;
+use inkwell::builder::Builder;
+use inkwell::context::Context;
+use inkwell::intrinsics::Intrinsic;
+use inkwell::module::Linkage;
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
+use inkwell::types::{BasicType, BasicTypeEnum};
+use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue};
+use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
+use std::collections::HashMap;
+
+pub struct Object {
+    pub bytes: Vec<u8>,
+    pub cpu: String,
+    pub features: String,
+    pub llvm_ir: String,
+}
+
+type R<T> = Result<T, String>;
+
+fn le<E: std::fmt::Display>(x: E) -> String {
+    x.to_string()
+}
+
+pub fn host_machine() -> R<(TargetMachine, String, String)> {
+    Target::initialize_native(&InitializationConfig::default()).map_err(|e| format!("LLVM native target: {e}"))?;
+    let triple = TargetMachine::get_default_triple();
+    let target = Target::from_triple(&triple).map_err(le)?;
+    let cpu = TargetMachine::get_host_cpu_name().to_string();
+    let features = TargetMachine::get_host_cpu_features().to_string();
+    let tm = target
+        .create_target_machine(&triple, &cpu, &features, OptimizationLevel::Aggressive, RelocMode::PIC, CodeModel::Default)
+        .ok_or("cannot create an LLVM target machine for this CPU")?;
+    Ok((tm, cpu, features))
+}
+
+pub fn codegen(m: &Module, plan: &Plan, symbols: &[String]) -> R<Object> {
+    let ctx = Context::create();
+    let module = ctx.create_module("ember_kernels");
+    let (tm, cpu, features) = host_machine()?;
+    module.set_triple(&tm.get_triple());
+    module.set_data_layout(&tm.get_target_data().get_data_layout());
+    let sym_index: HashMap<String, usize> = symbols.iter().enumerate().map(|(i, s)| (s.clone(), i)).collect();
+    for (name, root) in &plan.kernel_roots {
+        let mut k = Kernel::new(&ctx, &module, name, m, plan, &sym_index);
+        k.body(*root)?;
+    }
+    if let Ok(path) = std::env::var("EMBER_DUMP_LLVM") {
+        let _ = std::fs::write(path, module.print_to_string().to_string());
+    }
+    module.verify().map_err(|e| format!("generated LLVM IR does not verify: {e}"))?;
+    module
+        .run_passes("default<O3>", &tm, inkwell::passes::PassBuilderOptions::create())
+        .map_err(|e| format!("LLVM optimization failed: {e}"))?;
+    let llvm_ir = module.print_to_string().to_string();
+    let buf = tm.write_to_memory_buffer(&module, FileType::Object).map_err(le)?;
+    Ok(Object { bytes: buf.as_slice().to_vec(), cpu, features, llvm_ir })
+}
+
+struct Kernel<'a, 'ctx> {
+    ctx: &'ctx Context,
+    b: Builder<'ctx>,
+    module: &'a inkwell::module::Module<'ctx>,
+    f: FunctionValue<'ctx>,
+    m: &'a Module,
+    plan: &'a Plan,
+    sym_index: &'a HashMap<String, usize>,
+    bufs: PointerValue<'ctx>,
+    syms: PointerValue<'ctx>,
+    cache: HashMap<(Value, Vec<IntValue<'ctx>>), BasicValueEnum<'ctx>>,
+    /// The value this kernel computes: materialized, but computed here rather than loaded.
+    root: Option<Value>,
+}
+
+impl<'a, 'ctx> Kernel<'a, 'ctx> {
+    fn new(ctx: &'ctx Context, module: &'a inkwell::module::Module<'ctx>, name: &str, m: &'a Module, plan: &'a Plan, sym_index: &'a HashMap<String, usize>) -> Self {
+        let ptr = ctx.ptr_type(AddressSpace::default());
+        let i64t = ctx.i64_type();
+        let fty = ctx.void_type().fn_type(&[ptr.into(), ptr.into(), i64t.into(), i64t.into()], false);
+        let f = module.add_function(name, fty, Some(Linkage::External));
+        let b = ctx.create_builder();
+        let entry = ctx.append_basic_block(f, "entry");
+        b.position_at_end(entry);
+        let bufs = f.get_nth_param(0).unwrap().into_pointer_value();
+        let syms = f.get_nth_param(1).unwrap().into_pointer_value();
+        for i in 0..2 {
+            // Buffers never alias each other; the vectorizer needs to know.
+            let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("noalias");
+            f.add_attribute(inkwell::attributes::AttributeLoc::Param(i), ctx.create_enum_attribute(kind, 0));
+        }
+        Kernel { ctx, b, module, f, m, plan, sym_index, bufs, syms, cache: HashMap::new(), root: None }
+    }
+
+    fn i64c(&self, v: i64) -> IntValue<'ctx> {
+        self.ctx.i64_type().const_int(v as u64, true)
+    }
+
+    fn sym(&self, e: &SymExpr) -> R<IntValue<'ctx>> {
+        let b = &self.b;
+        Ok(match e {
+            SymExpr::Const(c) => self.i64c(*c),
+            SymExpr::Sym(s) => {
+                let i = *self.sym_index.get(s).ok_or_else(|| format!("symbol `{s}` has no bounds entry"))?;
+                let p = unsafe { b.build_gep(self.ctx.i64_type(), self.syms, &[self.i64c(i as i64)], "symp") }.map_err(le)?;
+                b.build_load(self.ctx.i64_type(), p, s).map_err(le)?.into_int_value()
+            }
+            SymExpr::Add(v) => {
+                let mut acc = self.sym(&v[0])?;
+                for x in &v[1..] {
+                    acc = b.build_int_add(acc, self.sym(x)?, "").map_err(le)?;
+                }
+                acc
+            }
+            SymExpr::Mul(v) => {
+                let mut acc = self.sym(&v[0])?;
+                for x in &v[1..] {
+                    acc = b.build_int_mul(acc, self.sym(x)?, "").map_err(le)?;
+                }
+                acc
+            }
+            SymExpr::FloorDiv(x, y) | SymExpr::Mod(x, y) => {
+                let (x, y) = (self.sym(x)?, self.sym(y)?);
+                // Sizes are non-negative, so truncating division is floor division.
+                if matches!(e, SymExpr::FloorDiv(..)) {
+                    b.build_int_signed_div(x, y, "").map_err(le)?
+                } else {
+                    b.build_int_signed_rem(x, y, "").map_err(le)?
+                }
+            }
+            SymExpr::Max(x, y) | SymExpr::Min(x, y) => {
+                let (x, y) = (self.sym(x)?, self.sym(y)?);
+                let pred = if matches!(e, SymExpr::Max(..)) { IntPredicate::SGT } else { IntPredicate::SLT };
+                let c = b.build_int_compare(pred, x, y, "").map_err(le)?;
+                b.build_select(c, x, y, "").map_err(le)?.into_int_value()
+            }
+        })
+    }
+
+    fn dims(&self, v: Value) -> Vec<SymExpr> {
+        self.m.ty(v).tensor().map(|t| t.dims.clone()).unwrap_or_default()
+    }
+
+    fn dtype(&self, v: Value) -> DType {
+        self.m.ty(v).tensor().map(|t| t.dtype).unwrap_or(DType::F32)
+    }
+
+    /// The type a value has in registers (bool is i1).
+    fn reg_type(&self, d: DType) -> R<BasicTypeEnum<'ctx>> {
+        Ok(match d {
+            DType::F32 => self.ctx.f32_type().into(),
+            DType::F64 => self.ctx.f64_type().into(),
+            DType::I64 | DType::U64 => self.ctx.i64_type().into(),
+            DType::I32 | DType::U32 => self.ctx.i32_type().into(),
+            DType::I16 | DType::U16 => self.ctx.i16_type().into(),
+            DType::I8 | DType::U8 => self.ctx.i8_type().into(),
+            DType::Bool => self.ctx.bool_type().into(),
+            d => return Err(format!("dtype {} is not supported by the CPU target yet", d.torch_name())),
+        })
+    }
+
+    /// The type a value has in memory (bool is one byte, as in torch).
+    fn mem_type(&self, d: DType) -> R<BasicTypeEnum<'ctx>> {
+        if d == DType::Bool {
+            return Ok(self.ctx.i8_type().into());
+        }
+        self.reg_type(d)
+    }
+
+    fn buf_ptr(&self, buf: usize) -> R<PointerValue<'ctx>> {
+        let ptr = self.ctx.ptr_type(AddressSpace::default());
+        let p = unsafe { self.b.build_gep(ptr, self.bufs, &[self.i64c(buf as i64)], "bufp") }.map_err(le)?;
+        Ok(self.b.build_load(ptr, p, "buf").map_err(le)?.into_pointer_value())
+    }
+
+    fn linear(&self, idx: &[IntValue<'ctx>], dims: &[SymExpr]) -> R<IntValue<'ctx>> {
+        let mut lin = self.i64c(0);
+        for (i, d) in idx.iter().zip(dims) {
+            let dv = self.sym(d)?;
+            lin = self.b.build_int_add(self.b.build_int_mul(lin, dv, "").map_err(le)?, *i, "").map_err(le)?;
+        }
+        Ok(lin)
+    }
+
+    fn delinear(&self, lin: IntValue<'ctx>, dims: &[SymExpr]) -> R<Vec<IntValue<'ctx>>> {
+        let mut out = vec![self.i64c(0); dims.len()];
+        let mut rest = lin;
+        for i in (0..dims.len()).rev() {
+            let dv = self.sym(&dims[i])?;
+            out[i] = self.b.build_int_signed_rem(rest, dv, "").map_err(le)?;
+            rest = self.b.build_int_signed_div(rest, dv, "").map_err(le)?;
+        }
+        Ok(out)
+    }
+
+    fn load(&self, buf: usize, lin: IntValue<'ctx>, d: DType) -> R<BasicValueEnum<'ctx>> {
+        let base = self.buf_ptr(buf)?;
+        let mt = self.mem_type(d)?;
+        let p = unsafe { self.b.build_gep(mt, base, &[lin], "p") }.map_err(le)?;
+        let v = self.b.build_load(mt, p, "").map_err(le)?;
+        if d == DType::Bool {
+            return Ok(self.b.build_int_compare(IntPredicate::NE, v.into_int_value(), self.ctx.i8_type().const_zero(), "").map_err(le)?.into());
+        }
+        Ok(v)
+    }
+
+    fn store(&self, buf: usize, lin: IntValue<'ctx>, d: DType, v: BasicValueEnum<'ctx>) -> R<()> {
+        let base = self.buf_ptr(buf)?;
+        let mt = self.mem_type(d)?;
+        let p = unsafe { self.b.build_gep(mt, base, &[lin], "p") }.map_err(le)?;
+        let v: BasicValueEnum = if d == DType::Bool { self.b.build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "").map_err(le)?.into() } else { v };
+        self.b.build_store(p, v).map_err(le)?;
+        Ok(())
+    }
+
+    fn for_loop(&mut self, lo: IntValue<'ctx>, hi: IntValue<'ctx>, body: &mut dyn FnMut(&mut Self, IntValue<'ctx>) -> R<()>) -> R<()> {
+        let pre = self.b.get_insert_block().unwrap();
+        let header = self.ctx.append_basic_block(self.f, "loop");
+        let bodyb = self.ctx.append_basic_block(self.f, "body");
+        let exit = self.ctx.append_basic_block(self.f, "exit");
+        self.b.build_unconditional_branch(header).map_err(le)?;
+        self.b.position_at_end(header);
+        let phi = self.b.build_phi(self.ctx.i64_type(), "i").map_err(le)?;
+        phi.add_incoming(&[(&lo, pre)]);
+        let i = phi.as_basic_value().into_int_value();
+        let cond = self.b.build_int_compare(IntPredicate::SLT, i, hi, "").map_err(le)?;
+        self.b.build_conditional_branch(cond, bodyb, exit).map_err(le)?;
+        self.b.position_at_end(bodyb);
+        body(self, i)?;
+        let next = self.b.build_int_add(i, self.i64c(1), "").map_err(le)?;
+        let latch = self.b.get_insert_block().unwrap();
+        self.b.build_unconditional_branch(header).map_err(le)?;
+        phi.add_incoming(&[(&next, latch)]);
+        self.b.position_at_end(exit);
+        Ok(())
+    }
+
+    /// Loops over `dims` (the first from `start` to `end` when `outer` is given).
+    fn nest(&mut self, dims: &[SymExpr], outer: Option<(IntValue<'ctx>, IntValue<'ctx>)>, idx: &mut Vec<IntValue<'ctx>>, body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]) -> R<()>) -> R<()> {
+        if idx.len() == dims.len() {
+            self.cache.clear();
+            let r = body(self, idx);
+            self.cache.clear();
+            return r;
+        }
+        let (lo, hi) = match (idx.is_empty(), outer) {
+            (true, Some(r)) => r,
+            _ => (self.i64c(0), self.sym(&dims[idx.len()])?),
+        };
+        self.for_loop(lo, hi, &mut |k, i| {
+            idx.push(i);
+            let r = k.nest(dims, None, idx, body);
+            idx.pop();
+            r
+        })
+    }
+
+    fn body(&mut self, root: Value) -> R<()> {
+        let start = self.f.get_nth_param(2).unwrap().into_int_value();
+        let end = self.f.get_nth_param(3).unwrap().into_int_value();
+        self.root = Some(root);
+        let out = self.plan.buf_of[&root];
+        let dims = self.dims(root);
+        let dt = self.dtype(root);
+        let root_op = self.m.defining_op(root).ok_or("kernel root is an argument")?;
+        let is_reduce = self.m.op(root_op).name == "ten.reduce";
+        if dims.is_empty() {
+            // Rank 0: the runtime calls with [0, 1).
+            let v = if is_reduce { self.reduce(root_op, &[])? } else { self.emit(root, &[])? };
+            self.store(out, self.i64c(0), dt, v)?;
+        } else {
+            let mut idx = Vec::new();
+            self.nest(&dims, Some((start, end)), &mut idx, &mut |k, idx| {
+                let v = if is_reduce { k.reduce(root_op, idx)? } else { k.emit(root, idx)? };
+                let lin = k.linear(idx, &k.dims(root))?;
+                k.store(out, lin, dt, v)
+            })?;
+        }
+        self.b.build_return(None).map_err(le)?;
+        Ok(())
+    }
+
+    fn reduce(&mut self, op: ember_ir::OpId, out_idx: &[IntValue<'ctx>]) -> R<BasicValueEnum<'ctx>> {
+        let d = self.m.op(op);
+        let x = d.operands[0];
+        let kind = d.attrs.get("kind").and_then(|a| a.as_str()).unwrap_or("sum").to_string();
+        let rdims: Vec<usize> = d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
+        let xdims = self.dims(x);
+        let dt = self.dtype(x);
+        let ty = self.reg_type(dt)?;
+        let init = self.identity(&kind, dt)?;
+        let acc = self.b.build_alloca(ty, "acc").map_err(le)?;
+        self.b.build_store(acc, init).map_err(le)?;
+        let red: Vec<SymExpr> = rdims.iter().map(|&i| xdims[i].clone()).collect();
+        let mut ridx = Vec::new();
+        let out_idx = out_idx.to_vec();
+        self.nest(&red, None, &mut ridx, &mut |k, r| {
+            let mut full = Vec::with_capacity(xdims.len());
+            let (mut oi, mut ri) = (0, 0);
+            for i in 0..xdims.len() {
+                if rdims.contains(&i) {
+                    full.push(r[ri]);
+                    ri += 1;
+                } else {
+                    full.push(out_idx[oi]);
+                    oi += 1;
+                }
+            }
+            let v = k.emit(x, &full)?;
+            let a = k.b.build_load(ty, acc, "a").map_err(le)?;
+            let n = k.combine(&kind, dt, a, v)?;
+            k.b.build_store(acc, n).map_err(le)?;
+            Ok(())
+        })?;
+        self.b.build_load(ty, acc, "r").map_err(le)
+    }
+
+    fn identity(&self, kind: &str, dt: DType) -> R<BasicValueEnum<'ctx>> {
+        let ty = self.reg_type(dt)?;
+        Ok(match (kind, ty) {
+            ("sum", BasicTypeEnum::FloatType(t)) => t.const_float(0.0).into(),
+            ("prod", BasicTypeEnum::FloatType(t)) => t.const_float(1.0).into(),
+            ("max", BasicTypeEnum::FloatType(t)) => t.const_float(f64::NEG_INFINITY).into(),
+            ("min", BasicTypeEnum::FloatType(t)) => t.const_float(f64::INFINITY).into(),
+            ("sum" | "or", BasicTypeEnum::IntType(t)) => t.const_zero().into(),
+            ("prod", BasicTypeEnum::IntType(t)) => t.const_int(1, false).into(),
+            ("and", BasicTypeEnum::IntType(t)) => t.const_all_ones().into(),
+            ("max", BasicTypeEnum::IntType(t)) => {
+                if dt == DType::Bool || dt.mlir_name().starts_with("ui") { t.const_zero().into() } else { t.const_int(1u64 << (t.get_bit_width() - 1), false).into() }
+            }
+            ("min", BasicTypeEnum::IntType(t)) => {
+                if dt == DType::Bool || dt.mlir_name().starts_with("ui") { t.const_all_ones().into() } else { t.const_int((1u64 << (t.get_bit_width() - 1)) - 1, false).into() }
+            }
+            _ => return Err(format!("reduce kind `{kind}` is not supported for {}", dt.torch_name())),
+        })
+    }
+
+    fn combine(&self, kind: &str, dt: DType, a: BasicValueEnum<'ctx>, v: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        let name = match kind {
+            "sum" => "add",
+            "prod" => "mul",
+            "or" => "or",
+            "and" => "and",
+            "max" => "max",
+            "min" => "min",
+            k => return Err(format!("unknown reduce kind `{k}`")),
+        };
+        let r = self.binary(name, dt, a, v)?;
+        if dt.is_float() && (kind == "sum" || kind == "prod") {
+            // Reassociation lets LLVM vectorize the reduction (as torch's own kernels do).
+            if let Some(i) = r.into_float_value().as_instruction() {
+                let _ = i.set_fast_math_flags(inkwell::values::FastMathFlags::AllowReassoc);
+            }
+        }
+        Ok(r)
+    }
+
+    fn intrinsic(&self, name: &str, ty: BasicTypeEnum<'ctx>, args: &[BasicValueEnum<'ctx>]) -> R<BasicValueEnum<'ctx>> {
+        let i = Intrinsic::find(name).ok_or_else(|| format!("LLVM has no intrinsic {name}"))?;
+        let f = i.get_declaration(self.module, &[ty]).ok_or_else(|| format!("cannot declare {name}"))?;
+        let args: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
+        Ok(self.b.build_call(f, &args, "").map_err(le)?.try_as_basic_value().basic().ok_or("intrinsic returned void")?)
+    }
+
+    fn libm(&self, name: &str, x: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        let ft = x.get_type();
+        let sym = if ft == self.ctx.f32_type() { format!("{name}f") } else { name.to_string() };
+        let f = self.module.get_function(&sym).unwrap_or_else(|| self.module.add_function(&sym, ft.fn_type(&[ft.into()], false), Some(Linkage::External)));
+        Ok(self.b.build_call(f, &[x.into()], "").map_err(le)?.try_as_basic_value().basic().ok_or("libm returned void")?)
+    }
+
+    fn unary(&self, name: &str, dt: DType, x: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        let b = &self.b;
+        if let BasicValueEnum::FloatValue(f) = x {
+            let ty = f.get_type().as_basic_type_enum();
+            let one = f.get_type().const_float(1.0);
+            return Ok(match name {
+                "neg" => b.build_float_neg(f, "").map_err(le)?.into(),
+                "abs" => self.intrinsic("llvm.fabs", ty, &[x])?,
+                "exp" => self.intrinsic("llvm.exp", ty, &[x])?,
+                "log" => self.intrinsic("llvm.log", ty, &[x])?,
+                "sqrt" => self.intrinsic("llvm.sqrt", ty, &[x])?,
+                "sin" => self.intrinsic("llvm.sin", ty, &[x])?,
+                "cos" => self.intrinsic("llvm.cos", ty, &[x])?,
+                "tan" => self.intrinsic("llvm.tan", ty, &[x])?,
+                "floor" => self.intrinsic("llvm.floor", ty, &[x])?,
+                "ceil" => self.intrinsic("llvm.ceil", ty, &[x])?,
+                "trunc" => self.intrinsic("llvm.trunc", ty, &[x])?,
+                "round" => self.intrinsic("llvm.roundeven", ty, &[x])?,
+                "rsqrt" => b.build_float_div(one, self.intrinsic("llvm.sqrt", ty, &[x])?.into_float_value(), "").map_err(le)?.into(),
+                "sigmoid" => {
+                    let n = b.build_float_neg(f, "").map_err(le)?;
+                    let ex = self.intrinsic("llvm.exp", ty, &[n.into()])?.into_float_value();
+                    b.build_float_div(one, b.build_float_add(one, ex, "").map_err(le)?, "").map_err(le)?.into()
+                }
+                "tanh" | "erf" | "log1p" => self.libm(name, f)?,
+                "sign" => {
+                    let z = f.get_type().const_zero();
+                    let gt = b.build_float_compare(FloatPredicate::OGT, f, z, "").map_err(le)?;
+                    let lt = b.build_float_compare(FloatPredicate::OLT, f, z, "").map_err(le)?;
+                    let p = b.build_select(gt, one, z, "").map_err(le)?.into_float_value();
+                    // NaN stays NaN, as torch.sign.
+                    let s = b.build_select(lt, b.build_float_neg(one, "").map_err(le)?, p, "").map_err(le)?.into_float_value();
+                    let nan = b.build_float_compare(FloatPredicate::UNO, f, f, "").map_err(le)?;
+                    b.build_select(nan, f, s, "").map_err(le)?
+                }
+                n => return Err(format!("`ten.{n}` is not supported for {}", dt.torch_name())),
+            });
+        }
+        let i = x.into_int_value();
+        let ty = i.get_type();
+        Ok(match name {
+            "neg" => b.build_int_neg(i, "").map_err(le)?.into(),
+            "not" => b.build_not(i, "").map_err(le)?.into(),
+            "abs" => {
+                let n = b.build_int_neg(i, "").map_err(le)?;
+                let c = b.build_int_compare(IntPredicate::SLT, i, ty.const_zero(), "").map_err(le)?;
+                b.build_select(c, n, i, "").map_err(le)?
+            }
+            "sign" => {
+                let gt = b.build_int_compare(IntPredicate::SGT, i, ty.const_zero(), "").map_err(le)?;
+                let lt = b.build_int_compare(IntPredicate::SLT, i, ty.const_zero(), "").map_err(le)?;
+                let p = b.build_select(gt, ty.const_int(1, false), ty.const_zero(), "").map_err(le)?.into_int_value();
+                b.build_select(lt, ty.const_all_ones(), p, "").map_err(le)?
+            }
+            "floor" | "ceil" | "trunc" | "round" => x,
+            n => return Err(format!("`ten.{n}` is not supported for {}", dt.torch_name())),
+        })
+    }
+
+    fn binary(&self, name: &str, dt: DType, a: BasicValueEnum<'ctx>, c: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        let b = &self.b;
+        if let (BasicValueEnum::FloatValue(x), BasicValueEnum::FloatValue(y)) = (a, c) {
+            let ty = x.get_type().as_basic_type_enum();
+            return Ok(match name {
+                "add" => b.build_float_add(x, y, "").map_err(le)?.into(),
+                "sub" => b.build_float_sub(x, y, "").map_err(le)?.into(),
+                "mul" => b.build_float_mul(x, y, "").map_err(le)?.into(),
+                "div" => b.build_float_div(x, y, "").map_err(le)?.into(),
+                "rem" => b.build_float_rem(x, y, "").map_err(le)?.into(),
+                "max" => self.intrinsic("llvm.maximum", ty, &[a, c])?,
+                "min" => self.intrinsic("llvm.minimum", ty, &[a, c])?,
+                "pow" => self.intrinsic("llvm.pow", ty, &[a, c])?,
+                n => return Err(format!("`ten.{n}` is not supported for {}", dt.torch_name())),
+            });
+        }
+        let (x, y) = (a.into_int_value(), c.into_int_value());
+        let unsigned = dt == DType::Bool || dt.mlir_name().starts_with("ui");
+        Ok(match name {
+            "add" => b.build_int_add(x, y, "").map_err(le)?.into(),
+            "sub" => b.build_int_sub(x, y, "").map_err(le)?.into(),
+            "mul" => b.build_int_mul(x, y, "").map_err(le)?.into(),
+            "div" if unsigned => b.build_int_unsigned_div(x, y, "").map_err(le)?.into(),
+            "div" => b.build_int_signed_div(x, y, "").map_err(le)?.into(),
+            "rem" if unsigned => b.build_int_unsigned_rem(x, y, "").map_err(le)?.into(),
+            "rem" => b.build_int_signed_rem(x, y, "").map_err(le)?.into(),
+            "and" => b.build_and(x, y, "").map_err(le)?.into(),
+            "or" => b.build_or(x, y, "").map_err(le)?.into(),
+            "xor" => b.build_xor(x, y, "").map_err(le)?.into(),
+            "max" | "min" => {
+                let pred = match (name, unsigned) {
+                    ("max", false) => IntPredicate::SGT,
+                    ("max", true) => IntPredicate::UGT,
+                    ("min", false) => IntPredicate::SLT,
+                    _ => IntPredicate::ULT,
+                };
+                let cnd = b.build_int_compare(pred, x, y, "").map_err(le)?;
+                b.build_select(cnd, x, y, "").map_err(le)?
+            }
+            n => return Err(format!("`ten.{n}` is not supported for {}", dt.torch_name())),
+        })
+    }
+
+    fn constant(&self, a: &Attr, dt: DType) -> R<BasicValueEnum<'ctx>> {
+        Ok(match self.reg_type(dt)? {
+            BasicTypeEnum::FloatType(t) => t.const_float(a.as_float().ok_or("constant value must be a number")?).into(),
+            BasicTypeEnum::IntType(t) => {
+                let v = match a {
+                    Attr::Float(f) => *f as i64,
+                    a => a.as_int().ok_or("constant value must be a number")?,
+                };
+                if dt == DType::Bool { t.const_int((v != 0) as u64, false).into() } else { t.const_int(v as u64, true).into() }
+            }
+            _ => return Err("unsupported constant type".into()),
+        })
+    }
+
+    fn convert(&self, x: BasicValueEnum<'ctx>, from: DType, to: DType) -> R<BasicValueEnum<'ctx>> {
+        let b = &self.b;
+        let tt = self.reg_type(to)?;
+        let from_unsigned = from == DType::Bool || from.mlir_name().starts_with("ui");
+        Ok(match (x, tt) {
+            (BasicValueEnum::FloatValue(f), BasicTypeEnum::FloatType(t)) => b.build_float_cast(f, t, "").map_err(le)?.into(),
+            (BasicValueEnum::FloatValue(f), BasicTypeEnum::IntType(t)) => {
+                if to == DType::Bool {
+                    b.build_float_compare(FloatPredicate::UNE, f, f.get_type().const_zero(), "").map_err(le)?.into()
+                } else {
+                    b.build_float_to_signed_int(f, t, "").map_err(le)?.into()
+                }
+            }
+            (BasicValueEnum::IntValue(i), BasicTypeEnum::FloatType(t)) => {
+                if from_unsigned {
+                    b.build_unsigned_int_to_float(i, t, "").map_err(le)?.into()
+                } else {
+                    b.build_signed_int_to_float(i, t, "").map_err(le)?.into()
+                }
+            }
+            (BasicValueEnum::IntValue(i), BasicTypeEnum::IntType(t)) => {
+                if to == DType::Bool {
+                    b.build_int_compare(IntPredicate::NE, i, i.get_type().const_zero(), "").map_err(le)?.into()
+                } else {
+                    b.build_int_cast_sign_flag(i, t, !from_unsigned, "").map_err(le)?.into()
+                }
+            }
+            _ => return Err("unsupported conversion".into()),
+        })
+    }
+
+    /// The value of `v` at index `idx`.
+    fn emit(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> R<BasicValueEnum<'ctx>> {
+        let key = (v, idx.to_vec());
+        if let Some(&c) = self.cache.get(&key) {
+            return Ok(c);
+        }
+        let r = self.emit_uncached(v, idx)?;
+        self.cache.insert(key, r);
+        Ok(r)
+    }
+
+    fn emit_linear(&mut self, v: Value, lin: IntValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        if let Some(&buf) = self.plan.buf_of.get(&v).filter(|_| self.root != Some(v)) {
+            return self.load(buf, lin, self.dtype(v));
+        }
+        let idx = self.delinear(lin, &self.dims(v))?;
+        self.emit(v, &idx)
+    }
+
+    fn emit_uncached(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> R<BasicValueEnum<'ctx>> {
+        if let Some(&buf) = self.plan.buf_of.get(&v).filter(|_| self.root != Some(v)) {
+            let lin = self.linear(idx, &self.dims(v))?;
+            return self.load(buf, lin, self.dtype(v));
+        }
+        let ValueDef::Result(op, _) = self.m.value(v).def else { return Err("unmaterialized argument".into()) };
+        let d = self.m.op(op);
+        let name = d.name.strip_prefix("ten.").unwrap_or(&d.name).to_string();
+        let ops = d.operands.clone();
+        let attrs = d.attrs.clone();
+        let dt = self.dtype(v);
+        let ints = |k: &str| -> Vec<i64> { attrs.get(k).and_then(|a| a.as_ints()).map(|v| v.to_vec()).unwrap_or_default() };
+        let b = &self.b;
+        match name.as_str() {
+            "abs" | "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "sin" | "cos" | "tan" | "tanh" | "erf" | "log1p" | "sigmoid" | "floor" | "ceil" | "trunc" | "round" | "sign" | "not" => {
+                let x = self.emit(ops[0], idx)?;
+                self.unary(&name, dt, x)
+            }
+            "add" | "sub" | "mul" | "div" | "rem" | "max" | "min" | "pow" | "and" | "or" | "xor" => {
+                let x = self.emit(ops[0], idx)?;
+                let y = self.emit(ops[1], idx)?;
+                self.binary(&name, dt, x, y)
+            }
+            "compare" => {
+                let odt = self.dtype(ops[0]);
+                let x = self.emit(ops[0], idx)?;
+                let y = self.emit(ops[1], idx)?;
+                let dir = attrs.get("direction").and_then(|a| a.as_str()).unwrap_or("EQ").to_string();
+                let b = &self.b;
+                Ok(match (x, y) {
+                    (BasicValueEnum::FloatValue(x), BasicValueEnum::FloatValue(y)) => {
+                        let p = match dir.as_str() {
+                            "EQ" => FloatPredicate::OEQ,
+                            "NE" => FloatPredicate::UNE,
+                            "LT" => FloatPredicate::OLT,
+                            "LE" => FloatPredicate::OLE,
+                            "GT" => FloatPredicate::OGT,
+                            "GE" => FloatPredicate::OGE,
+                            d => return Err(format!("unknown compare direction `{d}`")),
+                        };
+                        b.build_float_compare(p, x, y, "").map_err(le)?.into()
+                    }
+                    (x, y) => {
+                        let u = odt == DType::Bool || odt.mlir_name().starts_with("ui");
+                        let p = match (dir.as_str(), u) {
+                            ("EQ", _) => IntPredicate::EQ,
+                            ("NE", _) => IntPredicate::NE,
+                            ("LT", false) => IntPredicate::SLT,
+                            ("LE", false) => IntPredicate::SLE,
+                            ("GT", false) => IntPredicate::SGT,
+                            ("GE", false) => IntPredicate::SGE,
+                            ("LT", true) => IntPredicate::ULT,
+                            ("LE", true) => IntPredicate::ULE,
+                            ("GT", true) => IntPredicate::UGT,
+                            ("GE", true) => IntPredicate::UGE,
+                            (d, _) => return Err(format!("unknown compare direction `{d}`")),
+                        };
+                        b.build_int_compare(p, x.into_int_value(), y.into_int_value(), "").map_err(le)?.into()
+                    }
+                })
+            }
+            "select" => {
+                let p = self.emit(ops[0], idx)?.into_int_value();
+                let x = self.emit(ops[1], idx)?;
+                let y = self.emit(ops[2], idx)?;
+                self.b.build_select(p, x, y, "").map_err(le)
+            }
+            "convert" => {
+                let from = self.dtype(ops[0]);
+                let x = self.emit(ops[0], idx)?;
+                self.convert(x, from, dt)
+            }
+            "constant" => self.constant(attrs.get("value").ok_or("constant without value")?, dt),
+            "iota" => {
+                let d = attrs.get("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
+                let i = *idx.get(d).ok_or("iota dim out of range")?;
+                self.convert(i.into(), DType::I64, dt)
+            }
+            "broadcast" => {
+                let map = ints("dims");
+                let src = self.dims(ops[0]);
+                let out = self.dims(v);
+                let sidx: Vec<IntValue> = map
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &to)| if src[i].as_const() == Some(1) && out[to as usize].as_const() != Some(1) { self.i64c(0) } else { idx[to as usize] })
+                    .collect();
+                self.emit(ops[0], &sidx)
+            }
+            "transpose" => {
+                let perm = ints("dims");
+                let mut sidx = vec![self.i64c(0); idx.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    sidx[p as usize] = idx[i];
+                }
+                self.emit(ops[0], &sidx)
+            }
+            "reshape" => {
+                let lin = self.linear(idx, &self.dims(v))?;
+                self.emit_linear(ops[0], lin)
+            }
+            "reverse" => {
+                let rd = ints("dims");
+                let dims = self.dims(v);
+                let mut sidx = idx.to_vec();
+                for &d in &rd {
+                    let n = self.sym(&dims[d as usize])?;
+                    let last = b.build_int_sub(n, self.i64c(1), "").map_err(le)?;
+                    sidx[d as usize] = b.build_int_sub(last, idx[d as usize], "").map_err(le)?;
+                }
+                self.emit(ops[0], &sidx)
+            }
+            "slice" => {
+                let start = attrs.get("start").and_then(|a| a.as_dims()).ok_or("slice without start")?;
+                let step = ints("step");
+                let mut sidx = Vec::new();
+                for (i, &x) in idx.iter().enumerate() {
+                    let s = self.sym(&start[i])?;
+                    let st = self.i64c(step.get(i).copied().unwrap_or(1));
+                    sidx.push(b.build_int_add(s, b.build_int_mul(x, st, "").map_err(le)?, "").map_err(le)?);
+                }
+                self.emit(ops[0], &sidx)
+            }
+            "concat" => {
+                let d = attrs.get("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
+                let mut offset = self.i64c(0);
+                let mut pieces = Vec::new();
+                for &o in &ops {
+                    let size = self.sym(&self.dims(o)[d])?;
+                    let b = &self.b;
+                    let local = b.build_int_sub(idx[d], offset, "").map_err(le)?;
+                    // Clamp so the branches not taken still read in bounds.
+                    let zero = self.i64c(0);
+                    let hi = b.build_int_sub(size, self.i64c(1), "").map_err(le)?;
+                    let lo_c = b.build_int_compare(IntPredicate::SLT, local, zero, "").map_err(le)?;
+                    let l1 = b.build_select(lo_c, zero, local, "").map_err(le)?.into_int_value();
+                    let hi_c = b.build_int_compare(IntPredicate::SGT, l1, hi, "").map_err(le)?;
+                    let l2 = b.build_select(hi_c, hi, l1, "").map_err(le)?.into_int_value();
+                    let mut sidx = idx.to_vec();
+                    sidx[d] = l2;
+                    let val = self.emit(o, &sidx)?;
+                    let b = &self.b;
+                    let end = b.build_int_add(offset, size, "").map_err(le)?;
+                    pieces.push((end, val));
+                    offset = end;
+                }
+                let mut acc = pieces.last().ok_or("empty concat")?.1;
+                for (end, val) in pieces.iter().rev().skip(1) {
+                    let c = self.b.build_int_compare(IntPredicate::SLT, idx[d], *end, "").map_err(le)?;
+                    acc = self.b.build_select(c, *val, acc, "").map_err(le)?;
+                }
+                Ok(acc)
+            }
+            "gather" => {
+                let d = attrs.get("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
+                let xdims = self.dims(ops[0]);
+                let ir = self.dims(ops[1]).len();
+                let iv = self.emit(ops[1], &idx[d..d + ir])?;
+                let idt = self.dtype(ops[1]);
+                let iv = self.convert(iv, idt, DType::I64)?.into_int_value();
+                let n = self.sym(&xdims[d])?;
+                let b = &self.b;
+                // Negative indices count from the end; out-of-range ones are clamped (torch raises).
+                let neg = b.build_int_compare(IntPredicate::SLT, iv, self.i64c(0), "").map_err(le)?;
+                let wrapped = b.build_select(neg, b.build_int_add(iv, n, "").map_err(le)?, iv, "").map_err(le)?.into_int_value();
+                let hi = b.build_int_sub(n, self.i64c(1), "").map_err(le)?;
+                let over = b.build_int_compare(IntPredicate::SGT, wrapped, hi, "").map_err(le)?;
+                let c1 = b.build_select(over, hi, wrapped, "").map_err(le)?.into_int_value();
+                let under = b.build_int_compare(IntPredicate::SLT, c1, self.i64c(0), "").map_err(le)?;
+                let c2 = b.build_select(under, self.i64c(0), c1, "").map_err(le)?.into_int_value();
+                let mut sidx = idx[..d].to_vec();
+                sidx.push(c2);
+                sidx.extend_from_slice(&idx[d + ir..]);
+                self.emit(ops[0], &sidx)
+            }
+            n => Err(format!("`ten.{n}` cannot be inlined into a CPU kernel")),
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! The CPU target: `ten` ops become LLVM loop kernels, matmuls call the `gemm` crate.
+
+pub mod codegen;
+pub mod plan;
+pub mod runtime;
+
+pub use runtime::{HostTensor, Manifest, Program};

@@ -1,0 +1,277 @@
+//! Which values live in memory, and the steps that compute them.
+//!
+//! A value is materialized (gets a buffer) when something needs it in memory: function arguments
+//! and results, `dot_general` results and operands (the GEMM library reads memory), reductions
+//! (inlining one would recompute it per consumer element), and values used more than once unless
+//! they are cheap index remaps. Every other value is inlined into the kernels that read it, so a
+//! chain of elementwise, broadcast and layout ops becomes one loop nest.
+
+use ember_ir::module::{Module, OpId, Value, ValueDef};
+use ember_ir::sym::SymExpr;
+use ember_ir::types::{DType, TensorType};
+use ember_ir::Attr;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub enum BufKind {
+    /// The function's argument with this index (user input or weight).
+    Arg(usize),
+    Temp,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Buffer {
+    pub dtype: String,
+    /// Dims as symbolic expressions (text), evaluated at run time.
+    pub dims: Vec<String>,
+    pub kind: BufKind,
+}
+
+/// One operand of a GEMM: a buffer read with explicit strides (in elements) per operand dim.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StridedRef {
+    pub buf: usize,
+    /// Dims of the operand as the GEMM sees it.
+    pub dims: Vec<String>,
+    pub strides: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GemmStep {
+    pub out: usize,
+    pub lhs: StridedRef,
+    pub rhs: StridedRef,
+    pub lhs_batch: Vec<usize>,
+    pub rhs_batch: Vec<usize>,
+    pub lhs_contract: usize,
+    pub rhs_contract: usize,
+    pub lhs_free: usize,
+    pub rhs_free: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Step {
+    /// Run kernel function `name` over the outermost output dim; `args` are the buffers it reads.
+    Kernel { name: String, out: usize, args: Vec<usize> },
+    Gemm(GemmStep),
+}
+
+pub struct Plan {
+    pub buffers: Vec<Buffer>,
+    pub steps: Vec<Step>,
+    pub outputs: Vec<usize>,
+    /// Buffer of every materialized value.
+    pub buf_of: HashMap<Value, usize>,
+    /// Kernel name -> the value it computes (for code generation).
+    pub kernel_roots: Vec<(String, Value)>,
+}
+
+#[derive(Debug)]
+pub struct PlanError(pub String);
+
+fn loc_of(m: &Module, op: OpId) -> String {
+    let d = m.op(op).loc.describe();
+    if d.is_empty() {
+        String::new()
+    } else {
+        format!(" at {d}")
+    }
+}
+
+/// Ops whose value is an index remap of their operand: inlining them costs no arithmetic.
+fn is_remap(name: &str) -> bool {
+    matches!(name, "ten.broadcast" | "ten.transpose" | "ten.reshape" | "ten.slice" | "ten.constant" | "ten.iota" | "ten.reverse")
+}
+
+pub fn dtype_name(d: DType) -> String {
+    d.mlir_name().to_string()
+}
+
+pub fn dims_text(t: &TensorType) -> Vec<String> {
+    t.dims.iter().map(|d| d.to_string()).collect()
+}
+
+pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
+    let entry = m.entry(f);
+    let ret = m.func_return(f).ok_or_else(|| PlanError("function has no return".into()))?;
+    let ops: Vec<OpId> = m.block(entry).ops.iter().copied().filter(|&o| o != ret).collect();
+    for &op in &ops {
+        let name = &m.op(op).name;
+        if !name.starts_with("ten.") {
+            return Err(PlanError(format!(
+                "op `{name}`{} has no CPU lowering yet (it is not in the ten dialect after torch-to-ten)",
+                loc_of(m, op)
+            )));
+        }
+    }
+    let mut uses: HashMap<Value, usize> = HashMap::new();
+    for &op in &ops {
+        for &v in &m.op(op).operands {
+            *uses.entry(v).or_default() += 1;
+        }
+    }
+    let mut materialize: Vec<Value> = Vec::new();
+    let want = |v: Value, list: &mut Vec<Value>| {
+        if !list.contains(&v) {
+            list.push(v)
+        }
+    };
+    let ret_vals = m.op(ret).operands.clone();
+    for &v in &ret_vals {
+        want(v, &mut materialize);
+    }
+    for &op in &ops {
+        let d = m.op(op);
+        match d.name.as_str() {
+            "ten.dot_general" => {
+                want(d.results[0], &mut materialize);
+                for &o in &d.operands {
+                    if strided_view(m, o).is_none() {
+                        want(o, &mut materialize);
+                    }
+                }
+            }
+            "ten.reduce" => want(d.results[0], &mut materialize),
+            n => {
+                let r = d.results[0];
+                if uses.get(&r).copied().unwrap_or(0) > 1 && !is_remap(n) {
+                    want(r, &mut materialize);
+                }
+            }
+        }
+    }
+    // Buffers: arguments first, then materialized values in program order.
+    let mut buffers = Vec::new();
+    let mut buf_of = HashMap::new();
+    for (i, &a) in m.block(entry).args.iter().enumerate() {
+        let t = m.ty(a).tensor().ok_or_else(|| PlanError(format!("argument {i} is not a tensor")))?;
+        buf_of.insert(a, buffers.len());
+        buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: dims_text(t), kind: BufKind::Arg(i) });
+    }
+    let mut steps = Vec::new();
+    let mut kernel_roots = Vec::new();
+    for &op in &ops {
+        let r = m.op(op).results[0];
+        if !materialize.contains(&r) || buf_of.contains_key(&r) {
+            continue;
+        }
+        let t = m.ty(r).tensor().unwrap();
+        let id = buffers.len();
+        buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: dims_text(t), kind: BufKind::Temp });
+        buf_of.insert(r, id);
+        if m.op(op).name == "ten.dot_general" {
+            steps.push(Step::Gemm(gemm_step(m, op, id, &buf_of)?));
+        } else {
+            let name = format!("k{}", kernel_roots.len());
+            let mut args = Vec::new();
+            collect_reads(m, r, true, &buf_of, &mut args);
+            kernel_roots.push((name.clone(), r));
+            steps.push(Step::Kernel { name, out: id, args });
+        }
+    }
+    let outputs = ret_vals.iter().map(|v| buf_of[v]).collect();
+    Ok(Plan { buffers, steps, outputs, buf_of, kernel_roots })
+}
+
+/// Buffers an inlined expression reads, in first-visit order (the kernel's argument order).
+pub fn collect_reads(m: &Module, v: Value, root: bool, buf_of: &HashMap<Value, usize>, out: &mut Vec<usize>) {
+    if !root {
+        if let Some(&b) = buf_of.get(&v) {
+            if !out.contains(&b) {
+                out.push(b);
+            }
+            return;
+        }
+    }
+    if let ValueDef::Result(op, _) = m.value(v).def {
+        for &o in &m.op(op).operands {
+            collect_reads(m, o, false, buf_of, out);
+        }
+    }
+}
+
+fn c(v: i64) -> SymExpr {
+    SymExpr::Const(v)
+}
+
+/// Row-major strides of a shape.
+pub fn contiguous_strides(dims: &[SymExpr]) -> Vec<SymExpr> {
+    let mut s = vec![c(1); dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = SymExpr::mul(s[i + 1].clone(), dims[i + 1].clone());
+    }
+    s
+}
+
+/// A value that reads a materialized-or-argument value through transposes and broadcasts only:
+/// (the underlying value, strides per dim of `v`). Lets GEMMs read transposed weights in place.
+pub fn strided_view(m: &Module, v: Value) -> Option<(Value, Vec<SymExpr>)> {
+    let Some(op) = m.defining_op(v) else {
+        let t = m.ty(v).tensor()?;
+        return Some((v, contiguous_strides(&t.dims)));
+    };
+    let d = m.op(op);
+    match d.name.as_str() {
+        "ten.transpose" => {
+            let (base, s) = strided_view(m, d.operands[0])?;
+            let perm = d.attrs.get("dims")?.as_ints()?;
+            Some((base, perm.iter().map(|&p| s[p as usize].clone()).collect()))
+        }
+        "ten.broadcast" => {
+            let (base, s) = strided_view(m, d.operands[0])?;
+            let src = m.ty(d.operands[0]).tensor()?;
+            let out = m.ty(v).tensor()?;
+            let map = d.attrs.get("dims")?.as_ints()?;
+            let mut st = vec![c(0); out.rank()];
+            for (i, &to) in map.iter().enumerate() {
+                let to = to as usize;
+                st[to] = if src.dims[i].as_const() == Some(1) && out.dims[to].as_const() != Some(1) { c(0) } else { s[i].clone() };
+            }
+            Some((base, st))
+        }
+        _ => None,
+    }
+}
+
+fn gemm_step(m: &Module, op: OpId, out: usize, buf_of: &HashMap<Value, usize>) -> Result<GemmStep, PlanError> {
+    let d = m.op(op);
+    let ints = |k: &str| -> Vec<usize> {
+        match d.attrs.get(k) {
+            Some(Attr::Ints(v)) => v.iter().map(|&x| x as usize).collect(),
+            _ => vec![],
+        }
+    };
+    let (lb, rb, lc, rc) = (ints("lhs_batch"), ints("rhs_batch"), ints("lhs_contract"), ints("rhs_contract"));
+    let (lt, rt) = (m.ty(d.operands[0]).tensor().unwrap(), m.ty(d.operands[1]).tensor().unwrap());
+    let free = |rank: usize, b: &[usize], c: &[usize]| -> Vec<usize> { (0..rank).filter(|i| !b.contains(i) && !c.contains(i)).collect() };
+    let (lf, rf) = (free(lt.rank(), &lb, &lc), free(rt.rank(), &rb, &rc));
+    if lc.len() != 1 || lf.len() != 1 || rf.len() != 1 {
+        return Err(PlanError(format!(
+            "`ten.dot_general`{}: the CPU GEMM handles one contracting and one free dim per side (got lhs {} free/{} contracting, rhs {} free)",
+            loc_of(m, op),
+            lf.len(),
+            lc.len(),
+            rf.len()
+        )));
+    }
+    let sref = |v: Value| -> StridedRef {
+        let t = m.ty(v).tensor().unwrap();
+        let dims = dims_text(t);
+        match strided_view(m, v).filter(|(b, _)| buf_of.contains_key(b)) {
+            Some((b, s)) if !buf_of.contains_key(&v) => StridedRef { buf: buf_of[&b], dims, strides: s.iter().map(|e| e.to_string()).collect() },
+            _ => StridedRef { buf: buf_of[&v], dims, strides: contiguous_strides(&t.dims).iter().map(|e| e.to_string()).collect() },
+        }
+    };
+    Ok(GemmStep {
+        out,
+        lhs: sref(d.operands[0]),
+        rhs: sref(d.operands[1]),
+        lhs_batch: lb,
+        rhs_batch: rb,
+        lhs_contract: lc[0],
+        rhs_contract: rc[0],
+        lhs_free: lf[0],
+        rhs_free: rf[0],
+    })
+}

@@ -1,0 +1,281 @@
+//! Loads a CPU artifact (manifest, `kernels.so`, `weights.bin`) and runs it.
+//!
+//! Symbols are bound from the input shapes at each call, so any size inside the bounds runs the
+//! same code. Weights are memory-mapped and read in place; temporaries are allocated once per
+//! loaded program and reused while shapes stay the same.
+
+use super::plan::{BufKind, Buffer, GemmStep, Step};
+use ember_ir::sym::SymExpr;
+use ember_ir::types::DType;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::Path;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SymbolInfo {
+    pub name: String,
+    pub min: i64,
+    pub max: Option<i64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IoInfo {
+    pub name: String,
+    pub buf: usize,
+    pub dtype: String,
+    pub dims: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WeightInfo {
+    pub name: String,
+    pub buf: usize,
+    pub offset: u64,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format_version: String,
+    pub target: String,
+    pub ember_version: String,
+    /// The LLVM CPU name and feature string the code was compiled for; checked at load.
+    pub cpu: String,
+    pub cpu_features: Vec<String>,
+    pub source_hash: String,
+    pub symbols: Vec<SymbolInfo>,
+    pub inputs: Vec<IoInfo>,
+    pub outputs: Vec<IoInfo>,
+    pub weights: Vec<WeightInfo>,
+    pub buffers: Vec<Buffer>,
+    pub steps: Vec<Step>,
+}
+
+/// A dense row-major host tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostTensor {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub data: Vec<u8>,
+}
+
+type KernelFn = unsafe extern "C" fn(*const *mut u8, *const i64, i64, i64);
+
+pub struct Program {
+    pub manifest: Manifest,
+    _lib: libloading::Library,
+    kernels: HashMap<String, KernelFn>,
+    weights: Option<memmap2::Mmap>,
+    dims: Vec<Vec<SymExpr>>,
+    dtypes: Vec<DType>,
+}
+
+fn parse_dims(v: &[String]) -> Result<Vec<SymExpr>, String> {
+    v.iter().map(|d| SymExpr::parse(d).map_err(|e| e.to_string())).collect()
+}
+
+fn parse_dtype(s: &str) -> Result<DType, String> {
+    DType::from_mlir_name(s).ok_or_else(|| format!("unknown dtype `{s}` in manifest"))
+}
+
+/// Host CPU features as LLVM spells them (`+avx2`), for the load-time check.
+pub fn host_features() -> Vec<String> {
+    let (_, _, f) = match super::codegen::host_machine() {
+        Ok(x) => x,
+        Err(_) => return vec![],
+    };
+    f.split(',').filter(|x| x.starts_with('+')).map(|x| x.to_string()).collect()
+}
+
+impl Program {
+    pub fn load(dir: &Path) -> Result<Program, String> {
+        let text = std::fs::read_to_string(dir.join("manifest.json")).map_err(|e| format!("cannot read manifest.json: {e}"))?;
+        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| format!("manifest.json is malformed: {e}"))?;
+        let host = host_features();
+        let missing: Vec<&String> = manifest.cpu_features.iter().filter(|f| !host.contains(f)).collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "this artifact was compiled for a CPU with features this machine lacks ({}); recompile it here",
+                missing.iter().take(8).map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let so = dir.join("kernels.so");
+        // SAFETY: the library is Ember's own generated code; it has no initializers.
+        let lib = unsafe { libloading::Library::new(&so) }.map_err(|e| format!("cannot load {}: {e}", so.display()))?;
+        let mut kernels = HashMap::new();
+        for s in &manifest.steps {
+            if let Step::Kernel { name, .. } = s {
+                let f: libloading::Symbol<KernelFn> = unsafe { lib.get(name.as_bytes()) }.map_err(|e| format!("kernels.so lacks `{name}`: {e}"))?;
+                kernels.insert(name.clone(), *f);
+            }
+        }
+        let weights = if manifest.weights.is_empty() {
+            None
+        } else {
+            let f = std::fs::File::open(dir.join("weights.bin")).map_err(|e| format!("cannot open weights.bin: {e}"))?;
+            // SAFETY: read-only map of the artifact's own weights file.
+            let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| format!("cannot map weights.bin: {e}"))?;
+            for w in &manifest.weights {
+                if w.offset + w.bytes > map.len() as u64 {
+                    return Err(format!("weights.bin is truncated: `{}` runs past its end", w.name));
+                }
+            }
+            Some(map)
+        };
+        let dims = manifest.buffers.iter().map(|b| parse_dims(&b.dims)).collect::<Result<_, _>>()?;
+        let dtypes = manifest.buffers.iter().map(|b| parse_dtype(&b.dtype)).collect::<Result<_, _>>()?;
+        Ok(Program { manifest, _lib: lib, kernels, weights, dims, dtypes })
+    }
+
+    /// Binds symbols from input shapes and checks every input against its declared type.
+    fn bind(&self, inputs: &[HostTensor]) -> Result<HashMap<String, i64>, String> {
+        let man = &self.manifest;
+        if inputs.len() != man.inputs.len() {
+            return Err(format!("the model takes {} inputs, got {}", man.inputs.len(), inputs.len()));
+        }
+        let mut env: HashMap<String, i64> = HashMap::new();
+        for (i, (t, info)) in inputs.iter().zip(&man.inputs).enumerate() {
+            let want = parse_dtype(&info.dtype)?;
+            if t.dtype != want {
+                return Err(format!("input {i} (`{}`) must be {}, got {}", info.name, want.torch_name(), t.dtype.torch_name()));
+            }
+            let dims = parse_dims(&info.dims)?;
+            if dims.len() != t.shape.len() {
+                return Err(format!("input {i} (`{}`) must have rank {}, got shape {:?}", info.name, dims.len(), t.shape));
+            }
+            for (d, &n) in dims.iter().zip(&t.shape) {
+                if let SymExpr::Sym(s) = d {
+                    if let Some(&old) = env.get(s) {
+                        if old != n as i64 {
+                            return Err(format!("input {i} (`{}`): size {n} for `{s}` disagrees with {old} from an earlier input", info.name));
+                        }
+                    }
+                    env.insert(s.clone(), n as i64);
+                }
+            }
+        }
+        for s in &man.symbols {
+            let v = *env.get(&s.name).ok_or_else(|| format!("symbol `{}` is not a plain input dim; cannot bind it", s.name))?;
+            if v < s.min || s.max.is_some_and(|m| v > m) {
+                let hi = s.max.map(|m| m.to_string()).unwrap_or_else(|| "inf".into());
+                return Err(format!("size {v} for `{}` is outside the compiled range [{}, {hi}]", s.name, s.min));
+            }
+        }
+        for (i, (t, info)) in inputs.iter().zip(&man.inputs).enumerate() {
+            let dims = parse_dims(&info.dims)?;
+            let want: Vec<i64> = dims.iter().map(|d| d.eval(&|s| env.get(s).copied()).unwrap_or(-1)).collect();
+            if want.iter().zip(&t.shape).any(|(&w, &n)| w != n as i64) {
+                return Err(format!("input {i} (`{}`) must have shape {want:?}, got {:?}", info.name, t.shape));
+            }
+        }
+        Ok(env)
+    }
+
+    pub fn run(&self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, String> {
+        let env = self.bind(inputs)?;
+        let man = &self.manifest;
+        let sym_vals: Vec<i64> = man.symbols.iter().map(|s| env[&s.name]).collect();
+        let eval = |e: &SymExpr| -> Result<i64, String> { e.eval(&|s| env.get(s).copied()).ok_or_else(|| format!("cannot evaluate `{e}`")) };
+        let shapes: Vec<Vec<i64>> = self.dims.iter().map(|d| d.iter().map(&eval).collect::<Result<_, _>>()).collect::<Result<_, _>>()?;
+        let mut temps: Vec<Vec<u64>> = Vec::new();
+        let mut ptrs: Vec<*mut u8> = vec![std::ptr::null_mut(); man.buffers.len()];
+        let input_buf: HashMap<usize, usize> = man.inputs.iter().enumerate().map(|(i, x)| (x.buf, i)).collect();
+        let weight_buf: HashMap<usize, &WeightInfo> = man.weights.iter().map(|w| (w.buf, w)).collect();
+        for (b, buf) in man.buffers.iter().enumerate() {
+            let bytes = shapes[b].iter().product::<i64>().max(0) as usize * self.dtypes[b].byte_size();
+            ptrs[b] = match buf.kind {
+                BufKind::Arg(_) if input_buf.contains_key(&b) => inputs[input_buf[&b]].data.as_ptr() as *mut u8,
+                BufKind::Arg(_) => {
+                    let w = weight_buf.get(&b).ok_or_else(|| format!("buffer {b} is an argument with no input or weight"))?;
+                    // Kernels and GEMMs never write argument buffers; the map stays read-only.
+                    unsafe { self.weights.as_ref().unwrap().as_ptr().add(w.offset as usize) as *mut u8 }
+                }
+                BufKind::Temp => {
+                    let mut v = vec![0u64; (bytes + 7) / 8 + 1];
+                    let p = v.as_mut_ptr() as *mut u8;
+                    temps.push(v);
+                    p
+                }
+            };
+        }
+        for step in &man.steps {
+            match step {
+                Step::Kernel { name, out, .. } => {
+                    let f = self.kernels[name];
+                    let outer = shapes[*out].first().copied().unwrap_or(1);
+                    let work: i64 = shapes[*out].iter().product::<i64>().max(1);
+                    run_kernel(f, &ptrs, &sym_vals, outer, work);
+                }
+                Step::Gemm(g) => self.gemm(g, &ptrs, &eval, &shapes)?,
+            }
+        }
+        Ok(man
+            .outputs
+            .iter()
+            .map(|o| {
+                let shape: Vec<usize> = shapes[o.buf].iter().map(|&d| d as usize).collect();
+                let bytes = shape.iter().product::<usize>() * self.dtypes[o.buf].byte_size();
+                let data = unsafe { std::slice::from_raw_parts(ptrs[o.buf], bytes) }.to_vec();
+                HostTensor { dtype: self.dtypes[o.buf], shape, data }
+            })
+            .collect())
+    }
+
+    fn gemm(&self, g: &GemmStep, ptrs: &[*mut u8], eval: &dyn Fn(&SymExpr) -> Result<i64, String>, shapes: &[Vec<i64>]) -> Result<(), String> {
+        let ld = |v: &[String]| -> Result<Vec<i64>, String> { parse_dims(v)?.iter().map(eval).collect() };
+        let (ldims, lstr, rdims, rstr) = (ld(&g.lhs.dims)?, ld(&g.lhs.strides)?, ld(&g.rhs.dims)?, ld(&g.rhs.strides)?);
+        let (m, k, n) = (ldims[g.lhs_free] as usize, ldims[g.lhs_contract] as usize, rdims[g.rhs_free] as usize);
+        let batch: Vec<i64> = g.lhs_batch.iter().map(|&d| ldims[d]).collect();
+        let nb: i64 = batch.iter().product();
+        let dt = self.dtypes[g.out];
+        let es = dt.byte_size();
+        let out_shape = &shapes[g.out];
+        let _ = out_shape;
+        let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+        for bi in 0..nb.max(1) {
+            let (mut rem, mut lo, mut ro) = (bi, 0i64, 0i64);
+            for j in (0..batch.len()).rev() {
+                let ix = rem % batch[j];
+                rem /= batch[j];
+                lo += ix * lstr[g.lhs_batch[j]];
+                ro += ix * rstr[g.rhs_batch[j]];
+            }
+            let oo = bi * (m * n) as i64;
+            unsafe {
+                let (dst, lhs, rhs) = (ptrs[g.out].add(oo as usize * es), ptrs[g.lhs.buf].add(lo as usize * es), ptrs[g.rhs.buf].add(ro as usize * es));
+                let (lcs, lrs, rcs, rrs) = (lstr[g.lhs_contract] as isize, lstr[g.lhs_free] as isize, rstr[g.rhs_free] as isize, rstr[g.rhs_contract] as isize);
+                match dt {
+                    DType::F32 => gemm::gemm(m, n, k, dst as *mut f32, 1, n as isize, false, lhs as *const f32, lcs, lrs, rhs as *const f32, rcs, rrs, 0.0f32, 1.0f32, false, false, false, par),
+                    DType::F64 => gemm::gemm(m, n, k, dst as *mut f64, 1, n as isize, false, lhs as *const f64, lcs, lrs, rhs as *const f64, rcs, rrs, 0.0f64, 1.0f64, false, false, false, par),
+                    d => return Err(format!("matmul in {} is not supported by the CPU target yet", d.torch_name())),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Shared(*const *mut u8, *const i64);
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+/// Splits the outermost dim across the thread pool when there is enough work.
+fn run_kernel(f: KernelFn, ptrs: &[*mut u8], syms: &[i64], outer: i64, work: i64) {
+    let sh = Shared(ptrs.as_ptr(), syms.as_ptr());
+    let threads = rayon::current_num_threads() as i64;
+    if work < 1 << 15 || outer < 2 || threads < 2 {
+        unsafe { f(sh.0, sh.1, 0, outer) };
+        return;
+    }
+    let chunks = (threads * 4).min(outer);
+    let per = (outer + chunks - 1) / chunks;
+    let sh = &sh;
+    rayon::scope(|s| {
+        for c in 0..chunks {
+            let (lo, hi) = (c * per, ((c + 1) * per).min(outer));
+            if lo < hi {
+                s.spawn(move |_| unsafe { f(sh.0, sh.1, lo, hi) });
+            }
+        }
+    });
+}

@@ -1,0 +1,1 @@
+// RUN: opt models/mlp.pt2 --passes=torch-to-ten,cse,dce
