@@ -147,6 +147,7 @@ fn bare_model_json_is_read_and_checked() {
 #[test]
 fn reserved_commands_answer_clearly() {
     let out = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/out"]);
+    assert!(!Path::new("/nonexistent/out").exists());
     assert_eq!(out.code, 2);
     insta::assert_snapshot!("compile_target_not_built", out.render());
     let dir = std::env::temp_dir().join(format!("ember-art-{}", std::process::id()));
@@ -155,7 +156,7 @@ fn reserved_commands_answer_clearly() {
     let out = ember(&dir, &["run", ".", "--inputs", "in.npz", "--outputs", "out.npz"]);
     assert_eq!(out.code, 2);
     insta::assert_snapshot!("run_unknown_format_major", out.render());
-    std::fs::write(dir.join("manifest.json"), r#"{"format_version": "1.0", "target": "cpu"}"#).unwrap();
+    std::fs::write(dir.join("manifest.json"), r#"{"format_version": "1.0", "target": "tpu"}"#).unwrap();
     let out = ember(&dir, &["run", ".", "--inputs", "in.npz", "--outputs", "out.npz"]);
     assert_eq!(out.code, 2);
     insta::assert_snapshot!("run_target_not_built", out.render());

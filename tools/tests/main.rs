@@ -6,6 +6,7 @@
 //! - Bad-input classes for the frontend, built from a real archive.
 
 mod bad_input;
+mod cpu;
 mod cases;
 
 use std::path::{Path, PathBuf};

@@ -267,7 +267,7 @@ impl<'m> Cx<'m> {
     }
 
     /// `x != 0` as bool (torch's truthiness); no op for bool `x`.
-    pub fn to_bool(&mut self, x: Value) -> Result<Value, String> {
+    pub fn truthy(&mut self, x: Value) -> Result<Value, String> {
         if self.tt(x).dtype == DType::Bool {
             return Ok(x);
         }

@@ -44,7 +44,7 @@ pub fn arange(cx: &mut Cx) -> Lowered {
 pub fn to_copy(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg(if name == "copy" { "src" } else { "self" })?;
-    let x = if t.dtype == DType::Bool { cx.to_bool(x)? } else { cx.convert(x, t.dtype)? };
+    let x = if t.dtype == DType::Bool { cx.truthy(x)? } else { cx.convert(x, t.dtype)? };
     Ok(Some(vec![cx.bcast(x, &t.dims)?]))
 }
 

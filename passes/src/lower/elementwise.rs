@@ -132,8 +132,8 @@ pub fn pow_scalar(cx: &mut Cx) -> Lowered {
     let e = cx.attr("exponent").ok_or_else(|| cx.err("missing attribute `exponent`"))?;
     let x = cx.coerce(x, t.dtype, &t.dims)?;
     let out = match e.as_float() {
-        Some(v) if v == 1.0 => x,
-        Some(v) if v == 2.0 => cx.emit("ten.mul", vec![x, x], vec![])?,
+        Some(1.0) => x,
+        Some(2.0) => cx.emit("ten.mul", vec![x, x], vec![])?,
         Some(v) if v == 0.5 && t.dtype.is_float() => cx.unary("ten.sqrt", x)?,
         _ => {
             let k = cx.constant(&e, t.dtype, &t.dims)?;
@@ -175,12 +175,12 @@ pub fn compare(cx: &mut Cx, name: &str) -> Lowered {
 pub fn logical(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
-    let x = cx.to_bool(x)?;
+    let x = cx.truthy(x)?;
     if name == "logical_not" {
         return Ok(Some(vec![cx.unary("ten.not", x)?]));
     }
     let y = cx.arg("other")?;
-    let y = cx.to_bool(y)?;
+    let y = cx.truthy(y)?;
     let ten = match name {
         "logical_and" => "ten.and",
         "logical_or" => "ten.or",
@@ -302,7 +302,7 @@ pub fn activation(cx: &mut Cx, name: &str) -> Lowered {
 pub fn where_self(cx: &mut Cx) -> Lowered {
     let t = cx.out(0)?;
     let c = cx.arg("condition")?;
-    let c = cx.to_bool(c)?;
+    let c = cx.truthy(c)?;
     let c = cx.bcast(c, &t.dims)?;
     let a = cx.arg("self")?;
     let b = cx.arg("other")?;

@@ -32,7 +32,7 @@ pub fn reduction(cx: &mut Cx, name: &str) -> Lowered {
             cx.reduce(x, kind, &dims)?
         }
         "any" => {
-            let x = cx.to_bool(x)?;
+            let x = cx.truthy(x)?;
             cx.reduce(x, "or", &dims)?
         }
         "mean" => {
