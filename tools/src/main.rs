@@ -66,6 +66,9 @@ archive: parameters, buffers and constants are function arguments named by `embe
         inputs: PathBuf,
         #[arg(long)]
         outputs: PathBuf,
+        /// Run this many timed iterations (after one warm-up) and print the median time to stderr.
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
     },
     /// List the ops Ember knows, with their signatures and doc lines.
     #[command(after_help = "Example:\n  ember ops --dialect torch | grep softmax")]
@@ -176,7 +179,7 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                 ))),
             }
         }
-        Cmd::Run { artifact: dir, inputs, outputs } => {
+        Cmd::Run { artifact: dir, inputs, outputs, repeat } => {
             let h = artifact::read_header(&dir)?;
             if h.target != "cpu" {
                 return Err(Failure(format!("target `{}` is not built yet: this Ember runs cpu artifacts only", h.target)));
@@ -189,7 +192,17 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                     "`{}` has no array `arg{i}` for input {i} (`{}`)", inputs.display(), info.name)))?;
                 args.push(t);
             }
-            let outs = prog.run(&args).map_err(|e| Failure(format!("`{}`: {e}", inputs.display())))?;
+            let mut outs = prog.run(&args).map_err(|e| Failure(format!("`{}`: {e}", inputs.display())))?;
+            if repeat > 1 {
+                let mut times = Vec::with_capacity(repeat);
+                for _ in 0..repeat {
+                    let t = std::time::Instant::now();
+                    outs = prog.run(&args).map_err(|e| Failure(e))?;
+                    times.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                eprintln!("median {:.4} ms over {repeat} runs (min {:.4}, max {:.4})", times[repeat / 2], times[0], times[repeat - 1]);
+            }
             let named: Vec<(String, _)> = outs.into_iter().enumerate().map(|(i, t)| (format!("out{i}"), t)).collect();
             ember_compiler::npz::write_npz(&outputs, &named)?;
             Ok(())

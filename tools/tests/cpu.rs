@@ -130,3 +130,72 @@ fn cli_compile_and_run_round_trip() {
     assert!(r.stderr.contains("no array `arg0`"), "{}", r.stderr);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn f32_tensor(v: &[f32]) -> HostTensor {
+    HostTensor { dtype: ember_ir::DType::F32, shape: vec![v.len()], data: v.iter().flat_map(|x| x.to_le_bytes()).collect() }
+}
+
+fn f32_values(t: &HostTensor) -> Vec<f32> {
+    t.data.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// Compiles a one-function `ten` module with one f32 input of `n` elements.
+fn compile_text(text: &str, name: &str) -> Program {
+    let m = ember_ir::parse_module(text).unwrap();
+    ember_ir::verify::verify(&m).unwrap();
+    let out = std::env::temp_dir().join(format!("ember-{name}-{}", std::process::id()));
+    ember_compiler::cpu::compile(ember_compiler::Imported { module: m, weights: vec![] }, &out).unwrap();
+    let p = Program::load(&out).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+    p
+}
+
+#[test]
+fn inline_math_matches_f64_reference() {
+    let mut xs: Vec<f32> = (0..20001).map(|i| -20.0 + i as f32 * 0.002).collect();
+    xs.extend([0.0, -0.0, 1e-30, -1e-7, 1e-4, 88.0, -88.0, 100.0, -100.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN]);
+    let n = xs.len();
+    let t = format!("tensor<{n}xf32>");
+    let text = format!(
+        "module {{\n  func.func @main(%x: {t} {{ember.input = \"x\"}}) -> ({t}, {t}, {t}, {t}) {{\n    %0 = \"ten.exp\"(%x) : ({t}) -> {t}\n    %1 = \"ten.tanh\"(%x) : ({t}) -> {t}\n    %2 = \"ten.erf\"(%x) : ({t}) -> {t}\n    %3 = \"ten.sigmoid\"(%x) : ({t}) -> {t}\n    return %0, %1, %2, %3 : {t}, {t}, {t}, {t}\n  }}\n}}\n"
+    );
+    let prog = compile_text(&text, "math");
+    let outs = prog.run(&[f32_tensor(&xs)]).unwrap();
+    fn erf64(x: f64) -> f64 {
+        // High-precision reference: series for small |x|, continued fraction complement otherwise.
+        if x.abs() < 3.0 {
+            let (mut sum, mut term, mut k) = (x, x, 0.0);
+            while term.abs() > 1e-17 * sum.abs() {
+                k += 1.0;
+                term *= -x * x / k;
+                sum += term / (2.0 * k + 1.0);
+            }
+            sum * std::f64::consts::FRAC_2_SQRT_PI
+        } else {
+            let mut f = 0.0;
+            for k in (1..60).rev() {
+                f = k as f64 / 2.0 / (x.abs() + f);
+            }
+            let erfc = (-x * x).exp() / (x.abs() + f) / std::f64::consts::PI.sqrt();
+            (1.0 - erfc).copysign(x)
+        }
+    }
+    let refs: [&dyn Fn(f64) -> f64; 4] = [&|x: f64| x.exp(), &|x: f64| x.tanh(), &erf64, &|x: f64| 1.0 / (1.0 + (-x).exp())];
+    for (k, (out, f)) in outs.iter().zip(refs).enumerate() {
+        for (&x, &got) in xs.iter().zip(&f32_values(out)) {
+            let want = f(x as f64);
+            if want.is_nan() {
+                assert!(got.is_nan(), "fn {k} at {x}: got {got}, want NaN");
+                continue;
+            }
+            if want.is_infinite() || want.abs() > f32::MAX as f64 {
+                assert!(got.is_infinite() && (got > 0.0) == (want > 0.0), "fn {k} at {x}: got {got}, want {want}");
+                continue;
+            }
+            let err = (got as f64 - want).abs();
+            // Results below f32::MIN_POSITIVE (denormals) may flush to zero.
+            let tol = 4.0 * f32::EPSILON as f64 * want.abs() + f32::MIN_POSITIVE as f64 + if k == 2 { 2e-7 } else { 0.0 };
+            assert!(err <= tol, "fn {k} at {x}: got {got}, want {want} (error {err:e}, tolerance {tol:e})");
+        }
+    }
+}

@@ -72,7 +72,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "logical_and" | "logical_or" | "logical_xor" | "logical_not" => ew::logical(cx, &name),
         "bitwise_not" => ew::unary(cx, "ten.not"),
         "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan" | "floor" | "ceil"
-        | "round" | "trunc" | "sign" | "sigmoid" | "reciprocal" | "log2" | "log10" | "isnan" | "isinf" => ew::math(cx, &name),
+        | "round" | "trunc" | "sign" | "sigmoid" | "reciprocal" | "isnan" | "isinf" => ew::math(cx, &name),
         "relu" | "leaky_relu" | "hardtanh" | "clamp" | "clamp.Tensor" | "gelu" | "silu" => ew::activation(cx, &name),
         "where.self" => ew::where_self(cx),
         // Reductions and normalizations.

@@ -390,6 +390,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             return Ok(match name {
                 "neg" => b.build_float_neg(f, "").map_err(le)?.into(),
                 "abs" => self.intrinsic("llvm.fabs", ty, &[x])?,
+                "exp" if dt == DType::F32 => self.exp_f32(f)?.into(),
+                "tanh" if dt == DType::F32 => self.tanh_f32(f)?.into(),
+                "erf" if dt == DType::F32 => self.erf_f32(f)?.into(),
                 "exp" => self.intrinsic("llvm.exp", ty, &[x])?,
                 "log" => self.intrinsic("llvm.log", ty, &[x])?,
                 "sqrt" => self.intrinsic("llvm.sqrt", ty, &[x])?,
@@ -403,7 +406,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 "rsqrt" => b.build_float_div(one, self.intrinsic("llvm.sqrt", ty, &[x])?.into_float_value(), "").map_err(le)?.into(),
                 "sigmoid" => {
                     let n = b.build_float_neg(f, "").map_err(le)?;
-                    let ex = self.intrinsic("llvm.exp", ty, &[n.into()])?.into_float_value();
+                    let ex = if dt == DType::F32 { self.exp_f32(n)? } else { self.intrinsic("llvm.exp", ty, &[n.into()])?.into_float_value() };
                     b.build_float_div(one, b.build_float_add(one, ex, "").map_err(le)?, "").map_err(le)?.into()
                 }
                 "tanh" | "erf" | "log1p" => self.libm(name, f)?,
@@ -439,6 +442,90 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             "floor" | "ceil" | "trunc" | "round" => x,
             n => return Err(format!("`ten.{n}` is not supported for {}", dt.torch_name())),
         })
+    }
+
+    // Vectorizable f32 math. LLVM has no vector exp/tanh/erf without a vector math library, and a
+    // scalar libm call per element keeps loops from vectorizing, so these are written out inline.
+
+    fn fconst(&self, v: f64) -> FloatValue<'ctx> {
+        self.ctx.f32_type().const_float(v)
+    }
+
+    /// p[0] + x*(p[1] + x*(p[2] + ...)) by Horner's rule.
+    fn horner(&self, x: FloatValue<'ctx>, p: &[f64]) -> R<FloatValue<'ctx>> {
+        let b = &self.b;
+        let mut acc = self.fconst(*p.last().unwrap());
+        for &c in p.iter().rev().skip(1) {
+            acc = b.build_float_add(b.build_float_mul(acc, x, "").map_err(le)?, self.fconst(c), "").map_err(le)?;
+        }
+        Ok(acc)
+    }
+
+    fn fmin_max(&self, x: FloatValue<'ctx>, lo: f64, hi: f64) -> R<FloatValue<'ctx>> {
+        let ty = self.ctx.f32_type().as_basic_type_enum();
+        let a = self.intrinsic("llvm.maxnum", ty, &[x.into(), self.fconst(lo).into()])?;
+        Ok(self.intrinsic("llvm.minnum", ty, &[a, self.fconst(hi).into()])?.into_float_value())
+    }
+
+    /// e^x: Cody-Waite range reduction and Cephes' expf polynomial (about 1 ulp); exp(-inf) = 0.
+    fn exp_f32(&self, x: FloatValue<'ctx>) -> R<FloatValue<'ctx>> {
+        let b = &self.b;
+        let ty = self.ctx.f32_type().as_basic_type_enum();
+        let nan = b.build_float_compare(FloatPredicate::UNO, x, x, "").map_err(le)?;
+        let xc = self.fmin_max(x, -88.376_262_664_794_9, 88.376_262_664_795)?;
+        let t = b.build_float_add(b.build_float_mul(xc, self.fconst(std::f64::consts::LOG2_E), "").map_err(le)?, self.fconst(0.5), "").map_err(le)?;
+        let fx = self.intrinsic("llvm.floor", ty, &[t.into()])?.into_float_value();
+        let r = b.build_float_sub(xc, b.build_float_mul(fx, self.fconst(0.693_359_375), "").map_err(le)?, "").map_err(le)?;
+        let r = b.build_float_sub(r, b.build_float_mul(fx, self.fconst(-2.121_944_4e-4), "").map_err(le)?, "").map_err(le)?;
+        let z = b.build_float_mul(r, r, "").map_err(le)?;
+        let p = self.horner(r, &[5.000_000_120_1e-1, 1.666_666_545_9e-1, 4.166_579_589_4e-2, 8.333_451_907_3e-3, 1.398_199_950_7e-3, 1.987_569_150_0e-4])?;
+        let y = b.build_float_add(b.build_float_add(b.build_float_mul(p, z, "").map_err(le)?, r, "").map_err(le)?, self.fconst(1.0), "").map_err(le)?;
+        // 2^fx through the exponent bits; fx = -127 gives 0 (the clamp makes exp(-inf) exactly 0).
+        let i32t = self.ctx.i32_type();
+        let n = b.build_float_to_signed_int(fx, i32t, "").map_err(le)?;
+        let e = b.build_left_shift(b.build_int_add(n, i32t.const_int(127, false), "").map_err(le)?, i32t.const_int(23, false), "").map_err(le)?;
+        let pow2 = b.build_bit_cast(e, self.ctx.f32_type(), "").map_err(le)?.into_float_value();
+        let out = b.build_float_mul(y, pow2, "").map_err(le)?;
+        Ok(b.build_select(nan, x, out, "").map_err(le)?.into_float_value())
+    }
+
+    /// tanh: Cephes' odd polynomial below 0.625, 1 - 2/(e^2|x| + 1) above, with the sign restored.
+    fn tanh_f32(&self, x: FloatValue<'ctx>) -> R<FloatValue<'ctx>> {
+        let b = &self.b;
+        let ty = self.ctx.f32_type().as_basic_type_enum();
+        let ax = self.intrinsic("llvm.fabs", ty, &[x.into()])?.into_float_value();
+        let z = b.build_float_mul(x, x, "").map_err(le)?;
+        let p = self.horner(z, &[-3.333_328_194_22e-1, 1.333_144_220_36e-1, -5.373_971_555_31e-2, 2.063_908_879_54e-2, -5.704_988_727_45e-3])?;
+        let small = b.build_float_add(b.build_float_mul(b.build_float_mul(p, z, "").map_err(le)?, x, "").map_err(le)?, x, "").map_err(le)?;
+        let two_ax = b.build_float_mul(self.fmin_max(ax, 0.0, 20.0)?, self.fconst(2.0), "").map_err(le)?;
+        let e2 = self.exp_f32(two_ax)?;
+        let big = b.build_float_sub(self.fconst(1.0), b.build_float_div(self.fconst(2.0), b.build_float_add(e2, self.fconst(1.0), "").map_err(le)?, "").map_err(le)?, "").map_err(le)?;
+        let signed = self.intrinsic("llvm.copysign", ty, &[big.into(), x.into()])?.into_float_value();
+        let is_small = b.build_float_compare(FloatPredicate::OLT, ax, self.fconst(0.625), "").map_err(le)?;
+        let r = b.build_select(is_small, small, signed, "").map_err(le)?.into_float_value();
+        let nan = b.build_float_compare(FloatPredicate::UNO, x, x, "").map_err(le)?;
+        Ok(b.build_select(nan, x, r, "").map_err(le)?.into_float_value())
+    }
+
+    /// erf: Maclaurin series below 0.5 (relative error < 1e-6); above, Abramowitz-Stegun 7.1.26
+    /// (absolute error < 1.5e-7), odd-extended.
+    fn erf_f32(&self, x: FloatValue<'ctx>) -> R<FloatValue<'ctx>> {
+        let b = &self.b;
+        let ty = self.ctx.f32_type().as_basic_type_enum();
+        let ax = self.intrinsic("llvm.fabs", ty, &[x.into()])?.into_float_value();
+        let z = b.build_float_mul(x, x, "").map_err(le)?;
+        let k = std::f64::consts::FRAC_2_SQRT_PI;
+        let series = self.horner(z, &[k, -k / 3.0, k / 10.0, -k / 42.0, k / 216.0, -k / 1320.0])?;
+        let small = b.build_float_mul(series, x, "").map_err(le)?;
+        let t = b.build_float_div(self.fconst(1.0), b.build_float_add(self.fconst(1.0), b.build_float_mul(ax, self.fconst(0.327_591_1), "").map_err(le)?, "").map_err(le)?, "").map_err(le)?;
+        let poly = self.horner(t, &[0.0, 0.254_829_592, -0.284_496_736, 1.421_413_741, -1.453_152_027, 1.061_405_429])?;
+        let nz = b.build_float_neg(b.build_float_mul(ax, ax, "").map_err(le)?, "").map_err(le)?;
+        let big = b.build_float_sub(self.fconst(1.0), b.build_float_mul(poly, self.exp_f32(nz)?, "").map_err(le)?, "").map_err(le)?;
+        let signed = self.intrinsic("llvm.copysign", ty, &[big.into(), x.into()])?.into_float_value();
+        let is_small = b.build_float_compare(FloatPredicate::OLT, ax, self.fconst(0.5), "").map_err(le)?;
+        let r = b.build_select(is_small, small, signed, "").map_err(le)?.into_float_value();
+        let nan = b.build_float_compare(FloatPredicate::UNO, x, x, "").map_err(le)?;
+        Ok(b.build_select(nan, x, r, "").map_err(le)?.into_float_value())
     }
 
     fn binary(&self, name: &str, dt: DType, a: BasicValueEnum<'ctx>, c: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
