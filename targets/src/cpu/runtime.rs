@@ -68,6 +68,61 @@ pub struct Program {
     weights: Option<memmap2::Mmap>,
     dims: Vec<Vec<SymExpr>>,
     dtypes: Vec<DType>,
+    /// Temporaries for the last seen shapes, reused by the next call with the same shapes.
+    arena: std::sync::Mutex<Option<Arena>>,
+}
+
+/// Memory for temporaries: buffers whose lifetimes do not overlap share one slot.
+struct Arena {
+    shapes: Vec<Vec<i64>>,
+    slots: Vec<Vec<u64>>,
+    /// Slot of each temp buffer (None for arguments).
+    slot_of: Vec<Option<usize>>,
+}
+
+impl Arena {
+    /// Greedy first-fit over the step order: a temp's slot is free again after its last reader.
+    fn plan(man: &Manifest, shapes: Vec<Vec<i64>>, dtypes: &[DType]) -> Arena {
+        let n = man.buffers.len();
+        let mut first = vec![usize::MAX; n];
+        let mut last = vec![0usize; n];
+        for (i, st) in man.steps.iter().enumerate() {
+            let (out, reads): (usize, Vec<usize>) = match st {
+                Step::Kernel { out, args, .. } => (*out, args.clone()),
+                Step::Gemm(g) => (g.out, vec![g.lhs.buf, g.rhs.buf]),
+            };
+            first[out] = first[out].min(i);
+            last[out] = last[out].max(i);
+            for r in reads {
+                last[r] = last[r].max(i);
+            }
+        }
+        for o in &man.outputs {
+            last[o.buf] = usize::MAX;
+        }
+        let bytes = |b: usize| (shapes[b].iter().product::<i64>().max(0) as usize * dtypes[b].byte_size()).div_ceil(8) + 1;
+        let mut slots: Vec<(usize, usize)> = Vec::new(); // (words, free after step)
+        let mut slot_of = vec![None; n];
+        let mut order: Vec<usize> = (0..n).filter(|&b| man.buffers[b].kind == BufKind::Temp && first[b] != usize::MAX).collect();
+        order.sort_by_key(|&b| first[b]);
+        for b in order {
+            let need = bytes(b);
+            let pick = slots.iter().position(|&(_, free_after)| free_after < first[b] && free_after != usize::MAX);
+            let s = match pick {
+                Some(s) => {
+                    slots[s].0 = slots[s].0.max(need);
+                    s
+                }
+                None => {
+                    slots.push((need, 0));
+                    slots.len() - 1
+                }
+            };
+            slots[s].1 = last[b];
+            slot_of[b] = Some(s);
+        }
+        Arena { shapes, slots: slots.into_iter().map(|(w, _)| vec![0u64; w]).collect(), slot_of }
+    }
 }
 
 fn parse_dims(v: &[String]) -> Result<Vec<SymExpr>, String> {
@@ -124,7 +179,7 @@ impl Program {
         };
         let dims = manifest.buffers.iter().map(|b| parse_dims(&b.dims)).collect::<Result<_, _>>()?;
         let dtypes = manifest.buffers.iter().map(|b| parse_dtype(&b.dtype)).collect::<Result<_, _>>()?;
-        Ok(Program { manifest, _lib: lib, kernels, weights, dims, dtypes })
+        Ok(Program { manifest, _lib: lib, kernels, weights, dims, dtypes, arena: std::sync::Mutex::new(None) })
     }
 
     /// Binds symbols from input shapes and checks every input against its declared type.
@@ -177,7 +232,11 @@ impl Program {
         let sym_vals: Vec<i64> = man.symbols.iter().map(|s| env[&s.name]).collect();
         let eval = |e: &SymExpr| -> Result<i64, String> { e.eval(&|s| env.get(s).copied()).ok_or_else(|| format!("cannot evaluate `{e}`")) };
         let shapes: Vec<Vec<i64>> = self.dims.iter().map(|d| d.iter().map(&eval).collect::<Result<_, _>>()).collect::<Result<_, _>>()?;
-        let mut temps: Vec<Vec<u64>> = Vec::new();
+        let mut guard = self.arena.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.as_ref().is_none_or(|a| a.shapes != shapes) {
+            *guard = Some(Arena::plan(man, shapes.clone(), &self.dtypes));
+        }
+        let arena = guard.as_mut().unwrap();
         let mut ptrs: Vec<*mut u8> = vec![std::ptr::null_mut(); man.buffers.len()];
         let input_buf: HashMap<usize, usize> = man.inputs.iter().enumerate().map(|(i, x)| (x.buf, i)).collect();
         let weight_buf: HashMap<usize, &WeightInfo> = man.weights.iter().map(|w| (w.buf, w)).collect();
@@ -190,12 +249,10 @@ impl Program {
                     // Kernels and GEMMs never write argument buffers; the map stays read-only.
                     unsafe { self.weights.as_ref().unwrap().as_ptr().add(w.offset as usize) as *mut u8 }
                 }
-                BufKind::Temp => {
-                    let mut v = vec![0u64; (bytes + 7) / 8 + 1];
-                    let p = v.as_mut_ptr() as *mut u8;
-                    temps.push(v);
-                    p
-                }
+                BufKind::Temp => match arena.slot_of[b] {
+                    Some(s) => arena.slots[s].as_mut_ptr() as *mut u8,
+                    None => return Err(format!("buffer {b} ({bytes} bytes) is never written")),
+                },
             };
         }
         for step in &man.steps {
