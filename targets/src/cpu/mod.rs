@@ -4,4 +4,4 @@ pub mod codegen;
 pub mod plan;
 pub mod runtime;
 
-pub use runtime::{HostTensor, Manifest, Program};
+pub use runtime::{HostTensor, Manifest, Program, TensorView};

@@ -59,6 +59,20 @@ pub struct HostTensor {
     pub data: Vec<u8>,
 }
 
+/// A borrowed dense row-major tensor (zero-copy input from numpy or torch).
+#[derive(Clone, Copy, Debug)]
+pub struct TensorView<'a> {
+    pub dtype: DType,
+    pub shape: &'a [usize],
+    pub data: &'a [u8],
+}
+
+impl HostTensor {
+    pub fn view(&self) -> TensorView<'_> {
+        TensorView { dtype: self.dtype, shape: &self.shape, data: &self.data }
+    }
+}
+
 type KernelFn = unsafe extern "C" fn(*const *mut u8, *const i64, i64, i64);
 
 pub struct Program {
@@ -183,7 +197,7 @@ impl Program {
     }
 
     /// Binds symbols from input shapes and checks every input against its declared type.
-    fn bind(&self, inputs: &[HostTensor]) -> Result<HashMap<String, i64>, String> {
+    fn bind(&self, inputs: &[TensorView]) -> Result<HashMap<String, i64>, String> {
         let man = &self.manifest;
         if inputs.len() != man.inputs.len() {
             return Err(format!("the model takes {} inputs, got {}", man.inputs.len(), inputs.len()));
@@ -198,7 +212,7 @@ impl Program {
             if dims.len() != t.shape.len() {
                 return Err(format!("input {i} (`{}`) must have rank {}, got shape {:?}", info.name, dims.len(), t.shape));
             }
-            for (d, &n) in dims.iter().zip(&t.shape) {
+            for (d, &n) in dims.iter().zip(t.shape) {
                 if let SymExpr::Sym(s) = d {
                     if let Some(&old) = env.get(s) {
                         if old != n as i64 {
@@ -219,7 +233,7 @@ impl Program {
         for (i, (t, info)) in inputs.iter().zip(&man.inputs).enumerate() {
             let dims = parse_dims(&info.dims)?;
             let want: Vec<i64> = dims.iter().map(|d| d.eval(&|s| env.get(s).copied()).unwrap_or(-1)).collect();
-            if want.iter().zip(&t.shape).any(|(&w, &n)| w != n as i64) {
+            if want.iter().zip(t.shape).any(|(&w, &n)| w != n as i64) {
                 return Err(format!("input {i} (`{}`) must have shape {want:?}, got {:?}", info.name, t.shape));
             }
         }
@@ -227,7 +241,18 @@ impl Program {
     }
 
     pub fn run(&self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, String> {
+        let views: Vec<TensorView> = inputs.iter().map(|t| t.view()).collect();
+        self.run_views(&views)
+    }
+
+    pub fn run_views(&self, inputs: &[TensorView]) -> Result<Vec<HostTensor>, String> {
         let env = self.bind(inputs)?;
+        for (i, t) in inputs.iter().enumerate() {
+            let need = t.shape.iter().product::<usize>() * t.dtype.byte_size();
+            if t.data.len() < need {
+                return Err(format!("input {i} holds {} bytes, its shape needs {need}", t.data.len()));
+            }
+        }
         let man = &self.manifest;
         let sym_vals: Vec<i64> = man.symbols.iter().map(|s| env[&s.name]).collect();
         let eval = |e: &SymExpr| -> Result<i64, String> { e.eval(&|s| env.get(s).copied()).ok_or_else(|| format!("cannot evaluate `{e}`")) };

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["version"]
+__all__ = ["version", "import_model", "compile", "Program"]
 
 # Attributes re-exported from the native extension module `ember._ember`.
-_NATIVE_ATTRS = frozenset({"version"})
+_NATIVE_ATTRS = frozenset({"version", "import_model", "compile", "Program"})
 
 _BUILD_HINT = (
     "the Ember native extension (ember._ember) is not built or not importable; "

@@ -1,0 +1,83 @@
+"""torch.compile(backend="ember") and the native bindings, against torch eager."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember import backend, models
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_backend_is_registered_in_a_fresh_process(tmp_path: Path) -> None:
+    code = (
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)).eval()\n"
+        "x = torch.randn(3, 8)\n"
+        "with torch.no_grad():\n"
+        "    print(float((torch.compile(m, backend='ember')(x) - m(x)).abs().max()))\n"
+    )
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert float(out.stdout.strip().splitlines()[-1]) < 1e-5, out.stderr
+
+
+@pytest.mark.parametrize("name", ["mlp", "gpt2_block", "tiny_llama"])
+def test_models_match_eager(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    model, inputs = getattr(models, name)()[:2]
+    model.eval()
+    before = dict(backend.stats)
+    with torch.no_grad():
+        want = model(*inputs)
+        compiled = torch.compile(model, backend="ember")
+        got = compiled(*inputs)
+        again = compiled(*inputs)
+    if backend.stats["fallbacks"] > before["fallbacks"]:
+        pytest.xfail(f"{name}: Ember fell back to eager for a graph (see the warning)")
+    assert backend.stats["compiled"] > before["compiled"]
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert torch.equal(got, again), "replays of one compiled graph are bit-identical"
+
+
+def test_unsupported_op_falls_back_with_one_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+
+    class Sorts(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.sort(x, dim=-1).values * 2
+
+    x = torch.randn(4, 8)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.compile(Sorts(), backend="ember")(x)
+    torch.testing.assert_close(got, Sorts()(x))
+    msgs = [str(w.message) for w in caught if "ember" in str(w.message)]
+    assert len(msgs) == 1, msgs
+    assert "torch.aten.sort" in msgs[0] and "test_backend.py" in msgs[0], msgs[0]
+
+
+def test_native_compile_and_run(tmp_path: Path) -> None:
+    art = tmp_path / "art"
+    ember.compile(str(REPO / "testdata/models/mlp.pt2"), "cpu", str(art))
+    prog = ember.Program(str(art))
+    assert [i[0] for i in prog.inputs()] == ["x"]
+    data = np.load(REPO / "testdata/models/mlp.npz")
+    x = np.ascontiguousarray(data["arg0"])
+    (out_bytes, shape, dtype), = prog.run_raw([(x.ctypes.data, x.nbytes, list(x.shape), "f32")])
+    got = np.frombuffer(out_bytes, dtype=np.float32).reshape(shape)
+    np.testing.assert_allclose(got, data["out0"], rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="must have rank 2"):
+        prog.run_raw([(x.ctypes.data, x.nbytes // 2, [2, 32, 1], "f32")])
+    assert ember.import_model(str(REPO / "testdata/models/mlp.pt2")).startswith("module")
