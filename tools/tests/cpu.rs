@@ -5,7 +5,7 @@ use super::*;
 use ember_targets::cpu::{HostTensor, Program};
 
 /// Models the CPU target cannot compile yet, with the reason; the test checks the reason stays true.
-const NOT_YET: &[(&str, &str)] = &[("resnet", "torch.aten.convolution"), ("tiny_llama", "torch.aten.cumsum")];
+const NOT_YET: &[(&str, &str)] = &[];
 
 fn as_f64(t: &HostTensor) -> Vec<f64> {
     let n = t.shape.iter().product::<usize>();
@@ -198,4 +198,147 @@ fn inline_math_matches_f64_reference() {
             assert!(err <= tol, "fn {k} at {x}: got {got}, want {want} (error {err:e}, tolerance {tol:e})");
         }
     }
+}
+
+/// Compiles `<stem>.pt2` for the CPU, runs it on the `argN` arrays of `<stem>.npz` and returns the
+/// error (in tolerances, see `close`) of every output against the `outN` arrays.
+fn archive_errors(pt2: &std::path::Path, tag: &str) -> Vec<f64> {
+    let out = std::env::temp_dir().join(format!("ember-{tag}-{}", std::process::id()));
+    let imported = ember_compiler::import_path(pt2).unwrap();
+    ember_compiler::cpu::compile(imported, &out).unwrap_or_else(|e| panic!("{tag}: {e}"));
+    let prog = Program::load(&out).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+    let mut arrays = ember_compiler::npz::read_npz(&pt2.with_extension("npz")).unwrap();
+    let args: Vec<HostTensor> = (0..prog.manifest.inputs.len()).map(|i| arrays.remove(&format!("arg{i}")).unwrap()).collect();
+    let outs = prog.run(&args).unwrap_or_else(|e| panic!("{tag}: {e}"));
+    assert_eq!(outs.len(), arrays.len(), "{tag}: output count");
+    outs.iter().enumerate().map(|(i, got)| close(got, &arrays[&format!("out{i}")]).unwrap_or_else(|e| panic!("{tag} out{i}: {e}"))).collect()
+}
+
+/// Convolutions (padding, stride 2, dilation, groups, 1-d, bias), batch norm, max/avg pools
+/// (padding, ceil_mode, dilation, count_include_pad, divisor_override), adaptive pools (sizes
+/// that do not divide), constant padding (incl. cropping), cumsum (both dims, bool) and
+/// argmax/argmin/max.dim/min.dim on inputs with ties and NaNs, against torch eager
+/// (`testdata/cpu/window_ops.py` generates the archive and its references).
+#[test]
+fn window_ops_match_eager() {
+    let errs = archive_errors(&testdata().join("cpu/window_ops.pt2"), "window-ops");
+    for (i, e) in errs.iter().enumerate() {
+        assert!(*e <= 1.0, "window_ops out{i}: error {e:.3} x tolerance");
+    }
+}
+
+fn f32s(t: &HostTensor) -> Vec<f32> {
+    assert_eq!(t.dtype, ember_ir::DType::F32);
+    f32_values(t)
+}
+
+fn i64s(t: &HostTensor) -> Vec<i64> {
+    assert_eq!(t.dtype, ember_ir::DType::I64);
+    t.data.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+fn f32_nd(shape: &[usize], v: &[f32]) -> HostTensor {
+    assert_eq!(shape.iter().product::<usize>(), v.len());
+    HostTensor { dtype: ember_ir::DType::F32, shape: shape.to_vec(), data: v.iter().flat_map(|x| x.to_le_bytes()).collect() }
+}
+
+/// Edge cases against references computed here, one compile for every batch size: a convolution
+/// with asymmetric stride/padding/dilation over a symbolic batch, a ceil-mode max pool whose
+/// last windows hang over the input, and exact ties and NaNs for cumsum and the arg-reductions.
+#[test]
+fn conv_pool_scan_edge_cases_match_reference() {
+    let x_ty = "tensor<?x2x6x5xf32, #ember.dims<[\"s0\", 2, 6, 5]>>";
+    let conv_ty = "tensor<?x3x2x8xf32, #ember.dims<[\"s0\", 3, 2, 8]>>";
+    let pool_ty = "tensor<?x2x4x3xf32, #ember.dims<[\"s0\", 2, 4, 3]>>";
+    let pool_i_ty = "tensor<?x2x4x3xi64, #ember.dims<[\"s0\", 2, 4, 3]>>";
+    let text = format!(
+        r#"module attributes {{ember.symbols = {{s0 = array<i64: 1, 4>}}}} {{
+  func.func @main(%x: {x_ty} {{ember.input = "x"}}, %w: tensor<3x2x3x2xf32> {{ember.input = "w"}}, %t: tensor<4x6xf32> {{ember.input = "t"}}) -> ({conv_ty}, {pool_ty}, tensor<4x6xf32>, tensor<4xi64>, tensor<6xi64>, tensor<4xf32>, tensor<4xi64>, tensor<i64>) {{
+    %0 = "torch.aten.convolution"(%x, %w) {{dilation = array<i64: 2, 1>, groups = 1 : i64, operandSegmentSizes = array<i64: 1, 1, 0>, output_padding = array<i64: 0, 0>, padding = array<i64: 1, 2>, stride = array<i64: 2, 1>, transposed = false}} : ({x_ty}, tensor<3x2x3x2xf32>) -> {conv_ty}
+    %1:2 = "torch.aten.max_pool2d_with_indices"(%x) {{kernel_size = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, ceil_mode = true}} : ({x_ty}) -> ({pool_ty}, {pool_i_ty})
+    %2 = "torch.aten.cumsum"(%t) {{dim = 0 : i64}} : (tensor<4x6xf32>) -> tensor<4x6xf32>
+    %3 = "torch.aten.argmax"(%t) {{dim = 1 : i64, keepdim = false}} : (tensor<4x6xf32>) -> tensor<4xi64>
+    %4 = "torch.aten.argmin"(%t) {{dim = 0 : i64, keepdim = false}} : (tensor<4x6xf32>) -> tensor<6xi64>
+    %5:2 = "torch.aten.min.dim"(%t) {{dim = 1 : i64, keepdim = false}} : (tensor<4x6xf32>) -> (tensor<4xf32>, tensor<4xi64>)
+    %6 = "torch.aten.argmax"(%t) {{keepdim = false}} : (tensor<4x6xf32>) -> tensor<i64>
+    return %0, %1#0, %2, %3, %4, %5#0, %5#1, %6 : {conv_ty}, {pool_ty}, tensor<4x6xf32>, tensor<4xi64>, tensor<6xi64>, tensor<4xf32>, tensor<4xi64>, tensor<i64>
+  }}
+}}
+"#
+    );
+    let prog = compile_text(&text, "edge");
+    let nan = f32::NAN;
+    // Rows: ties (first wins), NaN (first NaN wins, values NaN), all equal, -inf and +inf.
+    let t: Vec<f32> = vec![
+        2.0, 5.0, 1.0, 5.0, 1.0, 0.0, //
+        3.0, nan, 9.0, nan, -9.0, 3.0, //
+        4.0, 4.0, 4.0, 4.0, 4.0, 4.0, //
+        f32::NEG_INFINITY, -1.0, f32::INFINITY, f32::INFINITY, f32::NEG_INFINITY, 0.5,
+    ];
+    let w: Vec<f32> = (0..36).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.25).collect();
+    for n in [1usize, 3] {
+        let x: Vec<f32> = (0..n * 60).map(|i| ((i * 13 % 17) as f32 - 8.0) * 0.5).collect();
+        let outs = prog.run(&[f32_nd(&[n, 2, 6, 5], &x), f32_nd(&[3, 2, 3, 2], &w), f32_nd(&[4, 6], &t)]).unwrap();
+        let xat = |b: usize, c: usize, h: i64, ww: i64| -> Option<f32> {
+            ((0..6).contains(&h) && (0..5).contains(&ww)).then(|| x[((b * 2 + c) * 6 + h as usize) * 5 + ww as usize])
+        };
+        // conv: stride (2, 1), padding (1, 2), dilation (2, 1) -> [n, 3, 2, 8]
+        assert_eq!(outs[0].shape, vec![n, 3, 2, 8]);
+        let got = f32s(&outs[0]);
+        for b in 0..n {
+            for co in 0..3 {
+                for oh in 0..2 {
+                    for ow in 0..8 {
+                        let mut want = 0.0f64;
+                        for ci in 0..2 {
+                            for kh in 0..3 {
+                                for kw in 0..2 {
+                                    let (h, ww) = (oh as i64 * 2 + kh as i64 * 2 - 1, ow as i64 + kw as i64 - 2);
+                                    if let Some(v) = xat(b, ci, h, ww) {
+                                        want += v as f64 * w[((co * 2 + ci) * 3 + kh) * 2 + kw] as f64;
+                                    }
+                                }
+                            }
+                        }
+                        let g = got[((b * 3 + co) * 2 + oh) * 8 + ow] as f64;
+                        assert!((g - want).abs() <= 1e-5 * (1.0 + want.abs()), "conv n={n} [{b},{co},{oh},{ow}]: {g} vs {want}");
+                    }
+                }
+            }
+        }
+        // max pool 2x2, stride 2, padding 1, ceil_mode: windows start at -1, 1, 3, 5 (rows) and
+        // -1, 1, 3 (columns); only in-input elements count.
+        assert_eq!(outs[1].shape, vec![n, 2, 4, 3]);
+        let got = f32s(&outs[1]);
+        for b in 0..n {
+            for c in 0..2 {
+                for oh in 0..4i64 {
+                    for ow in 0..3i64 {
+                        let vals: Vec<f32> = (0..2).flat_map(|kh| (0..2).filter_map(move |kw| xat(b, c, oh * 2 - 1 + kh, ow * 2 - 1 + kw))).collect();
+                        let want = vals.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+                        assert_eq!(got[((b * 2 + c) * 4 + oh as usize) * 3 + ow as usize], want, "max pool n={n} [{b},{c},{oh},{ow}]");
+                    }
+                }
+            }
+        }
+    }
+    let outs = prog.run(&[f32_nd(&[1, 2, 6, 5], &[0.0; 60]), f32_nd(&[3, 2, 3, 2], &w), f32_nd(&[4, 6], &t)]).unwrap();
+    // cumsum along dim 0 (a NaN poisons the rest of its column)
+    let cs = f32s(&outs[2]);
+    for col in 0..6 {
+        let mut acc = 0.0f64;
+        for row in 0..4 {
+            acc += t[row * 6 + col] as f64;
+            let g = cs[row * 6 + col];
+            assert!((g.is_nan() && acc.is_nan()) || g as f64 == acc as f32 as f64, "cumsum [{row},{col}]: {g} vs {acc}");
+        }
+    }
+    assert_eq!(i64s(&outs[3]), vec![1, 1, 0, 2], "argmax dim 1");
+    assert_eq!(i64s(&outs[4]), vec![3, 1, 0, 1, 3, 0], "argmin dim 0");
+    let mins = f32s(&outs[5]);
+    assert_eq!((mins[0], mins[2], mins[3]), (0.0, 4.0, f32::NEG_INFINITY));
+    assert!(mins[1].is_nan(), "min over a row with NaN is NaN");
+    assert_eq!(i64s(&outs[6]), vec![5, 1, 0, 0], "min.dim indices");
+    assert_eq!(i64s(&outs[7]), vec![7], "argmax over everything: the first NaN");
 }

@@ -142,6 +142,12 @@ pub enum Rule {
     TakeDim,
     /// `ten.slice`: `shape` (start and step are checked against the operand).
     SliceStrided,
+    /// `ten.pad`: each dim grows by `low[i] + high[i]`.
+    PadEdges,
+    /// `ten.windows`: trailing dims `[.., S_i]` become `[.., K_i, O_i]`.
+    Windows,
+    /// `ten.cumsum`: the operand's type; `dim` must be in range.
+    Scan,
     /// No inference: result types come from the importer's metadata and are trusted. Used only for
     /// data-dependent shapes (nonzero) and ops whose rule is not written yet; `dialect::trusted_ops`
     /// lists them.
@@ -941,13 +947,14 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
         ReduceDims => {
             let t = cx.first()?;
             let dims = cx.ints("dims")?;
+            let arg = matches!(cx.attr("kind").and_then(|a| a.as_str()), Some("argmax" | "argmin"));
             for &d in &dims {
                 if d < 0 || d as usize >= t.rank() {
                     return err(format!("reduce dim {d} is outside rank {}", t.rank()));
                 }
             }
             let shape = t.dims.iter().enumerate().filter(|(i, _)| !dims.contains(&(*i as i64))).map(|(_, d)| d.clone()).collect();
-            one(tt(shape, t.dtype))
+            one(tt(shape, if arg { DType::I64 } else { t.dtype }))
         }
         DotGeneral => {
             let (l, r) = (cx.t("lhs")?, cx.t("rhs")?);
@@ -997,6 +1004,56 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 return err("slice steps must be positive");
             }
             one(tt(shape, t.dtype))
+        }
+        PadEdges => {
+            let t = cx.first()?;
+            let (low, high) = (cx.dims("low")?, cx.dims("high")?);
+            if low.len() != t.rank() || high.len() != t.rank() {
+                return err("`low` and `high` need one entry per dim");
+            }
+            let mut dims = Vec::new();
+            for (i, d) in t.dims.iter().enumerate() {
+                let n = SymExpr::add(d.clone(), SymExpr::add(low[i].clone(), high[i].clone()));
+                if n.as_const().is_some_and(|n| n < 0) {
+                    return err(format!("padding dim {i} (size {d}) by {} and {} leaves a negative size", low[i], high[i]));
+                }
+                dims.push(n);
+            }
+            one(tt(dims, t.dtype))
+        }
+        Windows => {
+            let t = cx.first()?;
+            let (k, s, d) = (cx.ints("kernel")?, cx.ints("stride")?, cx.ints("dilation")?);
+            let n = k.len();
+            if s.len() != n || d.len() != n {
+                return err("`kernel`, `stride` and `dilation` need one entry per window dim");
+            }
+            if n > t.rank() {
+                return err(format!("{n} window dims for a rank-{} operand", t.rank()));
+            }
+            if k.iter().chain(&s).chain(&d).any(|&v| v < 1) {
+                return err("kernel sizes, strides and dilations must be positive");
+            }
+            let lead = t.rank() - n;
+            let mut dims = t.dims[..lead].to_vec();
+            dims.extend(k.iter().map(|&v| c(v)));
+            for i in 0..n {
+                let span = d[i] * (k[i] - 1) + 1;
+                let src = &t.dims[lead + i];
+                if src.as_const().is_some_and(|v| v < span) {
+                    return err(format!("window dim {i} spans {span} elements but the operand has {src}"));
+                }
+                dims.push(SymExpr::add(SymExpr::floordiv(SymExpr::add(src.clone(), c(-span)), c(s[i])), c(1)));
+            }
+            one(tt(dims, t.dtype))
+        }
+        Scan => {
+            let t = cx.first()?;
+            let d = cx.int("dim")?;
+            if d < 0 || d as usize >= t.rank() {
+                return err(format!("dim {d} is outside rank {}", t.rank()));
+            }
+            one(Type::Tensor(t.clone()))
         }
         SymInt => one(Type::Scalar(DType::I64)),
         Scalar => one(Type::Scalar(cx.first()?.dtype)),

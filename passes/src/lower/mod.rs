@@ -14,6 +14,7 @@ mod elementwise;
 mod matmul;
 mod reduce;
 mod shape;
+mod window;
 
 use build::Cx;
 use ember_ir::module::{Module, OpId};
@@ -81,6 +82,15 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "var.correction" | "var.dim" | "var_mean.correction" => reduce::variance(cx, &name),
         "_softmax" | "_log_softmax" => reduce::softmax(cx, name == "_log_softmax"),
         "native_layer_norm" => reduce::layer_norm(cx),
+        "_native_batch_norm_legit_no_training" | "_native_batch_norm_legit" => reduce::batch_norm(cx, &name),
+        "cumsum" => reduce::cumsum(cx),
+        "argmax" | "argmin" | "max.dim" | "min.dim" => reduce::arg_reduction(cx, &name),
+        // Sliding windows: convolution, pooling, padding.
+        "convolution" => window::convolution(cx),
+        "max_pool2d_with_indices" | "max_pool3d_with_indices" => window::max_pool(cx),
+        "avg_pool2d" | "avg_pool3d" => window::avg_pool(cx),
+        "_adaptive_avg_pool2d" | "_adaptive_avg_pool3d" => window::adaptive_avg_pool(cx),
+        "constant_pad_nd" => window::constant_pad(cx),
         // Matrix products.
         "mm" | "bmm" | "addmm" => matmul::matmul(cx, &name),
         // Layout: reshapes, transposes, broadcasts, slices, concatenation, gathers.

@@ -159,3 +159,95 @@ pub fn layer_norm(cx: &mut Cx) -> Lowered {
     let rstd = cx.reshape(rstd, &t_rstd.dims)?;
     Ok(Some(vec![out, mean, rstd]))
 }
+
+/// Inference batch norm (`_native_batch_norm_legit_no_training`, and `_native_batch_norm_legit`
+/// with training false) per channel (dim 1), as torch's CPU kernel computes it:
+/// alpha = weight * rsqrt(running_var + eps), beta = bias - running_mean * alpha,
+/// out = x * alpha + beta. The two statistics results are empty tensors (their types say `[0]`).
+/// Training mode (batch statistics, running-stat updates) stays a torch op.
+pub fn batch_norm(cx: &mut Cx, name: &str) -> Lowered {
+    if name == "_native_batch_norm_legit" && cx.bool_or("training", true) {
+        return Ok(None);
+    }
+    let t = cx.out(0)?;
+    let x = cx.arg("input")?;
+    let xt = cx.tt(x);
+    if xt.rank() < 2 {
+        return Err(cx.err("batch norm needs an input of rank >= 2 (channels are dim 1)"));
+    }
+    let eps = cx.attr("eps").and_then(|a| a.as_float()).ok_or_else(|| cx.err("attribute `eps` must be a float"))?;
+    let acc = acc_dtype(t.dtype);
+    let ch = [xt.dims[1].clone()];
+    let mean = cx.arg("running_mean")?;
+    let mean = cx.convert(mean, acc)?;
+    let var = cx.arg("running_var")?;
+    let var = cx.convert(var, acc)?;
+    let ve = cx.binary_scalar("ten.add", var, eps)?;
+    let mut alpha = cx.unary("ten.rsqrt", ve)?;
+    if let Some(w) = cx.operand("weight") {
+        let w = cx.coerce(w, acc, &ch)?;
+        alpha = cx.emit("ten.mul", vec![alpha, w], vec![])?;
+    }
+    let ma = cx.emit("ten.mul", vec![mean, alpha], vec![])?;
+    let beta = match cx.operand("bias") {
+        Some(b) => {
+            let b = cx.coerce(b, acc, &ch)?;
+            cx.emit("ten.sub", vec![b, ma], vec![])?
+        }
+        None => cx.unary("ten.neg", ma)?,
+    };
+    let xa = cx.convert(x, acc)?;
+    let alpha = cx.bcast_in_dim(alpha, &xt.dims, &[1])?;
+    let beta = cx.bcast_in_dim(beta, &xt.dims, &[1])?;
+    let y = cx.emit("ten.mul", vec![xa, alpha], vec![])?;
+    let y = cx.emit("ten.add", vec![y, beta], vec![])?;
+    let mut outs = vec![cx.convert(y, t.dtype)?];
+    for i in 1..3 {
+        let ti = cx.out(i)?;
+        outs.push(cx.constf(0.0, ti.dtype, &ti.dims)?);
+    }
+    Ok(Some(outs))
+}
+
+/// cumsum: `ten.cumsum` of the input converted to the result dtype (bool and ints sum in int64).
+pub fn cumsum(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let rank = cx.tt(x).rank();
+    let x = cx.convert(x, t.dtype)?;
+    if rank == 0 {
+        return Ok(Some(vec![x]));
+    }
+    let d = norm_dim(cx.int("dim")?, rank).map_err(|e| cx.err(&e))?;
+    Ok(Some(vec![cx.emit("ten.cumsum", vec![x], vec![("dim", ember_ir::attr::Attr::Int(d as i64))])?]))
+}
+
+/// argmax/argmin (over `dim`, or over all dims flattened when absent) and max.dim/min.dim
+/// (values from a max/min reduce, indices from an argmax/argmin reduce): first occurrence wins,
+/// NaN counts as the extreme, as in torch.
+pub fn arg_reduction(cx: &mut Cx, name: &str) -> Lowered {
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let is_max = name.starts_with("argmax") || name.starts_with("max");
+    let with_values = name.ends_with(".dim");
+    let dims: Vec<usize> = match cx.attr("dim") {
+        _ if xt.rank() == 0 => vec![],
+        None => (0..xt.rank()).collect(),
+        Some(_) => vec![norm_dim(cx.int("dim")?, xt.rank()).map_err(|e| cx.err(&e))?],
+    };
+    let mut outs = Vec::new();
+    if with_values {
+        let t = cx.out(0)?;
+        let v = cx.reduce(x, if is_max { "max" } else { "min" }, &dims)?;
+        outs.push(cx.reshape(v, &t.dims)?);
+    }
+    let ti = cx.out(outs.len())?;
+    let idx = if dims.is_empty() {
+        cx.constant(&ember_ir::attr::Attr::Int(0), ember_ir::DType::I64, &ti.dims)?
+    } else {
+        let r = cx.reduce(x, if is_max { "argmax" } else { "argmin" }, &dims)?;
+        cx.reshape(r, &ti.dims)?
+    };
+    outs.push(idx);
+    Ok(Some(outs))
+}

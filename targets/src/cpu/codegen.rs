@@ -105,6 +105,18 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Kernel { ctx, b, module, f, m, plan, sym_index, bufs, syms, cache: HashMap::new(), root: None }
     }
 
+    /// A stack slot in the entry block (so LLVM promotes it to registers even when the code that
+    /// uses it sits inside loops).
+    fn entry_alloca(&self, ty: BasicTypeEnum<'ctx>, name: &str) -> R<PointerValue<'ctx>> {
+        let entry = self.f.get_first_basic_block().ok_or("kernel without entry block")?;
+        let tmp = self.ctx.create_builder();
+        match entry.get_first_instruction() {
+            Some(i) => tmp.position_before(&i),
+            None => tmp.position_at_end(entry),
+        }
+        tmp.build_alloca(ty, name).map_err(le)
+    }
+
     fn i64c(&self, v: i64) -> IntValue<'ctx> {
         self.ctx.i64_type().const_int(v as u64, true)
     }
@@ -277,6 +289,11 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let dt = self.dtype(root);
         let root_op = self.m.defining_op(root).ok_or("kernel root is an argument")?;
         let is_reduce = self.m.op(root_op).name == "ten.reduce";
+        if self.m.op(root_op).name == "ten.cumsum" {
+            self.cumsum(root_op, out, start, end)?;
+            self.b.build_return(None).map_err(le)?;
+            return Ok(());
+        }
         if dims.is_empty() {
             // Rank 0: the runtime calls with [0, 1).
             let v = if is_reduce { self.reduce(root_op, &[])? } else { self.emit(root, &[])? };
@@ -293,7 +310,143 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(())
     }
 
+    /// A running sum along `dim`: loops over the other dims (the outermost split across threads
+    /// unless it is the scanned dim; then the first call does all the work), and a sequential
+    /// loop over `dim` that stores every prefix. Floats accumulate in f64, as torch's CPU kernel.
+    fn cumsum(&mut self, op: ember_ir::OpId, out: usize, start: IntValue<'ctx>, end: IntValue<'ctx>) -> R<()> {
+        let d = self.m.op(op);
+        let x = d.operands[0];
+        let root = d.results[0];
+        let dim = d.attrs.get("dim").and_then(|a| a.as_int()).ok_or("cumsum without dim")? as usize;
+        let dims = self.dims(root);
+        let dt = self.dtype(root);
+        let acc_dt = if dt.is_float() { DType::F64 } else { dt };
+        let acc_ty = self.reg_type(acc_dt)?;
+        let acc = self.entry_alloca(acc_ty, "acc")?;
+        let init = self.identity("sum", acc_dt)?;
+        let others: Vec<SymExpr> = dims.iter().enumerate().filter(|(i, _)| *i != dim).map(|(_, e)| e.clone()).collect();
+        let outer = if dim == 0 {
+            // The scanned dim cannot be split: the call that starts at 0 does everything.
+            let go = self.ctx.append_basic_block(self.f, "scan");
+            let done = self.ctx.append_basic_block(self.f, "done");
+            let first = self.b.build_int_compare(IntPredicate::EQ, start, self.i64c(0), "").map_err(le)?;
+            self.b.build_conditional_branch(first, go, done).map_err(le)?;
+            self.b.position_at_end(go);
+            let mut idx = Vec::new();
+            self.nest(&others, None, &mut idx, &mut |k, o| k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt))?;
+            self.b.build_unconditional_branch(done).map_err(le)?;
+            self.b.position_at_end(done);
+            return Ok(());
+        } else {
+            Some((start, end))
+        };
+        let mut idx = Vec::new();
+        self.nest(&others, outer, &mut idx, &mut |k, o| k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn scan_line(
+        &mut self,
+        x: Value,
+        out: usize,
+        dim: usize,
+        dims: &[SymExpr],
+        others: &[IntValue<'ctx>],
+        acc: PointerValue<'ctx>,
+        acc_ty: BasicTypeEnum<'ctx>,
+        init: BasicValueEnum<'ctx>,
+        acc_dt: DType,
+        dt: DType,
+    ) -> R<()> {
+        self.b.build_store(acc, init).map_err(le)?;
+        let n = self.sym(&dims[dim])?;
+        let others = others.to_vec();
+        let dims = dims.to_vec();
+        self.for_loop(self.i64c(0), n, &mut |k, j| {
+            k.cache.clear();
+            let mut idx = others.clone();
+            idx.insert(dim, j);
+            let v = k.emit(x, &idx)?;
+            let v = k.convert(v, dt, acc_dt)?;
+            let a = k.b.build_load(acc_ty, acc, "a").map_err(le)?;
+            let s = k.binary("add", acc_dt, a, v)?;
+            k.b.build_store(acc, s).map_err(le)?;
+            let r = k.convert(s, acc_dt, dt)?;
+            let lin = k.linear(&idx, &dims)?;
+            k.store(out, lin, dt, r)?;
+            k.cache.clear();
+            Ok(())
+        })
+    }
+
+    /// argmax/argmin: the row-major index within the reduced dims of the first extreme value;
+    /// the first NaN wins over everything (torch's semantics).
+    fn arg_reduce(&mut self, op: ember_ir::OpId, out_idx: &[IntValue<'ctx>]) -> R<BasicValueEnum<'ctx>> {
+        let d = self.m.op(op);
+        let x = d.operands[0];
+        let is_max = d.attrs.get("kind").and_then(|a| a.as_str()) == Some("argmax");
+        let rdims: Vec<usize> = d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
+        let xdims = self.dims(x);
+        let dt = self.dtype(x);
+        let ty = self.reg_type(dt)?;
+        let i64t = self.ctx.i64_type();
+        let best = self.entry_alloca(ty, "best")?;
+        let best_i = self.entry_alloca(i64t.into(), "best_i")?;
+        self.b.build_store(best, self.identity(if is_max { "max" } else { "min" }, dt)?).map_err(le)?;
+        self.b.build_store(best_i, self.i64c(0)).map_err(le)?;
+        let red: Vec<SymExpr> = rdims.iter().map(|&i| xdims[i].clone()).collect();
+        let mut ridx = Vec::new();
+        let out_idx = out_idx.to_vec();
+        let unsigned = dt == DType::Bool || dt.mlir_name().starts_with("ui");
+        self.nest(&red, None, &mut ridx, &mut |k, r| {
+            let mut full = Vec::with_capacity(xdims.len());
+            let (mut oi, mut ri) = (0, 0);
+            for i in 0..xdims.len() {
+                if rdims.contains(&i) {
+                    full.push(r[ri]);
+                    ri += 1;
+                } else {
+                    full.push(out_idx[oi]);
+                    oi += 1;
+                }
+            }
+            let v = k.emit(x, &full)?;
+            let pos = k.linear(r, &red)?;
+            let cur = k.b.build_load(ty, best, "b").map_err(le)?;
+            let b = &k.b;
+            let better = match (v, cur) {
+                (BasicValueEnum::FloatValue(v), BasicValueEnum::FloatValue(c)) => {
+                    let p = if is_max { FloatPredicate::OGT } else { FloatPredicate::OLT };
+                    let gt = b.build_float_compare(p, v, c, "").map_err(le)?;
+                    let v_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "").map_err(le)?;
+                    let c_num = b.build_float_compare(FloatPredicate::ORD, c, c, "").map_err(le)?;
+                    let nan_first = b.build_and(v_nan, c_num, "").map_err(le)?;
+                    b.build_or(gt, nan_first, "").map_err(le)?
+                }
+                (v, c) => {
+                    let p = match (is_max, unsigned) {
+                        (true, false) => IntPredicate::SGT,
+                        (true, true) => IntPredicate::UGT,
+                        (false, false) => IntPredicate::SLT,
+                        (false, true) => IntPredicate::ULT,
+                    };
+                    b.build_int_compare(p, v.into_int_value(), c.into_int_value(), "").map_err(le)?
+                }
+            };
+            let nb = b.build_select(better, v, cur, "").map_err(le)?;
+            let ci = b.build_load(i64t, best_i, "bi").map_err(le)?.into_int_value();
+            let ni = b.build_select(better, pos, ci, "").map_err(le)?;
+            b.build_store(best, nb).map_err(le)?;
+            b.build_store(best_i, ni).map_err(le)?;
+            Ok(())
+        })?;
+        self.b.build_load(i64t, best_i, "r").map_err(le)
+    }
+
     fn reduce(&mut self, op: ember_ir::OpId, out_idx: &[IntValue<'ctx>]) -> R<BasicValueEnum<'ctx>> {
+        if matches!(self.m.op(op).attrs.get("kind").and_then(|a| a.as_str()), Some("argmax" | "argmin")) {
+            return self.arg_reduce(op, out_idx);
+        }
         let d = self.m.op(op);
         let x = d.operands[0];
         let kind = d.attrs.get("kind").and_then(|a| a.as_str()).unwrap_or("sum").to_string();
@@ -302,7 +455,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let dt = self.dtype(x);
         let ty = self.reg_type(dt)?;
         let init = self.identity(&kind, dt)?;
-        let acc = self.b.build_alloca(ty, "acc").map_err(le)?;
+        let acc = self.entry_alloca(ty, "acc")?;
         self.b.build_store(acc, init).map_err(le)?;
         let red: Vec<SymExpr> = rdims.iter().map(|&i| xdims[i].clone()).collect();
         let mut ridx = Vec::new();
@@ -787,6 +940,53 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                     acc = self.b.build_select(c, *val, acc, "").map_err(le)?;
                 }
                 Ok(acc)
+            }
+            "pad" => {
+                // In bounds: x[i - low]; else the padding value. The read is clamped in bounds so
+                // the select's other side is always safe to compute.
+                let low = attrs.get("low").and_then(|a| a.as_dims()).ok_or("pad without low")?;
+                let xdims = self.dims(ops[0]);
+                let mut sidx = Vec::with_capacity(idx.len());
+                let mut inside: Option<IntValue> = None;
+                for (i, &x) in idx.iter().enumerate() {
+                    if low[i] == SymExpr::Const(0) && self.dims(v)[i] == xdims[i] {
+                        sidx.push(x);
+                        continue;
+                    }
+                    let b = &self.b;
+                    let src = b.build_int_sub(x, self.sym(&low[i])?, "").map_err(le)?;
+                    let n = self.sym(&xdims[i])?;
+                    let b = &self.b;
+                    let ok = b.build_int_compare(IntPredicate::ULT, src, n, "").map_err(le)?;
+                    inside = Some(match inside {
+                        Some(p) => b.build_and(p, ok, "").map_err(le)?,
+                        None => ok,
+                    });
+                    let zero = self.i64c(0);
+                    let neg = b.build_int_compare(IntPredicate::SLT, src, zero, "").map_err(le)?;
+                    let c1 = b.build_select(neg, zero, src, "").map_err(le)?.into_int_value();
+                    let hi = b.build_int_sub(n, self.i64c(1), "").map_err(le)?;
+                    let over = b.build_int_compare(IntPredicate::SGT, c1, hi, "").map_err(le)?;
+                    sidx.push(b.build_select(over, hi, c1, "").map_err(le)?.into_int_value());
+                }
+                let x = self.emit(ops[0], &sidx)?;
+                let Some(inside) = inside else { return Ok(x) };
+                let pv = self.constant(attrs.get("value").ok_or("pad without value")?, dt)?;
+                self.b.build_select(inside, x, pv, "").map_err(le)
+            }
+            "windows" => {
+                // result[.., k_i, o_i] = x[.., o_i*s_i + k_i*d_i]
+                let (k, s, dl) = (ints("kernel"), ints("stride"), ints("dilation"));
+                let n = k.len();
+                let lead = idx.len() - 2 * n;
+                let mut sidx = idx[..lead].to_vec();
+                for i in 0..n {
+                    let (ki, oi) = (idx[lead + i], idx[lead + n + i]);
+                    let a = b.build_int_mul(oi, self.i64c(s[i]), "").map_err(le)?;
+                    let c = b.build_int_mul(ki, self.i64c(dl[i]), "").map_err(le)?;
+                    sidx.push(b.build_int_add(a, c, "").map_err(le)?);
+                }
+                self.emit(ops[0], &sidx)
             }
             "gather" => {
                 let d = attrs.get("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;

@@ -5,6 +5,12 @@
 //! (inlining one would recompute it per consumer element), and values used more than once unless
 //! they are cheap index remaps. Every other value is inlined into the kernels that read it, so a
 //! chain of elementwise, broadcast and layout ops becomes one loop nest.
+//!
+//! A GEMM operand that is a transpose/broadcast/reshape chain over a computed value materializes
+//! only that value (e.g. convolution's im2col windows in `[C, K.., N, O..]` order, without the
+//! reshape's index arithmetic) and reads it through strides. `ten.cumsum` results are kernel roots
+//! (a running sum per line), and so are computed inputs of `ten.windows`, which reads each element
+//! up to kernel-size times.
 
 use ember_ir::module::{Module, OpId, Value, ValueDef};
 use ember_ir::sym::SymExpr;
@@ -81,7 +87,7 @@ fn loc_of(m: &Module, op: OpId) -> String {
 
 /// Ops whose value is an index remap of their operand: inlining them costs no arithmetic.
 fn is_remap(name: &str) -> bool {
-    matches!(name, "ten.broadcast" | "ten.transpose" | "ten.reshape" | "ten.slice" | "ten.constant" | "ten.iota" | "ten.reverse")
+    matches!(name, "ten.broadcast" | "ten.transpose" | "ten.reshape" | "ten.slice" | "ten.constant" | "ten.iota" | "ten.reverse" | "ten.pad" | "ten.windows")
 }
 
 pub fn dtype_name(d: DType) -> String {
@@ -127,12 +133,24 @@ pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
             "ten.dot_general" => {
                 want(d.results[0], &mut materialize);
                 for &o in &d.operands {
-                    if strided_view(m, o).is_none() {
-                        want(o, &mut materialize);
+                    let (base, _) = view_of(m, o, &|v| m.defining_op(v).is_none());
+                    if m.defining_op(base).is_some() {
+                        want(base, &mut materialize);
                     }
                 }
             }
-            "ten.reduce" => want(d.results[0], &mut materialize),
+            "ten.reduce" | "ten.cumsum" => want(d.results[0], &mut materialize),
+            "ten.windows" => {
+                let mut src = d.operands[0];
+                while let Some(p) = m.defining_op(src).filter(|&p| m.op(p).name == "ten.pad") {
+                    src = m.op(p).operands[0];
+                }
+                if let Some(p) = m.defining_op(src) {
+                    if !is_remap(&m.op(p).name) {
+                        want(src, &mut materialize);
+                    }
+                }
+            }
             n => {
                 let r = d.results[0];
                 if uses.get(&r).copied().unwrap_or(0) > 1 && !is_remap(n) {
@@ -204,33 +222,45 @@ pub fn contiguous_strides(dims: &[SymExpr]) -> Vec<SymExpr> {
     s
 }
 
-/// A value that reads a materialized-or-argument value through transposes and broadcasts only:
-/// (the underlying value, strides per dim of `v`). Lets GEMMs read transposed weights in place.
-pub fn strided_view(m: &Module, v: Value) -> Option<(Value, Vec<SymExpr>)> {
-    let Some(op) = m.defining_op(v) else {
-        let t = m.ty(v).tensor()?;
-        return Some((v, contiguous_strides(&t.dims)));
-    };
+/// How a GEMM reads `v`: (the value in memory, strides per dim of `v`). Transposes and
+/// broadcasts of a value become strides; a reshape does when its operand is read contiguously,
+/// else its operand is the value to materialize. `in_memory` says which values already have
+/// buffers; any other op is itself the value to materialize (with contiguous strides).
+pub fn view_of(m: &Module, v: Value, in_memory: &dyn Fn(Value) -> bool) -> (Value, Vec<SymExpr>) {
+    let own = |x: Value| (x, contiguous_strides(&m.ty(x).tensor().map(|t| t.dims.clone()).unwrap_or_default()));
+    if in_memory(v) {
+        return own(v);
+    }
+    let Some(op) = m.defining_op(v) else { return own(v) };
     let d = m.op(op);
     match d.name.as_str() {
         "ten.transpose" => {
-            let (base, s) = strided_view(m, d.operands[0])?;
-            let perm = d.attrs.get("dims")?.as_ints()?;
-            Some((base, perm.iter().map(|&p| s[p as usize].clone()).collect()))
+            let (base, s) = view_of(m, d.operands[0], in_memory);
+            let Some(perm) = d.attrs.get("dims").and_then(|a| a.as_ints()) else { return own(v) };
+            (base, perm.iter().map(|&p| s[p as usize].clone()).collect())
         }
         "ten.broadcast" => {
-            let (base, s) = strided_view(m, d.operands[0])?;
-            let src = m.ty(d.operands[0]).tensor()?;
-            let out = m.ty(v).tensor()?;
-            let map = d.attrs.get("dims")?.as_ints()?;
+            let (base, s) = view_of(m, d.operands[0], in_memory);
+            let (Some(src), Some(out), Some(map)) = (m.ty(d.operands[0]).tensor(), m.ty(v).tensor(), d.attrs.get("dims").and_then(|a| a.as_ints())) else {
+                return own(v);
+            };
             let mut st = vec![c(0); out.rank()];
             for (i, &to) in map.iter().enumerate() {
                 let to = to as usize;
                 st[to] = if src.dims[i].as_const() == Some(1) && out.dims[to].as_const() != Some(1) { c(0) } else { s[i].clone() };
             }
-            Some((base, st))
+            (base, st)
         }
-        _ => None,
+        "ten.reshape" => {
+            let x = d.operands[0];
+            let (base, s) = view_of(m, x, in_memory);
+            let xd = m.ty(x).tensor().map(|t| t.dims.clone()).unwrap_or_default();
+            let dense = contiguous_strides(&xd);
+            let contiguous = xd.iter().zip(s.iter().zip(&dense)).all(|(n, (a, b))| a == b || n.as_const() == Some(1));
+            let base = if contiguous { base } else { x };
+            (base, own(v).1)
+        }
+        _ => own(v),
     }
 }
 
@@ -255,18 +285,16 @@ fn gemm_step(m: &Module, op: OpId, out: usize, buf_of: &HashMap<Value, usize>) -
             rf.len()
         )));
     }
-    let sref = |v: Value| -> StridedRef {
+    let sref = |v: Value| -> Result<StridedRef, PlanError> {
         let t = m.ty(v).tensor().unwrap();
-        let dims = dims_text(t);
-        match strided_view(m, v).filter(|(b, _)| buf_of.contains_key(b)) {
-            Some((b, s)) if !buf_of.contains_key(&v) => StridedRef { buf: buf_of[&b], dims, strides: s.iter().map(|e| e.to_string()).collect() },
-            _ => StridedRef { buf: buf_of[&v], dims, strides: contiguous_strides(&t.dims).iter().map(|e| e.to_string()).collect() },
-        }
+        let (b, s) = view_of(m, v, &|x| buf_of.contains_key(&x));
+        let buf = *buf_of.get(&b).ok_or_else(|| PlanError(format!("`ten.dot_general`{}: an operand is not in memory", loc_of(m, op))))?;
+        Ok(StridedRef { buf, dims: dims_text(t), strides: s.iter().map(|e| e.to_string()).collect() })
     };
     Ok(GemmStep {
         out,
-        lhs: sref(d.operands[0]),
-        rhs: sref(d.operands[1]),
+        lhs: sref(d.operands[0])?,
+        rhs: sref(d.operands[1])?,
         lhs_batch: lb,
         rhs_batch: rb,
         lhs_contract: lc[0],

@@ -1,0 +1,373 @@
+//! Sliding-window ops: convolution, max/avg pooling, adaptive average pooling, constant padding.
+//!
+//! Padding is `ten.pad`; windows are `ten.windows` (`[.., S] -> [.., K, O]`, an index remap).
+//! Convolution is im2col: the windows of the padded input are transposed to
+//! `[C, K.., N, O..]` (the CPU target materializes that as the GEMM operand), reshaped to
+//! `[C*K, N*P]` and multiplied by the weight viewed as `[CO, C*K]` in one `ten.dot_general`
+//! (groups become a batch dim), then brought back to `[N, CO, O..]` and the bias added. A 1x1,
+//! stride-1 convolution skips the windows: its columns are the input transposed to `[C, N, S..]`.
+//! Pools are windows reduced over the kernel dims.
+
+use super::build::{acc_dtype, c, Cx, Lowered};
+use ember_ir::attr::Attr;
+use ember_ir::{DType, SymExpr, Value};
+
+fn ints(v: &[i64]) -> Attr {
+    Attr::Ints(v.to_vec())
+}
+
+fn prod(v: &[SymExpr]) -> SymExpr {
+    v.iter().cloned().fold(c(1), SymExpr::mul)
+}
+
+/// A static int-list attribute with `n` entries (a single entry repeats; absent or empty gives
+/// `dflt`, or `None` when there is no default).
+fn int_list(cx: &Cx, name: &str, n: usize, dflt: Option<&[i64]>) -> Result<Vec<i64>, String> {
+    let v: Vec<i64> = match cx.attr(name) {
+        None => vec![],
+        Some(Attr::Int(i)) => vec![i],
+        Some(Attr::Ints(v)) => v,
+        Some(Attr::Dims(d)) => d.iter().map(|e| e.as_const().ok_or_else(|| cx.err(&format!("attribute `{name}` must be static")))).collect::<Result<_, _>>()?,
+        Some(a) => return Err(cx.err(&format!("attribute `{name}` must be a list of integers, found `{a}`"))),
+    };
+    match v.len() {
+        0 => dflt.map(<[i64]>::to_vec).ok_or_else(|| cx.err(&format!("attribute `{name}` is empty"))),
+        1 => Ok(vec![v[0]; n]),
+        k if k == n => Ok(v),
+        k => Err(cx.err(&format!("attribute `{name}` has {k} entries for {n} window dims"))),
+    }
+}
+
+/// `ten.pad` (nothing when every amount is zero).
+pub fn pad(cx: &mut Cx, x: Value, low: Vec<SymExpr>, high: Vec<SymExpr>, value: Attr) -> Result<Value, String> {
+    if low.iter().chain(&high).all(|e| *e == c(0)) {
+        return Ok(x);
+    }
+    let dt = cx.tt(x).dtype;
+    let value = super::build::scalar_as(&value, dt).ok_or_else(|| cx.err("the padding value must be a number"))?;
+    cx.emit("ten.pad", vec![x], vec![("low", Attr::dims(low)), ("high", Attr::dims(high)), ("value", value)])
+}
+
+fn windows(cx: &mut Cx, x: Value, k: &[i64], s: &[i64], d: &[i64]) -> Result<Value, String> {
+    cx.emit("ten.windows", vec![x], vec![("kernel", ints(k)), ("stride", ints(s)), ("dilation", ints(d))])
+}
+
+fn transpose(cx: &mut Cx, x: Value, perm: &[usize]) -> Result<Value, String> {
+    if perm.iter().enumerate().all(|(i, &p)| i == p) {
+        return Ok(x);
+    }
+    cx.emit("ten.transpose", vec![x], vec![("dims", Attr::Ints(perm.iter().map(|&p| p as i64).collect()))])
+}
+
+/// The smallest value of `dtype` (-inf for floats): max pooling's padding.
+fn lowest(dtype: DType) -> Attr {
+    if dtype.is_float() {
+        return Attr::Float(f64::NEG_INFINITY);
+    }
+    Attr::Int(match dtype {
+        DType::Bool | DType::U8 | DType::U16 | DType::U32 | DType::U64 => 0,
+        DType::I8 => i8::MIN as i64,
+        DType::I16 => i16::MIN as i64,
+        DType::I32 => i32::MIN as i64,
+        _ => i64::MIN,
+    })
+}
+
+/// convolution (N-d, any groups; transposed convolutions are an error).
+pub fn convolution(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    if cx.bool_or("transposed", false) {
+        return Err(cx.err("transposed convolution is not supported yet"));
+    }
+    let (x, w) = (cx.arg("input")?, cx.arg("weight")?);
+    let (xt, wt) = (cx.tt(x), cx.tt(w));
+    if xt.rank() < 3 || wt.rank() != xt.rank() || t.rank() != xt.rank() {
+        return Err(cx.err("convolution needs input and weight of equal rank >= 3"));
+    }
+    let sp = xt.rank() - 2;
+    let groups = cx.int_or("groups", 1)?;
+    if groups < 1 {
+        return Err(cx.err("`groups` must be positive"));
+    }
+    let stride = int_list(cx, "stride", sp, Some(&vec![1; sp]))?;
+    let padding = int_list(cx, "padding", sp, Some(&vec![0; sp]))?;
+    let dilation = int_list(cx, "dilation", sp, Some(&vec![1; sp]))?;
+    let kernel: Vec<i64> = wt.dims[2..].iter().map(|d| d.as_const().ok_or_else(|| cx.err("convolution kernel sizes must be static"))).collect::<Result<_, _>>()?;
+    let x = cx.convert(x, t.dtype)?;
+    let w = cx.convert(w, t.dtype)?;
+    let mut low = vec![c(0), c(0)];
+    low.extend(padding.iter().map(|&p| c(p)));
+    let cols = if kernel.iter().chain(&stride).all(|&k| k == 1) && padding.iter().all(|&p| p == 0) {
+        // 1x1, stride 1: the columns are the input itself, [C, N, S..] (no copy when N is 1).
+        let mut perm = vec![1, 0];
+        perm.extend(2..2 + sp);
+        transpose(cx, x, &perm)?
+    } else {
+        let xp = pad(cx, x, low.clone(), low, Attr::Float(0.0))?;
+        let win = windows(cx, xp, &kernel, &stride, &dilation)?;
+        // [N, C, K.., O..] -> [C, K.., N, O..]
+        let mut perm = vec![1];
+        perm.extend(2..2 + sp);
+        perm.push(0);
+        perm.extend(2 + sp..2 + 2 * sp);
+        transpose(cx, win, &perm)?
+    };
+    let (n, cin, cout) = (xt.dims[0].clone(), xt.dims[1].clone(), wt.dims[0].clone());
+    let out_sp = t.dims[2..].to_vec();
+    let np = SymExpr::mul(n.clone(), prod(&out_sp));
+    let kk = SymExpr::mul(wt.dims[1].clone(), prod(&wt.dims[2..]));
+    let y = if groups == 1 {
+        let cols = cx.reshape(cols, &[SymExpr::mul(cin, prod(&wt.dims[2..])), np])?;
+        let wm = cx.reshape(w, &[cout.clone(), kk])?;
+        let y = cx.emit("ten.dot_general", vec![wm, cols], vec![("lhs_batch", ints(&[])), ("rhs_batch", ints(&[])), ("lhs_contract", ints(&[1])), ("rhs_contract", ints(&[0]))])?;
+        // [CO, N*P] -> [N, CO, O..]
+        if n == c(1) {
+            cx.reshape(y, &t.dims)?
+        } else {
+            let mut shape = vec![cout, n];
+            shape.extend(out_sp.iter().cloned());
+            let y = cx.reshape(y, &shape)?;
+            let mut perm = vec![1, 0];
+            perm.extend(2..2 + sp);
+            transpose(cx, y, &perm)?
+        }
+    } else {
+        let g = c(groups);
+        let cog = SymExpr::floordiv(cout.clone(), g.clone());
+        let cols = cx.reshape(cols, &[g.clone(), kk.clone(), np])?;
+        let wm = cx.reshape(w, &[g.clone(), cog.clone(), kk])?;
+        let y = cx.emit("ten.dot_general", vec![wm, cols], vec![("lhs_batch", ints(&[0])), ("rhs_batch", ints(&[0])), ("lhs_contract", ints(&[2])), ("rhs_contract", ints(&[1]))])?;
+        // [G, COg, N*P] -> [N, G, COg, O..] -> [N, CO, O..]
+        let mut shape = vec![g, cog, n];
+        shape.extend(out_sp.iter().cloned());
+        let y = cx.reshape(y, &shape)?;
+        let mut perm = vec![2, 0, 1];
+        perm.extend(3..3 + sp);
+        let y = transpose(cx, y, &perm)?;
+        cx.reshape(y, &t.dims)?
+    };
+    let y = cx.reshape(y, &t.dims)?;
+    let Some(bias) = cx.operand("bias") else { return Ok(Some(vec![y])) };
+    let bias = cx.convert(bias, t.dtype)?;
+    let bias = cx.bcast_in_dim(bias, &t.dims, &[1])?;
+    Ok(Some(vec![cx.emit("ten.add", vec![y, bias], vec![])?]))
+}
+
+/// Pool geometry over the trailing `kernel_size.len()` dims: (lead dims, kernel, stride,
+/// padding, dilation, high padding that makes the windows give exactly the result's sizes).
+struct Pool {
+    lead: usize,
+    kernel: Vec<i64>,
+    stride: Vec<i64>,
+    dilation: Vec<i64>,
+    low: Vec<SymExpr>,
+    high: Vec<SymExpr>,
+}
+
+fn pool_geometry(cx: &Cx, x: Value, out: &[SymExpr], with_dilation: bool) -> Result<Pool, String> {
+    let xt = cx.tt(x);
+    let sp = if cx.name().contains("3d") { 3 } else if cx.name().contains("1d") { 1 } else { 2 };
+    if xt.rank() < sp || out.len() != xt.rank() {
+        return Err(cx.err(&format!("pooling needs at least {sp} dims")));
+    }
+    let kernel = int_list(cx, "kernel_size", sp, None)?;
+    let stride = int_list(cx, "stride", sp, Some(&kernel))?;
+    let padding = int_list(cx, "padding", sp, Some(&vec![0; sp]))?;
+    let dilation = if with_dilation { int_list(cx, "dilation", sp, Some(&vec![1; sp]))? } else { vec![1; sp] };
+    let ceil = cx.bool_or("ceil_mode", false);
+    let lead = xt.rank() - sp;
+    let mut low = vec![c(0); lead];
+    let mut high = vec![c(0); lead];
+    for i in 0..sp {
+        low.push(c(padding[i]));
+        if !ceil {
+            high.push(c(padding[i]));
+            continue;
+        }
+        // Ceil mode: pad the high side so that the windows give exactly torch's output size.
+        let (Some(o), Some(s)) = (out[lead + i].as_const(), xt.dims[lead + i].as_const()) else {
+            return Err(cx.err("ceil_mode pooling needs static spatial sizes"));
+        };
+        high.push(c((o - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - s - padding[i]));
+    }
+    Ok(Pool { lead, kernel, stride, dilation, low, high })
+}
+
+/// max_pool{1,2,3}d_with_indices: values only (max over windows padded with the lowest value);
+/// using the indices result is an error.
+pub fn max_pool(cx: &mut Cx) -> Lowered {
+    let (t, ti) = (cx.out(0)?, cx.out(1)?);
+    let idx_result = cx.m.op(cx.op).results[1];
+    if !cx.m.uses(idx_result).is_empty() {
+        return Err(cx.err("the indices result of max pooling is not supported yet (only the values)"));
+    }
+    let x = cx.arg("self")?;
+    let g = pool_geometry(cx, x, &t.dims, true)?;
+    let xp = pad(cx, x, g.low.clone(), g.high.clone(), lowest(t.dtype))?;
+    let win = windows(cx, xp, &g.kernel, &g.stride, &g.dilation)?;
+    let kdims: Vec<usize> = (g.lead..g.lead + g.kernel.len()).collect();
+    let m = cx.reduce(win, "max", &kdims)?;
+    let values = cx.reshape(m, &t.dims)?;
+    let indices = cx.constant(&Attr::Int(0), DType::I64, &ti.dims)?;
+    Ok(Some(vec![values, indices]))
+}
+
+/// avg_pool{1,2,3}d: window sums of the zero-padded input over a divisor: `divisor_override`, the
+/// window size, or (count_include_pad=false, or ceil-mode windows past the padding) a count of
+/// the window's elements inside the input (plus padding), computed the same way from ones.
+pub fn avg_pool(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    if !t.dtype.is_float() {
+        return Ok(None);
+    }
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let g = pool_geometry(cx, x, &t.dims, false)?;
+    let acc = acc_dtype(t.dtype);
+    let xa = cx.convert(x, acc)?;
+    let xp = pad(cx, xa, g.low.clone(), g.high.clone(), Attr::Float(0.0))?;
+    let win = windows(cx, xp, &g.kernel, &g.stride, &g.dilation)?;
+    let kdims: Vec<usize> = (g.lead..g.lead + g.kernel.len()).collect();
+    let sum = cx.reduce(win, "sum", &kdims)?;
+    let sum_t = cx.tt(sum);
+    let include_pad = cx.bool_or("count_include_pad", true);
+    let padded = g.low.iter().any(|p| *p != c(0));
+    let past_padding = g.high.iter().zip(&g.low).any(|(h, l)| h != l);
+    let divisor = match cx.attr("divisor_override").and_then(|a| a.as_int()) {
+        Some(d) => cx.constf(d as f64, acc, &sum_t.dims)?,
+        None if !past_padding && (include_pad || !padded) => cx.constf(g.kernel.iter().product::<i64>() as f64, acc, &sum_t.dims)?,
+        None => {
+            // Count the window elements inside the input (and, with count_include_pad, its padding).
+            let sp = g.kernel.len();
+            let spatial = xt.dims[g.lead..].to_vec();
+            let ones = cx.constf(1.0, acc, &spatial)?;
+            let (low, high) = (g.low[g.lead..].to_vec(), g.high[g.lead..].to_vec());
+            let cover = if include_pad {
+                let p1 = pad(cx, ones, low.clone(), low.clone(), Attr::Float(1.0))?;
+                let extra = high.iter().zip(&low).map(|(h, l)| SymExpr::add(h.clone(), SymExpr::mul(c(-1), l.clone()))).collect();
+                pad(cx, p1, vec![c(0); sp], extra, Attr::Float(0.0))?
+            } else {
+                pad(cx, ones, low, high, Attr::Float(0.0))?
+            };
+            let cw = windows(cx, cover, &g.kernel, &g.stride, &g.dilation)?;
+            let cnt = cx.reduce(cw, "sum", &(0..sp).collect::<Vec<_>>())?;
+            let map: Vec<usize> = (g.lead..g.lead + sp).collect();
+            cx.bcast_in_dim(cnt, &sum_t.dims, &map)?
+        }
+    };
+    let y = cx.emit("ten.div", vec![sum, divisor], vec![])?;
+    let y = cx.convert(y, t.dtype)?;
+    Ok(Some(vec![cx.reshape(y, &t.dims)?]))
+}
+
+/// _adaptive_avg_pool{1,2,3}d. Dims whose output size divides the input size (output 1
+/// included, symbolic input sizes too) split into (output, window) by one reshape and one mean
+/// over the windows. Other dims are pooled one at a time over torch's windows
+/// [floor(i*S/O), ceil((i+1)*S/O)): gathered (padded to the longest window), masked, summed and
+/// divided by each window's length.
+pub fn adaptive_avg_pool(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    if !t.dtype.is_float() {
+        return Ok(None);
+    }
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let osz = cx.dims_attr("output_size")?;
+    let sp = osz.len();
+    if xt.rank() < sp {
+        return Err(cx.err("output_size is longer than the input rank"));
+    }
+    let lead = xt.rank() - sp;
+    let acc = acc_dtype(t.dtype);
+    let mut y = cx.convert(x, acc)?;
+    // Dividing sizes: [.., S, ..] -> [.., O, S/O, ..], one mean over the window dims.
+    let mut split = xt.dims[..lead].to_vec();
+    let mut wdims = Vec::new();
+    for i in 0..sp {
+        let (s, o) = (&xt.dims[lead + i], &osz[i]);
+        let k = match (s.as_const(), o.as_const()) {
+            _ if s == o => None,
+            (_, Some(1)) => Some(s.clone()),
+            (Some(sv), Some(ov)) if ov > 0 && sv % ov == 0 => Some(c(sv / ov)),
+            _ => None,
+        };
+        match k {
+            Some(k) => {
+                split.push(o.clone());
+                wdims.push(split.len());
+                split.push(k);
+            }
+            None => split.push(s.clone()),
+        }
+    }
+    if !wdims.is_empty() {
+        let rest: Vec<SymExpr> = split.iter().enumerate().filter(|(j, _)| !wdims.contains(j)).map(|(_, e)| e.clone()).collect();
+        let r = cx.reshape(y, &split)?;
+        let sum = cx.reduce(r, "sum", &wdims)?;
+        let n = cx.count(&split, &wdims, acc, &rest)?;
+        y = cx.emit("ten.div", vec![sum, n], vec![])?;
+    }
+    for i in 0..sp {
+        let d = lead + i;
+        let yt = cx.tt(y);
+        let (s, o) = (yt.dims[d].clone(), osz[i].clone());
+        if s == o {
+            continue;
+        }
+        let (Some(sv), Some(ov)) = (s.as_const(), o.as_const()) else {
+            return Err(cx.err("adaptive pooling to a size that does not divide the input needs static sizes"));
+        };
+        if ov <= 0 {
+            return Err(cx.err("adaptive pooling output sizes must be positive"));
+        }
+        let mut out_dims = yt.dims.clone();
+        out_dims[d] = o.clone();
+        let starts: Vec<i64> = (0..ov).map(|j| j * sv / ov).collect();
+        let kmax = (0..ov).map(|j| ((j + 1) * sv + ov - 1) / ov - starts[j as usize]).max().unwrap_or(1);
+        // start[j] = j*S/O, len[j] = ceil((j+1)*S/O) - start[j], as int64 index math.
+        let j = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(vec![c(ov)])), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))])?;
+        let js = cx.binary_scalar("ten.mul", j, sv as f64)?;
+        let start = cx.binary_scalar("ten.div", js, ov as f64)?;
+        let j1 = cx.binary_scalar("ten.add", js, (sv + ov - 1) as f64)?;
+        let end = cx.binary_scalar("ten.div", j1, ov as f64)?;
+        let len = cx.emit("ten.sub", vec![end, start], vec![])?;
+        let win = [c(ov), c(kmax)];
+        let m = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(win.to_vec())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))])?;
+        let start_b = cx.bcast_in_dim(start, &win, &[0])?;
+        let idx = cx.emit("ten.add", vec![start_b, m], vec![])?;
+        let idx = cx.binary_scalar("ten.min", idx, (sv - 1) as f64)?;
+        let len_b = cx.bcast_in_dim(len, &win, &[0])?;
+        let valid = cx.compare("LT", m, len_b)?;
+        let gathered = cx.emit("ten.gather", vec![y, idx], vec![("dim", Attr::Int(d as i64))])?;
+        let gt = cx.tt(gathered);
+        let valid = cx.bcast_in_dim(valid, &gt.dims, &[d, d + 1])?;
+        let zero = cx.splat_like(0.0, gathered)?;
+        let masked = cx.select(valid, gathered, zero)?;
+        let sum = cx.reduce(masked, "sum", &[d + 1])?;
+        let lenf = cx.convert(len, acc)?;
+        let lenf = cx.bcast_in_dim(lenf, &out_dims, &[d])?;
+        y = cx.emit("ten.div", vec![sum, lenf], vec![])?;
+    }
+    let y = cx.convert(y, t.dtype)?;
+    Ok(Some(vec![cx.reshape(y, &t.dims)?]))
+}
+
+/// constant_pad_nd: `ten.pad` with (before, after) pairs from the last dim backwards.
+pub fn constant_pad(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let rank = cx.tt(x).rank();
+    let pads = cx.dims_attr("pad")?;
+    if pads.len() % 2 != 0 || pads.len() / 2 > rank {
+        return Err(cx.err(&format!("`pad` has {} entries for rank {rank}", pads.len())));
+    }
+    let (mut low, mut high) = (vec![c(0); rank], vec![c(0); rank]);
+    for i in 0..pads.len() / 2 {
+        low[rank - 1 - i] = pads[2 * i].clone();
+        high[rank - 1 - i] = pads[2 * i + 1].clone();
+    }
+    let value = cx.attr("value").unwrap_or(Attr::Int(0));
+    let value = super::build::scalar_as(&value, t.dtype).ok_or_else(|| cx.err("`value` must be a number"))?;
+    let y = pad(cx, x, low, high, value)?;
+    Ok(Some(vec![cx.reshape(y, &t.dims)?]))
+}
