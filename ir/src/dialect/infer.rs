@@ -148,6 +148,8 @@ pub enum Rule {
     Windows,
     /// `ten.cumsum`: the operand's type; `dim` must be in range.
     Scan,
+    /// Broadcast of `self` and `mask`, dtype of `self` (masked_scatter, masked_fill).
+    MaskedLike,
     /// No inference: result types come from the importer's metadata and are trusted. Used only for
     /// data-dependent shapes (nonzero) and ops whose rule is not written yet; `dialect::trusted_ops`
     /// lists them.
@@ -574,7 +576,12 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
         }
         Squeeze => {
             let t = cx.first()?;
-            let sel = if cx.attr("dim").is_some() { cx.reduce_dims(t.rank())? } else { (0..t.rank()).collect() };
+            // An empty `dim` list squeezes nothing (unlike reductions, where [] means all dims).
+            let sel = match cx.attr("dim") {
+                Some(Attr::Ints(v)) if v.is_empty() => vec![],
+                Some(_) => cx.reduce_dims(t.rank())?,
+                None => (0..t.rank()).collect(),
+            };
             let dims = t.dims.iter().enumerate().filter(|(i, d)| !(sel.contains(i) && d.as_const() == Some(1))).map(|(_, d)| d.clone()).collect();
             one(tt(dims, t.dtype))
         }
@@ -629,7 +636,11 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let name = if cx.sig.param("inputs").is_some() { "inputs" } else { "tensors" };
             let ts: Vec<&TensorType> = cx.list(name).into_iter().flatten().collect();
             // torch skips legacy empty 1-D tensors in cat.
-            let ts: Vec<&TensorType> = ts.into_iter().filter(|t| !(rule == Cat && t.rank() == 1 && t.dims[0].as_const() == Some(0))).collect();
+            let all = ts.clone();
+            let mut ts: Vec<&TensorType> = ts.into_iter().filter(|t| !(rule == Cat && t.rank() == 1 && t.dims[0].as_const() == Some(0))).collect();
+            if ts.is_empty() && !all.is_empty() {
+                ts = vec![all[0]];
+            }
             let Some(first) = ts.first() else { return err("cat of no tensors") };
             let dt = result_type(&ts, &[]);
             let rank = first.rank();
@@ -680,6 +691,10 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             one(tt(dims, t.dtype))
         }
         Gather => one(tt(cx.t("index")?.dims.clone(), cx.t("self")?.dtype)),
+        MaskedLike => {
+            let (t, mask) = (cx.t("self")?, cx.t("mask")?);
+            one(tt(broadcast(&[&t.dims, &mask.dims])?, t.dtype))
+        }
         Embedding => {
             let (w, idx) = (cx.t("weight")?, cx.t("indices")?);
             if w.rank() != 2 {
@@ -732,7 +747,16 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
         Randperm => one(tt(vec![cx.sym("n")?.unwrap_or(c(0))], cx.dtype().unwrap_or(DType::I64))),
         Arange => {
             let get = |n: &str| cx.attr(n);
-            let (start, end, step) = (get("start").unwrap_or(&Attr::Int(0)), get("end"), get("step").unwrap_or(&Attr::Int(1)));
+            // Python bools are ints here (arange(False, True) == [0]).
+            let as_num = |a: Option<&Attr>, d: i64| -> Attr {
+                match a {
+                    Some(Attr::Bool(b)) => Attr::Int(*b as i64),
+                    Some(a) => a.clone(),
+                    None => Attr::Int(d),
+                }
+            };
+            let (start, end, step) = (&as_num(get("start"), 0), get("end").map(|e| as_num(Some(e), 0)), &as_num(get("step"), 1));
+            let end = end.as_ref();
             let Some(end) = end else { return err("arange needs `end`") };
             let all_int = [start, end, step].iter().all(|a| !matches!(a, Attr::Float(_)));
             let dt = cx.dtype().unwrap_or(if all_int { DType::I64 } else { DType::F32 });

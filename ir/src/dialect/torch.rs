@@ -134,7 +134,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.logical_xor", "(Tensor self, Tensor other) -> Tensor", Compare, "Elementwise logical XOR, bool result. logical_xor([1, 0], [1, 1]) = [false, true]"),
     op("torch.aten.lt.Scalar", "(Tensor self, Scalar other) -> Tensor", Compare, "Elementwise self < other, bool result. lt([1., 2.], 2) = [true, false]"),
     op("torch.aten.lt.Tensor", "(Tensor self, Tensor other) -> Tensor", Compare, "Elementwise self < other, bool result. lt([1., 2.], 2) = [true, false]"),
-    op("torch.aten.masked_scatter", "(Tensor self, Tensor mask, Tensor source) -> Tensor", Same, "Copy of `self` with consecutive `source` values written where `mask` is true. masked_scatter([0., 0.], [false, true], [5.]) = [0., 5.]"),
+    op("torch.aten.masked_scatter", "(Tensor self, Tensor mask, Tensor source) -> Tensor", MaskedLike, "Copy of `self` with consecutive `source` values written where `mask` is true. masked_scatter([0., 0.], [false, true], [5.]) = [0., 5.]"),
     op("torch.aten.matmul", "(Tensor self, Tensor other) -> Tensor", Trust, "torch.matmul with broadcasting of batch dims (non-core; decomposes to mm/bmm). matmul(ones(2,3), ones(3)) = [3., 3.]"),
     op("torch.aten.max.dim", "(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", ReduceValuesIndices, "(max values, int64 indices) over `dim`. max([[1., 5.]], 1) = ([5.], [1])"),
     op("torch.aten.max_pool2d_with_indices", "(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)", MaxPool, "(max values, int64 flat indices) over sliding windows. max_pool2d([[1, 2], [3, 4]], [2, 2]) = 4"),
