@@ -59,7 +59,7 @@ archive: parameters, buffers and constants are function arguments named by `embe
         output: PathBuf,
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
-    #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.")]
+    #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
     Run {
         artifact: PathBuf,
         #[arg(long)]
@@ -134,9 +134,51 @@ fn emit(text: &str, output: Option<&Path>) -> Result<(), Failure> {
     match output {
         Some(p) => ember_compiler::write_atomic(p, text.as_bytes()).map_err(|e| Failure(format!("cannot write `{}`: {e}", p.display()))),
         None => {
-            print!("{text}");
+            use std::io::Write;
+            // A reader that stops early (`| head`) is not an error.
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
             Ok(())
         }
+    }
+}
+
+/// `ember run` on a tpu artifact: hands it to `python -m ember.xla run` (the one module that uses
+/// jaxlib) with the Python in `EMBER_PYTHON`, else `~/.cache/ember/venv/bin/python`. The runner's
+/// exit code and messages are passed through.
+fn run_xla(dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<(), Failure> {
+    let how = format!(
+        "python -m ember.xla run {} --inputs {} --outputs {}",
+        dir.display(),
+        inputs.display(),
+        outputs.display()
+    );
+    let python = match std::env::var_os("EMBER_PYTHON").filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let venv = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/ember/venv/bin/python"));
+            match venv.filter(|p| p.exists()) {
+                Some(p) => p,
+                None => {
+                    return Err(Failure(format!(
+                        "`{}` is a tpu artifact: it runs on XLA through jaxlib, not in this binary. Run\n  {how}\nwith a Python that has jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv), or set EMBER_PYTHON to one",
+                        dir.display()
+                    )))
+                }
+            }
+        }
+    };
+    let mut cmd = std::process::Command::new(&python);
+    cmd.args(["-m", "ember.xla", "run"]).arg(dir).arg("--inputs").arg(inputs).arg("--outputs").arg(outputs);
+    if repeat > 1 {
+        cmd.arg("--repeat").arg(repeat.to_string());
+    }
+    let status = cmd.status().map_err(|e| {
+        Failure(format!("`{}` is a tpu artifact, run by `{how}`; cannot start `{}`: {e} (set EMBER_PYTHON to a Python with jax 0.10.2 and the ember package)", dir.display(), python.display()))
+    })?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(c) => std::process::exit(c),
+        None => Err(Failure(format!("`{} -m ember.xla` was killed by a signal", python.display()))),
     }
 }
 
@@ -173,16 +215,28 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                         man.steps.iter().filter(|s| matches!(s, ember_targets::cpu::plan::Step::Gemm(_))).count());
                     Ok(())
                 }
+                Target::Tpu => {
+                    let pb = spinner(format!("compiling for tpu into {}", output.display()));
+                    let r = ember_compiler::tpu::compile(imported, &output);
+                    pb.finish_and_clear();
+                    let man = r.map_err(Failure)?;
+                    eprintln!("wrote {} (StableHLO for XLA; inputs: {}, weights: {}, outputs: {}); run it with `ember run` or\n  python -m ember.xla run {} --inputs IN.npz --outputs OUT.npz",
+                        output.display(), man.inputs.len(), man.weights.len(), man.outputs.len(), output.display());
+                    Ok(())
+                }
                 t => Err(Failure(format!(
-                    "target `{}` is not built yet: this Ember compiles for cpu only",
+                    "target `{}` is not built yet: this Ember compiles for cpu and tpu only",
                     t.name()
                 ))),
             }
         }
         Cmd::Run { artifact: dir, inputs, outputs, repeat } => {
             let h = artifact::read_header(&dir)?;
+            if h.target == "tpu" {
+                return run_xla(&dir, &inputs, &outputs, repeat);
+            }
             if h.target != "cpu" {
-                return Err(Failure(format!("target `{}` is not built yet: this Ember runs cpu artifacts only", h.target)));
+                return Err(Failure(format!("target `{}` is not built yet: this Ember runs cpu and tpu artifacts only", h.target)));
             }
             let prog = ember_targets::cpu::Program::load(&dir).map_err(|e| Failure(format!("`{}`: {e}", dir.display())))?;
             let mut arrays = ember_compiler::npz::read_npz(&inputs)?;
@@ -208,12 +262,17 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Ops { dialect } => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
             for d in ember_ir::dialect::all_ops() {
                 if dialect.as_deref().is_some_and(|x| x != d.dialect()) {
                     continue;
                 }
                 let trust = if d.rule == ember_ir::dialect::Rule::Trust { "  [result types trusted, not inferred]" } else { "" };
-                println!("{}{}\n    {}\n    {}{trust}", d.name, "", d.sig, d.doc);
+                // A closed pipe (`ember ops | head`) ends the listing quietly.
+                if writeln!(out, "{}\n    {}\n    {}{trust}", d.name, d.sig, d.doc).is_err() {
+                    break;
+                }
             }
             Ok(())
         }
