@@ -5,6 +5,7 @@ pub mod artifact;
 pub mod cpu;
 pub mod frontend;
 pub mod npz;
+pub mod tpu;
 
 pub use frontend::{import_path, ImportError, Imported};
 

@@ -1,3 +1,4 @@
-//! Code generation targets. Each target is one module; `cpu` runs here.
+//! Code generation targets. Each target is one module; `cpu` runs here, `tpu` emits StableHLO.
 
 pub mod cpu;
+pub mod tpu;

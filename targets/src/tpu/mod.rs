@@ -1,0 +1,56 @@
+//! The TPU target: a module in the `ten` dialect becomes StableHLO text for XLA.
+//!
+//! There is no TPU runtime in this crate. `ember compile --target tpu` writes an artifact directory
+//! (`module.stablehlo.mlir`, `weights.bin`, `manifest.json`, described by [`Manifest`]); the Python
+//! module `ember.xla` hands the text to a PJRT client (jaxlib's CPU client in tests, a TPU client
+//! on a TPU host) with the weights and inputs as arguments.
+//!
+//! Not built yet: bounded dynamic shapes (symbolic dims are an error naming the symbol), sharding
+//! (`mhlo.sharding` / Shardy annotations; one device only), composites for fused patterns, and
+//! versioned (VHLO / portable artifact) serialization: the text is plain StableHLO for the jaxlib
+//! version `ember.xla` pins.
+
+pub mod stablehlo;
+
+pub use stablehlo::emit;
+
+use serde::{Deserialize, Serialize};
+
+/// A user input: argument `arg` of `@main`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct IoInfo {
+    pub name: String,
+    /// Argument index in `@main` (for outputs: the result index).
+    pub arg: usize,
+    pub dtype: String,
+    pub dims: Vec<String>,
+}
+
+/// A weight (parameter, buffer or constant): argument `arg`, `bytes` bytes at `offset` in
+/// `weights.bin` (row-major, little-endian; every offset 64-byte aligned).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct WeightInfo {
+    pub name: String,
+    pub arg: usize,
+    pub offset: u64,
+    pub bytes: u64,
+    pub dtype: String,
+    pub dims: Vec<String>,
+}
+
+/// `manifest.json` of a tpu artifact. `format_version` and `target` come first, as every reader
+/// checks them before anything else (`ember_compiler::artifact::read_header`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    pub format_version: String,
+    pub target: String,
+    pub ember_version: String,
+    /// SHA-256 of the imported (torch-dialect) module's text.
+    pub source_hash: String,
+    /// The StableHLO file in the artifact directory; its entry function is `@main`.
+    pub module: String,
+    /// `@main`'s arguments in order are the inputs and weights below, by their `arg`.
+    pub inputs: Vec<IoInfo>,
+    pub outputs: Vec<IoInfo>,
+    pub weights: Vec<WeightInfo>,
+}
