@@ -146,7 +146,7 @@ fn bare_model_json_is_read_and_checked() {
 
 #[test]
 fn reserved_commands_answer_clearly() {
-    let out = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/out"]);
+    let out = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "trainium", "-o", "/nonexistent/out"]);
     assert!(!Path::new("/nonexistent/out").exists());
     assert_eq!(out.code, 2);
     insta::assert_snapshot!("compile_target_not_built", out.render());
@@ -156,7 +156,7 @@ fn reserved_commands_answer_clearly() {
     let out = ember(&dir, &["run", ".", "--inputs", "in.npz", "--outputs", "out.npz"]);
     assert_eq!(out.code, 2);
     insta::assert_snapshot!("run_unknown_format_major", out.render());
-    std::fs::write(dir.join("manifest.json"), r#"{"format_version": "1.0", "target": "tpu"}"#).unwrap();
+    std::fs::write(dir.join("manifest.json"), r#"{"format_version": "1.0", "target": "trainium"}"#).unwrap();
     let out = ember(&dir, &["run", ".", "--inputs", "in.npz", "--outputs", "out.npz"]);
     assert_eq!(out.code, 2);
     insta::assert_snapshot!("run_target_not_built", out.render());

@@ -4,10 +4,12 @@
 //!   (`// RUN: opt %s --passes=cse`); its exit code, stdout and stderr are an insta snapshot.
 //! - Round-trip, mlir-opt acceptance and determinism over every module the cases produce.
 //! - Bad-input classes for the frontend, built from a real archive.
+//! - The TPU target (`tpu.rs`): StableHLO snapshot cases, artifacts, the CLI.
 
 mod bad_input;
 mod cpu;
 mod cases;
+mod tpu;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

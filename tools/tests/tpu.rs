@@ -1,0 +1,178 @@
+//! The TPU target (StableHLO): snapshot cases and artifacts.
+//!
+//! - `stablehlo_cases`: every `testdata/targets/tpu/*.mlir` (a `ten`-dialect module) goes through
+//!   the TPU pipeline and emitter; the StableHLO text (or the error) is an insta snapshot. The
+//!   file's `// RUN:` line runs the same pipeline, so `testdata_cases` snapshots (and round-trips)
+//!   the module the StableHLO is emitted from. `tools/python/tests/test_tpu.py` parses and verifies every
+//!   such snapshot with jaxlib's MLIR bindings and compiles it on XLA, and runs the bundled models
+//!   on XLA against torch eager.
+//! - Artifacts: layout, manifest, weights, determinism, the CLI.
+
+use super::*;
+use ember_targets::tpu::Manifest;
+
+/// Models the tpu target cannot compile yet, with the reason; the test checks the reason stays true.
+const NOT_YET: &[(&str, &str)] = &[
+    ("gpt2_block_dynamic", "bounded dynamic shapes (StableHLO bounded dims) are not built yet"),
+    ("mlp_dynamic", "bounded dynamic shapes (StableHLO bounded dims) are not built yet"),
+];
+
+fn emit_file(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut m = ember_ir::parse_module(&text).map_err(|e| e.to_string())?;
+    ember_ir::verify::verify(&m).map_err(|e| format!("{e:?}"))?;
+    ember_compiler::tpu::stablehlo(&mut m)
+}
+
+#[test]
+fn stablehlo_cases() {
+    insta::glob!("../../testdata", "targets/tpu/*.mlir", |path| {
+        let out = match emit_file(path) {
+            Ok(text) => {
+                assert_eq!(emit_file(path).unwrap(), text, "{}: two emissions differ", path.display());
+                assert!(text.starts_with("module @main"), "{}", path.display());
+                text
+            }
+            Err(e) => format!("error: {e}\n"),
+        };
+        insta::assert_snapshot!(out);
+    });
+}
+
+fn compile(name: &str, out: &Path) -> Result<Manifest, String> {
+    let imported = ember_compiler::import_path(&testdata().join(format!("models/{name}.pt2"))).unwrap();
+    ember_compiler::tpu::compile(imported, out)
+}
+
+#[test]
+fn bundled_models_compile_for_tpu() {
+    let dir = std::env::temp_dir().join(format!("ember-tpu-{}", std::process::id()));
+    let mut checked = 0;
+    for e in std::fs::read_dir(testdata().join("models")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "pt2") {
+            continue;
+        }
+        let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+        let out = dir.join(&name);
+        let r = compile(&name, &out);
+        if let Some((_, why)) = NOT_YET.iter().find(|(n, _)| *n == name) {
+            let err = r.err().unwrap_or_else(|| panic!("{name} now compiles for tpu: remove it from NOT_YET"));
+            assert!(err.contains(why), "{name}: {err}");
+            assert!(!out.exists(), "{name}: a failed compile left {}", out.display());
+            continue;
+        }
+        let man = r.unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The header every reader checks first.
+        let h = ember_compiler::artifact::read_header(&out).unwrap();
+        assert_eq!((h.format_version.as_str(), h.target.as_str()), ("1.0", "tpu"));
+        let on_disk: Manifest = serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(on_disk, man);
+        let text = std::fs::read_to_string(out.join(&man.module)).unwrap();
+        assert!(text.starts_with("module @main") && text.contains("func.func public @main("), "{name}");
+        assert!(!text.contains("ten."), "{name}: a ten op reached the StableHLO");
+        // Every argument is exactly one input or weight; weights are 64-byte aligned, in argument
+        // order, and tile weights.bin.
+        let mut args: Vec<usize> = man.inputs.iter().map(|i| i.arg).chain(man.weights.iter().map(|w| w.arg)).collect();
+        args.sort();
+        assert_eq!(args, (0..args.len()).collect::<Vec<_>>(), "{name}");
+        for i in 0..=args.len() {
+            assert_eq!(text.contains(&format!("%arg{i}: ")), i < args.len(), "{name}: @main's argument {i}");
+        }
+        let blob = std::fs::metadata(out.join("weights.bin")).unwrap().len();
+        let mut end = 0;
+        for w in man.weights.windows(2) {
+            assert!(w[0].arg < w[1].arg, "{name}: weights out of argument order");
+        }
+        for w in &man.weights {
+            assert_eq!(w.offset % 64, 0, "{name}: {} is not 64-byte aligned", w.name);
+            assert!(w.offset >= end && w.offset - end < 64, "{name}: gap before {}", w.name);
+            let numel: u64 = w.dims.iter().map(|d| d.parse::<u64>().unwrap()).product();
+            let size = match w.dtype.as_str() {
+                "f64" | "i64" => 8,
+                "f32" | "i32" => 4,
+                "f16" | "bf16" => 2,
+                _ => 1,
+            };
+            assert_eq!(w.bytes, numel * size, "{name}: {}", w.name);
+            end = w.offset + w.bytes;
+        }
+        assert_eq!(end, blob, "{name}: weights.bin has trailing bytes");
+        checked += 1;
+    }
+    assert!(checked >= 4);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn tpu_artifacts_are_deterministic() {
+    let base = std::env::temp_dir().join(format!("ember-tpu-det-{}", std::process::id()));
+    let mut files = Vec::new();
+    for k in 0..2 {
+        let out = base.join(format!("a{k}"));
+        compile("gpt2_block", &out).unwrap();
+        let mut names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        files.push(names.iter().map(|n| (n.clone(), std::fs::read(out.join(n)).unwrap())).collect::<Vec<_>>());
+    }
+    assert_eq!(files[0].len(), 4);
+    assert_eq!(files[0].len(), files[1].len());
+    for (a, b) in files[0].iter().zip(&files[1]) {
+        assert!(a == b, "{:?} differs between two compiles", a.0);
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+fn ember_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
+    let o = Command::new(env!("CARGO_BIN_EXE_ember")).args(args).envs(env.iter().copied()).current_dir(cwd).output().expect("run ember");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn cli_compile_tpu_and_run_without_python() {
+    let dir = std::env::temp_dir().join(format!("ember-tpu-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let art = dir.join("art");
+    let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "tpu", "-o", art.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("python -m ember.xla run"), "{}", r.stderr);
+    for f in ["manifest.json", "module.stablehlo.mlir", "weights.bin", "module.mlir"] {
+        assert!(art.join(f).exists(), "{f}");
+    }
+    // A symbolic batch is refused before anything is written.
+    let dynamic = dir.join("dyn");
+    let r = ember(&testdata(), &["compile", "models/mlp_dynamic.pt2", "--target", "tpu", "-o", dynamic.to_str().unwrap()]);
+    assert_eq!(r.code, 2);
+    assert!(!dynamic.exists());
+    insta::assert_snapshot!("compile_dynamic_for_tpu", r.render().replace(dynamic.to_str().unwrap(), "OUT"));
+    // `ember run` hands tpu artifacts to `python -m ember.xla`; a missing Python is a clear error.
+    let a = art.to_str().unwrap();
+    let r = ember_env(&testdata(), &["run", a, "--inputs", "models/mlp.npz", "--outputs", "/dev/null"], &[("EMBER_PYTHON", "/nonexistent/python3")]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("python -m ember.xla run") && r.stderr.contains("/nonexistent/python3"), "{}", r.stderr);
+    // Compiling over a directory that is not an artifact is refused.
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "tpu", "-o", other.to_str().unwrap()]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("is not an Ember artifact; refusing to overwrite it"), "{}", r.stderr);
+    assert!(other.join("notes.txt").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every `ten` op has a StableHLO mapping exercised by a `testdata/targets/tpu` case: a new `ten`
+/// op needs a mapping in `ember_targets::tpu::stablehlo` and a line in one of those cases.
+#[test]
+fn every_ten_op_has_a_tpu_case() {
+    let mut text = String::new();
+    for e in std::fs::read_dir(testdata().join("targets/tpu")).unwrap() {
+        text.push_str(&std::fs::read_to_string(e.unwrap().path()).unwrap());
+    }
+    let missing: Vec<&str> = ember_ir::dialect::ten::OPS.iter().map(|d| d.name).filter(|n| !text.contains(&format!("\"{n}\""))).collect();
+    assert!(missing.is_empty(), "ten ops without a testdata/targets/tpu case: {missing:?}");
+}
