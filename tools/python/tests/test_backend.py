@@ -51,6 +51,23 @@ def test_models_match_eager(name: str, tmp_path: Path, monkeypatch: pytest.Monke
     assert torch.equal(got, again), "replays of one compiled graph are bit-identical"
 
 
+def test_second_process_hits_the_compile_cache(tmp_path: Path) -> None:
+    code = (
+        "import torch\n"
+        "from ember import backend\n"
+        "torch.manual_seed(0)\n"
+        "m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh()).eval()\n"
+        "with torch.no_grad():\n"
+        "    torch.compile(m, backend='ember')(torch.randn(3, 8))\n"
+        "print(backend.stats['compiled'], backend.stats['cache_hits'])\n"
+    )
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True) for _ in range(2)]
+    assert runs[0].stdout.split()[-2:] == ["1", "0"], runs[0].stderr
+    assert runs[1].stdout.split()[-2:] == ["0", "1"], runs[1].stderr
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
 def test_unsupported_op_falls_back_with_one_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
 

@@ -4,7 +4,9 @@ Dynamo hands the graph to AOT Autograd, which decomposes it to core ATen (the op
 ``torch.export`` after ``run_decompositions()``) and passes parameters as plain inputs. Each
 forward graph is re-traced with ``torch.export`` (public API, same serialized schema the
 frontend reads), compiled by the Rust compiler and run by the CPU runtime, reading the input
-tensors in place.
+tensors in place. Compiled graphs are cached on disk (``~/.cache/ember/graphs`` or
+``$EMBER_CACHE_DIR``), keyed by the graph's code, input shapes and dtypes, Ember's version and
+the CPU, so a second process reuses them without compiling.
 
 A graph Ember cannot compile (an op without a lowering, a non-CPU device, autograd) runs with
 torch eager instead, after one warning naming the reason; the user's program never fails
@@ -13,7 +15,10 @@ because of Ember. Graphs are compiled once per shape signature (Dynamo guards re
 
 from __future__ import annotations
 
+import hashlib
 import os
+import platform
+import shutil
 import tempfile
 import warnings
 from typing import Any, Callable
@@ -33,17 +38,33 @@ _DTYPES = {
 _TORCH = {v: k for k, v in _DTYPES.items()}
 
 #: Graphs compiled in this process, and fallbacks taken (for tests and curious users).
-stats = {"compiled": 0, "fallbacks": 0}
+stats = {"compiled": 0, "cache_hits": 0, "fallbacks": 0}
 
 
 class Unsupported(Exception):
     """Ember cannot run this graph; torch eager will."""
 
 
-def _work_dir() -> str:
+def _cache_root() -> str:
     base = os.environ.get("EMBER_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ember", "graphs")
     os.makedirs(base, exist_ok=True)
-    return tempfile.mkdtemp(prefix="g", dir=base)
+    return base
+
+
+def _graph_key(gm: torch.fx.GraphModule, example_inputs: list[Any], native: Any) -> str:
+    """Content address of a compiled graph: its code, input shapes/dtypes, Ember's version, the CPU."""
+    h = hashlib.sha256()
+    h.update(gm.print_readable(print_output=False, include_stride=True, include_device=True).encode())
+    for x in example_inputs:
+        h.update(repr((tuple(int(s) for s in x.shape), str(x.dtype))).encode())
+    h.update(native.version().encode())
+    h.update(platform.machine().encode())
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            h.update(next((ln for ln in f if ln.startswith("flags")), "").encode())
+    except OSError:
+        pass
+    return h.hexdigest()[:32]
 
 
 def _concrete(x: Any) -> Any:
@@ -65,20 +86,35 @@ class _Compiled:
                 raise Unsupported(f"a graph input is on {x.device}; Ember's runtime target here is the CPU")
             if x.dtype not in _DTYPES:
                 raise Unsupported(f"a graph input has dtype {x.dtype}")
-        inputs = tuple(_concrete(x) for x in example_inputs)
-        d = _work_dir()
-        path = os.path.join(d, "graph.pt2")
+        # The on-disk cache makes a second process start without compiling. Entries appear by an
+        # atomic directory rename, so concurrent processes never see a half-written one.
+        final = os.path.join(_cache_root(), _graph_key(gm, example_inputs, native))
+        if os.path.exists(os.path.join(final, "cpu", "manifest.json")):
+            self.program = native.Program(os.path.join(final, "cpu"))
+            stats["cache_hits"] += 1
+            return
+        d = tempfile.mkdtemp(prefix=".tmp-", dir=_cache_root())
         try:
-            with torch.no_grad():
-                ep = torch.export.export(gm, inputs).run_decompositions()
-            torch.export.save(ep, path)
-        except Exception as exc:  # noqa: BLE001 - any export failure means "run eagerly"
-            raise Unsupported(f"torch.export could not re-trace the graph: {str(exc).splitlines()[0]}") from exc
-        try:
-            native.compile(path, "cpu", os.path.join(d, "cpu"))
-        except ValueError as exc:
-            raise Unsupported(str(exc)) from exc
-        self.program = native.Program(os.path.join(d, "cpu"))
+            path = os.path.join(d, "graph.pt2")
+            inputs = tuple(_concrete(x) for x in example_inputs)
+            try:
+                with torch.no_grad():
+                    ep = torch.export.export(gm, inputs).run_decompositions()
+                torch.export.save(ep, path)
+            except Exception as exc:  # noqa: BLE001 - any export failure means "run eagerly"
+                raise Unsupported(f"torch.export could not re-trace the graph: {str(exc).splitlines()[0]}") from exc
+            try:
+                native.compile(path, "cpu", os.path.join(d, "cpu"))
+            except ValueError as exc:
+                raise Unsupported(str(exc)) from exc
+            try:
+                os.rename(d, final)
+            except OSError:
+                pass  # another process won the race; its entry is equivalent
+        finally:
+            if os.path.isdir(d):
+                shutil.rmtree(d, ignore_errors=True)
+        self.program = native.Program(os.path.join(final, "cpu"))
         stats["compiled"] += 1
 
     def __call__(self, *args: Any) -> tuple[torch.Tensor, ...]:
