@@ -151,13 +151,35 @@ pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
                     }
                 }
             }
-            n => {
-                let r = d.results[0];
-                if uses.get(&r).copied().unwrap_or(0) > 1 && !is_remap(n) {
-                    want(r, &mut materialize);
+            _ => {}
+        }
+    }
+    // A value read more than once is inlined when every reader ends up in one kernel (the
+    // kernel evaluates it once per element); otherwise it is materialized rather than
+    // recomputed in several kernels. Consumers are decided before producers (reverse order).
+    let mut roots: HashMap<Value, Vec<Value>> = HashMap::new();
+    let mut users: HashMap<Value, Vec<Value>> = HashMap::new();
+    for &op in &ops {
+        for &o in &m.op(op).operands {
+            users.entry(o).or_default().push(m.op(op).results[0]);
+        }
+    }
+    for &op in ops.iter().rev() {
+        let d = m.op(op);
+        let r = d.results[0];
+        let mut readers: Vec<Value> = Vec::new();
+        for u in users.get(&r).into_iter().flatten() {
+            let rs = if materialize.contains(u) { vec![*u] } else { roots.get(u).cloned().unwrap_or_default() };
+            for x in rs {
+                if !readers.contains(&x) {
+                    readers.push(x);
                 }
             }
         }
+        if !materialize.contains(&r) && uses.get(&r).copied().unwrap_or(0) > 1 && !is_remap(&d.name) && readers.len() > 1 {
+            want(r, &mut materialize);
+        }
+        roots.insert(r, if materialize.contains(&r) { vec![r] } else { readers });
     }
     // Buffers: arguments first, then materialized values in program order.
     let mut buffers = Vec::new();

@@ -280,7 +280,9 @@ impl Program {
                 },
             };
         }
-        for step in &man.steps {
+        let profile = std::env::var_os("EMBER_PROFILE").is_some();
+        for (si, step) in man.steps.iter().enumerate() {
+            let t0 = profile.then(std::time::Instant::now);
             match step {
                 Step::Kernel { name, out, .. } => {
                     let f = self.kernels[name];
@@ -289,6 +291,13 @@ impl Program {
                     run_kernel(f, &ptrs, &sym_vals, outer, work);
                 }
                 Step::Gemm(g) => self.gemm(g, &ptrs, &eval, &shapes)?,
+            }
+            if let Some(t0) = t0 {
+                let (kind, out) = match step {
+                    Step::Kernel { name, out, .. } => (name.clone(), *out),
+                    Step::Gemm(g) => ("gemm".to_string(), g.out),
+                };
+                eprintln!("step {si:>3} {kind:<6} out {:?} {:.3} ms", shapes[out], t0.elapsed().as_secs_f64() * 1e3);
             }
         }
         Ok(man
