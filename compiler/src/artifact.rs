@@ -57,3 +57,94 @@ pub fn read_header(dir: &Path) -> Result<ManifestHeader, ArtifactError> {
         None => Err(ArtifactError(format!("{}: format_version `{}` is not MAJOR.MINOR", path.display(), h.format_version))),
     }
 }
+
+/// The pass pipeline every target runs before its own lowering.
+pub const PIPELINE: &str = "canonicalize,torch-to-ten,cse,dce";
+
+pub fn lower(m: &mut ember_ir::Module) -> Result<(), String> {
+    let passes = ember_passes::parse_pipeline(PIPELINE).map_err(|e| e.to_string())?;
+    ember_passes::run_pipeline(m, &passes, &mut |_, _| {}).map_err(|e| e.to_string())
+}
+
+pub fn dims_text(t: &ember_ir::TensorType) -> Vec<String> {
+    t.dims.iter().map(|d| d.to_string()).collect()
+}
+
+/// A user input, weight or output of `@main`, by argument (or result) index.
+pub struct Io {
+    pub index: usize,
+    pub name: String,
+    pub dtype: String,
+    pub dims: Vec<String>,
+}
+
+/// `@main`'s arguments split into user inputs and weights, with every weight packed into one
+/// blob (64-byte aligned, argument order): the `weights.bin` of every target.
+pub struct Packed {
+    pub inputs: Vec<Io>,
+    /// (io, offset, bytes) per weight.
+    pub weights: Vec<(Io, u64, u64)>,
+    pub outputs: Vec<Io>,
+    pub blob: Vec<u8>,
+}
+
+pub fn pack(m: &ember_ir::Module, f: ember_ir::OpId, weights: &[(String, crate::frontend::Weight)]) -> Result<Packed, String> {
+    use ember_ir::attr::Attr;
+    let entry = m.entry(f);
+    let mut p = Packed { inputs: vec![], weights: vec![], outputs: vec![], blob: vec![] };
+    for (i, &a) in m.block(entry).args.iter().enumerate() {
+        let attrs = m.arg_attrs(f, i).cloned().unwrap_or_default();
+        let t = m.ty(a).tensor().ok_or("non-tensor argument")?;
+        let io = |name: &str| Io { index: i, name: name.to_string(), dtype: t.dtype.mlir_name().into(), dims: dims_text(t) };
+        if let Some(Attr::Str(name)) = attrs.get("ember.input") {
+            p.inputs.push(io(name));
+            continue;
+        }
+        let name = ["ember.param", "ember.buffer", "ember.constant"]
+            .iter()
+            .find_map(|k| attrs.get(*k).and_then(|a| a.as_str()))
+            .ok_or_else(|| format!("argument {i} has no role (ember.input, ember.param, ember.buffer or ember.constant)"))?;
+        let w = weights.iter().find(|(n, _)| n == name).map(|(_, w)| w).ok_or_else(|| format!("weight `{name}` is missing"))?;
+        let data = w.data.as_ref().ok_or_else(|| format!("weight `{name}` has no data: compile from a .pt2 archive, not a bare model.json"))?;
+        let n = t.static_shape().map(|s| s.iter().product::<i64>() as usize).unwrap_or(0) * t.dtype.byte_size();
+        let bytes = data.bytes().get(..n).ok_or_else(|| format!("weight `{name}` is shorter than its type"))?;
+        while p.blob.len() % 64 != 0 {
+            p.blob.push(0);
+        }
+        p.weights.push((io(name), p.blob.len() as u64, bytes.len() as u64));
+        p.blob.extend_from_slice(bytes);
+    }
+    let ret = m.func_return(f).ok_or("no return")?;
+    for (i, &v) in m.op(ret).operands.iter().enumerate() {
+        let t = m.ty(v).tensor().ok_or("non-tensor result")?;
+        let name = m.res_attrs(f, i).and_then(|a| a.get("ember.output")).and_then(|a| a.as_str()).unwrap_or("").to_string();
+        p.outputs.push(Io { index: i, name, dtype: t.dtype.mlir_name().into(), dims: dims_text(t) });
+    }
+    Ok(p)
+}
+
+/// Writes `files` into a sibling temp dir, then swaps it in for `out`: never a half-written
+/// artifact. An existing `out` is replaced only if it is an Ember artifact (or empty).
+pub fn write_dir(out: &Path, files: &[(&str, &[u8])]) -> Result<(), String> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| format!("cannot create `{}`: {e}", parent.display()))?;
+    if out.exists() && !out.join("manifest.json").exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        return Err(format!("`{}` exists and is not an Ember artifact; refusing to overwrite it", out.display()));
+    }
+    let tmp = parent.join(format!(".{}.tmp-{}", out.file_name().and_then(|n| n.to_str()).unwrap_or("out"), std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let result = (|| -> Result<(), String> {
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create `{}`: {e}", tmp.display()))?;
+        for (name, bytes) in files {
+            std::fs::write(tmp.join(name), bytes).map_err(|e| format!("cannot write `{name}`: {e}"))?;
+        }
+        if out.exists() {
+            std::fs::remove_dir_all(out).map_err(|e| format!("cannot replace `{}`: {e}", out.display()))?;
+        }
+        std::fs::rename(&tmp, out).map_err(|e| format!("cannot move the artifact into `{}`: {e}", out.display()))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
