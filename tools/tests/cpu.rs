@@ -38,12 +38,7 @@ pub fn close(got: &HostTensor, want: &HostTensor) -> Result<f64, String> {
 fn bundled_models_match_eager() {
     let dir = std::env::temp_dir().join(format!("ember-cpu-{}", std::process::id()));
     let mut checked = 0;
-    for e in std::fs::read_dir(testdata().join("models")).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_none_or(|x| x != "pt2") {
-            continue;
-        }
-        let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+    for (name, p) in bundled_models() {
         let out = dir.join(&name);
         let imported = ember_compiler::import_path(&p).unwrap();
         let r = ember_compiler::cpu::compile(imported, &out);

@@ -22,6 +22,18 @@ pub fn testdata() -> PathBuf {
     repo().join("testdata")
 }
 
+/// The bundled models (`testdata/models/*.pt2`) as (name, path), sorted by name.
+pub fn bundled_models() -> Vec<(String, PathBuf)> {
+    let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(testdata().join("models"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pt2"))
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), p))
+        .collect();
+    v.sort();
+    v
+}
+
 pub struct Out {
     pub code: i32,
     pub stdout: String,

@@ -48,12 +48,7 @@ fn compile(name: &str, out: &Path) -> Result<Manifest, String> {
 fn bundled_models_compile_for_tpu() {
     let dir = std::env::temp_dir().join(format!("ember-tpu-{}", std::process::id()));
     let mut checked = 0;
-    for e in std::fs::read_dir(testdata().join("models")).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_none_or(|x| x != "pt2") {
-            continue;
-        }
-        let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+    for (name, p) in bundled_models() {
         let out = dir.join(&name);
         let r = compile(&name, &out);
         if let Some((_, why)) = NOT_YET.iter().find(|(n, _)| *n == name) {

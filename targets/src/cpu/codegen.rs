@@ -399,17 +399,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let out_idx = out_idx.to_vec();
         let unsigned = dt == DType::Bool || dt.mlir_name().starts_with("ui");
         self.nest(&red, None, &mut ridx, &mut |k, r| {
-            let mut full = Vec::with_capacity(xdims.len());
-            let (mut oi, mut ri) = (0, 0);
-            for i in 0..xdims.len() {
-                if rdims.contains(&i) {
-                    full.push(r[ri]);
-                    ri += 1;
-                } else {
-                    full.push(out_idx[oi]);
-                    oi += 1;
-                }
-            }
+            let full = interleave(xdims.len(), &rdims, &out_idx, r);
             let v = k.emit(x, &full)?;
             let pos = k.linear(r, &red)?;
             let cur = k.b.build_load(ty, best, "b").map_err(le)?;
@@ -461,17 +451,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let mut ridx = Vec::new();
         let out_idx = out_idx.to_vec();
         self.nest(&red, None, &mut ridx, &mut |k, r| {
-            let mut full = Vec::with_capacity(xdims.len());
-            let (mut oi, mut ri) = (0, 0);
-            for i in 0..xdims.len() {
-                if rdims.contains(&i) {
-                    full.push(r[ri]);
-                    ri += 1;
-                } else {
-                    full.push(out_idx[oi]);
-                    oi += 1;
-                }
-            }
+            let full = interleave(xdims.len(), &rdims, &out_idx, r);
             let v = k.emit(x, &full)?;
             let a = k.b.build_load(ty, acc, "a").map_err(le)?;
             let n = k.combine(&kind, dt, a, v)?;
@@ -1013,4 +993,20 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             n => Err(format!("`ten.{n}` cannot be inlined into a CPU kernel")),
         }
     }
+}
+
+/// The operand index of a reduction: reduced dims from `r`, the others from `out`, in dim order.
+fn interleave<'ctx>(rank: usize, rdims: &[usize], out: &[IntValue<'ctx>], r: &[IntValue<'ctx>]) -> Vec<IntValue<'ctx>> {
+    let (mut oi, mut ri) = (0, 0);
+    (0..rank)
+        .map(|i| {
+            if rdims.contains(&i) {
+                ri += 1;
+                r[ri - 1]
+            } else {
+                oi += 1;
+                out[oi - 1]
+            }
+        })
+        .collect()
 }
