@@ -158,6 +158,7 @@ pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
     // kernel evaluates it once per element); otherwise it is materialized rather than
     // recomputed in several kernels. Consumers are decided before producers (reverse order).
     let mut roots: HashMap<Value, Vec<Value>> = HashMap::new();
+    let mut cost: HashMap<Value, u32> = HashMap::new();
     let mut users: HashMap<Value, Vec<Value>> = HashMap::new();
     for &op in &ops {
         for &o in &m.op(op).operands {
@@ -176,7 +177,9 @@ pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
                 }
             }
         }
-        if !materialize.contains(&r) && uses.get(&r).copied().unwrap_or(0) > 1 && !is_remap(&d.name) && readers.len() > 1 {
+        // Reading memory twice costs more than a few flops per element: cheap values are
+        // recomputed by each kernel that reads them instead of being written and read back.
+        if !materialize.contains(&r) && uses.get(&r).copied().unwrap_or(0) > 1 && !is_remap(&d.name) && readers.len() > 1 && inline_cost(m, r, &materialize, &mut cost) > RECOMPUTE_LIMIT {
             want(r, &mut materialize);
         }
         roots.insert(r, if materialize.contains(&r) { vec![r] } else { readers });
@@ -212,6 +215,34 @@ pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
     }
     let outputs = ret_vals.iter().map(|v| buf_of[v]).collect();
     Ok(Plan { buffers, steps, outputs, buf_of, kernel_roots })
+}
+
+/// Most arithmetic per element a value may cost and still be recomputed by several kernels.
+const RECOMPUTE_LIMIT: u32 = 12;
+
+/// Arithmetic per element of a value's inlined expression, down to materialized values
+/// (transcendentals count 4, index remaps 0).
+fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut HashMap<Value, u32>) -> u32 {
+    if let Some(&c) = memo.get(&v) {
+        return c;
+    }
+    let Some(op) = m.defining_op(v) else { return 0 };
+    let d = m.op(op);
+    let own = match d.name.as_str() {
+        n if is_remap(n) => 0,
+        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" => 4,
+        "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.windows" => u32::MAX / 4,
+        _ => 1,
+    };
+    let operands = d.operands.clone();
+    let mut c = own;
+    for o in operands {
+        if !materialized.contains(&o) {
+            c = c.saturating_add(inline_cost(m, o, materialized, memo));
+        }
+    }
+    memo.insert(v, c);
+    c
 }
 
 /// Buffers an inlined expression reads, in first-visit order (the kernel's argument order).
