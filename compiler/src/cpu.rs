@@ -25,6 +25,23 @@ pub fn compile(imported: Imported, out: &Path) -> Result<Manifest, String> {
             .collect(),
         _ => vec![],
     };
+    // Only symbols some buffer's size uses are bound at run time; each must be an input dim.
+    let mut used = Vec::new();
+    for b in &plan.buffers {
+        for d in &b.dims {
+            if let Ok(e) = ember_ir::SymExpr::parse(d) {
+                e.symbols(&mut used);
+            }
+        }
+    }
+    let symbols: Vec<SymbolInfo> = symbols.into_iter().filter(|s| used.contains(&s.name)).collect();
+    let entry = m.entry(f);
+    for s in &symbols {
+        let bindable = m.block(entry).args.iter().any(|&a| m.ty(a).tensor().is_some_and(|t| t.dims.iter().any(|d| *d == ember_ir::SymExpr::Sym(s.name.clone()))));
+        if !bindable {
+            return Err(format!("symbolic size `{}` is not the size of any input dim, so the runtime cannot bind it", s.name));
+        }
+    }
     let names: Vec<String> = symbols.iter().map(|s| s.name.clone()).collect();
     let obj = ember_targets::cpu::codegen::codegen(&m, &plan, &names)?;
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;

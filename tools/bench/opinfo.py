@@ -5,8 +5,10 @@ Two commands, run one after the other::
 
     python tools/bench/opinfo.py export [--subset] [--ops a,b] [--limit-ops N]
                                         [--max-samples-per-op K] [--cache DIR] [--jobs J]
-    python tools/bench/opinfo.py check  [--subset] [--ops a,b] [--ember PATH]
-                                        [--cache DIR] [--report FILE.md] [--jobs J]
+    python tools/bench/opinfo.py check  [--subset] [--ops a,b] [--stages import,cpu]
+                                        [--max-samples-per-op K] [--ember PATH] [--cache DIR]
+                                        [--report FILE.md] [--json FILE] [--jobs J]
+                                        [--write-expected [FILE]]
 
 ``export`` walks ``torch.testing._internal.common_methods_invocations.op_db``. For
 every OpInfo it seeds torch with 0, draws up to K samples from
@@ -27,16 +29,25 @@ content-addressed cache::
 args, torch version, harness version); a sample whose ``<key>.json`` exists is
 not exported again (use ``--force`` to redo it).
 
-``check`` runs the *stages* on every exported sample of the index and writes a
-markdown report (default ``tools/bench/results/opinfo_import.md``), ending its
-output with the line ``N passed, M failed``. Today the only stage is ``import``
-(``ember import X.pt2``). Code generation will add stages: a stage is a class with
-a ``name`` and a ``run(sample, ctx) -> StageResult`` method registered in
-``STAGES``; a sample passes when every selected stage passes, and the first
-failing stage's error is what the report groups by. A later "compile", "run"
-(``ember run`` on ``arg*`` of the .npz) and "compare" (against ``out*``, e.g.
-with ``compare_outputs`` below) stage plug in there and are selected with
-``--stages import,compile,run,compare``.
+``check`` runs the *stages* in order on every exported sample of the index (a sample
+passes when every selected stage passes; the first failing stage's error is what the
+report groups by) and writes a markdown report, by default
+``tools/bench/results/opinfo_<last stage>.md`` (``..._subset.md`` with ``--subset``,
+none with ``--ops``), ending its output with the line
+``N passed, M failed``. The stages (``--stages``, default ``import,cpu``):
+
+``import``  ``ember import X.pt2``: the torch.export frontend plus the IR verifier.
+``cpu``     ``ember compile X.pt2 --target cpu``, ``ember run`` on ``arg*`` of the .npz,
+            and a comparison of its outputs with ``out*`` (``compare_outputs``, with the
+            dtype-aware ``TOLERANCES``). Failures are classified as ``compile``, ``run``
+            or ``wrong result`` (with max abs/rel error). The report also lists the
+            *claimed ops* (``claimed_targets``): core ATen targets every relevant sample
+            containing them passes.
+
+A stage is a class with a ``name`` and a ``run(sample, ctx) -> StageResult`` method
+registered in ``STAGES``. ``--write-expected`` records every sample's pass/fail in
+``tools/bench/opinfo_subset_expected.json`` (with ``--subset``), which
+``tools/python/tests/test_opinfo_subset.py`` compares against.
 """
 
 from __future__ import annotations
@@ -63,7 +74,9 @@ PROG = "python tools/bench/opinfo.py"
 HARNESS_VERSION = 1  # bump to invalidate every cached sample
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_CACHE = Path(os.path.expanduser("~/.cache/ember/opinfo"))
-DEFAULT_REPORT = REPO / "tools" / "bench" / "results" / "opinfo_import.md"
+DEFAULT_REPORT_DIR = REPO / "tools" / "bench" / "results"  # opinfo_<last stage>.md
+DEFAULT_EXPECTED = REPO / "tools" / "bench" / "opinfo_subset_expected.json"
+DEFAULT_STAGES = "import,cpu"
 DEFAULT_EMBER = REPO / "target" / "debug" / "ember"
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -497,6 +510,8 @@ class StageResult:
     error: str | None = None  # the first meaningful line
     detail: str = ""          # full message (stderr), for the report
     seconds: float = 0.0
+    kind: str | None = None   # the failure's class within the stage (cpu: compile | run | wrong result)
+    info: dict[str, Any] | None = None  # JSON-able extras: wrong-result metrics, notes on a pass
 
 
 @dataclass
@@ -521,17 +536,55 @@ def _ember_error(stderr: str) -> tuple[str, str]:
     ember prints ``error: `X.pt2`: node `n` (from f.py:1): MESSAGE``; when the imported
     graph does not verify, the verifier's lines follow on the next lines, and the first
     one (``  `torch.aten.x` at node `n` (from ...): result 0: expected ..., found ...``)
-    is appended to the head line.
+    is appended to the head line. A panic's ``thread '...' panicked at ...:`` line is
+    followed by its message, which is what is kept.
     """
     text = stderr.strip()
     lines = [l for l in text.splitlines() if l.strip()]
     if not lines:
         return "(no message)", ""
-    head = lines[0].removeprefix("error: ")
-    head = re.sub(r"^`[^`]*\.pt2`:\s*", "", head)
+    err = [i for i, l in enumerate(lines) if l.startswith("error")]
+    panic = [i for i, l in enumerate(lines) if " panicked at " in l]
+    if panic and not err:
+        i = panic[0]
+        msg = lines[i + 1].strip() if i + 1 < len(lines) else lines[i]
+        return f"panic: {msg}", text
+    head = lines[err[0] if err else 0].removeprefix("error: ")
+    head = re.sub(r"^`[^`]*\.(pt2|npz)`:\s*", "", head)
     if "does not verify" in head and len(lines) > 1:
         head = "the imported graph does not verify: " + lines[1].strip()
     return head, text
+
+
+def _signal_name(rc: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(-rc).name
+    except ValueError:
+        return f"signal {-rc}"
+
+
+def run_ember(ctx: Context, argv: list[str], timeout: float) -> tuple[str | None, str, float]:
+    """Run ``ember ARGV``: (None on success, else its error line; stderr; seconds).
+
+    Exit code 2 is a diagnosed error (bad input or unsupported feature) and its message
+    is the line; any other failure (a panic, a signal, a timeout) is a crash and says so.
+    """
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([str(ctx.ember), *argv], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"timeout: ember {argv[0]} ran over {timeout:.0f}s", "", timeout
+    dt = time.monotonic() - t0
+    if p.returncode == 0:
+        return None, p.stderr, dt
+    head, text = _ember_error(p.stderr)
+    if p.returncode < 0:
+        head = f"crash ({_signal_name(p.returncode)}): {head}"
+    elif p.returncode != 2:
+        head = f"exit code {p.returncode}: {head}"  # a crash, not a diagnosed error
+    return head, text, dt
 
 
 class ImportStage(Stage):
@@ -542,49 +595,302 @@ class ImportStage(Stage):
     def run(self, sample: dict[str, Any], ctx: Context) -> StageResult:
         pt2 = ctx.cache / f"{sample['key']}.pt2"
         out = ctx.workdir / f"{sample['key']}.mlir"
-        t0 = time.monotonic()
-        try:
-            p = subprocess.run([str(ctx.ember), "import", str(pt2), "-o", str(out)],
-                               capture_output=True, text=True, timeout=120)
-        except subprocess.TimeoutExpired:
-            return StageResult(False, "timeout: ember import ran over 120s", "", 120.0)
-        dt = time.monotonic() - t0
-        if p.returncode == 0:
+        err, text, dt = run_ember(ctx, ["import", str(pt2), "-o", str(out)], 120)
+        if err is None:
             return StageResult(True, seconds=dt)
-        head, text = _ember_error(p.stderr)
-        if p.returncode != 2:
-            head = f"exit code {p.returncode}: {head}"  # a crash, not a diagnosed error
-        return StageResult(False, head, text, dt)
+        return StageResult(False, err, text, dt)
 
 
-# compile/run/compare come with code generation; register them here.
-STAGES: dict[str, type[Stage]] = {"import": ImportStage}
+# ----------------------------------------------------------------------------
+# check: the cpu stage and its comparison
+
+# (rtol, atol) by output dtype, checked as |got - want| <= atol + rtol * |want|
+# elementwise, like torch.testing.assert_close. These are assert_close's defaults
+# except float32 (and complex64), where torch uses rtol 1.3e-6 (~11 ulp) and we use
+# 1e-4 (~840 ulp): Ember fuses elementwise chains into single kernels (values stay in
+# registers, LLVM may contract a*b+c into FMAs), sums and GEMMs accumulate in a
+# different (blocked, vectorized) order than ATen, and exp/tanh/erf/sigmoid are inline
+# polynomial approximations (a few ulp each, compounded through softmax, gelu, ...),
+# so correct results can differ from eager by more than torch's ~11 ulp: the OpInfo sweep
+# measures relative errors up to ~1e-4 on gelu/layer_norm and more near zero (where atol
+# takes over). Real lowering bugs (wrong formula, axis, broadcast or index) show up as
+# errors of 1e-2 and more, far above 1e-4. Integer and bool outputs must match exactly; NaN must be at the same
+# positions; infinities must match in sign; shapes and dtypes must match.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float16": (1e-3, 1e-5),
+    "bfloat16": (1.6e-2, 1e-5),
+    "float32": (1e-4, 1e-5),
+    "complex64": (1e-4, 1e-5),
+    "float64": (1e-7, 1e-7),
+    "complex128": (1e-7, 1e-7),
+}
+
+# Graphs whose eager outputs are random draws: only the outputs' count, shapes and
+# dtypes are compared (the sample passes as "values not compared").
+RANDOM_TARGET = re.compile(
+    r"^aten\.(bernoulli|cauchy|exponential|geometric|log_normal|multinomial|native_dropout|"
+    r"normal|normal_functional|poisson|rand|rand_like|randint|randint_like|randn|randn_like|"
+    r"randperm|uniform)\.")
+# OpInfos whose eager outputs are uninitialized memory.
+UNINITIALIZED_OPINFOS = {"empty", "empty_like", "empty_permuted", "empty_strided", "new_empty",
+                         "new_empty_strided"}
 
 
-def compare_outputs(npz: Path, got: Sequence[Any], rtol: float = 1.3e-6, atol: float = 1e-5) -> str | None:
-    """For a future compare stage: None when got matches out0.. of npz, else why not."""
-    import numpy as np
-
-    with np.load(npz) as z:
-        want = [z[f"out{i}"] for i in range(sum(k.startswith("out") for k in z.files))]
-    if len(want) != len(got):
-        return f"{len(got)} outputs, expected {len(want)}"
-    for i, (w, g) in enumerate(zip(want, got)):
-        g = np.asarray(g)
-        if w.shape != g.shape:
-            return f"out{i}: shape {g.shape}, expected {w.shape}"
-        if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
-            return f"out{i}: max |diff| {float(np.max(np.abs(g.astype(np.float64) - w))):.3g}"
+def values_not_comparable(sample: dict[str, Any]) -> str | None:
+    """Why the sample's output values are not comparable with eager (None: they are)."""
+    rnd = sorted(t for t in sample.get("aten_targets", []) if RANDOM_TARGET.match(t))
+    if rnd:
+        return f"random op ({', '.join(rnd)})"
+    if sample.get("op") in UNINITIALIZED_OPINFOS:
+        return "uninitialized memory"
     return None
 
 
+def _fmt(x: Any) -> str:
+    return f"{x:.6g}" if isinstance(x, float) else str(x)
+
+
+# torch.testing.assert_close's float32 default, to count how many passes need the looser rtol.
+TORCH_DEFAULT_FLOAT32 = (1.3e-6, 1e-5)
+
+
+def compare_array(got: Any, want: Any, name: str) -> tuple[str | None, dict[str, Any]]:
+    """(None, metrics) when got matches want within TOLERANCES, else (why not, metrics).
+
+    For float outputs the metrics always include max_abs/max_rel (over finite elements;
+    max_rel over nonzero expected values) and, for float32, ``strict_ok``: whether the
+    output would also pass torch's default float32 tolerances.
+    """
+    import numpy as np
+
+    info: dict[str, Any] = {"output": name, "shape": list(want.shape), "dtype": str(want.dtype)}
+    if got.dtype != want.dtype:
+        return f"{name}: dtype {got.dtype}, expected {want.dtype}", info
+    if got.shape != want.shape:
+        return f"{name}: shape {list(got.shape)}, expected {list(want.shape)}", info
+    if want.size == 0:
+        return None, info
+    kind = want.dtype.kind
+    if kind in "biu":
+        bad = got != want
+        if not bad.any():
+            return None, info
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        info.update(mismatched=int(bad.sum()), size=int(want.size), max_abs=float(diff.max()),
+                    max_rel=None, worst_index=list(idx), got=_py(got[idx]), want=_py(want[idx]),
+                    rtol=0.0, atol=0.0)
+        return (f"{name} {list(want.shape)} {want.dtype}: {info['mismatched']}/{want.size} elements "
+                f"differ (exact compare), e.g. at {list(idx)}: got {_py(got[idx])}, "
+                f"expected {_py(want[idx])}"), info
+    if kind not in "fc":
+        return f"{name}: cannot compare dtype {want.dtype}", info
+    rtol, atol = TOLERANCES.get(want.dtype.name, (1e-4, 1e-5))
+    wide = np.complex128 if kind == "c" else np.float64
+    g, w = got.astype(wide), want.astype(wide)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+        finite = np.isfinite(g) & np.isfinite(w)
+        diff = np.where(finite, np.abs(g - w), 0.0)
+        tiny = float(np.finfo(want.dtype).tiny) if kind == "f" else 0.0
+        nz = finite & (np.abs(w) > tiny)  # relative error of denormals is noise
+        info["max_abs"] = float(diff.max()) if finite.any() else None
+        info["max_rel"] = float((diff[nz] / np.abs(w[nz])).max()) if nz.any() else None
+        if want.dtype.name == "float32":
+            info["strict_ok"] = bool(np.isclose(g, w, rtol=TORCH_DEFAULT_FLOAT32[0],
+                                                atol=TORCH_DEFAULT_FLOAT32[1], equal_nan=True).all())
+        if close.all():
+            return None, info
+        nan_g, nan_w = np.isnan(g), np.isnan(w)
+        bad = ~close
+        finite_bad = bad & finite
+        if finite_bad.any():
+            excess = np.where(finite_bad, diff - (atol + rtol * np.abs(w)), -np.inf)
+            idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), w.shape))
+        else:
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    nan_bad = int((nan_g != nan_w).sum())
+    inf_bad = int((bad & ~finite & ~nan_g & ~nan_w).sum())
+    info.update(mismatched=int(bad.sum()), size=int(w.size), nan_mismatch=nan_bad,
+                inf_mismatch=inf_bad, worst_index=list(idx), got=_py(got[idx]),
+                want=_py(want[idx]), rtol=rtol, atol=atol)
+    parts = [f"{name} {list(want.shape)} {want.dtype}: {info['mismatched']}/{w.size} elements "
+             f"differ (rtol {rtol:g}, atol {atol:g})"]
+    if finite_bad.any():
+        parts.append(f"max abs err {info['max_abs']:.3g}")
+        if info["max_rel"] is not None:
+            parts.append(f"max rel err {info['max_rel']:.3g}")
+    if nan_bad:
+        parts.append(f"NaN positions differ at {nan_bad} element(s)")
+    if inf_bad:
+        parts.append(f"infinities differ at {inf_bad} element(s)")
+    parts.append(f"worst at {list(idx)}: got {_fmt(info['got'])}, expected {_fmt(info['want'])}")
+    return "; ".join(parts), info
+
+
+def _py(x: Any) -> Any:
+    """A numpy scalar as a JSON-able Python value (NaN/inf as strings)."""
+    import math
+
+    v = x.item() if hasattr(x, "item") else x
+    if isinstance(v, complex):
+        return str(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return v
+
+
+def read_outputs(npz: Path) -> list[Any]:
+    """out0, out1, ... of an .npz, in order."""
+    import numpy as np
+
+    with np.load(npz) as z:
+        return [z[f"out{i}"] for i in range(sum(k.startswith("out") for k in z.files))]
+
+
+def compare_lists(got: Sequence[Any], want: Sequence[Any], values: bool = True
+                  ) -> tuple[str | None, dict[str, Any]]:
+    """(None, info) when the outputs got match want, else (why not, info of the first mismatch).
+
+    With values=False only the number, shapes and dtypes of the outputs are compared. On
+    a match, info aggregates the float metrics: max_abs, max_rel, strict_ok.
+    """
+    if len(want) != len(got):
+        return f"{len(got)} outputs, expected {len(want)}", {}
+    agg: dict[str, Any] = {}
+    for i, (w, g) in enumerate(zip(want, got)):
+        if not values:
+            if g.dtype != w.dtype:
+                return f"out{i}: dtype {g.dtype}, expected {w.dtype}", {}
+            if g.shape != w.shape:
+                return f"out{i}: shape {list(g.shape)}, expected {list(w.shape)}", {}
+            continue
+        err, info = compare_array(g, w, f"out{i}")
+        if err:
+            return err, info
+        for k in ("max_abs", "max_rel"):
+            if info.get(k) is not None:
+                agg[k] = max(agg.get(k, 0.0), info[k])
+        if "strict_ok" in info:
+            agg["strict_ok"] = agg.get("strict_ok", True) and info["strict_ok"]
+    return None, agg
+
+
+def compare_outputs(npz: Path, got_npz: Path, values: bool = True) -> tuple[str | None, dict[str, Any]]:
+    """compare_lists of got_npz's out0.. against npz's out0.. (the eager outputs)."""
+    return compare_lists(read_outputs(got_npz), read_outputs(npz), values)
+
+
+def decomposition_mismatch(sample: dict[str, Any], ctx: Context) -> str | None:
+    """For a wrong result: does torch's own decomposed graph disagree with eager the same way?
+
+    Runs the saved (decomposed) program with torch on the sample's inputs. If its outputs
+    differ from eager but Ember's match them, the decomposition changed the op's results
+    (e.g. a different auxiliary output) and Ember is not at fault: returns the difference
+    from eager. Else (or without torch) None.
+    """
+    try:
+        import numpy as np
+        import torch
+        from torch.utils import _pytree as pytree
+
+        key = sample["key"]
+        with np.load(ctx.cache / f"{key}.npz") as z:
+            args = [torch.from_numpy(z[f"arg{i}"].copy())
+                    for i in range(sum(k.startswith("arg") for k in z.files))]
+        ep = torch.export.load(str(ctx.cache / f"{key}.pt2"))
+        with torch.no_grad():
+            out = ep.module()(*args)
+        mine = [_to_numpy(t) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+        vs_eager, _ = compare_lists(mine, read_outputs(ctx.cache / f"{key}.npz"))
+        if vs_eager is None:
+            return None
+        ember_vs_mine, _ = compare_lists(read_outputs(ctx.workdir / f"{key}.cpu" / "got.npz"), mine)
+        return vs_eager if ember_vs_mine is None else None
+    except Exception:  # noqa: BLE001 - triage is best effort
+        return None
+
+
+class CpuStage(Stage):
+    """`ember compile X.pt2 --target cpu`, `ember run` on arg0.. of X.npz, compare with out0..
+
+    Failures are classified (StageResult.kind) as ``compile`` (no CPU lowering, a
+    rejected dtype, a crash), ``run`` (the runtime refused the inputs or crashed) or
+    ``wrong result`` (outputs differ from eager beyond TOLERANCES; info holds the max
+    abs/rel error and the worst element; ``triage`` turns it into ``decomposition
+    mismatch`` when torch's decomposed graph differs from eager the same way). The
+    artifact directory WORKDIR/<key>.cpu is deleted when the sample passes and kept
+    (with got.npz) when it fails.
+    """
+
+    name = "cpu"
+    compile_timeout = 300.0
+    run_timeout = 120.0
+
+    def run(self, sample: dict[str, Any], ctx: Context) -> StageResult:
+        import shutil
+
+        key = sample["key"]
+        pt2, npz = ctx.cache / f"{key}.pt2", ctx.cache / f"{key}.npz"
+        art = ctx.workdir / f"{key}.cpu"
+        shutil.rmtree(art, ignore_errors=True)
+        err, text, t_compile = run_ember(ctx, ["compile", str(pt2), "--target", "cpu", "-o", str(art)],
+                                         self.compile_timeout)
+        if err is not None:
+            return StageResult(False, f"compile: {err}", text, t_compile, kind="compile")
+        got = art / "got.npz"
+        err, text, t_run = run_ember(ctx, ["run", str(art), "--inputs", str(npz), "--outputs", str(got)],
+                                     self.run_timeout)
+        dt = t_compile + t_run
+        if err is not None:
+            return StageResult(False, f"run: {err}", text, dt, kind="run")
+        why_not = values_not_comparable(sample)
+        try:
+            err, info = compare_outputs(npz, got, values=why_not is None)
+        except Exception as exc:  # noqa: BLE001 - e.g. an unreadable got.npz
+            return StageResult(False, f"run: cannot read the outputs: {type(exc).__name__}: {exc}",
+                               "", dt, kind="run")
+        if err is not None:
+            return StageResult(False, f"wrong result: {err}", err, dt, kind="wrong result", info=info)
+        shutil.rmtree(art, ignore_errors=True)
+        if why_not:
+            info = {"note": f"values not compared: {why_not}"}
+        return StageResult(True, seconds=dt, info=info or None)
+
+    @staticmethod
+    def triage(sample: dict[str, Any], ctx: Context) -> None:
+        """Reclassify a wrong result that torch's decomposed graph reproduces (needs torch)."""
+        c = sample["check"]
+        diff = decomposition_mismatch(sample, ctx)
+        if diff is not None:
+            c["kind"] = "decomposition mismatch"
+            c["error"] = ("decomposition mismatch: torch's decomposed graph differs from eager "
+                          f"({diff}) and Ember matches the decomposed graph")
+
+
+STAGES: dict[str, type[Stage]] = {"import": ImportStage, "cpu": CpuStage}
+
+
 def run_sample(sample: dict[str, Any], stages: list[Stage], ctx: Context) -> dict[str, Any]:
-    res: dict[str, Any] = {"ok": True, "stage": None, "error": None, "detail": ""}
+    """Run the stages in order up to the first failure.
+
+    ``passed``: names of the stages passed; ``stage``/``kind``/``error``: the failure.
+    """
+    res: dict[str, Any] = {"ok": True, "stage": None, "kind": None, "error": None, "detail": "",
+                           "info": None, "passed": [], "seconds": 0.0}
     for st in stages:
-        r = st.run(sample, ctx)
+        try:
+            r = st.run(sample, ctx)
+        except Exception as exc:  # noqa: BLE001 - a harness bug must not stop the run
+            r = StageResult(False, f"harness: {type(exc).__name__}: {first_line(str(exc))}")
+        res["seconds"] = round(res["seconds"] + r.seconds, 3)
         if not r.ok:
-            res.update(ok=False, stage=st.name, error=r.error, detail=r.detail)
+            res.update(ok=False, stage=st.name, kind=r.kind, error=r.error, detail=r.detail[:4000],
+                       info=r.info)
             break
+        res["passed"].append(st.name)
+        if r.info:
+            res["info"] = r.info
     return res
 
 
@@ -666,7 +972,81 @@ def home_path(p: Any) -> str:
     return "~" + s[len(home):] if s.startswith(home + os.sep) else s
 
 
+def sample_id(e: dict[str, Any]) -> str:
+    """`op.variant#i`: a sample's name in reports and in the expectations file."""
+    return f"{op_id(e['op'], e['variant_test_name'])}#{e['sample_index']}"
+
+
+def reason_key(e: dict[str, Any]) -> str:
+    """Group key of a failed sample: stage, then the error with values stripped.
+
+    Wrong results are grouped by the graph's ATen targets (a wrong result is a bug in
+    the lowering of one of them), everything else by failure_reason of the error line.
+    """
+    c = e["check"]
+    if c.get("kind") == "wrong result":
+        targets = ", ".join(e.get("aten_targets") or []) or "(no targets)"
+        if len(targets) > 200:
+            targets = targets[:199] + "…"
+        return f"{c['stage']}: wrong result: graph of {targets}"
+    return f"{c['stage']}: " + failure_reason(c["error"] or "")
+
+
+_NO_LOWERING = re.compile(r"op `([^`]+)`.*has no CPU lowering yet")
+
+
+def unlowered_op(e: dict[str, Any]) -> str | None:
+    """The op a cpu-stage `has no CPU lowering yet` failure names, else None."""
+    c = e.get("check") or {}
+    if c.get("stage") != "cpu" or c.get("kind") != "compile":
+        return None
+    m = _NO_LOWERING.search(c.get("error") or "")
+    return m.group(1) if m else None
+
+
+def claimed_targets(exported: list[dict[str, Any]], known: set[str] | None, unlowered: set[str]
+                    ) -> tuple[list[str], dict[str, Counter], int]:
+    """Core ATen targets every relevant sample containing them passes.
+
+    The relevant samples are the exported ones whose graph contains only supported
+    targets (each has a definition in `ember ops --dialect torch` and no sample failed
+    with `has no CPU lowering yet` naming it) and whose values are compared (no random
+    or uninitialized outputs) and not a decomposition mismatch (torch's decomposed graph
+    itself differs from eager there). Returns (claimed, per-target counts over those samples,
+    number of those samples).
+    """
+    def supported(t: str) -> bool:
+        en = ember_name(t)
+        return en is not None and (known is None or en in known) and en not in unlowered
+
+    relevant = [e for e in exported if e["aten_targets"] and not values_not_comparable(e)
+                and e["check"].get("kind") != "decomposition mismatch"
+                and all(supported(t) for t in e["aten_targets"])]
+    stat: dict[str, Counter] = defaultdict(Counter)
+    for e in relevant:
+        for t in e["aten_targets"]:
+            stat[t]["samples"] += 1
+            stat[t]["passed" if e["check"]["ok"] else "failed"] += 1
+    claimed = sorted(t for t, c in stat.items() if t.startswith("aten.") and c["failed"] == 0)
+    return claimed, stat, len(relevant)
+
+
+def expected_map(entries: list[dict[str, Any]]) -> dict[str, str]:
+    """sample id -> `pass` | `fail: REASON` | `not exported: REASON` (the expectations file)."""
+    out: dict[str, str] = {}
+    for e in entries:
+        if e["sample_index"] < 0 or e["status"] != "exported":
+            out[sample_id(e)] = "not exported: " + failure_reason(e["error"] or "")
+        elif e["check"]["ok"]:
+            out[sample_id(e)] = "pass"
+        else:
+            out[sample_id(e)] = "fail: " + reason_key(e)
+    return out
+
+
 def cmd_check(args: argparse.Namespace) -> int:
+    import threading
+
     cache = Path(args.cache).expanduser()
     ember = Path(args.ember)
     if not ember.exists():
@@ -679,11 +1059,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     index_meta = json.loads((cache / "index.json").read_text())
     chosen = select_names(args)
     entries = [e for e in entries if matches(chosen, e["op"], e["variant_test_name"])]
+    if args.max_samples_per_op is not None:
+        entries = [e for e in entries if e["sample_index"] < args.max_samples_per_op]
     exported = [e for e in entries if e["status"] == "exported"]
     stage_names = [s.strip() for s in args.stages.split(",") if s.strip()]
     unknown = [s for s in stage_names if s not in STAGES]
-    if unknown:
+    if unknown or not stage_names:
         log(f"error: unknown stage(s) {', '.join(unknown)}; known: {', '.join(STAGES)}")
+        return 2
+    if args.write_expected and Path(args.write_expected).resolve() == DEFAULT_EXPECTED.resolve() and (
+            not args.subset or args.ops or args.max_samples_per_op is not None):
+        log(f"error: {DEFAULT_EXPECTED.name} records the --subset run: use --subset without "
+            "--ops/--max-samples-per-op, or --write-expected FILE")
         return 2
     stages = [STAGES[s]() for s in stage_names]
     workdir = Path(args.workdir).expanduser() if args.workdir else cache / "work"
@@ -693,10 +1080,28 @@ def cmd_check(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     log(f"checking {len(exported)} exported sample(s) with stages {','.join(stage_names)} "
         f"({ember}, {args.jobs} job(s))")
-    with cf.ThreadPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(lambda e: run_sample(e, stages, ctx), exported))
+    lock = threading.Lock()
+    progress = Counter()
+
+    def one(e: dict[str, Any]) -> dict[str, Any]:
+        r = run_sample(e, stages, ctx)
+        with lock:
+            progress["done"] += 1
+            progress["ok"] += r["ok"]
+            if progress["done"] % 250 == 0:
+                log(f"  {progress['done']}/{len(exported)} checked, {progress['ok']} passed "
+                    f"({time.monotonic() - t0:.0f}s)")
+        return r
+
+    with cf.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        results = list(pool.map(one, exported))
     for e, r in zip(exported, results):
         e["check"] = r
+    wrong = [e for e in exported if e["check"]["kind"] == "wrong result"]
+    if wrong:
+        log(f"triage of {len(wrong)} wrong result(s): running their decomposed graphs in torch")
+        for e in wrong:
+            CpuStage.triage(e, ctx)
     seconds = time.monotonic() - t0
 
     # per op
@@ -704,12 +1109,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     for e in entries:
         oid = op_id(e["op"], e["variant_test_name"])
         row = per_op.setdefault(oid, {"samples": 0, "export_failed": 0, "passed": 0, "failed": 0,
-                                      "first_error": None, "first_export_error": None})
+                                      "stages": Counter(), "first_error": None,
+                                      "first_export_error": None})
         row["samples"] += 1
         if e["status"] != "exported":
             row["export_failed"] += 1
             row["first_export_error"] = row["first_export_error"] or e["error"]
-        elif e["check"]["ok"]:
+            continue
+        row["stages"].update(e["check"]["passed"])
+        if e["check"]["ok"]:
             row["passed"] += 1
         else:
             row["failed"] += 1
@@ -722,56 +1130,113 @@ def cmd_check(args: argparse.Namespace) -> int:
         for t in e["aten_targets"]:
             per_target[t]["samples"] += 1
             per_target[t]["passed" if e["check"]["ok"] else "failed"] += 1
+            c = e["check"]
+            if "cpu" in c["passed"] or (c["stage"] == "cpu" and c["kind"] != "compile"):
+                per_target[t]["compiled"] += 1
 
     # failure reasons
     reasons: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in exported:
         if not e["check"]["ok"]:
-            reasons[f"{e['check']['stage']}: " + failure_reason(e["check"]["error"] or "")].append(e)
+            reasons[reason_key(e)].append(e)
     export_reasons: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in entries:
         if e["status"] != "exported":
             export_reasons[failure_reason(e["error"] or "")].append(e)
+    unlowered: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in exported:
+        op = unlowered_op(e)
+        if op:
+            unlowered[op].append(e)
+    claimed, claim_stat, n_relevant = claimed_targets(exported, known, set(unlowered))
 
     n_pass = sum(r["ok"] for r in results)
     n_fail = len(results) - n_pass
 
     # console table
     width = max([len(k) for k in per_op] + [10])
-    print(f"{'OpInfo':<{width}}  samples  passed  failed  export_failed  first error")
+    cols = "".join(f"  {s:>6}" for s in stage_names)
+    print(f"{'OpInfo':<{width}}  samples{cols}  failed  export_failed  first error")
     for oid in sorted(per_op):
         r = per_op[oid]
         err = drop_locations(r["first_error"] or "")[:110]
-        print(f"{oid:<{width}}  {r['samples']:>7}  {r['passed']:>6}  {r['failed']:>6}  "
+        vals = "".join(f"  {r['stages'][s]:>6}" for s in stage_names)
+        print(f"{oid:<{width}}  {r['samples']:>7}{vals}  {r['failed']:>6}  "
               f"{r['export_failed']:>13}  {err}")
     print()
+    print("per stage (exported samples reaching it: passed/failed):")
+    reached = len(exported)
+    for s in stage_names:
+        failed_here = sum(1 for e in exported if e["check"]["stage"] == s)
+        kinds = Counter(e["check"]["kind"] for e in exported if e["check"]["stage"] == s and e["check"]["kind"])
+        extra = f"  ({', '.join(f'{n} {k}' for k, n in kinds.most_common())})" if kinds else ""
+        print(f"  {s}: {reached - failed_here} passed, {failed_here} failed{extra}")
+        reached -= failed_here
+    print()
     print("top failure reasons:")
-    for reason, es in sorted(reasons.items(), key=lambda kv: -len(kv[1]))[:15]:
-        print(f"  {len(es):>5}  {reason[:150]}")
+    for reason, es in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:15]:
+        print(f"  {len(es):>5}  {reason[:150]}  [{es[0]['key']}]")
+    print(f"claimed core ATen targets: {len(claimed)} (of {len(claim_stat)} in {n_relevant} samples "
+          "with only supported targets)")
     print(f"checked in {seconds:.1f}s; {len(entries) - len(exported)} sample(s) were not exported")
     print(f"{n_pass} passed, {n_fail} failed")
 
-    if args.report:
-        report = render_report(
+    report = args.report
+    if report is None and not args.ops:  # --ops: a look at a few ops, no report by default
+        suffix = "_subset" if args.subset else ""
+        report = str(DEFAULT_REPORT_DIR / f"opinfo_{stage_names[-1]}{suffix}.md")
+    if report:
+        text = render_report(
             entries=entries, exported=exported, per_op=per_op, per_target=per_target,
             reasons=reasons, export_reasons=export_reasons, known=known, n_pass=n_pass,
             n_fail=n_fail, seconds=seconds, stage_names=stage_names, ember=ember,
             torch_version=index_meta.get("torch_version", "?"), args=args,
+            unlowered=unlowered, claimed=claimed, claim_stat=claim_stat, n_relevant=n_relevant,
         )
-        path = Path(args.report)
-        write_atomic(path, report.encode())
-        log(f"wrote {path}")
+        write_atomic(Path(report), text.encode())
+        log(f"wrote {report}")
     if args.json:
-        write_json(Path(args.json), {"passed": n_pass, "failed": n_fail, "samples": [
-            {k: e.get(k) for k in ("op", "variant_test_name", "sample_index", "key", "sample",
-                                   "status", "error", "aten_targets", "check")} for e in entries]})
+        write_json(Path(args.json), {"passed": n_pass, "failed": n_fail, "stages": stage_names,
+                                     "claimed": claimed, "samples": [
+            {"id": sample_id(e), **{k: e.get(k) for k in (
+                "op", "variant_test_name", "sample_index", "key", "sample", "status", "error",
+                "aten_targets", "check")}} for e in entries]})
+    if args.write_expected:
+        path = Path(args.write_expected)
+        write_json(path, {
+            "about": (f"Per-sample results of `{PROG} check{' --subset' if args.subset else ''} "
+                      f"--stages {','.join(stage_names)}`; tools/python/tests/test_opinfo_subset.py "
+                      "fails when a sample listed as `pass` no longer passes. Regenerate with "
+                      f"`{PROG} check --subset --write-expected`."),
+            "torch_version": index_meta.get("torch_version", "?"),
+            "stages": stage_names,
+            "passed": n_pass,
+            "failed": n_fail,
+            "samples": expected_map(entries),
+        })
+        log(f"wrote {path}")
     return 0
 
 
+def _repro(stage: str, key: str, cache: Any) -> str:
+    c = home_path(cache)
+    if stage == "cpu":
+        return (f"ember compile {c}/{key}.pt2 --target cpu -o /tmp/{key[:8]} && "
+                f"ember run /tmp/{key[:8]} --inputs {c}/{key}.npz --outputs /tmp/{key[:8]}/got.npz")
+    return f"ember import {c}/{key}.pt2"
+
+
+def _ops_list(es: list[dict[str, Any]], n: int = 6) -> str:
+    ops = sorted({op_id(e["op"], e["variant_test_name"]) for e in es})
+    return ", ".join(ops[:n]) + (f", … (+{len(ops) - n})" if len(ops) > n else "")
+
+
 def render_report(*, entries, exported, per_op, per_target, reasons, export_reasons, known,
-                  n_pass, n_fail, seconds, stage_names, ember, torch_version, args) -> str:
+                  n_pass, n_fail, seconds, stage_names, ember, torch_version, args,
+                  unlowered, claimed, claim_stat, n_relevant) -> str:
     now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     scope = "the --subset OpInfos" if args.subset else ("--ops " + args.ops if args.ops else "all cached OpInfos")
+    cpu = "cpu" in stage_names
     out: list[str] = []
     w = out.append
     w(f"# Ember OpInfo harness: {' + '.join(stage_names)}")
@@ -784,22 +1249,99 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
                              capture_output=True, text=True).stdout.strip()
     except Exception:  # noqa: BLE001
         built, rev = "?", ""
-    w(f"- ember: `{home_path(ember)}` (built {built}; repo HEAD {rev or '?'})")
+    w(f"- ember: `{home_path(ember)}` (built {built}; repo HEAD at check time {rev or '?'})")
+    cap = (f"; capped at the first {args.max_samples_per_op} samples per OpInfo "
+           "(--max-samples-per-op)" if args.max_samples_per_op is not None else "")
     w(f"- scope: {scope}; {len(per_op)} OpInfos, {len(entries)} samples "
-      f"({len(exported)} exported, {len(entries) - len(exported)} failed to export)")
+      f"({len(exported)} exported, {len(entries) - len(exported)} failed to export){cap}")
     w(f"- **{n_pass} passed, {n_fail} failed** (exported samples; "
-      f"{100.0 * n_pass / max(1, n_pass + n_fail):.1f}% pass), checked in {seconds:.1f}s")
+      f"{100.0 * n_pass / max(1, n_pass + n_fail):.1f}% pass), checked in {seconds:.1f}s "
+      f"with {args.jobs} job(s)")
+    reached = len(exported)
+    for s in stage_names:
+        here = [e for e in exported if e["check"]["stage"] == s]
+        kinds = Counter(e["check"]["kind"] for e in here if e["check"]["kind"])
+        extra = f": {', '.join(f'{n} {k}' for k, n in kinds.most_common())}" if kinds else ""
+        note = ""
+        if s == "cpu":
+            nc = sum(1 for e in exported if e["check"]["ok"] and (e["check"].get("info") or {}).get("note"))
+            note = f" ({nc} of them with values not compared, see below)" if nc else ""
+        w(f"- stage `{s}`: {reached - len(here)} passed{note}, {len(here)} failed{extra}")
+        reached -= len(here)
+    if cpu:
+        w(f"- claimed core ATen targets: **{len(claimed)}** (see below)")
     w("")
-    w(f"Regenerate: `{PROG} export{' --subset' if args.subset else ''}` then "
-      f"`{PROG} check{' --subset' if args.subset else ''}`. A sample is one "
-      "`op.sample_inputs(\"cpu\", float32)` entry exported with "
+    sub = " --subset" if args.subset else ""
+    w(f"Regenerate: `{PROG} export{sub}` then `{PROG} check{sub} --stages {','.join(stage_names)}"
+      f"{f' --max-samples-per-op {args.max_samples_per_op}' if args.max_samples_per_op is not None else ''}`. "
+      "A sample is one `op.sample_inputs(\"cpu\", float32)` entry exported with "
       "`torch.export.export(...).run_decompositions()`; its files are "
-      f"`{home_path(args.cache)}/<key>.pt2|.npz|.json`.")
+      f"`{home_path(args.cache)}/<key>.pt2|.npz|.json` (`.npz`: inputs `arg0..`, eager outputs `out0..`).")
     w("")
+    if cpu:
+        w("The `cpu` stage runs `ember compile KEY.pt2 --target cpu -o DIR`, "
+          "`ember run DIR --inputs KEY.npz --outputs got.npz` and compares `got.npz` with the "
+          "eager outputs: same number of outputs, same shapes and dtypes, integer and bool "
+          "outputs exactly equal, NaNs at the same positions, infinities equal, and floats "
+          "within `|got - want| <= atol + rtol * |want|` (torch.testing.assert_close's rule) "
+          "with these tolerances:")
+        w("")
+        w("| dtype | rtol | atol |")
+        w("|---|---|---|")
+        for dt, (rt, at) in TOLERANCES.items():
+            w(f"| {dt} | {rt:g} | {at:g} |")
+        w("")
+        w("They are assert_close's defaults except float32/complex64, where torch uses "
+          "rtol 1.3e-6 (about 11 ulp). Ember fuses elementwise chains into single kernels "
+          "(intermediates stay in registers, LLVM may contract into FMAs), accumulates sums "
+          "and GEMMs in a blocked, vectorized order, and evaluates exp/tanh/erf/sigmoid with "
+          "inline polynomial approximations, so correct float32 results can differ from eager "
+          "by more than torch's ~11 ulp, up to ~1e-4 relative (gelu, layer_norm; more near "
+          "zero, where atol takes over); rtol 1e-4 absorbs that while lowering bugs (wrong "
+          "formula, axis, broadcast or index) show up as errors of 1e-2 and more. Failures are "
+          "classified as `compile` (e.g. `has no CPU lowering yet`, grouped by the op it "
+          "names), `run` and `wrong result` (max abs/rel error reported); a wrong result "
+          "that torch's own decomposed graph reproduces (run with `torch.export.load(...).module()`) "
+          "is a `decomposition mismatch` instead, not an Ember bug.")
+        w("")
+        f32 = [e for e in exported if e["check"]["ok"] and "strict_ok" in (e["check"].get("info") or {})]
+        if f32:
+            rel = sorted(((e["check"]["info"].get("max_rel") or 0.0, e) for e in f32),
+                         key=lambda re_: -re_[0])
+            n_strict = sum(1 for e in f32 if not e["check"]["info"]["strict_ok"])
+            above = [(r, e) for r, e in rel if r > TORCH_DEFAULT_FLOAT32[0]]
+            above4 = [(r, e) for r, e in rel if r > 1e-4]
+            w(f"Measured on this run: of the {len(f32)} passing samples with float32 outputs, "
+              f"{n_strict} would fail torch's default float32 tolerances (rtol "
+              f"{TORCH_DEFAULT_FLOAT32[0]:g}, atol {TORCH_DEFAULT_FLOAT32[1]:g}); OpInfo values "
+              f"are O(1), so atol dominates. {len(above)} have a max relative error above "
+              f"{TORCH_DEFAULT_FLOAT32[0]:g} and {len(above4)} above 1e-4 (all on small "
+              "values, within atol); the largest: " + ", ".join(
+                  f"{md_escape(sample_id(e))} {r:.2g}" for r, e in rel[:8]) + ".")
+            w("")
+
+    if cpu:
+        w("## Claimed ops")
+        w("")
+        w(f"Core ATen targets (`aten.*`) for which every exported sample containing them "
+          f"passes, counting only the {n_relevant} samples whose graph contains only "
+          "supported targets (defined in `ember ops --dialect torch` and not named by a "
+          "`has no CPU lowering yet` error) and whose outputs are compared by value. "
+          f"**{len(claimed)} targets** (samples in parentheses):")
+        w("")
+        w(", ".join(f"`{t}` ({claim_stat[t]['samples']})" for t in claimed) or "None.")
+        w("")
+        near = sorted(((t, c) for t, c in claim_stat.items() if t.startswith("aten.") and c["failed"]),
+                      key=lambda tc: (-tc[1]["passed"], tc[0]))
+        if near:
+            w("Supported targets not claimed (some sample containing them fails): " +
+              ", ".join(f"`{t}` ({c['passed']}/{c['samples']})" for t, c in near) + ".")
+            w("")
 
     w("## Top failure reasons")
     w("")
-    w("Failures grouped by error message with locations and concrete shapes/values stripped. "
+    w("Failures grouped by stage and error message with locations and concrete "
+      "shapes/values stripped; wrong results are grouped by the ATen targets of the graph. "
       "`unknown op` means Ember's torch dialect has no definition; verifier messages point "
       "at a wrong result-type/shape rule.")
     w("")
@@ -807,21 +1349,84 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
     w("|---|---|---|---|---|---|")
     ranked = sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     for n, (reason, es) in enumerate(ranked, 1):
-        ops = sorted({op_id(e["op"], e["variant_test_name"]) for e in es})
         ex = es[0]
-        ops_s = ", ".join(ops[:6]) + (f", … (+{len(ops) - 6})" if len(ops) > 6 else "")
-        w(f"| {n} | {len(es)} | {md_escape(ops_s)} | {code(reason)} | "
+        w(f"| {n} | {len(es)} | {md_escape(_ops_list(es))} | {code(reason, 300)} | "
           f"{md_escape(op_id(ex['op'], ex['variant_test_name']))} #{ex['sample_index']}: "
           f"{code(ex.get('sample', ''), 160)} | `{ex['key']}` |")
     w("")
     if ranked:
-        w("<details><summary>The example of each reason: full error, reproduce with "
-          f"<code>ember import {home_path(args.cache)}/KEY.pt2</code></summary>")
+        w("<details><summary>The example of each reason: full error line and the commands "
+          "that reproduce it</summary>")
         w("")
         for n, (reason, es) in enumerate(ranked, 1):
-            w(f"{n}. {code(es[0]['check']['error'], 600)}")
+            ex = es[0]
+            w(f"{n}. {code(drop_locations(ex['check']['error'] or ''), 600)} — "
+              f"{code(_repro(ex['check']['stage'], ex['key'], args.cache))}")
         w("")
         w("</details>")
+        w("")
+
+    wrong = [e for e in exported if e["check"].get("kind") == "wrong result"]
+    if cpu:
+        w("## Wrong results")
+        w("")
+        w("Samples that compile and run but whose outputs differ from eager beyond the "
+          "tolerances: bugs in Ember's lowering or code generation. `max abs`/`max rel` are "
+          "over all finite elements of the first differing output; `worst` is the element "
+          "furthest outside the tolerance. Reproduce with "
+          f"`ember compile {home_path(args.cache)}/KEY.pt2 --target cpu -o OUT && ember run OUT "
+          f"--inputs {home_path(args.cache)}/KEY.npz --outputs got.npz` and compare `got.npz` "
+          "with `out0..` of `KEY.npz` (the inputs are its `arg0..`).")
+        w("")
+        if wrong:
+            w("| OpInfo #sample | inputs | ATen targets | output | mismatched | max abs | max rel | worst: got vs expected | key |")
+            w("|---|---|---|---|---|---|---|---|---|")
+            for e in sorted(wrong, key=lambda e: (e["op"], e["variant_test_name"], e["sample_index"])):
+                i = e["check"].get("info") or {}
+                if "mismatched" in i:
+                    outp = f"{i['output']} {i['dtype']}[{'x'.join(map(str, i['shape']))}]"
+                    mm = f"{i['mismatched']}/{i['size']}" + (f" ({i['nan_mismatch']} NaN)" if i.get("nan_mismatch") else "")
+                    ma = "" if i.get("max_abs") is None else f"{i['max_abs']:.3g}"
+                    mr = "" if i.get("max_rel") is None else f"{i['max_rel']:.3g}"
+                    worst = f"{i['worst_index']}: {_fmt(i['got'])} vs {_fmt(i['want'])}"
+                else:  # count/shape/dtype mismatch
+                    outp, mm, ma, mr = "", code(e["check"]["error"].removeprefix("wrong result: "), 120), "", ""
+                    worst = ""
+                w(f"| {md_escape(sample_id(e))} | {code(e.get('sample', ''), 120)} | "
+                  f"{md_escape(', '.join(t.removeprefix('aten.') for t in e['aten_targets']))} | "
+                  f"{md_escape(outp)} | {mm} | {ma} | {mr} | {md_escape(worst)} | `{e['key']}` |")
+        else:
+            w("None.")
+        w("")
+        dm = [e for e in exported if e["check"].get("kind") == "decomposition mismatch"]
+        if dm:
+            w("### Decomposition mismatches")
+            w("")
+            w("Ember's outputs differ from eager, but torch's own decomposed graph (the .pt2) "
+              "gives the same outputs as Ember: the core-ATen decomposition changes what the "
+              "op returns. Counted as failures, left out of the claims.")
+            w("")
+            w("| OpInfo #sample | inputs | decomposed graph vs eager | key |")
+            w("|---|---|---|---|")
+            for e in sorted(dm, key=lambda e: (e["op"], e["variant_test_name"], e["sample_index"])):
+                diff = re.sub(r"^.*differs from eager \((.*)\) and Ember matches.*$", r"\1",
+                              e["check"]["error"])
+                w(f"| {md_escape(sample_id(e))} | {code(e.get('sample', ''), 120)} | "
+                  f"{code(diff, 160)} | `{e['key']}` |")
+            w("")
+
+        w("## Ops without a CPU lowering")
+        w("")
+        w("Ops named by `has no CPU lowering yet` at the compile step (each blocks every graph "
+          "that contains it; a graph stops at its first such op).")
+        w("")
+        if unlowered:
+            w("| op | samples | OpInfos |")
+            w("|---|---|---|")
+            for op, es in sorted(unlowered.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+                w(f"| `{op}` | {len(es)} | {md_escape(_ops_list(es, 8))} |")
+        else:
+            w("None.")
         w("")
 
     if known is not None:
@@ -835,38 +1440,72 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
             w("| target | samples | OpInfos |")
             w("|---|---|---|")
             for t in missing:
-                ops = sorted({op_id(e["op"], e["variant_test_name"]) for e in exported if t in e["aten_targets"]})
-                ops_s = ", ".join(ops[:8]) + (f", … (+{len(ops) - 8})" if len(ops) > 8 else "")
-                w(f"| `{t}` | {per_target[t]['samples']} | {md_escape(ops_s)} |")
+                es = [e for e in exported if t in e["aten_targets"]]
+                w(f"| `{t}` | {per_target[t]['samples']} | {md_escape(_ops_list(es, 8))} |")
         else:
             w("None.")
         w("")
 
     w("## Per OpInfo")
     w("")
-    w("| OpInfo | samples | passed | failed | export failed | first failure |")
-    w("|---|---|---|---|---|---|")
+    w("Columns per stage: exported samples that passed it (stages run in order, so each "
+      "count includes only samples that passed the previous ones).")
+    w("")
+    w(f"| OpInfo | samples | export failed | {' | '.join(stage_names)} | failed | first failure |")
+    w(f"|---|---|---|{'---|' * len(stage_names)}---|---|")
     for oid in sorted(per_op):
         r = per_op[oid]
         err = drop_locations(r["first_error"]) if r["first_error"] else (
             f"(export) {r['first_export_error']}" if r["first_export_error"] else "")
-        w(f"| {md_escape(oid)} | {r['samples']} | {r['passed']} | {r['failed']} | "
-          f"{r['export_failed']} | {code(err, 220)} |")
+        vals = " | ".join(str(r["stages"][s]) for s in stage_names)
+        w(f"| {md_escape(oid)} | {r['samples']} | {r['export_failed']} | {vals} | "
+          f"{r['failed']} | {code(err, 220)} |")
     w("")
 
     w("## ATen targets in exported graphs")
     w("")
     w("A target passes a sample when the graph containing it passed. "
-      "`known`: has a definition in `ember ops --dialect torch`.")
+      "`known`: has a definition in `ember ops --dialect torch`"
+      + ("; `lowered`: `no` if named by `has no CPU lowering yet`, `yes` if some graph "
+         "containing it compiled; `claimed`: see above." if cpu else "."))
     w("")
-    w("| target | known | samples | passed | failed |")
-    w("|---|---|---|---|---|")
+    if cpu:
+        w("| target | known | lowered | samples | passed | failed | claimed |")
+        w("|---|---|---|---|---|---|---|")
+    else:
+        w("| target | known | samples | passed | failed |")
+        w("|---|---|---|---|---|")
+    claimed_set = set(claimed)
     for t in sorted(per_target):
         c = per_target[t]
         en = ember_name(t)
         k = "?" if known is None or en is None else ("yes" if en in known else "**no**")
-        w(f"| `{t}` | {k} | {c['samples']} | {c['passed']} | {c['failed']} |")
+        if cpu:
+            lo = "**no**" if en in unlowered else ("yes" if c["compiled"] else "?")
+            w(f"| `{t}` | {k} | {lo} | {c['samples']} | {c['passed']} | {c['failed']} | "
+              f"{'yes' if t in claimed_set else ''} |")
+        else:
+            w(f"| `{t}` | {k} | {c['samples']} | {c['passed']} | {c['failed']} |")
     w("")
+
+    if cpu:
+        nc = [e for e in exported if e["check"]["ok"] and (e["check"].get("info") or {}).get("note")]
+        w("## Values not compared")
+        w("")
+        w("Samples whose eager outputs are random draws or uninitialized memory: they pass "
+          "when the outputs' count, shapes and dtypes match, and are left out of the claims.")
+        w("")
+        if nc:
+            by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for e in nc:
+                by[e["check"]["info"]["note"].removeprefix("values not compared: ")].append(e)
+            w("| samples | why | OpInfos |")
+            w("|---|---|---|")
+            for why, es in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+                w(f"| {len(es)} | {md_escape(why)} | {md_escape(_ops_list(es, 8))} |")
+        else:
+            w("None.")
+        w("")
 
     w("## Export failures (torch side)")
     w("")
@@ -913,9 +1552,16 @@ def build_parser() -> argparse.ArgumentParser:
     common(ck)
     ck.add_argument("--ember", default=str(DEFAULT_EMBER), metavar="PATH",
                     help="the ember binary (default: target/debug/ember)")
-    ck.add_argument("--report", default=str(DEFAULT_REPORT), metavar="FILE.md",
-                    help="markdown report (default: tools/bench/results/opinfo_import.md; '' for none)")
-    ck.add_argument("--stages", default="import", help=f"comma-separated, of: {', '.join(STAGES)}")
+    ck.add_argument("--report", default=None, metavar="FILE.md",
+                    help="markdown report (default: tools/bench/results/opinfo_<last stage>.md, "
+                         "with --subset opinfo_<last stage>_subset.md, with --ops none; '' for none)")
+    ck.add_argument("--stages", default=DEFAULT_STAGES,
+                    help=f"comma-separated, in order, of: {', '.join(STAGES)} (default: {DEFAULT_STAGES})")
+    ck.add_argument("--max-samples-per-op", type=int, metavar="K",
+                    help="only check the first K samples of each OpInfo")
+    ck.add_argument("--write-expected", nargs="?", const=str(DEFAULT_EXPECTED), metavar="FILE",
+                    help="write each sample's pass/fail to FILE (default: "
+                         "tools/bench/opinfo_subset_expected.json, which the CI test compares with)")
     ck.add_argument("--json", metavar="FILE", help="also write per-sample results as JSON")
     ck.add_argument("--workdir", metavar="DIR", help="stage outputs (default: DIR/work)")
     return p

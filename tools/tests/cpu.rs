@@ -337,3 +337,25 @@ fn conv_pool_scan_edge_cases_match_reference() {
     assert_eq!(i64s(&outs[6]), vec![5, 1, 0, 0], "min.dim indices");
     assert_eq!(i64s(&outs[7]), vec![7], "argmax over everything: the first NaN");
 }
+
+#[test]
+fn empty_matmuls_give_empty_or_zero_results() {
+    let text = "module {\n  func.func @main(%a: tensor<0x5x5xf32> {ember.input = \"a\"}, %b: tensor<0x5x7xf32> {ember.input = \"b\"}, %c: tensor<3x0xf32> {ember.input = \"c\"}, %d: tensor<0x4xf32> {ember.input = \"d\"}) -> (tensor<0x5x7xf32>, tensor<3x4xf32>) {\n    %0 = \"ten.dot_general\"(%a, %b) {lhs_batch = array<i64: 0>, lhs_contract = array<i64: 2>, rhs_batch = array<i64: 0>, rhs_contract = array<i64: 1>} : (tensor<0x5x5xf32>, tensor<0x5x7xf32>) -> tensor<0x5x7xf32>\n    %1 = \"ten.dot_general\"(%c, %d) {lhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_batch = array<i64>, rhs_contract = array<i64: 0>} : (tensor<3x0xf32>, tensor<0x4xf32>) -> tensor<3x4xf32>\n    return %0, %1 : tensor<0x5x7xf32>, tensor<3x4xf32>\n  }\n}\n";
+    let prog = compile_text(text, "empty");
+    let t = |shape: Vec<usize>| HostTensor { dtype: ember_ir::DType::F32, shape, data: vec![] };
+    for _ in 0..2 {
+        let outs = prog.run(&[t(vec![0, 5, 5]), t(vec![0, 5, 7]), t(vec![3, 0]), t(vec![0, 4])]).unwrap();
+        assert_eq!(outs[0].shape, vec![0, 5, 7]);
+        assert_eq!(f32_values(&outs[1]), vec![0.0; 12]);
+    }
+}
+
+#[test]
+fn unused_symbols_are_not_bound() {
+    // torch.export can record symbols no tensor of the graph uses; they must not block a run.
+    let text = "module attributes {ember.symbols = {s0 = array<i64: 1, 8>, s9 = array<i64: 2, 4>}} {\n  func.func @main(%x: tensor<?x2xf32, #ember.dims<[\"s0\", 2]>> {ember.input = \"x\"}) -> (tensor<?x2xf32, #ember.dims<[\"s0\", 2]>>) {\n    %0 = \"ten.neg\"(%x) : (tensor<?x2xf32, #ember.dims<[\"s0\", 2]>>) -> tensor<?x2xf32, #ember.dims<[\"s0\", 2]>>\n    return %0 : tensor<?x2xf32, #ember.dims<[\"s0\", 2]>>\n  }\n}\n";
+    let prog = compile_text(text, "unused-sym");
+    assert_eq!(prog.manifest.symbols.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["s0"]);
+    let out = prog.run(&[HostTensor { dtype: ember_ir::DType::F32, shape: vec![3, 2], data: vec![0; 24] }]).unwrap();
+    assert_eq!(out[0].shape, vec![3, 2]);
+}

@@ -322,6 +322,15 @@ impl Program {
         let es = dt.byte_size();
         let out_shape = &shapes[g.out];
         let _ = out_shape;
+        if m == 0 || n == 0 || batch.contains(&0) {
+            return Ok(());
+        }
+        if k == 0 {
+            // An empty contraction is zero; temporaries are reused, so write the zeros.
+            let bytes = nb.max(1) as usize * m * n * es;
+            unsafe { std::ptr::write_bytes(ptrs[g.out], 0, bytes) };
+            return Ok(());
+        }
         let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
         for bi in 0..nb.max(1) {
             let (mut rem, mut lo, mut ro) = (bi, 0i64, 0i64);

@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""CPU benchmark: torch eager vs Inductor (torch.compile) vs Ember (the `ember` CLI).
+
+For every case of tools/bench/cases.py (fp32, 2 threads) it measures the median
+latency of each backend, Ember's correctness against eager, the compile time of
+Inductor (first call in a fresh process with an empty cache) and Ember (wall time
+of `ember compile`), and Ember's fraction of the machine roofline (GEMM GFLOP/s
+or copy GB/s measured in the same run). Writes tools/bench/results/cpu.md and
+cpu.png.
+
+    python tools/bench/bench_cpu.py [--cases mlp,gpt2_block] [--iters 20] [--ember PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+PYPKG = ROOT / "tools" / "python" / "python"
+sys.path[:0] = [str(HERE), str(PYPKG)]
+THREADS = 2
+REL_TOL = 1e-3
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import cases  # noqa: E402
+from ember.export import export_model, load_model  # noqa: E402
+
+
+def time_fn(fn, iters: int, warmup: int = 3) -> float:
+    """Median wall time in ms of fn() over iters calls, after warmup calls."""
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
+def rel_diff(got, ref) -> tuple[float, float]:
+    """(max abs diff, max abs diff / max |ref|) over all outputs."""
+    mad, scale = 0.0, 0.0
+    for g, r in zip(got, ref):
+        g, r = np.asarray(g, np.float64), np.asarray(r, np.float64)
+        if g.shape != r.shape:
+            return math.inf, math.inf
+        mad = max(mad, float(np.max(np.abs(g - r))))
+        scale = max(scale, float(np.max(np.abs(r))))
+    return mad, mad / max(scale, 1e-30)
+
+
+def machine_roofline(iters: int) -> tuple[float, float]:
+    """(GEMM GFLOP/s of a 2048^3 fp32 torch.mm, copy GB/s counting read + write)."""
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    c = torch.empty(2048, 2048)
+    gemm_ms = time_fn(lambda: torch.mm(a, b, out=c), iters)
+    src, dst = torch.randn(64 << 20), torch.empty(64 << 20)  # 256 MiB each
+    copy_ms = time_fn(lambda: dst.copy_(src), iters)
+    return 2 * 2048**3 / gemm_ms / 1e6, 2 * src.numel() * 4 / copy_ms / 1e6
+
+
+def inductor_worker(case: str, iters: int) -> None:
+    """Runs in a fresh process (empty TORCHINDUCTOR_CACHE_DIR set by the parent)."""
+    torch.set_num_threads(THREADS)
+    loaded = load_model(cases.CASES[case]["factory"], seed=0)
+    model, inputs = loaded.module.eval(), loaded.inputs
+    with torch.no_grad():
+        ref = model(*inputs)
+        compiled = torch.compile(model)
+        t0 = time.perf_counter()
+        out = compiled(*inputs)
+        compile_s = time.perf_counter() - t0
+        ms = time_fn(lambda: compiled(*inputs), iters)
+    _, rel = rel_diff([out.numpy()], [ref.numpy()])
+    print(json.dumps(dict(compile_s=compile_s, ms=ms, rel=rel)))
+
+
+def run_inductor(case: str, iters: int, tmp: Path) -> dict:
+    cache = Path(tempfile.mkdtemp(prefix=f"inductor-{case}-", dir=tmp))
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), TMPDIR=str(tmp))
+    p = subprocess.run([sys.executable, __file__, "--_inductor-worker", case, "--iters", str(iters)],
+                       env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        return dict(error="inductor failed: " + (p.stderr.strip().splitlines() or ["?"])[-1])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def first_error_line(text: str) -> str:
+    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
+    err = next((l for l in lines if "error" in l.lower()), lines[0] if lines else "unknown error")
+    return err[:160]
+
+
+def run_ember(ember: str, pt2: Path, npz: Path, iters: int, work: Path) -> dict:
+    art, got = work / "art", work / "got.npz"
+    env = dict(os.environ, RAYON_NUM_THREADS=str(THREADS))
+    t0 = time.perf_counter()
+    p = subprocess.run([ember, "compile", str(pt2), "--target", "cpu", "-o", str(art)],
+                       env=env, capture_output=True, text=True)
+    compile_s = time.perf_counter() - t0
+    if p.returncode != 0:
+        return dict(error="compile: " + first_error_line(p.stderr + p.stdout))
+    p = subprocess.run([ember, "run", str(art), "--inputs", str(npz), "--outputs", str(got),
+                        "--repeat", str(iters)], env=env, capture_output=True, text=True)
+    m = re.search(r"median ([0-9.]+) ms", p.stderr)
+    if p.returncode != 0 or not m:
+        return dict(error="run: " + first_error_line(p.stderr + p.stdout), compile_s=compile_s)
+    ref, out = np.load(npz), np.load(got)
+    keys = sorted((k for k in ref.files if k.startswith("out")), key=lambda k: int(k[3:]))
+    mad, rel = rel_diff([out[k] for k in keys], [ref[k] for k in keys])
+    return dict(ms=float(m.group(1)), compile_s=compile_s, mad=mad, rel=rel)
+
+
+def bench_case(name: str, args, tmp: Path, peak: dict) -> dict:
+    spec = cases.CASES[name]
+    work = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=tmp))
+    row = dict(case=name, kind=spec["kind"])
+    print(f"[{name}] export", file=sys.stderr, flush=True)
+    res = export_model(spec["factory"], work / f"{name}.pt2", seed=0)
+    print(f"[{name}] eager", file=sys.stderr, flush=True)
+    loaded = load_model(spec["factory"], seed=0)
+    model, inputs = loaded.module.eval(), loaded.inputs
+    with torch.no_grad():
+        row["eager"] = time_fn(lambda: model(*inputs), args.iters)
+    del model, inputs, loaded
+    print(f"[{name}] inductor (fresh process, cold cache)", file=sys.stderr, flush=True)
+    ind = run_inductor(name, args.iters, tmp)
+    row.update(ind_err=ind.get("error"), inductor=ind.get("ms"), ind_compile=ind.get("compile_s"),
+               ind_rel=ind.get("rel"))
+    print(f"[{name}] ember", file=sys.stderr, flush=True)
+    emb = run_ember(args.ember, res.pt2, res.npz, args.iters, work)
+    row.update(ember_err=emb.get("error"), ember=emb.get("ms"), ember_compile=emb.get("compile_s"),
+               mad=emb.get("mad"), rel=emb.get("rel"))
+    if row["ember"]:
+        if spec["kind"] == "gemm":
+            row["roof"] = spec["flops"] / row["ember"] / 1e6 / peak["gflops"]
+        else:
+            row["roof"] = spec["bytes"] / row["ember"] / 1e6 / peak["gbps"]
+        row["bad"] = not (row["rel"] <= REL_TOL)
+    print(f"[{name}] {row}", file=sys.stderr, flush=True)
+    return row
+
+
+def fmt(x, spec=".2f", none="-"):
+    return none if x is None else format(x, spec)
+
+
+def table(rows: list[dict]) -> str:
+    head = ["case", "eager ms", "Inductor ms", "Ember ms", "Ember/Ind", "Ember/eager",
+            "Ember roofline", "Ind compile s", "Ember compile s", "Ember max|diff| (rel)"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ind = fmt(r["inductor"]) if r["ind_err"] is None else r["ind_err"]
+        if r["ember_err"]:
+            cells = [r["case"], fmt(r["eager"]), ind, "ERROR: " + r["ember_err"].replace("|", "\\|"),
+                     "-", "-", "-", fmt(r["ind_compile"]), fmt(r["ember_compile"]), "-"]
+        else:
+            e = r["ember"]
+            cells = [r["case"], fmt(r["eager"]), ind, fmt(e),
+                     fmt(e / r["inductor"]) if r["inductor"] else "-", fmt(e / r["eager"]),
+                     f"{100 * r['roof']:.0f}% ({'GEMM' if r['kind'] == 'gemm' else 'mem'})",
+                     fmt(r["ind_compile"]), fmt(r["ember_compile"]),
+                     f"{r['mad']:.2e} ({r['rel']:.1e})" + (" **WRONG**" if r["bad"] else "")]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def geomean_ratio(rows):
+    rs = [r["ember"] / r["inductor"] for r in rows if r.get("ember") and r.get("inductor")]
+    return (math.exp(sum(map(math.log, rs)) / len(rs)), len(rs)) if rs else (None, 0)
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def plot(rows, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = [r["case"] for r in rows]
+    fig, ax = plt.subplots(figsize=(1.9 * len(rows) + 2, 4.5))
+    w = 0.27
+    for i, (key, label) in enumerate([("eager", "torch eager"), ("inductor", "Inductor"), ("ember", "Ember")]):
+        vals = [r.get(key) or 0 for r in rows]
+        bars = ax.bar([x + (i - 1) * w for x in range(len(rows))], vals, w, label=label)
+        for b, v, r in zip(bars, vals, rows):
+            txt = f"{v:.1f}" if v else ("error" if key == "ember" else "n/a")
+            ax.annotate(txt, (b.get_x() + w / 2, max(v, 0.1)), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(rows)), names)
+    ax.set_yscale("log")
+    ax.set_ylabel("median ms (log scale, lower is better)")
+    ax.set_title(f"CPU fp32, {THREADS} threads ({cpu_model()})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", default=",".join(cases.CASES), help="comma-separated (default: all): "
+                    + ", ".join(cases.CASES))
+    ap.add_argument("--iters", type=int, default=20, help="timed iterations per backend (default 20)")
+    ap.add_argument("--ember", default=str(ROOT / "target" / "release" / "ember"), help="ember binary")
+    ap.add_argument("--out", default=str(HERE / "results"), help="results dir (cpu.md, cpu.png)")
+    ap.add_argument("--_inductor-worker", dest="worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    torch.set_num_threads(THREADS)
+    if args.worker:
+        inductor_worker(args.worker, args.iters)
+        return 0
+    names = [c for c in args.cases.split(",") if c]
+    unknown = [c for c in names if c not in cases.CASES]
+    if unknown:
+        ap.error(f"unknown case(s) {unknown}; known: {list(cases.CASES)}")
+    tmp = Path(os.environ.get("TMPDIR") or "/tmp/ember-tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    os.environ["TMPDIR"] = str(tmp)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-cpu-", dir=tmp))
+    print("[roofline] torch.mm 2048^3 and 256 MiB copy", file=sys.stderr, flush=True)
+    gflops, gbps = machine_roofline(args.iters)
+    peak = dict(gflops=gflops, gbps=gbps)
+    load0 = os.getloadavg()[0]
+    rows = [bench_case(n, args, tmp, peak) for n in names]
+    load1 = os.getloadavg()[0]
+
+    gm, n = geomean_ratio(rows)
+    bad = [r["case"] for r in rows if r.get("bad")]
+    errs = [r["case"] for r in rows if r["ember_err"]]
+    ember_ver = subprocess.run([args.ember, "--version"], capture_output=True, text=True).stdout.strip()
+    git = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+                         capture_output=True, text=True).stdout.strip()
+    lines = [
+        "# Ember CPU benchmark", "",
+        f"- date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}",
+        f"- machine: {cpu_model()}, {os.cpu_count()} logical CPUs, {platform.machine()}, {platform.system()}",
+        f"- torch {torch.__version__}, threads: {THREADS} (torch.set_num_threads, RAYON_NUM_THREADS for Ember); "
+        f"{ember_ver or 'ember'} ({args.ember}, tree {git or '?'}); fp32; median of {args.iters} timed iterations after warm-up",
+        f"- 1-min load average at start / end: {load0:.2f} / {load1:.2f} (other processes share the cores)",
+        f"- roofline measured in this run: GEMM {gflops:.1f} GFLOP/s (torch.mm 2048x2048 fp32), "
+        f"memory {gbps:.1f} GB/s (256 MiB tensor copy, read+write bytes)",
+        "- Ember roofline = FLOPs/time vs GEMM peak (GEMM cases) or minimal bytes (inputs+outputs)/time "
+        "vs copy bandwidth (mem cases)",
+        "- Inductor compile = first call in a fresh process with an empty TORCHINDUCTOR_CACHE_DIR "
+        "(includes Dynamo tracing and one execution); Ember compile = wall time of `ember compile` "
+        "on the exported .pt2 (torch.export not included)",
+        f"- correctness: Ember outputs vs eager; rel = max|diff| / max|ref|, flagged WRONG above {REL_TOL:g}",
+        "", table(rows), "",
+        f"**Geomean Ember/Inductor: {gm:.2f}x** over {n} case(s) (>1 means Ember is slower)" if gm
+        else "**Geomean Ember/Inductor: n/a** (no case ran on both)",
+    ]
+    if bad:
+        lines.append(f"\n**Wrong results (rel diff > {REL_TOL:g}): {', '.join(bad)}**")
+    if errs:
+        lines.append(f"\nEmber failed on: {', '.join(errs)}")
+    md = "\n".join(lines) + "\n"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cpu.md").write_text(md)
+    plot(rows, out / "cpu.png")
+    print(md)
+    print(f"wrote {out / 'cpu.md'} and {out / 'cpu.png'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
