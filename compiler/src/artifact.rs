@@ -148,3 +148,20 @@ pub fn write_dir(out: &Path, files: &[(&str, &[u8])]) -> Result<(), String> {
     }
     result
 }
+
+/// Ops of an imported model that no target lowering handles (they stay torch ops after the
+/// pipeline), by target name (`aten.sort`), each once, in program order. A lowering that fails
+/// outright is an error naming its op.
+pub fn unlowered_ops(mut m: ember_ir::Module) -> Result<Vec<String>, String> {
+    lower(&mut m)?;
+    let mut out: Vec<String> = Vec::new();
+    m.walk(m.top, &mut |op| {
+        let name = &m.op(op).name;
+        if let Some(t) = name.strip_prefix("torch.") {
+            if !out.iter().any(|o| o == t) {
+                out.push(t.to_string());
+            }
+        }
+    });
+    Ok(out)
+}

@@ -38,6 +38,15 @@ fn compile(py: Python<'_>, path: &str, target: &str, out_dir: &str) -> PyResult<
     })
 }
 
+/// Ops of a .pt2 that Ember has no lowering for (`aten.sort`, ...), each once, in program order.
+#[pyfunction]
+fn unlowered_ops(py: Python<'_>, path: &str) -> PyResult<Vec<String>> {
+    py.detach(|| {
+        let imported = ember_compiler::import_path(Path::new(path)).map_err(err)?;
+        ember_compiler::artifact::unlowered_ops(imported.module).map_err(err)
+    })
+}
+
 /// A loaded CPU artifact.
 #[pyclass(frozen)]
 struct Program {
@@ -86,6 +95,7 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(import_model, m)?)?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(unlowered_ops, m)?)?;
     m.add_class::<Program>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
