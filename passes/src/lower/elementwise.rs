@@ -125,7 +125,8 @@ pub fn remainder(cx: &mut Cx) -> Lowered {
     Ok(Some(vec![cx.select(fix, rb, r)?]))
 }
 
-/// pow with a scalar exponent: 1 is the identity, 2 a product, 0.5 a square root.
+/// pow with a scalar exponent: 1 is the identity, small integers products (x^3 = x*x*x, as in
+/// GELU's tanh form; a pow call per element would not vectorize), 0.5 a square root.
 pub fn pow_scalar(cx: &mut Cx) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
@@ -133,7 +134,13 @@ pub fn pow_scalar(cx: &mut Cx) -> Lowered {
     let x = cx.coerce(x, t.dtype, &t.dims)?;
     let out = match e.as_float() {
         Some(1.0) => x,
-        Some(2.0) => cx.emit("ten.mul", vec![x, x], vec![])?,
+        Some(v) if v.fract() == 0.0 && (2.0..=4.0).contains(&v) => {
+            let mut acc = cx.emit("ten.mul", vec![x, x], vec![])?;
+            for _ in 2..v as i64 {
+                acc = cx.emit("ten.mul", vec![acc, x], vec![])?;
+            }
+            acc
+        }
         Some(v) if v == 0.5 && t.dtype.is_float() => cx.unary("ten.sqrt", x)?,
         _ => {
             let k = cx.constant(&e, t.dtype, &t.dims)?;

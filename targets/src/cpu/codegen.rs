@@ -84,6 +84,8 @@ struct Kernel<'a, 'ctx> {
     cache: HashMap<(Value, Vec<IntValue<'ctx>>), BasicValueEnum<'ctx>>,
     /// The value this kernel computes: materialized, but computed here rather than loaded.
     root: Option<Value>,
+    buf_ptrs: Vec<PointerValue<'ctx>>,
+    sym_vals: HashMap<String, IntValue<'ctx>>,
 }
 
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
@@ -102,7 +104,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("noalias");
             f.add_attribute(inkwell::attributes::AttributeLoc::Param(i), ctx.create_enum_attribute(kind, 0));
         }
-        Kernel { ctx, b, module, f, m, plan, sym_index, bufs, syms, cache: HashMap::new(), root: None }
+        Kernel { ctx, b, module, f, m, plan, sym_index, bufs, syms, cache: HashMap::new(), root: None, buf_ptrs: Vec::new(), sym_vals: HashMap::new() }
     }
 
     /// A stack slot in the entry block (so LLVM promotes it to registers even when the code that
@@ -125,11 +127,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let b = &self.b;
         Ok(match e {
             SymExpr::Const(c) => self.i64c(*c),
-            SymExpr::Sym(s) => {
-                let i = *self.sym_index.get(s).ok_or_else(|| format!("symbol `{s}` has no bounds entry"))?;
-                let p = unsafe { b.build_gep(self.ctx.i64_type(), self.syms, &[self.i64c(i as i64)], "symp") }.map_err(le)?;
-                b.build_load(self.ctx.i64_type(), p, s).map_err(le)?.into_int_value()
-            }
+            SymExpr::Sym(s) => *self.sym_vals.get(s).ok_or_else(|| format!("symbol `{s}` has no bounds entry"))?,
             SymExpr::Add(v) => {
                 let mut acc = self.sym(&v[0])?;
                 for x in &v[1..] {
@@ -193,9 +191,28 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     }
 
     fn buf_ptr(&self, buf: usize) -> R<PointerValue<'ctx>> {
+        self.buf_ptrs.get(buf).copied().ok_or_else(|| format!("buffer {buf} was not loaded at kernel entry"))
+    }
+
+    /// Loads every buffer pointer and symbol once, in the entry block: as SSA values they are
+    /// loop-invariant, which the vectorizer needs (stores through a buffer could otherwise
+    /// change the pointer table as far as LLVM knows).
+    fn load_table(&mut self) -> R<()> {
         let ptr = self.ctx.ptr_type(AddressSpace::default());
-        let p = unsafe { self.b.build_gep(ptr, self.bufs, &[self.i64c(buf as i64)], "bufp") }.map_err(le)?;
-        Ok(self.b.build_load(ptr, p, "buf").map_err(le)?.into_pointer_value())
+        let i64t = self.ctx.i64_type();
+        for b in 0..self.plan.buffers.len() {
+            let p = unsafe { self.b.build_gep(ptr, self.bufs, &[self.i64c(b as i64)], "bufp") }.map_err(le)?;
+            let v = self.b.build_load(ptr, p, "buf").map_err(le)?.into_pointer_value();
+            self.buf_ptrs.push(v);
+        }
+        let mut syms: Vec<(&String, &usize)> = self.sym_index.iter().collect();
+        syms.sort_by_key(|(_, &i)| i);
+        for (name, &i) in syms {
+            let p = unsafe { self.b.build_gep(i64t, self.syms, &[self.i64c(i as i64)], "symp") }.map_err(le)?;
+            let v = self.b.build_load(i64t, p, name).map_err(le)?.into_int_value();
+            self.sym_vals.insert(name.clone(), v);
+        }
+        Ok(())
     }
 
     fn linear(&self, idx: &[IntValue<'ctx>], dims: &[SymExpr]) -> R<IntValue<'ctx>> {
@@ -281,6 +298,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     }
 
     fn body(&mut self, root: Value) -> R<()> {
+        self.load_table()?;
         let start = self.f.get_nth_param(2).unwrap().into_int_value();
         let end = self.f.get_nth_param(3).unwrap().into_int_value();
         self.root = Some(root);
@@ -866,8 +884,27 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 self.emit(ops[0], &sidx)
             }
             "reshape" => {
-                let lin = self.linear(idx, &self.dims(v))?;
-                self.emit_linear(ops[0], lin)
+                let (out, inp) = (self.dims(v), self.dims(ops[0]));
+                if self.plan.buf_of.contains_key(&ops[0]) && self.root != Some(ops[0]) {
+                    let lin = self.linear(idx, &out)?;
+                    return self.emit_linear(ops[0], lin);
+                }
+                // Dims shared at the end map index to index; only the leading dims are re-split,
+                // so the innermost index stays affine (division in the inner loop blocks
+                // vectorization).
+                let mut k = 0;
+                while k < out.len() && k < inp.len() && out[out.len() - 1 - k] == inp[inp.len() - 1 - k] {
+                    k += 1;
+                }
+                let (op, ip) = (out.len() - k, inp.len() - k);
+                let pre = self.linear(&idx[..op], &out[..op])?;
+                let mut sidx = match ip {
+                    0 => vec![],
+                    1 => vec![pre],
+                    _ => self.delinear(pre, &inp[..ip])?,
+                };
+                sidx.extend_from_slice(&idx[op..]);
+                self.emit(ops[0], &sidx)
             }
             "reverse" => {
                 let rd = ints("dims");
