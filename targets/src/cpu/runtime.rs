@@ -111,8 +111,9 @@ impl Arena {
                 last[r] = last[r].max(i);
             }
         }
+        // Outputs get fresh memory each call (it becomes the returned tensor), not arena slots.
         for o in &man.outputs {
-            last[o.buf] = usize::MAX;
+            first[o.buf] = usize::MAX;
         }
         let bytes = |b: usize| (shapes[b].iter().product::<i64>().max(0) as usize * dtypes[b].byte_size()).div_ceil(8) + 1;
         let mut slots: Vec<(usize, usize)> = Vec::new(); // (words, free after step)
@@ -263,6 +264,19 @@ impl Program {
         }
         let arena = guard.as_mut().unwrap();
         let mut ptrs: Vec<*mut u8> = vec![std::ptr::null_mut(); man.buffers.len()];
+        // Kernels write outputs straight into the memory handed back to the caller (no copy);
+        // malloc's alignment (16 bytes) covers every element type.
+        let mut out_data: HashMap<usize, Vec<u8>> = HashMap::new();
+        for o in &man.outputs {
+            if man.buffers[o.buf].kind == BufKind::Temp && !out_data.contains_key(&o.buf) {
+                let bytes = shapes[o.buf].iter().product::<i64>().max(0) as usize * self.dtypes[o.buf].byte_size();
+                let v = vec![0u8; bytes.max(1)];
+                if v.as_ptr() as usize % 16 != 0 {
+                    return Err("the allocator returned memory below 16-byte alignment".into());
+                }
+                out_data.insert(o.buf, v);
+            }
+        }
         let input_buf: HashMap<usize, usize> = man.inputs.iter().enumerate().map(|(i, x)| (x.buf, i)).collect();
         let weight_buf: HashMap<usize, &WeightInfo> = man.weights.iter().map(|w| (w.buf, w)).collect();
         for (b, buf) in man.buffers.iter().enumerate() {
@@ -274,6 +288,7 @@ impl Program {
                     // Kernels and GEMMs never write argument buffers; the map stays read-only.
                     unsafe { self.weights.as_ref().unwrap().as_ptr().add(w.offset as usize) as *mut u8 }
                 }
+                BufKind::Temp if out_data.contains_key(&b) => out_data.get_mut(&b).unwrap().as_mut_ptr(),
                 BufKind::Temp => match arena.slot_of[b] {
                     Some(s) => arena.slots[s].as_mut_ptr() as *mut u8,
                     None => return Err(format!("buffer {b} ({bytes} bytes) is never written")),
@@ -306,7 +321,14 @@ impl Program {
             .map(|o| {
                 let shape: Vec<usize> = shapes[o.buf].iter().map(|&d| d as usize).collect();
                 let bytes = shape.iter().product::<usize>() * self.dtypes[o.buf].byte_size();
-                let data = unsafe { std::slice::from_raw_parts(ptrs[o.buf], bytes) }.to_vec();
+                // An output returned twice, or an argument returned as is, is copied.
+                let data = match out_data.remove(&o.buf) {
+                    Some(mut v) => {
+                        v.truncate(bytes);
+                        v
+                    }
+                    None => unsafe { std::slice::from_raw_parts(ptrs[o.buf], bytes) }.to_vec(),
+                };
                 HostTensor { dtype: self.dtypes[o.buf], shape, data }
             })
             .collect())
