@@ -48,8 +48,11 @@ archive: parameters, buffers and constants are function arguments named by `embe
         print_ir_after_all: bool,
     },
     /// Compile a model for a target into an artifact directory.
-    #[command(after_help = "Example:\n  ember compile testdata/models/mlp.pt2 --target cpu -o out/\n\nTargets: cpu (native code via LLVM), tpu (StableHLO for XLA), trainium (HLO + NKI kernels).")]
+    #[command(after_help = "Example:\n  ember compile testdata/models/mlp.pt2 --target cpu -o out/\n\nTargets: cpu (native code via LLVM; `ember run` runs it), tpu (StableHLO; `ember run` runs it on
+XLA through the Python env), trainium (not built yet).
+An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compile leaves nothing.")]
     Compile {
+        /// The model: a .pt2 archive from torch.export.save.
         model: PathBuf,
         /// cpu, tpu or trainium.
         #[arg(long, value_parser = ["cpu", "tpu", "trainium"])]
@@ -61,9 +64,12 @@ archive: parameters, buffers and constants are function arguments named by `embe
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
     #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
     Run {
+        /// An artifact directory written by `ember compile`.
         artifact: PathBuf,
+        /// Inputs as an .npz with arrays arg0, arg1, ... (user-input order).
         #[arg(long)]
         inputs: PathBuf,
+        /// Where to write the outputs as an .npz with arrays out0, out1, ...
         #[arg(long)]
         outputs: PathBuf,
         /// Run this many timed iterations (after one warm-up) and print the median time to stderr.
