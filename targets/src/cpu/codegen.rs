@@ -55,9 +55,13 @@ pub fn codegen(m: &Module, plan: &Plan, symbols: &[String]) -> R<Object> {
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
     let sym_index: HashMap<String, usize> = symbols.iter().enumerate().map(|(i, s)| (s.clone(), i)).collect();
-    for (name, root) in &plan.kernel_roots {
-        let mut k = Kernel::new(&ctx, &module, name, m, plan, &sym_index);
-        k.body(*root)?;
+    for kd in &plan.kernels {
+        let mut k = Kernel::new(&ctx, &module, &kd.name, m, plan, &sym_index);
+        if kd.roots.len() == 1 {
+            k.body(kd.roots[0])?;
+        } else {
+            k.group_body(&kd.roots, kd.outer)?;
+        }
     }
     if let Ok(path) = std::env::var("EMBER_DUMP_LLVM") {
         let _ = std::fs::write(path, module.print_to_string().to_string());
@@ -329,6 +333,36 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 k.store(out, lin, dt, v)
             })?;
         }
+        self.b.build_return(None).map_err(le)?;
+        Ok(())
+    }
+
+    /// Several values computed row by row: loops over the shared first `outer` dims, and inside,
+    /// each value's own remaining loops in order (later values read earlier ones' rows from cache).
+    fn group_body(&mut self, roots: &[Value], outer: usize) -> R<()> {
+        self.load_table()?;
+        let start = self.f.get_nth_param(2).unwrap().into_int_value();
+        let end = self.f.get_nth_param(3).unwrap().into_int_value();
+        let prefix: Vec<SymExpr> = self.dims(roots[0])[..outer].to_vec();
+        let roots = roots.to_vec();
+        let mut idx = Vec::new();
+        self.nest(&prefix, Some((start, end)), &mut idx, &mut |k, row| {
+            for &r in &roots {
+                k.root = Some(r);
+                let out = k.plan.buf_of[&r];
+                let dims = k.dims(r);
+                let dt = k.dtype(r);
+                let op = k.m.defining_op(r).ok_or("kernel root is an argument")?;
+                let is_reduce = k.m.op(op).name == "ten.reduce";
+                let mut inner = row.to_vec();
+                k.nest(&dims, None, &mut inner, &mut |k, idx| {
+                    let v = if is_reduce { k.reduce(op, idx)? } else { k.emit(r, idx)? };
+                    let lin = k.linear(idx, &dims)?;
+                    k.store(out, lin, dt, v)
+                })?;
+            }
+            Ok(())
+        })?;
         self.b.build_return(None).map_err(le)?;
         Ok(())
     }

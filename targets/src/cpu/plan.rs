@@ -59,7 +59,14 @@ pub struct GemmStep {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Step {
     /// Run kernel function `name` over the outermost output dim; `args` are the buffers it reads.
-    Kernel { name: String, out: usize, args: Vec<usize> },
+    /// A kernel that computes several values row by row writes `out` and then `also`.
+    Kernel {
+        name: String,
+        out: usize,
+        args: Vec<usize>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        also: Vec<usize>,
+    },
     Gemm(GemmStep),
 }
 
@@ -69,8 +76,18 @@ pub struct Plan {
     pub outputs: Vec<usize>,
     /// Buffer of every materialized value.
     pub buf_of: HashMap<Value, usize>,
-    /// Kernel name -> the value it computes (for code generation).
-    pub kernel_roots: Vec<(String, Value)>,
+    /// The kernels to generate, in step order.
+    pub kernels: Vec<KernelDef>,
+}
+
+/// One generated function: its values, computed in order inside shared loops over the first
+/// `outer` dims (which every value's dims start with), so values computed row by row stay in
+/// cache for the later ones that read the same rows.
+#[derive(Clone, Debug)]
+pub struct KernelDef {
+    pub name: String,
+    pub roots: Vec<Value>,
+    pub outer: usize,
 }
 
 #[derive(Debug)]
@@ -192,8 +209,25 @@ pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
         buf_of.insert(a, buffers.len());
         buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: dims_text(t), kind: BufKind::Arg(i) });
     }
+    // Materialized values in program order: GEMMs, and runs of kernels grouped row by row.
     let mut steps = Vec::new();
-    let mut kernel_roots = Vec::new();
+    let mut kernels: Vec<KernelDef> = Vec::new();
+    let mut group: Vec<Value> = Vec::new();
+    let mut outer = 0usize;
+    let flush = |group: &mut Vec<Value>, outer: usize, kernels: &mut Vec<KernelDef>, steps: &mut Vec<Step>, buf_of: &HashMap<Value, usize>| {
+        if group.is_empty() {
+            return;
+        }
+        let name = format!("k{}", kernels.len());
+        let mut args = Vec::new();
+        for &r in group.iter() {
+            collect_reads(m, r, true, buf_of, &mut args);
+        }
+        let outs: Vec<usize> = group.iter().map(|r| buf_of[r]).collect();
+        args.retain(|a| !outs.contains(a));
+        steps.push(Step::Kernel { name: name.clone(), out: outs[0], args, also: outs[1..].to_vec() });
+        kernels.push(KernelDef { name, roots: std::mem::take(group), outer });
+    };
     for &op in &ops {
         let r = m.op(op).results[0];
         if !materialize.contains(&r) || buf_of.contains_key(&r) {
@@ -204,17 +238,101 @@ pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
         buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: dims_text(t), kind: BufKind::Temp });
         buf_of.insert(r, id);
         if m.op(op).name == "ten.dot_general" {
+            flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
             steps.push(Step::Gemm(gemm_step(m, op, id, &buf_of)?));
-        } else {
-            let name = format!("k{}", kernel_roots.len());
-            let mut args = Vec::new();
-            collect_reads(m, r, true, &buf_of, &mut args);
-            kernel_roots.push((name.clone(), r));
-            steps.push(Step::Kernel { name, out: id, args });
+            continue;
+        }
+        let rank = t.rank();
+        let joinable = !group.is_empty() && groupable(m, r) && groupable(m, group[0]);
+        if joinable {
+            let first = m.ty(group[0]).tensor().unwrap().dims.clone();
+            let mut p = 0;
+            while p < outer.min(rank) && first[p] == t.dims[p] {
+                p += 1;
+            }
+            let mut cand = group.clone();
+            cand.push(r);
+            if p >= 1 && rows_local(m, &cand, p, &buf_of) {
+                group.push(r);
+                outer = p;
+                continue;
+            }
+        }
+        flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
+        group.push(r);
+        outer = rank;
+    }
+    flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
+    let outputs = ret_vals.iter().map(|v| buf_of[v]).collect();
+    Ok(Plan { buffers, steps, outputs, buf_of, kernels })
+}
+
+/// Kernel roots that may share loops with others: plain index functions and reductions.
+fn groupable(m: &Module, r: Value) -> bool {
+    let Some(op) = m.defining_op(r) else { return false };
+    !matches!(m.op(op).name.as_str(), "ten.cumsum") && m.ty(r).tensor().is_some_and(|t| t.rank() >= 1)
+}
+
+/// Whether every member reads earlier members' values only at its own row (the same index in
+/// the first `p` dims), so they can run one row at a time inside shared outer loops.
+fn rows_local(m: &Module, members: &[Value], p: usize, buf_of: &HashMap<Value, usize>) -> bool {
+    let identity: Vec<Option<usize>> = (0..p).map(Some).collect();
+    for (i, &r) in members.iter().enumerate() {
+        let internal = &members[..i];
+        let op = m.defining_op(r).unwrap();
+        let d = m.op(op);
+        if d.name == "ten.reduce" {
+            // Reduced dims must lie past the row prefix; then the operand's prefix is the row.
+            let rd = d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]);
+            if rd.iter().any(|&x| (x as usize) < p) || !reads_row(m, d.operands[0], &identity, internal, buf_of) {
+                return false;
+            }
+        } else if !expr_rows(m, r, &identity, internal, buf_of) {
+            return false;
         }
     }
-    let outputs = ret_vals.iter().map(|v| buf_of[v]).collect();
-    Ok(Plan { buffers, steps, outputs, buf_of, kernel_roots })
+    true
+}
+
+/// `map[k]` is the index position holding outer index k (None once a layout op loses track).
+fn reads_row(m: &Module, v: Value, map: &[Option<usize>], internal: &[Value], buf_of: &HashMap<Value, usize>) -> bool {
+    if buf_of.contains_key(&v) {
+        return !internal.contains(&v) || map.iter().enumerate().all(|(k, &pos)| pos == Some(k));
+    }
+    expr_rows(m, v, map, internal, buf_of)
+}
+
+fn expr_rows(m: &Module, v: Value, map: &[Option<usize>], internal: &[Value], buf_of: &HashMap<Value, usize>) -> bool {
+    let Some(op) = m.defining_op(v) else { return true };
+    let d = m.op(op);
+    let ints = |k: &str| d.attrs.get(k).and_then(|a| a.as_ints()).map(|v| v.to_vec()).unwrap_or_default();
+    let same_shape = matches!(
+        d.name.as_str(),
+        "ten.abs" | "ten.neg" | "ten.exp" | "ten.log" | "ten.sqrt" | "ten.rsqrt" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.tanh"
+            | "ten.erf" | "ten.log1p" | "ten.sigmoid" | "ten.floor" | "ten.ceil" | "ten.trunc" | "ten.round" | "ten.sign" | "ten.not"
+            | "ten.add" | "ten.sub" | "ten.mul" | "ten.div" | "ten.rem" | "ten.max" | "ten.min" | "ten.pow" | "ten.and" | "ten.or"
+            | "ten.xor" | "ten.compare" | "ten.select" | "ten.convert"
+    );
+    let child_map: Vec<Option<usize>> = if same_shape {
+        map.to_vec()
+    } else if d.name == "ten.broadcast" {
+        let dims = ints("dims");
+        let (src, out) = (m.ty(d.operands[0]).tensor().unwrap(), m.ty(v).tensor().unwrap());
+        map.iter()
+            .map(|pos| {
+                let p = (*pos)?;
+                let i = dims.iter().position(|&x| x as usize == p)?;
+                let squeezed = src.dims[i].as_const() == Some(1) && out.dims[p].as_const() != Some(1);
+                (!squeezed).then_some(i)
+            })
+            .collect()
+    } else if d.name == "ten.transpose" {
+        let perm = ints("dims");
+        map.iter().map(|pos| pos.and_then(|p| perm.get(p).map(|&x| x as usize))).collect()
+    } else {
+        vec![None; map.len()]
+    };
+    d.operands.iter().all(|&o| reads_row(m, o, &child_map, internal, buf_of))
 }
 
 /// Most arithmetic per element a value may cost and still be recomputed by several kernels.

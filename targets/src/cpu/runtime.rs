@@ -102,7 +102,13 @@ impl Arena {
         let mut last = vec![0usize; n];
         for (i, st) in man.steps.iter().enumerate() {
             let (out, reads): (usize, Vec<usize>) = match st {
-                Step::Kernel { out, args, .. } => (*out, args.clone()),
+                Step::Kernel { out, args, also, .. } => {
+                    for &o in also {
+                        first[o] = first[o].min(i);
+                        last[o] = last[o].max(i);
+                    }
+                    (*out, args.clone())
+                }
                 Step::Gemm(g) => (g.out, vec![g.lhs.buf, g.rhs.buf]),
             };
             first[out] = first[out].min(i);
