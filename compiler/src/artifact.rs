@@ -66,10 +66,6 @@ pub fn lower(m: &mut ember_ir::Module) -> Result<(), String> {
     ember_passes::run_pipeline(m, &passes, &mut |_, _| {}).map_err(|e| e.to_string())
 }
 
-pub fn dims_text(t: &ember_ir::TensorType) -> Vec<String> {
-    t.dims.iter().map(|d| d.to_string()).collect()
-}
-
 /// A user input, weight or output of `@main`, by argument (or result) index.
 pub struct Io {
     pub index: usize,
@@ -95,7 +91,7 @@ pub fn pack(m: &ember_ir::Module, f: ember_ir::OpId, weights: &[(String, crate::
     for (i, &a) in m.block(entry).args.iter().enumerate() {
         let attrs = m.arg_attrs(f, i).cloned().unwrap_or_default();
         let t = m.ty(a).tensor().ok_or("non-tensor argument")?;
-        let io = |name: &str| Io { index: i, name: name.to_string(), dtype: t.dtype.mlir_name().into(), dims: dims_text(t) };
+        let io = |name: &str| Io { index: i, name: name.to_string(), dtype: t.dtype.mlir_name().into(), dims: t.dim_strings() };
         if let Some(Attr::Str(name)) = attrs.get("ember.input") {
             p.inputs.push(io(name));
             continue;
@@ -118,7 +114,7 @@ pub fn pack(m: &ember_ir::Module, f: ember_ir::OpId, weights: &[(String, crate::
     for (i, &v) in m.op(ret).operands.iter().enumerate() {
         let t = m.ty(v).tensor().ok_or("non-tensor result")?;
         let name = m.res_attrs(f, i).and_then(|a| a.get("ember.output")).and_then(|a| a.as_str()).unwrap_or("").to_string();
-        p.outputs.push(Io { index: i, name, dtype: t.dtype.mlir_name().into(), dims: dims_text(t) });
+        p.outputs.push(Io { index: i, name, dtype: t.dtype.mlir_name().into(), dims: t.dim_strings() });
     }
     Ok(p)
 }

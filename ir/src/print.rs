@@ -2,7 +2,7 @@
 //! per line, generic op form for every op except `module`, `func.func` and `func.return`, so that
 //! `mlir-opt --allow-unregistered-dialect` parses every dump.
 
-use crate::attr::{fmt_dict, fmt_key, fmt_str, Attr};
+use crate::attr::{fmt_dict, fmt_key, fmt_str};
 use crate::module::{BlockId, Module, OpId, Value, FUNC, RETURN};
 use crate::types::Type;
 use std::collections::HashMap;
@@ -204,9 +204,4 @@ impl fmt::Display for Module {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&print_module(self))
     }
-}
-
-/// Prints one attribute value (for messages).
-pub fn attr_text(a: &Attr) -> String {
-    a.to_string()
 }

@@ -197,6 +197,11 @@ impl TensorType {
         TensorType { dims: self.dims.clone(), dtype }
     }
 
+    /// Dims as text (`"4"`, `"2*s0"`), the form manifests carry.
+    pub fn dim_strings(&self) -> Vec<String> {
+        self.dims.iter().map(|d| d.to_string()).collect()
+    }
+
     /// Element count as an expression.
     pub fn numel(&self) -> SymExpr {
         self.dims.iter().cloned().fold(SymExpr::Const(1), SymExpr::mul)

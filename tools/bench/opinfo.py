@@ -64,11 +64,13 @@ import re
 import subprocess
 import sys
 import time
-import zipfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python" / "python"))
+from ember.export import write_npz  # noqa: E402  (byte-reproducible, atomic)
 
 PROG = "python tools/bench/opinfo.py"
 HARNESS_VERSION = 1  # bump to invalidate every cached sample
@@ -78,7 +80,6 @@ DEFAULT_REPORT_DIR = REPO / "tools" / "bench" / "results"  # opinfo_<last stage>
 DEFAULT_EXPECTED = REPO / "tools" / "bench" / "opinfo_subset_expected.json"
 DEFAULT_STAGES = "import,cpu"
 DEFAULT_EMBER = REPO / "target" / "debug" / "ember"
-_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 # A CI-size run: common OpInfos (by OpInfo name; every variant of a name is taken).
 SUBSET = [
@@ -217,21 +218,6 @@ def _to_numpy(t: Any) -> Any:
     if t.dtype == torch.bfloat16:
         t = t.float()  # numpy has no bfloat16
     return t.contiguous().numpy()
-
-
-def write_npz(path: Path, arrays: dict[str, Any]) -> None:
-    """Like numpy.savez, but byte-reproducible (fixed member timestamps)."""
-    import numpy as np
-
-    buf_zip = io.BytesIO()
-    with zipfile.ZipFile(buf_zip, "w", compression=zipfile.ZIP_STORED) as zf:
-        for key, arr in arrays.items():
-            buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.asarray(arr), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
-            info.external_attr = 0o644 << 16
-            zf.writestr(info, buf.getvalue())
-    write_atomic(path, buf_zip.getvalue())
 
 
 def _short_error(stage: str, exc: BaseException) -> str:

@@ -26,6 +26,11 @@ pub struct OpDef {
     pub doc: &'static str,
 }
 
+/// A table row (for the `OPS` tables of each dialect).
+pub(crate) const fn op(name: &'static str, sig: &'static str, rule: Rule, doc: &'static str) -> OpDef {
+    OpDef { name, sig, rule, doc }
+}
+
 impl OpDef {
     pub fn signature(&self) -> &'static Signature {
         signatures().get(self.name).expect("every table entry has a parsed signature")

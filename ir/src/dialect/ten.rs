@@ -6,11 +6,8 @@
 //! `torch-to-ten` inserts the broadcasts and dtype conversions torch does implicitly.
 
 use super::infer::Rule::*;
-use super::OpDef;
+use super::{op, OpDef};
 
-const fn op(name: &'static str, sig: &'static str, rule: super::infer::Rule, doc: &'static str) -> OpDef {
-    OpDef { name, sig, rule, doc }
-}
 
 /// Sorted by name (a test checks).
 #[rustfmt::skip]

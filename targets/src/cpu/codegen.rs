@@ -679,6 +679,18 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(b.build_select(nan, x, out, "").map_err(le)?.into_float_value())
     }
 
+    /// An odd function from its small-|x| form and its large-|x| form of |x|: `small` below
+    /// `threshold`, `big` with x's sign above, NaN passed through.
+    fn odd_blend(&self, x: FloatValue<'ctx>, ax: FloatValue<'ctx>, small: FloatValue<'ctx>, big: FloatValue<'ctx>, threshold: f64) -> R<FloatValue<'ctx>> {
+        let b = &self.b;
+        let ty = self.ctx.f32_type().as_basic_type_enum();
+        let signed = self.intrinsic("llvm.copysign", ty, &[big.into(), x.into()])?.into_float_value();
+        let is_small = b.build_float_compare(FloatPredicate::OLT, ax, self.fconst(threshold), "").map_err(le)?;
+        let r = b.build_select(is_small, small, signed, "").map_err(le)?.into_float_value();
+        let nan = b.build_float_compare(FloatPredicate::UNO, x, x, "").map_err(le)?;
+        Ok(b.build_select(nan, x, r, "").map_err(le)?.into_float_value())
+    }
+
     /// tanh: Cephes' odd polynomial below 0.625, 1 - 2/(e^2|x| + 1) above, with the sign restored.
     fn tanh_f32(&self, x: FloatValue<'ctx>) -> R<FloatValue<'ctx>> {
         let b = &self.b;
@@ -690,11 +702,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let two_ax = b.build_float_mul(self.fmin_max(ax, 0.0, 20.0)?, self.fconst(2.0), "").map_err(le)?;
         let e2 = self.exp_f32(two_ax)?;
         let big = b.build_float_sub(self.fconst(1.0), b.build_float_div(self.fconst(2.0), b.build_float_add(e2, self.fconst(1.0), "").map_err(le)?, "").map_err(le)?, "").map_err(le)?;
-        let signed = self.intrinsic("llvm.copysign", ty, &[big.into(), x.into()])?.into_float_value();
-        let is_small = b.build_float_compare(FloatPredicate::OLT, ax, self.fconst(0.625), "").map_err(le)?;
-        let r = b.build_select(is_small, small, signed, "").map_err(le)?.into_float_value();
-        let nan = b.build_float_compare(FloatPredicate::UNO, x, x, "").map_err(le)?;
-        Ok(b.build_select(nan, x, r, "").map_err(le)?.into_float_value())
+        self.odd_blend(x, ax, small, big, 0.625)
     }
 
     /// erf: Maclaurin series below 0.5 (relative error < 1e-6); above, Abramowitz-Stegun 7.1.26
@@ -711,11 +719,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let poly = self.horner(t, &[0.0, 0.254_829_592, -0.284_496_736, 1.421_413_741, -1.453_152_027, 1.061_405_429])?;
         let nz = b.build_float_neg(b.build_float_mul(ax, ax, "").map_err(le)?, "").map_err(le)?;
         let big = b.build_float_sub(self.fconst(1.0), b.build_float_mul(poly, self.exp_f32(nz)?, "").map_err(le)?, "").map_err(le)?;
-        let signed = self.intrinsic("llvm.copysign", ty, &[big.into(), x.into()])?.into_float_value();
-        let is_small = b.build_float_compare(FloatPredicate::OLT, ax, self.fconst(0.5), "").map_err(le)?;
-        let r = b.build_select(is_small, small, signed, "").map_err(le)?.into_float_value();
-        let nan = b.build_float_compare(FloatPredicate::UNO, x, x, "").map_err(le)?;
-        Ok(b.build_select(nan, x, r, "").map_err(le)?.into_float_value())
+        self.odd_blend(x, ax, small, big, 0.5)
     }
 
     fn binary(&self, name: &str, dt: DType, a: BasicValueEnum<'ctx>, c: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {

@@ -14,7 +14,7 @@
 
 use ember_ir::module::{Module, OpId, Value, ValueDef};
 use ember_ir::sym::SymExpr;
-use ember_ir::types::{DType, TensorType};
+use ember_ir::types::DType;
 use ember_ir::Attr;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -111,9 +111,6 @@ pub fn dtype_name(d: DType) -> String {
     d.mlir_name().to_string()
 }
 
-pub fn dims_text(t: &TensorType) -> Vec<String> {
-    t.dims.iter().map(|d| d.to_string()).collect()
-}
 
 pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
     let entry = m.entry(f);
@@ -207,7 +204,7 @@ pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
     for (i, &a) in m.block(entry).args.iter().enumerate() {
         let t = m.ty(a).tensor().ok_or_else(|| PlanError(format!("argument {i} is not a tensor")))?;
         buf_of.insert(a, buffers.len());
-        buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: dims_text(t), kind: BufKind::Arg(i) });
+        buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: t.dim_strings(), kind: BufKind::Arg(i) });
     }
     // Materialized values in program order: GEMMs, and runs of kernels grouped row by row.
     let mut steps = Vec::new();
@@ -235,7 +232,7 @@ pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
         }
         let t = m.ty(r).tensor().unwrap();
         let id = buffers.len();
-        buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: dims_text(t), kind: BufKind::Temp });
+        buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: t.dim_strings(), kind: BufKind::Temp });
         buf_of.insert(r, id);
         if m.op(op).name == "ten.dot_general" {
             flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
@@ -460,7 +457,7 @@ fn gemm_step(m: &Module, op: OpId, out: usize, buf_of: &HashMap<Value, usize>) -
         let t = m.ty(v).tensor().unwrap();
         let (b, s) = view_of(m, v, &|x| buf_of.contains_key(&x));
         let buf = *buf_of.get(&b).ok_or_else(|| PlanError(format!("`ten.dot_general`{}: an operand is not in memory", loc_of(m, op))))?;
-        Ok(StridedRef { buf, dims: dims_text(t), strides: s.iter().map(|e| e.to_string()).collect() })
+        Ok(StridedRef { buf, dims: t.dim_strings(), strides: s.iter().map(|e| e.to_string()).collect() })
     };
     Ok(GemmStep {
         out,

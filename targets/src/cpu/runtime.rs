@@ -81,6 +81,8 @@ pub struct Program {
     kernels: HashMap<String, KernelFn>,
     weights: Option<memmap2::Mmap>,
     dims: Vec<Vec<SymExpr>>,
+    /// Per step: a GEMM's operand dims and strides (lhs dims, lhs strides, rhs dims, rhs strides).
+    gemm_exprs: Vec<Option<[Vec<SymExpr>; 4]>>,
     dtypes: Vec<DType>,
     /// Temporaries for the last seen shapes, reused by the next call with the same shapes.
     arena: std::sync::Mutex<Option<Arena>>,
@@ -200,7 +202,15 @@ impl Program {
         };
         let dims = manifest.buffers.iter().map(|b| parse_dims(&b.dims)).collect::<Result<_, _>>()?;
         let dtypes = manifest.buffers.iter().map(|b| parse_dtype(&b.dtype)).collect::<Result<_, _>>()?;
-        Ok(Program { manifest, _lib: lib, kernels, weights, dims, dtypes, arena: std::sync::Mutex::new(None) })
+        let gemm_exprs = manifest
+            .steps
+            .iter()
+            .map(|st| match st {
+                Step::Gemm(g) => Ok(Some([parse_dims(&g.lhs.dims)?, parse_dims(&g.lhs.strides)?, parse_dims(&g.rhs.dims)?, parse_dims(&g.rhs.strides)?])),
+                Step::Kernel { .. } => Ok(None),
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Program { manifest, _lib: lib, kernels, weights, dims, gemm_exprs, dtypes, arena: std::sync::Mutex::new(None) })
     }
 
     /// Binds symbols from input shapes and checks every input against its declared type.
@@ -211,11 +221,11 @@ impl Program {
         }
         let mut env: HashMap<String, i64> = HashMap::new();
         for (i, (t, info)) in inputs.iter().zip(&man.inputs).enumerate() {
-            let want = parse_dtype(&info.dtype)?;
+            let want = self.dtypes[info.buf];
             if t.dtype != want {
                 return Err(format!("input {i} (`{}`) must be {}, got {}", info.name, want.torch_name(), t.dtype.torch_name()));
             }
-            let dims = parse_dims(&info.dims)?;
+            let dims = &self.dims[info.buf];
             if dims.len() != t.shape.len() {
                 return Err(format!("input {i} (`{}`) must have rank {}, got shape {:?}", info.name, dims.len(), t.shape));
             }
@@ -238,7 +248,7 @@ impl Program {
             }
         }
         for (i, (t, info)) in inputs.iter().zip(&man.inputs).enumerate() {
-            let dims = parse_dims(&info.dims)?;
+            let dims = &self.dims[info.buf];
             let want: Vec<i64> = dims.iter().map(|d| d.eval(&|s| env.get(s).copied()).unwrap_or(-1)).collect();
             if want.iter().zip(t.shape).any(|(&w, &n)| w != n as i64) {
                 return Err(format!("input {i} (`{}`) must have shape {want:?}, got {:?}", info.name, t.shape));
@@ -311,7 +321,7 @@ impl Program {
                     let work: i64 = shapes[*out].iter().product::<i64>().max(1);
                     run_kernel(f, &ptrs, &sym_vals, outer, work);
                 }
-                Step::Gemm(g) => self.gemm(g, &ptrs, &eval, &shapes)?,
+                Step::Gemm(g) => self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), &ptrs, &eval)?,
             }
             if let Some(t0) = t0 {
                 let (kind, out) = match step {
@@ -340,16 +350,14 @@ impl Program {
             .collect())
     }
 
-    fn gemm(&self, g: &GemmStep, ptrs: &[*mut u8], eval: &dyn Fn(&SymExpr) -> Result<i64, String>, shapes: &[Vec<i64>]) -> Result<(), String> {
-        let ld = |v: &[String]| -> Result<Vec<i64>, String> { parse_dims(v)?.iter().map(eval).collect() };
-        let (ldims, lstr, rdims, rstr) = (ld(&g.lhs.dims)?, ld(&g.lhs.strides)?, ld(&g.rhs.dims)?, ld(&g.rhs.strides)?);
+    fn gemm(&self, g: &GemmStep, exprs: &[Vec<SymExpr>; 4], ptrs: &[*mut u8], eval: &dyn Fn(&SymExpr) -> Result<i64, String>) -> Result<(), String> {
+        let ld = |v: &[SymExpr]| -> Result<Vec<i64>, String> { v.iter().map(eval).collect() };
+        let (ldims, lstr, rdims, rstr) = (ld(&exprs[0])?, ld(&exprs[1])?, ld(&exprs[2])?, ld(&exprs[3])?);
         let (m, k, n) = (ldims[g.lhs_free] as usize, ldims[g.lhs_contract] as usize, rdims[g.rhs_free] as usize);
         let batch: Vec<i64> = g.lhs_batch.iter().map(|&d| ldims[d]).collect();
         let nb: i64 = batch.iter().product();
         let dt = self.dtypes[g.out];
         let es = dt.byte_size();
-        let out_shape = &shapes[g.out];
-        let _ = out_shape;
         if m == 0 || n == 0 || batch.contains(&0) {
             return Ok(());
         }

@@ -224,16 +224,22 @@ def _flatten_tensors(tree: Any, what: str) -> list[Any]:
 
 
 def write_npz(path: Path, arrays: dict[str, Any]) -> None:
-    """Like ``numpy.savez`` but byte-reproducible (fixed member timestamps)."""
+    """Like ``numpy.savez`` but byte-reproducible (fixed member timestamps), and written through
+    a temporary file and a rename, so a reader never sees half a file."""
     import numpy as np
 
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+    buf_zip = io.BytesIO()
+    with zipfile.ZipFile(buf_zip, "w", compression=zipfile.ZIP_STORED) as zf:
         for key, arr in arrays.items():
             buf = io.BytesIO()
             np.lib.format.write_array(buf, np.asarray(arr), allow_pickle=False)
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
             info.external_attr = 0o644 << 16
             zf.writestr(info, buf.getvalue())
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(buf_zip.getvalue())
+    os.replace(tmp, path)
 
 
 def _max_abs_diff(a: list[Any], b: list[Any]) -> float | None:
