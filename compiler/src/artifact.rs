@@ -66,6 +66,32 @@ pub fn lower(m: &mut ember_ir::Module) -> Result<(), String> {
     ember_passes::run_pipeline(m, &passes, &mut |_, _| {}).map_err(|e| e.to_string())
 }
 
+/// The e-graph optimizer with `target`'s cost model (after `lower`): rewrites, composites and
+/// kernels as `ember.fusion_group`s. The trace says what it did (`--trace`, `--report`).
+pub fn optimize(m: &mut ember_ir::Module, target: &str) -> Result<ember_passes::egraph::Trace, String> {
+    m.attrs.insert("ember.target".into(), ember_ir::Attr::Str(target.into()));
+    let opts = ember_passes::egraph::Options::for_module(m);
+    let trace = ember_passes::egraph::optimize(m, &opts)?;
+    ember_ir::verify::verify(m).map_err(|errs| {
+        let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        format!("internal error: the IR does not verify after the e-graph optimizer:
+  {}", lines.join("
+  "))
+    })?;
+    Ok(trace)
+}
+
+/// The fusion report of `module` compiled for `target`: (markdown, Graphviz DOT). The optimizer
+/// is deterministic, so this describes exactly the kernels `compile` built.
+pub fn fusion_report(mut module: ember_ir::Module, target: &str, model: &str) -> Result<(String, String), String> {
+    lower(&mut module)?;
+    let trace = optimize(&mut module, target)?;
+    let f = module.func_by_name("main").ok_or("the module has no @main")?;
+    let table = ember_passes::egraph::cost::table(target).ok_or_else(|| format!("no cost model for `{target}`"))?;
+    let md = ember_passes::egraph::report::markdown(model, &module, f, table, &trace);
+    Ok((md, ember_passes::egraph::report::dot(&module, f, table)))
+}
+
 /// A user input, weight or output of `@main`, by argument (or result) index.
 pub struct Io {
     pub index: usize,

@@ -13,8 +13,12 @@ pub fn compile(imported: Imported, out: &Path) -> Result<Manifest, String> {
     let source_hash = format!("{:x}", Sha256::digest(imported.module.to_string().as_bytes()));
     let mut m = imported.module;
     crate::artifact::lower(&mut m)?;
+    crate::artifact::optimize(&mut m, "cpu")?;
     let f = m.func_by_name("main").ok_or("the module has no @main")?;
-    let plan = plan::plan(&m, f).map_err(|e| e.0)?;
+    // The CPU codegen inlines producers into loop nests itself; the optimizer's kernels enter as
+    // the values that must live in memory.
+    let boundaries = ember_passes::egraph::inline_groups(&mut m, f);
+    let plan = plan::plan(&m, f, &boundaries).map_err(|e| e.0)?;
     let symbols: Vec<SymbolInfo> = match m.attrs.get("ember.symbols") {
         Some(Attr::Dict(d)) => d
             .iter()

@@ -115,6 +115,16 @@ impl Module {
     pub fn block(&self, b: BlockId) -> &BlockData {
         &self.blocks[b.index()]
     }
+    /// Replaces the ops of `b` wholesale (passes that rebuild a body); ops left out are detached.
+    pub fn set_block_ops(&mut self, b: BlockId, ops: Vec<OpId>) {
+        for &o in &self.blocks[b.index()].ops {
+            self.ops[o.index()].parent = None;
+        }
+        for &o in &ops {
+            self.ops[o.index()].parent = Some(b);
+        }
+        self.blocks[b.index()].ops = ops;
+    }
     pub fn region(&self, r: RegionId) -> &RegionData {
         &self.regions[r.index()]
     }

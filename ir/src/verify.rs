@@ -215,6 +215,7 @@ pub fn attr_fits(kind: Kind, a: &Attr) -> bool {
         Kind::Floats => matches!(a, Attr::Floats(_)),
         Kind::Bool => matches!(a, Attr::Bool(_)),
         Kind::Bools => matches!(a, Attr::Array(_)),
+        Kind::Strs => matches!(a, Attr::Array(v) if v.iter().all(|x| matches!(x, Attr::Str(_)))),
         Kind::Scalar => matches!(a, Attr::Int(_) | Attr::Float(_) | Attr::Bool(_)),
         Kind::ScalarType => matches!(a, Attr::DType(_)),
         Kind::Str | Kind::MemoryFormat => matches!(a, Attr::Str(_)),

@@ -2,6 +2,7 @@
 //! (`ember opt --passes=canonicalize,cse,dce`). Every pass is a plain function on a module; the
 //! registry below is the one list of them.
 
+pub mod egraph;
 mod lower;
 mod simplify;
 
@@ -19,6 +20,7 @@ pub static PASSES: &[PassInfo] = &[
     PassInfo { name: "canonicalize", doc: "Remove no-op ops (aliases, clones, same-shape views and expands, identity permutes, dtype-preserving copies, metadata asserts).", run: simplify::canonicalize },
     PassInfo { name: "cse", doc: "Merge ops with equal names, operands and attributes (pure ops only).", run: simplify::cse },
     PassInfo { name: "dce", doc: "Delete ops whose results are unused (pure ops only).", run: simplify::dce },
+    PassInfo { name: "fuse", doc: "E-graph optimization: algebra and layout rewrites, composites (softmax, norms, GELU/SiLU, attention), extraction by the cost model of the module's `ember.target` (default cpu), then kernels as ember.fusion_group (gemm, loop, composites).", run: egraph::fuse_pass },
     PassInfo { name: "torch-to-ten", doc: "Lower torch ops to the ten dialect (explicit broadcasts, conversions, constants); ops without a lowering stay.", run: lower::torch_to_ten },
 ];
 

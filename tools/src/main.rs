@@ -46,6 +46,10 @@ archive: parameters, buffers and constants are function arguments named by `embe
         /// Print the IR to standard error after every pass.
         #[arg(long)]
         print_ir_after_all: bool,
+        /// Print what the e-graph (`fuse`) did to standard error: blocks, iterations, e-nodes,
+        /// why saturation stopped, and the rules that fired.
+        #[arg(long)]
+        trace: bool,
     },
     /// Compile a model for a target into an artifact directory.
     #[command(after_help = "Example:\n  ember compile testdata/models/mlp.pt2 --target cpu -o out/\n\nTargets: cpu (native code via LLVM; `ember run` runs it), tpu (StableHLO; `ember run` runs it on
@@ -60,6 +64,11 @@ An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compil
         /// The artifact directory to create.
         #[arg(short, long)]
         output: PathBuf,
+        /// Also write OUT_DIR/report/: fusion.md (per kernel: ops, source lines, rules, estimated
+        /// bytes/FLOPs/time before and after fusion), fusion.dot and, when Graphviz is
+        /// installed, fusion.svg.
+        #[arg(long)]
+        report: bool,
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
     #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
@@ -194,7 +203,7 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             let m = load_module(&model)?;
             emit(&m.to_string(), output.as_deref())
         }
-        Cmd::Opt { input, passes, output, print_ir_after_all } => {
+        Cmd::Opt { input, passes, output, print_ir_after_all, trace } => {
             let pipeline = ember_passes::parse_pipeline(&passes.join(","))?;
             let mut m = load_module(&input)?;
             ember_passes::run_pipeline(&mut m, &pipeline, &mut |name, m| {
@@ -202,39 +211,26 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                     eprintln!("// -----// IR Dump After {name} //----- //\n{m}");
                 }
             })?;
+            for t in ember_passes::egraph::take_traces() {
+                if trace {
+                    eprint!("{t}");
+                }
+            }
             emit(&m.to_string(), output.as_deref())
         }
-        Cmd::Compile { model, target, output } => {
+        Cmd::Compile { model, target, output, report } => {
             let target = Target::parse(&target).expect("clap checked the target");
             let pb = spinner(format!("importing {}", model.display()));
             let imported = ember_compiler::import_path(&model);
             pb.finish_and_clear();
             let imported = imported?;
-            match target {
-                Target::Cpu => {
-                    let pb = spinner(format!("compiling for cpu into {}", output.display()));
-                    let r = ember_compiler::cpu::compile(imported, &output);
-                    pb.finish_and_clear();
-                    let man = r.map_err(Failure)?;
-                    eprintln!("wrote {} ({} kernels, {} GEMMs)", output.display(),
-                        man.steps.iter().filter(|s| matches!(s, ember_targets::cpu::plan::Step::Kernel { .. })).count(),
-                        man.steps.iter().filter(|s| matches!(s, ember_targets::cpu::plan::Step::Gemm(_))).count());
-                    Ok(())
-                }
-                Target::Tpu => {
-                    let pb = spinner(format!("compiling for tpu into {}", output.display()));
-                    let r = ember_compiler::tpu::compile(imported, &output);
-                    pb.finish_and_clear();
-                    let man = r.map_err(Failure)?;
-                    eprintln!("wrote {} (StableHLO for XLA; inputs: {}, weights: {}, outputs: {}); run it with `ember run` or\n  python -m ember.xla run {} --inputs IN.npz --outputs OUT.npz",
-                        output.display(), man.inputs.len(), man.weights.len(), man.outputs.len(), output.display());
-                    Ok(())
-                }
-                t => Err(Failure(format!(
-                    "target `{}` is not built yet: this Ember compiles for cpu and tpu only",
-                    t.name()
-                ))),
+            let for_report = report.then(|| imported.module.clone());
+            let r = compile_target(&target, imported, &output);
+            if let (Ok(()), Some(module)) = (&r, for_report) {
+                let name = model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                write_report(&output, module, target.name(), &name)?;
             }
+            r
         }
         Cmd::Run { artifact: dir, inputs, outputs, repeat } => {
             let h = artifact::read_header(&dir)?;
@@ -283,4 +279,55 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+fn compile_target(target: &Target, imported: ember_compiler::Imported, output: &Path) -> Result<(), Failure> {
+    let output = output.to_path_buf();
+    match target {
+                Target::Cpu => {
+                    let pb = spinner(format!("compiling for cpu into {}", output.display()));
+                    let r = ember_compiler::cpu::compile(imported, &output);
+                    pb.finish_and_clear();
+                    let man = r.map_err(Failure)?;
+                    eprintln!("wrote {} ({} kernels, {} GEMMs)", output.display(),
+                        man.steps.iter().filter(|s| matches!(s, ember_targets::cpu::plan::Step::Kernel { .. })).count(),
+                        man.steps.iter().filter(|s| matches!(s, ember_targets::cpu::plan::Step::Gemm(_))).count());
+                    Ok(())
+                }
+                Target::Tpu => {
+                    let pb = spinner(format!("compiling for tpu into {}", output.display()));
+                    let r = ember_compiler::tpu::compile(imported, &output);
+                    pb.finish_and_clear();
+                    let man = r.map_err(Failure)?;
+                    eprintln!("wrote {} (StableHLO for XLA; inputs: {}, weights: {}, outputs: {}); run it with `ember run` or\n  python -m ember.xla run {} --inputs IN.npz --outputs OUT.npz",
+                        output.display(), man.inputs.len(), man.weights.len(), man.outputs.len(), output.display());
+                    Ok(())
+                }
+                t => Err(Failure(format!(
+                    "target `{}` is not built yet: this Ember compiles for cpu and tpu only",
+                    t.name()
+                ))),
+            }
+}
+
+/// Writes OUT/report/ (through a temp dir renamed into place, like every output).
+fn write_report(out: &Path, module: ember_ir::Module, target: &str, model: &str) -> Result<(), Failure> {
+    let (md, dot) = ember_compiler::artifact::fusion_report(module, target, model).map_err(Failure)?;
+    let dir = out.join("report");
+    let tmp = out.join(".report.tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| Failure(format!("cannot create {}: {e}", tmp.display())))?;
+    let w = |name: &str, bytes: &[u8]| std::fs::write(tmp.join(name), bytes).map_err(|e| Failure(format!("cannot write {name}: {e}")));
+    w("fusion.md", md.as_bytes())?;
+    w("fusion.dot", dot.as_bytes())?;
+    // The picture needs Graphviz; the DOT file is always there.
+    if let Ok(o) = std::process::Command::new("dot").arg("-Tsvg").arg(tmp.join("fusion.dot")).output() {
+        if o.status.success() {
+            w("fusion.svg", &o.stdout)?;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&tmp, &dir).map_err(|e| Failure(format!("cannot write {}: {e}", dir.display())))?;
+    eprintln!("wrote {}", dir.join("fusion.md").display());
+    Ok(())
 }

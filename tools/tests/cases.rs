@@ -65,3 +65,17 @@ fn output_file_is_written_whole() {
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every e-graph rule has a case named after it whose trace shows it fired (the snapshot then
+/// shows what extraction made of it).
+#[test]
+fn every_egraph_rule_has_a_case() {
+    for rule in ember_passes::egraph::rules::all() {
+        let path = crate::testdata().join("egraph").join(format!("{}.mlir", rule.name));
+        assert!(path.exists(), "rule `{}` has no case {}", rule.name, path.display());
+        let out = crate::ember(&crate::repo(), &["opt", path.to_str().unwrap(), "--passes=fuse", "--trace"]);
+        let stderr = out.stderr;
+        let fired = stderr.lines().find(|l| l.contains("rules fired:")).unwrap_or("");
+        assert!(fired.split([':', ',']).any(|r| r.trim().starts_with(&format!("{} x", rule.name))), "rule `{}` did not fire on its case:\n{stderr}", rule.name);
+    }
+}

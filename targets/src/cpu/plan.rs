@@ -112,7 +112,8 @@ pub fn dtype_name(d: DType) -> String {
 }
 
 
-pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
+/// `boundaries`: values the optimizer's kernel partition wants in memory (group results).
+pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError> {
     let entry = m.entry(f);
     let ret = m.func_return(f).ok_or_else(|| PlanError("function has no return".into()))?;
     let ops: Vec<OpId> = m.block(entry).ops.iter().copied().filter(|&o| o != ret).collect();
@@ -138,8 +139,10 @@ pub fn plan(m: &Module, f: OpId) -> Result<Plan, PlanError> {
         }
     };
     let ret_vals = m.op(ret).operands.clone();
-    for &v in &ret_vals {
-        want(v, &mut materialize);
+    for &v in ret_vals.iter().chain(boundaries) {
+        if m.defining_op(v).is_some_and(|p| !is_remap(&m.op(p).name)) || ret_vals.contains(&v) {
+            want(v, &mut materialize);
+        }
     }
     for &op in &ops {
         let d = m.op(op);

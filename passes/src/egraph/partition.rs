@@ -1,0 +1,347 @@
+//! Kernel formation after extraction: the remaining top-level `ten` ops become `ember.fusion_group`s
+//! of kind `gemm` (a `ten.dot_general` and its epilogue: bias, activation, residual) and `loop`
+//! (elementwise, layout and reduction ops that share loops). Composite groups from the e-graph
+//! stay as they are, except that a `gelu`/`silu` right after a matmul joins its epilogue.
+//!
+//! Groups are convex: an op joins a group only when each of its operands is produced inside the
+//! group, is a function argument or block-free value, or is produced before the group's first op
+//! (program order is topological, so such a producer cannot depend on the group). That check is
+//! O(1) per op, which keeps partitioning linear on 100k-op graphs. Constants and iotas join no
+//! group: every group that reads one gets its own copy (they cost no memory traffic).
+
+use super::cost::CostTable;
+use super::Trace;
+use ember_ir::module::{BlockId, OpId, ValueDef};
+use ember_ir::{Attr, Attrs, Loc, Module, Type, Value};
+use petgraph::graph::{DiGraph, NodeIndex};
+use std::collections::HashMap;
+
+fn is_elementwise(name: &str) -> bool {
+    matches!(
+        name,
+        "ten.add" | "ten.sub" | "ten.mul" | "ten.div" | "ten.max" | "ten.min" | "ten.pow" | "ten.rem" | "ten.and" | "ten.or" | "ten.xor"
+            | "ten.abs" | "ten.neg" | "ten.exp" | "ten.log" | "ten.sqrt" | "ten.rsqrt" | "ten.tanh" | "ten.sigmoid" | "ten.erf"
+            | "ten.sin" | "ten.cos" | "ten.tan" | "ten.floor" | "ten.ceil" | "ten.round" | "ten.trunc" | "ten.sign" | "ten.not"
+            | "ten.compare" | "ten.select" | "ten.convert"
+    )
+}
+
+fn is_layout(name: &str) -> bool {
+    matches!(name, "ten.broadcast" | "ten.reshape" | "ten.transpose" | "ten.slice" | "ten.reverse" | "ten.pad" | "ten.concat")
+}
+
+fn is_free(name: &str) -> bool {
+    matches!(name, "ten.constant" | "ten.iota")
+}
+
+/// Ops a `loop` group may hold.
+fn loopable(name: &str) -> bool {
+    is_elementwise(name) || is_layout(name) || name == "ten.reduce"
+}
+
+/// Ops that may follow a matmul inside its `gemm` group.
+fn epilogue(name: &str) -> bool {
+    is_elementwise(name) || matches!(name, "ten.broadcast" | "ten.reshape")
+}
+
+pub fn partition(m: &mut Module, entry: BlockId, _table: &CostTable, trace: &mut Trace) -> Result<(), String> {
+    let ops: Vec<OpId> = m.block(entry).ops.clone();
+    let pos: HashMap<OpId, usize> = ops.iter().enumerate().map(|(i, &o)| (o, i)).collect();
+    let producer = |m: &Module, v: Value| -> Option<OpId> {
+        match m.value(v).def {
+            ValueDef::Result(op, _) if pos.contains_key(&op) => Some(op),
+            _ => None,
+        }
+    };
+    // The data-flow graph of the body (petgraph), for use counts and the group DAG check.
+    let mut g: DiGraph<OpId, ()> = DiGraph::new();
+    let idx: HashMap<OpId, NodeIndex> = ops.iter().map(|&o| (o, g.add_node(o))).collect();
+    for &o in &ops {
+        for &v in &m.op(o).operands {
+            if let Some(p) = producer(m, v) {
+                g.add_edge(idx[&p], idx[&o], ());
+            }
+        }
+    }
+    let mut value_users: HashMap<Value, Vec<OpId>> = HashMap::new();
+    for &o in &ops {
+        for &v in &m.op(o).operands {
+            value_users.entry(v).or_default().push(o);
+        }
+    }
+    let users = |o: OpId| -> Vec<OpId> {
+        let mut u: Vec<OpId> = g.neighbors_directed(idx[&o], petgraph::Direction::Outgoing).map(|n| g[n]).collect();
+        u.sort_by_key(|x| pos[x]);
+        u.dedup();
+        u
+    };
+    let mut group_of: HashMap<OpId, usize> = HashMap::new();
+    let mut groups: Vec<(String, Vec<OpId>, Attrs)> = Vec::new();
+    let kind_of = |m: &Module, o: OpId| -> Option<String> {
+        let d = m.op(o);
+        (d.name == "ember.fusion_group").then(|| d.attrs.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string())
+    };
+    // 1. gemm groups: a matmul, then single-use epilogue ops in a chain.
+    for &o in &ops {
+        if m.op(o).name != "ten.dot_general" || group_of.contains_key(&o) {
+            continue;
+        }
+        let gi = groups.len();
+        let mut members = vec![o];
+        // Layout chains on the operands (a transposed weight, a reshaped activation) are read
+        // by the matmul through strides: they join the group when the matmul is their only reader.
+        for &v in &m.op(o).operands {
+            let mut p = producer(m, v);
+            while let Some(q) = p.filter(|&q| is_layout(&m.op(q).name) && m.op(q).operands.len() == 1 && users(q).len() == 1 && !group_of.contains_key(&q)) {
+                members.push(q);
+                p = producer(m, m.op(q).operands[0]);
+            }
+        }
+        let mut activation = "none".to_string();
+        let mut cur = o;
+        loop {
+            let us = users(cur);
+            if us.len() != 1 {
+                break;
+            }
+            let u = us[0];
+            let name = m.op(u).name.clone();
+            let act = kind_of(m, u).filter(|k| (k == "gelu" || k == "silu") && activation == "none");
+            if !(epilogue(&name) || act.is_some()) || group_of.contains_key(&u) {
+                break;
+            }
+            // The epilogue's other operands must not depend on the group (convexity).
+            let first = pos[&o];
+            let ok = m.op(u).operands.iter().all(|&v| match producer(m, v) {
+                None => true,
+                Some(p) => members.contains(&p) || pos[&p] < first || is_free(&m.op(p).name) || single_use_broadcast_of_input(m, p, first, &pos, &users),
+            });
+            if !ok {
+                break;
+            }
+            // Pull in single-use broadcasts of the bias/residual.
+            for &v in &m.op(u).operands.clone() {
+                if let Some(p) = producer(m, v) {
+                    if !members.contains(&p) && m.op(p).name == "ten.broadcast" && users(p).len() == 1 && !group_of.contains_key(&p) {
+                        members.push(p);
+                    }
+                }
+            }
+            if let Some(a) = act {
+                activation = match (a.as_str(), m.op(u).attrs.get("approximate").and_then(|x| x.as_str())) {
+                    ("gelu", Some("tanh")) => "gelu_tanh".into(),
+                    (k, _) => k.to_string(),
+                };
+            }
+            members.push(u);
+            cur = u;
+        }
+        for &mbr in &members {
+            group_of.insert(mbr, gi);
+        }
+        let mut attrs = Attrs::new();
+        attrs.insert("activation".into(), Attr::Str(activation));
+        groups.push(("gemm".into(), members, attrs));
+    }
+    // 2. loop groups, greedily in program order. A layout op of outside values read by one op
+    //    (a weight's broadcast or transpose) joins its reader's group instead of starting one.
+    let pullable = |m: &Module, o: OpId| -> bool {
+        is_layout(&m.op(o).name)
+            && users(o).len() == 1
+            && m.op(o).operands.iter().all(|&v| producer(m, v).is_none_or(|p| is_free(&m.op(p).name)))
+    };
+    for &o in &ops {
+        let name = m.op(o).name.clone();
+        if group_of.contains_key(&o) || !loopable(&name) || pullable(m, o) {
+            continue;
+        }
+        let mut target: Option<usize> = None;
+        for &v in &m.op(o).operands {
+            if let Some(p) = producer(m, v) {
+                if let Some(&gi) = group_of.get(&p) {
+                    if groups[gi].0 == "loop" && target.is_none() {
+                        target = Some(gi);
+                    }
+                }
+            }
+        }
+        let join = target.filter(|&gi| {
+            let first = groups[gi].1.iter().map(|x| pos[x]).min().unwrap();
+            m.op(o).operands.iter().all(|&v| match producer(m, v) {
+                None => true,
+                Some(p) => group_of.get(&p) == Some(&gi) || pos[&p] < first || is_free(&m.op(p).name) || pullable(m, p),
+            })
+        });
+        let gi = match join {
+            Some(gi) => gi,
+            None => {
+                groups.push(("loop".into(), vec![], Attrs::new()));
+                groups.len() - 1
+            }
+        };
+        groups[gi].1.push(o);
+        group_of.insert(o, gi);
+        for &v in &m.op(o).operands {
+            if let Some(p) = producer(m, v).filter(|&p| !group_of.contains_key(&p) && pullable(m, p)) {
+                groups[gi].1.push(p);
+                group_of.insert(p, gi);
+            }
+        }
+    }
+    // Layout ops whose one reader is no kernel (an opaque op, the return) are kernels alone.
+    for &o in &ops {
+        if !group_of.contains_key(&o) && loopable(&m.op(o).name) {
+            group_of.insert(o, groups.len());
+            groups.push(("loop".into(), vec![o], Attrs::new()));
+        }
+    }
+    // 3. Rewrite each group into an ember.fusion_group at the position of its first member:
+    //    every outside value a group reads is defined before that (the convexity rule above).
+    let mut new_ops: Vec<OpId> = Vec::new();
+    let mut first_of: HashMap<usize, usize> = HashMap::new();
+    for (gi, (_, members, _)) in groups.iter().enumerate() {
+        // A group sits at its first own op (a gemm at its matmul): ops pulled in (a weight's
+        // broadcast or transpose) read only outside values, so they may come earlier.
+        let at = pos[&members[0]];
+        first_of.insert(gi, at);
+    }
+    let mut remap: HashMap<Value, Value> = HashMap::new();
+    let mut kernels = 0usize;
+    for (i, &o) in ops.iter().enumerate() {
+        match group_of.get(&o) {
+            None => {
+                let operands: Vec<Value> = m.op(o).operands.iter().map(|v| *remap.get(v).unwrap_or(v)).collect();
+                m.op_mut(o).operands = operands;
+                if m.op(o).name == "ember.fusion_group" {
+                    kernels += 1;
+                }
+                new_ops.push(o);
+            }
+            Some(&gi) if first_of[&gi] == i => {
+                let (kind, members, attrs) = &groups[gi];
+                let mut members = members.clone();
+                members.sort_by_key(|x| pos[x]);
+                let gop = build_group(m, kind, &members, attrs, &mut remap, &value_users);
+                new_ops.push(gop);
+                kernels += 1;
+            }
+            Some(_) => {}
+        }
+    }
+    // Constants and iotas were copied into the groups that read them; drop the unread originals.
+    let read: std::collections::HashSet<Value> = new_ops.iter().flat_map(|&o| m.op(o).operands.clone()).collect();
+    new_ops.retain(|&o| !(is_free(&m.op(o).name) && m.op(o).operands.is_empty() && !read.contains(&m.op(o).results[0])));
+    m.set_block_ops(entry, new_ops);
+    trace.kernels += kernels;
+    Ok(())
+}
+
+/// A broadcast of a value defined before `first`, used once: pulled into the group.
+fn single_use_broadcast_of_input(
+    m: &Module,
+    p: OpId,
+    first: usize,
+    pos: &HashMap<OpId, usize>,
+    users: &dyn Fn(OpId) -> Vec<OpId>,
+) -> bool {
+    m.op(p).name == "ten.broadcast"
+        && users(p).len() == 1
+        && m.op(p).operands.iter().all(|&v| match m.value(v).def {
+            ValueDef::Result(q, _) => pos.get(&q).is_none_or(|&qp| qp < first),
+            _ => true,
+        })
+}
+
+/// Moves `members` (in program order) into a new `ember.fusion_group` region. Values used after
+/// the group become its results; values read from outside become block arguments; constants
+/// and iotas read from outside are copied in.
+fn build_group(m: &mut Module, kind: &str, members: &[OpId], attrs: &Attrs, remap: &mut HashMap<Value, Value>, value_users: &HashMap<Value, Vec<OpId>>) -> OpId {
+    let inside: std::collections::HashSet<OpId> = members.iter().copied().collect();
+    let mut inputs: Vec<Value> = Vec::new();
+    let mut copies: Vec<OpId> = Vec::new();
+    for &o in members {
+        for &v in &m.op(o).operands.clone() {
+            let v = *remap.get(&v).unwrap_or(&v);
+            let def = match m.value(v).def {
+                ValueDef::Result(p, _) => Some(p),
+                _ => None,
+            };
+            if def.is_some_and(|p| inside.contains(&p)) || inputs.contains(&v) {
+                continue;
+            }
+            if let Some(p) = def.filter(|p| is_free(&m.op(*p).name) && m.op(*p).operands.is_empty()) {
+                if !copies.contains(&p) {
+                    copies.push(p);
+                }
+                continue;
+            }
+            inputs.push(v);
+        }
+    }
+    // Results: member values used by any op outside the group (or by the return).
+    let mut results: Vec<Value> = Vec::new();
+    for &o in members {
+        for &r in &m.op(o).results {
+            if value_users.get(&r).is_some_and(|us| us.iter().any(|u| !inside.contains(u))) {
+                results.push(r);
+            }
+        }
+    }
+    let types: Vec<Type> = inputs.iter().map(|&v| m.ty(v).clone()).collect();
+    let block = m.new_block(&types);
+    let args = m.block(block).args.clone();
+    let mut local: HashMap<Value, Value> = inputs.iter().copied().zip(args).collect();
+    let mut body = Vec::new();
+    for &c in &copies {
+        let d = m.op(c).clone();
+        let types: Vec<Type> = d.results.iter().map(|&r| m.ty(r).clone()).collect();
+        let n = m.create_op(&d.name, vec![], types, d.attrs.clone(), vec![], d.loc.clone());
+        local.insert(d.results[0], m.op(n).results[0]);
+        body.push(n);
+    }
+    let mut locs = Vec::new();
+    for &o in members {
+        let operands: Vec<Value> = m.op(o).operands.iter().map(|v| {
+            let v = *remap.get(v).unwrap_or(v);
+            *local.get(&v).unwrap_or(&v)
+        }).collect();
+        if m.op(o).name == "ember.fusion_group" {
+            // A composite absorbed into a gemm epilogue: inline its body.
+            let region = m.op(o).regions[0];
+            let gb = m.region(region).blocks[0];
+            let gargs = m.block(gb).args.clone();
+            let mut inner: HashMap<Value, Value> = gargs.into_iter().zip(operands).collect();
+            for &io in &m.block(gb).ops.clone() {
+                let d = m.op(io).clone();
+                if d.name == "ember.yield" {
+                    local.insert(m.op(o).results[0], inner[&d.operands[0]]);
+                    continue;
+                }
+                let ops2: Vec<Value> = d.operands.iter().map(|v| *inner.get(v).unwrap_or(v)).collect();
+                let types: Vec<Type> = d.results.iter().map(|&r| m.ty(r).clone()).collect();
+                let n = m.create_op(&d.name, ops2, types, d.attrs.clone(), vec![], d.loc.clone());
+                inner.insert(d.results[0], m.op(n).results[0]);
+                body.push(n);
+            }
+            locs.push(m.op(o).loc.clone());
+            continue;
+        }
+        m.op_mut(o).operands = operands;
+        locs.push(m.op(o).loc.clone());
+        body.push(o);
+    }
+    let yields: Vec<Value> = results.iter().map(|r| *local.get(r).unwrap_or(r)).collect();
+    let y = m.create_op("ember.yield", yields, vec![], Attrs::new(), vec![], Loc::Unknown);
+    body.push(y);
+    m.set_block_ops(block, body);
+    let region = m.new_region(vec![block]);
+    let mut a = attrs.clone();
+    a.insert("kind".into(), Attr::Str(kind.into()));
+    let rtypes: Vec<Type> = results.iter().map(|&r| m.ty(r).clone()).collect();
+    let loc = locs.into_iter().find(|l| !matches!(l, Loc::Unknown)).unwrap_or_default();
+    let g = m.create_op("ember.fusion_group", inputs, rtypes, a, vec![region], loc);
+    for (i, &r) in results.iter().enumerate() {
+        remap.insert(r, m.op(g).results[i]);
+    }
+    g
+}

@@ -1,0 +1,204 @@
+//! Composites: the decomposed forms torch-to-ten produces for softmax, normalizations,
+//! activations and attention, recognized as one `ember.<kind>` node each. The decomposition stays
+//! in the same e-class, so the cost model decides: a target that has a kernel for the composite
+//! extracts it (one pass over memory), and the optimizer turns it into an `ember.fusion_group`
+//! whose body is the decomposition (see ARCHITECTURE.md, the fusion-group contract).
+
+use super::{composite, konst, last_dim, near, node, pick, reduces_last, spreads_last, spreads_leading, same, str_attr, var, Rhs, Rule};
+use crate::egraph::lang::{type_of, EG};
+use egg::{Id, Subst};
+use ember_ir::Attr;
+
+fn rank(eg: &EG, id: Id) -> usize {
+    type_of(eg, id).rank()
+}
+
+/// softmax(x) = exp(x − max(x)) / Σ exp(x − max(x)), both reductions over the last dim.
+fn softmax(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let x = var(s, "?x");
+    let r = rank(eg, x);
+    let div = pick(eg, root, "ten.div", &[None, None])?;
+    let e = div.args[0];
+    let sub = pick(eg, pick(eg, e, "ten.exp", &[None])?.args[0], "ten.sub", &[Some(x), None])?;
+    let bmax = pick(eg, sub.args[1], "ten.broadcast", &[None])?;
+    let rmax = pick(eg, bmax.args[0], "ten.reduce", &[Some(x)])?;
+    let bsum = pick(eg, div.args[1], "ten.broadcast", &[None])?;
+    let rsum = pick(eg, bsum.args[0], "ten.reduce", &[Some(e)])?;
+    let kinds = str_attr(eg, &rmax, "kind").as_deref() == Some("max") && str_attr(eg, &rsum, "kind").as_deref() == Some("sum");
+    let ok = kinds && spreads_leading(eg, &bmax) && spreads_leading(eg, &bsum) && reduces_last(eg, &rmax, r) && reduces_last(eg, &rsum, r);
+    ok.then(|| composite(eg, root, "ember.softmax", vec![("dim", Attr::Int(r as i64 - 1))], vec![x]))
+}
+
+/// (x − mean(x)) · rsqrt(mean((x − mean(x))²) + ε) over the last dim, mean = Σ/n.
+fn layer_norm(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let (x, n_id, eps_id) = (var(s, "?x"), var(s, "?n"), var(s, "?eps"));
+    let tx = type_of(eg, x);
+    let n = last_dim(&tx)? as f64;
+    let eps = konst(eg, eps_id)?;
+    let mul = pick(eg, root, "ten.mul", &[None, None])?;
+    let d = mul.args[0];
+    let sub = pick(eg, d, "ten.sub", &[Some(x), None])?;
+    let bmean = pick(eg, sub.args[1], "ten.broadcast", &[None])?;
+    let mean = pick(eg, bmean.args[0], "ten.div", &[None, Some(n_id)])?;
+    let red = pick(eg, mean.args[0], "ten.reduce", &[Some(x)])?;
+    let b = pick(eg, mul.args[1], "ten.broadcast", &[None])?;
+    let add = pick(eg, pick(eg, b.args[0], "ten.rsqrt", &[None])?.args[0], "ten.add", &[None, Some(eps_id)])?;
+    let var_div = pick(eg, add.args[0], "ten.div", &[None, Some(n_id)])?;
+    let red2 = pick(eg, var_div.args[0], "ten.reduce", &[None])?;
+    pick(eg, red2.args[0], "ten.mul", &[Some(d), Some(d)])?;
+    let ok = konst(eg, n_id) == Some(n)
+        && spreads_leading(eg, &b)
+        && spreads_leading(eg, &bmean)
+        && reduces_last(eg, &red, tx.rank())
+        && reduces_last(eg, &red2, tx.rank());
+    ok.then(|| composite(eg, root, "ember.layer_norm", vec![("eps", Attr::Float(eps))], vec![x]))
+}
+
+/// layer_norm(x)·w + b with w, b over the last dim.
+fn layer_norm_affine(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let (x, w, b) = (var(s, "?x"), var(s, "?w"), var(s, "?b"));
+    let r = rank(eg, x);
+    let add = pick(eg, root, "ten.add", &[None, None])?;
+    let mul = pick(eg, add.args[0], "ten.mul", &[None, None])?;
+    let ln = pick(eg, mul.args[0], "ember.layer_norm", &[Some(x)])?;
+    let bw = pick(eg, mul.args[1], "ten.broadcast", &[Some(w)])?;
+    let bb = pick(eg, add.args[1], "ten.broadcast", &[Some(b)])?;
+    let ok = rank(eg, w) == 1 && rank(eg, b) == 1 && spreads_last(eg, &bw, r) && spreads_last(eg, &bb, r);
+    let eps = super::attr(eg, &ln, "eps")?;
+    ok.then(|| composite(eg, root, "ember.layer_norm", vec![("eps", eps)], vec![x, w, b]))
+}
+
+/// x · rsqrt(Σx²/n + ε) over the last dim (with or without a keepdim reshape of the mean).
+fn rms_norm(eg: &mut EG, root: Id, s: &Subst, keepdim: bool) -> Option<Id> {
+    let (x, n_id, eps_id) = (var(s, "?x"), var(s, "?n"), var(s, "?eps"));
+    let tx = type_of(eg, x);
+    let n = last_dim(&tx)? as f64;
+    let eps = konst(eg, eps_id)?;
+    let mul = pick(eg, root, "ten.mul", &[Some(x), None])?;
+    let b = pick(eg, mul.args[1], "ten.broadcast", &[None])?;
+    let add = pick(eg, pick(eg, b.args[0], "ten.rsqrt", &[None])?.args[0], "ten.add", &[None, Some(eps_id)])?;
+    let mut mean = add.args[0];
+    if keepdim {
+        mean = pick(eg, mean, "ten.reshape", &[None])?.args[0];
+    }
+    let div = pick(eg, mean, "ten.div", &[None, Some(n_id)])?;
+    let red = pick(eg, div.args[0], "ten.reduce", &[None])?;
+    pick(eg, red.args[0], "ten.mul", &[Some(x), Some(x)])?;
+    let ok = konst(eg, n_id) == Some(n) && spreads_leading(eg, &b) && reduces_last(eg, &red, tx.rank()) && str_attr(eg, &red, "kind").as_deref() == Some("sum");
+    ok.then(|| composite(eg, root, "ember.rms_norm", vec![("eps", Attr::Float(eps))], vec![x]))
+}
+
+/// rms_norm(x) · w or w · rms_norm(x) with w over the last dim.
+fn rms_norm_weight(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let (a, b) = (var(s, "?a"), var(s, "?b"));
+    let (bc, rn) = if node(eg, a, "ember.rms_norm").is_some() { (b, a) } else { (a, b) };
+    let rn = pick(eg, rn, "ember.rms_norm", &[None])?;
+    let x = rn.args[0];
+    let bw = pick(eg, bc, "ten.broadcast", &[None])?;
+    let w = bw.args[0];
+    let ok = rank(eg, w) == 1 && spreads_last(eg, &bw, rank(eg, x));
+    let eps = super::attr(eg, &rn, "eps")?;
+    ok.then(|| composite(eg, root, "ember.rms_norm", vec![("eps", eps)], vec![x, w]))
+}
+
+/// ½x(1 + tanh(√(2/π)(x + 0.044715x³))).
+fn gelu_tanh(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let ok = same(eg, s, &["?x", "?x1", "?x2", "?x3", "?x4"])
+        && near(konst(eg, var(s, "?half")), 0.5)
+        && near(konst(eg, var(s, "?one")), 1.0)
+        && near(konst(eg, var(s, "?k")), 0.044715)
+        && near(konst(eg, var(s, "?s")), (2.0 / std::f64::consts::PI).sqrt());
+    ok.then(|| composite(eg, root, "ember.gelu", vec![("approximate", Attr::Str("tanh".into()))], vec![var(s, "?x")]))
+}
+
+/// ½x(1 + erf(x/√2)).
+fn gelu_erf(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let ok = same(eg, s, &["?x", "?x1"]) && near(konst(eg, var(s, "?half")), 0.5) && near(konst(eg, var(s, "?one")), 1.0) && near(konst(eg, var(s, "?r")), std::f64::consts::FRAC_1_SQRT_2);
+    ok.then(|| composite(eg, root, "ember.gelu", vec![("approximate", Attr::Str("none".into()))], vec![var(s, "?x")]))
+}
+
+/// softmax(q·kᵀ·c [+ mask])·v with batch dims leading: the dot products contract q's and k's
+/// last dims, then the softmax's last dim with v's second-to-last. `k` enters the composite as
+/// `[..., Tk, D]` (the contract's layout), so a pre-transposed k is transposed back (and
+/// `transpose-transpose` cancels the pair). Everything is read from the matched nodes.
+fn attention(eg: &mut EG, root: Id, s: &Subst, masked: bool) -> Option<Id> {
+    let v = var(s, "?v");
+    let outer = pick(eg, root, "ten.dot_general", &[None, Some(v)])?;
+    let sm = pick(eg, outer.args[0], "ember.softmax", &[None])?;
+    let mut scores = sm.args[0];
+    let mut mask = None;
+    if masked {
+        let add = pick(eg, scores, "ten.add", &[None, Some(var(s, "?mask"))])?;
+        mask = Some(add.args[1]);
+        scores = add.args[0];
+    }
+    let mul = pick(eg, scores, "ten.mul", &[None, Some(var(s, "?c"))])?;
+    let scale = konst(eg, mul.args[1])?;
+    let inner = pick(eg, mul.args[0], "ten.dot_general", &[Some(var(s, "?q")), Some(var(s, "?k"))])?;
+    let (q, kt) = (inner.args[0], inner.args[1]);
+    let r = rank(eg, q);
+    if r < 2 || rank(eg, v) != r || rank(eg, kt) != r {
+        return None;
+    }
+    let batch: Vec<i64> = (0..r as i64 - 2).collect();
+    let last = r as i64 - 1;
+    let dims = |n: &crate::egraph::lang::ENode, k: &str| super::ints(eg, n, k);
+    let std_batch = dims(&inner, "lhs_batch") == batch && dims(&inner, "rhs_batch") == batch && dims(&outer, "lhs_batch") == batch && dims(&outer, "rhs_batch") == batch;
+    let outer_ok = dims(&outer, "lhs_contract") == [last] && dims(&outer, "rhs_contract") == [last - 1];
+    let pre_transposed = match (dims(&inner, "lhs_contract").as_slice(), dims(&inner, "rhs_contract").as_slice()) {
+        ([l], [rc]) if *l == last && *rc == last => false,
+        ([l], [rc]) if *l == last && *rc == last - 1 => true,
+        _ => return None,
+    };
+    if !(std_batch && outer_ok) {
+        return None;
+    }
+    let k = if pre_transposed {
+        let mut perm = batch.clone();
+        perm.extend([last, last - 1]);
+        super::transpose(eg, kt, &perm)
+    } else {
+        kt
+    };
+    let mut args = vec![q, k, v];
+    args.extend(mask);
+    Some(composite(eg, root, "ember.attention", vec![("scale", Attr::Float(scale))], args))
+}
+
+#[rustfmt::skip]
+pub static RULES: &[Rule] = &[
+    Rule { name: "softmax", math: "exp(x − max x) / Σ exp(x − max x) = softmax(x)",
+        lhs: "(ten.div (ten.exp (ten.sub ?x (ten.broadcast (ten.reduce{kind=max} ?x1)))) (ten.broadcast (ten.reduce{kind=sum} ?e)))",
+        rhs: Rhs::Apply(softmax) },
+    Rule { name: "layer-norm", math: "(x − μ)·rsqrt(σ² + ε) = layer_norm(x), μ = Σx/n, σ² = Σ(x − μ)²/n",
+        lhs: "(ten.mul (ten.sub ?x (ten.broadcast (ten.div (ten.reduce{kind=sum} ?x1) ?n))) (ten.broadcast (ten.rsqrt (ten.add (ten.div (ten.reduce{kind=sum} (ten.mul ?d1 ?d2)) ?n1) ?eps))))",
+        rhs: Rhs::Apply(layer_norm) },
+    Rule { name: "layer-norm-affine", math: "layer_norm(x)·w + b = layer_norm(x, w, b)",
+        lhs: "(ten.add (ten.mul (ember.layer_norm ?x) (ten.broadcast ?w)) (ten.broadcast ?b))",
+        rhs: Rhs::Apply(layer_norm_affine) },
+    Rule { name: "rms-norm", math: "x·rsqrt(Σx²/n + ε) = rms_norm(x)",
+        lhs: "(ten.mul ?x (ten.broadcast (ten.rsqrt (ten.add (ten.div (ten.reduce{kind=sum} (ten.mul ?x1 ?x2)) ?n) ?eps))))",
+        rhs: Rhs::Apply(|eg, r, s| rms_norm(eg, r, s, false)) },
+    Rule { name: "rms-norm-keepdim", math: "x·rsqrt(reshape(Σx²/n) + ε) = rms_norm(x)",
+        lhs: "(ten.mul ?x (ten.broadcast (ten.rsqrt (ten.add (ten.reshape (ten.div (ten.reduce{kind=sum} (ten.mul ?x1 ?x2)) ?n)) ?eps))))",
+        rhs: Rhs::Apply(|eg, r, s| rms_norm(eg, r, s, true)) },
+    Rule { name: "rms-norm-weight", math: "rms_norm(x)·w = w·rms_norm(x) = rms_norm(x, w)",
+        lhs: "(ten.mul ?a ?b)",
+        rhs: Rhs::Apply(rms_norm_weight) },
+    Rule { name: "gelu-tanh", math: "½x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) = gelu_tanh(x)",
+        lhs: "(ten.mul (ten.mul ?x ?half) (ten.add (ten.tanh (ten.mul (ten.add ?x1 (ten.mul (ten.mul (ten.mul ?x2 ?x3) ?x4) ?k)) ?s)) ?one))",
+        rhs: Rhs::Apply(gelu_tanh) },
+    Rule { name: "gelu-erf", math: "½x·(1 + erf(x/√2)) = gelu(x)",
+        lhs: "(ten.mul (ten.mul ?x ?half) (ten.add (ten.erf (ten.mul ?x1 ?r)) ?one))",
+        rhs: Rhs::Apply(gelu_erf) },
+    Rule { name: "silu", math: "x·σ(x) = silu(x)", lhs: "(ten.mul ?x (ten.sigmoid ?x1))",
+        rhs: Rhs::Apply(|eg, r, s| same(eg, s, &["?x", "?x1"]).then(|| composite(eg, r, "ember.silu", vec![], vec![var(s, "?x")]))) },
+    Rule { name: "silu-swapped", math: "σ(x)·x = silu(x)", lhs: "(ten.mul (ten.sigmoid ?x1) ?x)",
+        rhs: Rhs::Apply(|eg, r, s| same(eg, s, &["?x", "?x1"]).then(|| composite(eg, r, "ember.silu", vec![], vec![var(s, "?x")]))) },
+    Rule { name: "attention", math: "softmax(q·kᵀ·c + m)·v = attention(q, k, v, m; c)",
+        lhs: "(ten.dot_general (ember.softmax (ten.add (ten.mul (ten.dot_general ?q ?k) ?c) ?mask)) ?v)",
+        rhs: Rhs::Apply(|eg, r, s| attention(eg, r, s, true)) },
+    Rule { name: "attention-unmasked", math: "softmax(q·kᵀ·c)·v = attention(q, k, v; c)",
+        lhs: "(ten.dot_general (ember.softmax (ten.mul (ten.dot_general ?q ?k) ?c)) ?v)",
+        rhs: Rhs::Apply(|eg, r, s| attention(eg, r, s, false)) },
+];

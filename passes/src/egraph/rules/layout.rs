@@ -1,0 +1,101 @@
+//! Layout: transposes, reshapes and broadcasts composed, cancelled, and moved past scalar
+//! scaling so that the ops that do arithmetic meet (a matmul and its scale, a softmax and its
+//! input). Each rule removes a layout op or moves a splat multiply toward the root, once.
+
+use super::{ints, konst, node, op0, reshape, splat, transpose, var, Rhs, Rule};
+use crate::egraph::lang::{type_of, EG};
+use egg::{Id, Subst};
+
+/// transpose(transpose(x, p), q) = transpose(x, r) with r[i] = p[q[i]] (x when r is the identity).
+fn compose_transposes(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let inner_class = var(s, "?t");
+    let outer = super::nodes_with_child(eg, root, "ten.transpose", inner_class)?;
+    let inner = node(eg, inner_class, "ten.transpose")?;
+    let (p, q) = (ints(eg, &inner, "dims"), ints(eg, &outer, "dims"));
+    let r: Vec<i64> = q.iter().map(|&i| p[i as usize]).collect();
+    Some(transpose(eg, inner.args[0], &r))
+}
+
+/// reshape(reshape(x)) = reshape(x) to the outer shape (x when that is x's shape).
+fn compose_reshapes(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let inner = node(eg, var(s, "?t"), "ten.reshape")?;
+    let dims = type_of(eg, root).dims;
+    Some(reshape(eg, inner.args[0], &dims))
+}
+
+fn same_type_as_root(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let x = var(s, "?x");
+    (type_of(eg, x) == type_of(eg, root)).then_some(x)
+}
+
+/// layout(x · c) = layout(x) · c for a splat c: the scale moves toward the consumer (a matmul
+/// folds it into its result, see `dot-scale`).
+fn sink_scale(eg: &mut EG, root: Id, s: &Subst, op: &str) -> Option<Id> {
+    let c = konst(eg, var(s, "?c"))?;
+    let mul_class = var(s, "?m");
+    let layout = super::nodes_with_child(eg, root, op, mul_class)?;
+    let ty = type_of(eg, root);
+    let x = var(s, "?x");
+    let moved = match op {
+        "ten.transpose" => transpose(eg, x, &ints(eg, &layout, "dims")),
+        _ => reshape(eg, x, &ty.dims),
+    };
+    let c = splat(eg, c, &ty);
+    Some(op0(eg, "ten.mul", &ty, vec![moved, c]))
+}
+
+/// dot(x · c, y) = dot(x, y) · c and dot(x, y · c) = dot(x, y) · c: scale the (usually smaller)
+/// result once instead of an operand.
+fn dot_scale(eg: &mut EG, root: Id, s: &Subst, side: usize) -> Option<Id> {
+    let c = konst(eg, var(s, "?c"))?;
+    let (x, y) = (var(s, "?x"), var(s, "?y"));
+    let ty = type_of(eg, root);
+    if !ty.dtype.is_float() {
+        return None;
+    }
+    // The matched dot: `?y` on the other side, `?x · ?c` on this one.
+    let dot = crate::egraph::lang::nodes(eg, root, "ten.dot_general").into_iter().find(|d| {
+        eg.find(d.args[1 - side]) == eg.find(y) && super::pick(eg, d.args[side], "ten.mul", &[Some(x), Some(var(s, "?c"))]).is_some()
+    })?;
+    let mut args = dot.args.clone();
+    args[side] = x;
+    let attrs = crate::egraph::lang::attrs_of(eg, &dot).clone();
+    let unscaled = crate::egraph::lang::add(eg, "ten.dot_general", &attrs, &ty, args);
+    let c = splat(eg, c, &ty);
+    Some(op0(eg, "ten.mul", &ty, vec![unscaled, c]))
+}
+
+#[rustfmt::skip]
+pub static RULES: &[Rule] = &[
+    Rule { name: "transpose-transpose", math: "(xᵖ)^q = x^(p∘q)", lhs: "(ten.transpose ?t)", rhs: Rhs::Apply(|eg, r, s| {
+        node(eg, var(s, "?t"), "ten.transpose")?;
+        compose_transposes(eg, r, s)
+    }) },
+    Rule { name: "reshape-reshape", math: "reshape(reshape(x, s1), s2) = reshape(x, s2)", lhs: "(ten.reshape (ten.reshape ?y))", rhs: Rhs::Apply(|eg, r, s| {
+        let t = crate::egraph::lang::nodes(eg, r, "ten.reshape").into_iter().find(|n| eg[n.args[0]].nodes.iter().any(|m| m.op.as_str() == "ten.reshape" && m.args[0] == var(s, "?y")))?.args[0];
+        let mut s2 = s.clone();
+        s2.insert("?t".parse().unwrap(), t);
+        compose_reshapes(eg, r, &s2)
+    }) },
+    Rule { name: "reshape-noop", math: "reshape(x, shape(x)) = x", lhs: "(ten.reshape ?x)", rhs: Rhs::Apply(same_type_as_root) },
+    Rule { name: "broadcast-noop", math: "broadcast(x, shape(x), id) = x", lhs: "(ten.broadcast ?x)", rhs: Rhs::Apply(|eg, r, s| {
+        let x = var(s, "?x");
+        let b = super::nodes_with_child(eg, r, "ten.broadcast", x)?;
+        let id = super::spreads_leading(eg, &b);
+        if id { same_type_as_root(eg, r, s) } else { None }
+    }) },
+    Rule { name: "transpose-scale", math: "(x·c)ᵖ = xᵖ·c", lhs: "(ten.transpose ?m)", rhs: Rhs::Apply(|eg, r, s| with_scaled(eg, r, s, "ten.transpose")) },
+    Rule { name: "reshape-scale", math: "reshape(x·c) = reshape(x)·c", lhs: "(ten.reshape ?m)", rhs: Rhs::Apply(|eg, r, s| with_scaled(eg, r, s, "ten.reshape")) },
+    Rule { name: "dot-scale-lhs", math: "(x·c)·y = (x·y)·c", lhs: "(ten.dot_general (ten.mul ?x ?c) ?y)", rhs: Rhs::Apply(|eg, r, s| dot_scale(eg, r, s, 0)) },
+    Rule { name: "dot-scale-rhs", math: "x·(y·c) = (x·y)·c", lhs: "(ten.dot_general ?y (ten.mul ?x ?c))", rhs: Rhs::Apply(|eg, r, s| dot_scale(eg, r, s, 1)) },
+];
+
+/// Binds `?x`/`?c` from the `ten.mul` in class `?m` whose second operand is a splat constant.
+fn with_scaled(eg: &mut EG, root: Id, s: &Subst, op: &str) -> Option<Id> {
+    let m = var(s, "?m");
+    let mul = crate::egraph::lang::nodes(eg, m, "ten.mul").into_iter().find(|n| konst(eg, n.args[1]).is_some())?;
+    let mut s2 = s.clone();
+    s2.insert("?x".parse().unwrap(), mul.args[0]);
+    s2.insert("?c".parse().unwrap(), mul.args[1]);
+    sink_scale(eg, root, &s2, op)
+}
