@@ -9,11 +9,28 @@ use ember_targets::cpu::runtime::{IoInfo, Manifest, SymbolInfo, WeightInfo};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
+/// Who decides the kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fusion {
+    /// The e-graph optimizer with the CPU cost model (`fuse`).
+    #[default]
+    Egraph,
+    /// No e-graph: the CPU planner's own greedy rule (inline everything cheap, materialize
+    /// GEMM operands, reductions and values read by several kernels). Kept for comparison.
+    Greedy,
+}
+
 pub fn compile(imported: Imported, out: &Path) -> Result<Manifest, String> {
+    compile_with(imported, out, Fusion::default())
+}
+
+pub fn compile_with(imported: Imported, out: &Path, fusion: Fusion) -> Result<Manifest, String> {
     let source_hash = format!("{:x}", Sha256::digest(imported.module.to_string().as_bytes()));
     let mut m = imported.module;
     crate::artifact::lower(&mut m)?;
-    crate::artifact::optimize(&mut m, "cpu")?;
+    if fusion == Fusion::Egraph {
+        crate::artifact::optimize(&mut m, "cpu")?;
+    }
     let f = m.func_by_name("main").ok_or("the module has no @main")?;
     // The CPU codegen inlines producers into loop nests itself; the optimizer's kernels enter as
     // the values that must live in memory.

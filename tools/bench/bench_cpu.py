@@ -108,15 +108,23 @@ def first_error_line(text: str) -> str:
     return err[:160]
 
 
-def run_ember(ember: str, pt2: Path, npz: Path, iters: int, work: Path) -> dict:
-    art, got = work / "art", work / "got.npz"
+def run_ember(ember: str, pt2: Path, npz: Path, iters: int, work: Path, fusion: str = "egraph") -> dict:
+    art, got = work / f"art-{fusion}", work / f"got-{fusion}.npz"
     env = dict(os.environ, RAYON_NUM_THREADS=str(THREADS))
     t0 = time.perf_counter()
-    p = subprocess.run([ember, "compile", str(pt2), "--target", "cpu", "-o", str(art)],
+    p = subprocess.run([ember, "compile", str(pt2), "--target", "cpu", "-o", str(art), "--fusion", fusion],
                        env=env, capture_output=True, text=True)
     compile_s = time.perf_counter() - t0
     if p.returncode != 0:
         return dict(error="compile: " + first_error_line(p.stderr + p.stdout))
+    k = re.search(r"\((\d+) kernels, (\d+) GEMMs\)", p.stderr)
+    steps = int(k.group(1)) + int(k.group(2)) if k else None
+    est = None
+    if fusion == "egraph":
+        r = subprocess.run([ember, "compile", str(pt2), "--target", "cpu", "-o", str(work / "art-report"), "--report"],
+                           env=env, capture_output=True, text=True)
+        m = re.search(r"time [0-9.]+ µs → ([0-9.]+) µs", (work / "art-report" / "report" / "fusion.md").read_text()) if r.returncode == 0 else None
+        est = float(m.group(1)) / 1e3 if m else None
     p = subprocess.run([ember, "run", str(art), "--inputs", str(npz), "--outputs", str(got),
                         "--repeat", str(iters)], env=env, capture_output=True, text=True)
     m = re.search(r"median ([0-9.]+) ms .*\(min ([0-9.]+)", p.stderr)
@@ -125,7 +133,7 @@ def run_ember(ember: str, pt2: Path, npz: Path, iters: int, work: Path) -> dict:
     ref, out = np.load(npz), np.load(got)
     keys = sorted((k for k in ref.files if k.startswith("out")), key=lambda k: int(k[3:]))
     mad, rel = rel_diff([out[k] for k in keys], [ref[k] for k in keys])
-    return dict(ms=float(m.group(1)), min=float(m.group(2)), compile_s=compile_s, mad=mad, rel=rel)
+    return dict(ms=float(m.group(1)), min=float(m.group(2)), compile_s=compile_s, mad=mad, rel=rel, steps=steps, est=est)
 
 
 def bench_case(name: str, args, tmp: Path, peak: dict) -> dict:
@@ -147,7 +155,10 @@ def bench_case(name: str, args, tmp: Path, peak: dict) -> dict:
     print(f"[{name}] ember", file=sys.stderr, flush=True)
     emb = run_ember(args.ember, res.pt2, res.npz, args.iters, work)
     row.update(ember_err=emb.get("error"), ember=emb.get("ms"), ember_min=emb.get("min"), ember_compile=emb.get("compile_s"),
-               mad=emb.get("mad"), rel=emb.get("rel"))
+               mad=emb.get("mad"), rel=emb.get("rel"), steps=emb.get("steps"), est=emb.get("est"))
+    print(f"[{name}] ember, greedy fusion (no e-graph)", file=sys.stderr, flush=True)
+    gr = run_ember(args.ember, res.pt2, res.npz, args.iters, work, fusion="greedy")
+    row.update(greedy=gr.get("ms"), greedy_steps=gr.get("steps"), greedy_err=gr.get("error"))
     if row["ember"]:
         if spec["kind"] == "gemm":
             row["roof"] = spec["flops"] / row["ember"] / 1e6 / peak["gflops"]
@@ -181,6 +192,22 @@ def table(rows: list[dict]) -> str:
                      fmt(r["ind_compile"]), fmt(r["ember_compile"]),
                      f"{r['mad']:.2e} ({r['rel']:.1e})" + (" **WRONG**" if r["bad"] else "")]
         out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def fusion_table(rows: list[dict]) -> str:
+    """E-graph kernels vs the planner's greedy rule, and the cost model's estimate vs measurement."""
+    head = ["case", "steps e-graph / greedy", "Ember e-graph ms", "Ember greedy ms", "e-graph/greedy",
+            "estimated ms (CPU cost model)", "measured/estimated"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        e, g, est = r.get("ember"), r.get("greedy"), r.get("est")
+        ratio = e / est if e and est else None
+        flag = " **>2x off**" if ratio and (ratio > 2 or ratio < 0.5) else ""
+        out.append("| " + " | ".join([
+            r["case"], f"{r.get('steps') or '-'} / {r.get('greedy_steps') or '-'}", fmt(e),
+            fmt(g) if g else (r.get("greedy_err") or "-"), fmt(e / g) if e and g else "-",
+            fmt(est, ".3f"), (fmt(ratio) + flag) if ratio else "-"]) + " |")
     return "\n".join(out)
 
 
@@ -279,6 +306,10 @@ def main() -> int:
         "on the exported .pt2 (torch.export not included)",
         f"- correctness: Ember outputs vs eager; rel = max|diff| / max|ref|, flagged WRONG above {REL_TOL:g}",
         "", table(rows), "",
+        "Kernel formation: the e-graph optimizer (default) vs the CPU planner's greedy rule "
+        "(`ember compile --fusion greedy`), measured in this run; steps = kernels + GEMM calls. "
+        "The estimate is the CPU cost model's (report/fusion.md, sum over kernels run one after another).", "",
+        fusion_table(rows), "",
         f"**Geomean Ember/Inductor: {gm:.2f}x** (medians; {gm_min:.2f}x on min times) over {n} case(s) "
         "(>1 means Ember is slower)" if gm
         else "**Geomean Ember/Inductor: n/a** (no case ran on both)",

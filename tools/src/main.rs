@@ -69,6 +69,10 @@ An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compil
         /// installed, fusion.svg.
         #[arg(long)]
         report: bool,
+        /// Who forms the cpu kernels: the e-graph optimizer (default) or the planner's simple
+        /// greedy rule (for comparison).
+        #[arg(long, value_parser = ["egraph", "greedy"], default_value = "egraph")]
+        fusion: String,
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
     #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
@@ -218,14 +222,15 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             }
             emit(&m.to_string(), output.as_deref())
         }
-        Cmd::Compile { model, target, output, report } => {
+        Cmd::Compile { model, target, output, report, fusion } => {
             let target = Target::parse(&target).expect("clap checked the target");
             let pb = spinner(format!("importing {}", model.display()));
             let imported = ember_compiler::import_path(&model);
             pb.finish_and_clear();
             let imported = imported?;
             let for_report = report.then(|| imported.module.clone());
-            let r = compile_target(&target, imported, &output);
+            let fusion = if fusion == "greedy" { ember_compiler::cpu::Fusion::Greedy } else { ember_compiler::cpu::Fusion::Egraph };
+            let r = compile_target(&target, imported, &output, fusion);
             if let (Ok(()), Some(module)) = (&r, for_report) {
                 let name = model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
                 write_report(&output, module, target.name(), &name)?;
@@ -281,12 +286,12 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
     }
 }
 
-fn compile_target(target: &Target, imported: ember_compiler::Imported, output: &Path) -> Result<(), Failure> {
+fn compile_target(target: &Target, imported: ember_compiler::Imported, output: &Path, fusion: ember_compiler::cpu::Fusion) -> Result<(), Failure> {
     let output = output.to_path_buf();
     match target {
                 Target::Cpu => {
                     let pb = spinner(format!("compiling for cpu into {}", output.display()));
-                    let r = ember_compiler::cpu::compile(imported, &output);
+                    let r = ember_compiler::cpu::compile_with(imported, &output, fusion);
                     pb.finish_and_clear();
                     let man = r.map_err(Failure)?;
                     eprintln!("wrote {} ({} kernels, {} GEMMs)", output.display(),
