@@ -5,10 +5,12 @@
 //! - Round-trip, mlir-opt acceptance and determinism over every module the cases produce.
 //! - Bad-input classes for the frontend, built from a real archive.
 //! - The TPU target (`tpu.rs`): StableHLO snapshot cases, artifacts, the CLI.
+//! - The e-graph optimizer's report (`egraph.rs`) for every model and cost model.
 
 mod bad_input;
 mod cpu;
 mod cases;
+mod egraph;
 mod tpu;
 
 use std::path::{Path, PathBuf};
