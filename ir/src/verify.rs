@@ -218,6 +218,7 @@ pub fn attr_fits(kind: Kind, a: &Attr) -> bool {
         Kind::Scalar => matches!(a, Attr::Int(_) | Attr::Float(_) | Attr::Bool(_)),
         Kind::ScalarType => matches!(a, Attr::DType(_)),
         Kind::Str | Kind::MemoryFormat => matches!(a, Attr::Str(_)),
+        Kind::Strs => matches!(a, Attr::Array(v) if v.iter().all(|x| matches!(x, Attr::Str(_)))),
         Kind::OptTensorList => matches!(a, Attr::Ints(_)),
         _ => true,
     }

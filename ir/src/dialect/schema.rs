@@ -23,6 +23,8 @@ pub enum Kind {
     Scalar,
     ScalarType,
     Str,
+    /// `str[]`: an array of strings (`rules = ["a", "b"]` on fusion groups).
+    Strs,
     Layout,
     Device,
     MemoryFormat,
@@ -241,6 +243,7 @@ fn parse_kind(ty: &str) -> Result<(Kind, bool), String> {
         "Scalar" => Kind::Scalar,
         "ScalarType" => Kind::ScalarType,
         "str" => Kind::Str,
+        "str[]" => Kind::Strs,
         "Layout" => Kind::Layout,
         "Device" => Kind::Device,
         "MemoryFormat" => Kind::MemoryFormat,

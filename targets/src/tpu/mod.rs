@@ -5,10 +5,12 @@
 //! module `ember.xla` hands the text to a PJRT client (jaxlib's CPU client in tests, a TPU client
 //! on a TPU host) with the weights and inputs as arguments.
 //!
+//! Fusion groups (`ember.fusion_group`) of a named kind become `stablehlo.composite "ember.<kind>"`
+//! ops with a private decomposition function; `loop` and plain `gemm` groups are inlined.
+//!
 //! Not built yet: bounded dynamic shapes (symbolic dims are an error naming the symbol), sharding
-//! (`mhlo.sharding` / Shardy annotations; one device only), composites for fused patterns, and
-//! versioned (VHLO / portable artifact) serialization: the text is plain StableHLO for the jaxlib
-//! version `ember.xla` pins.
+//! (`mhlo.sharding` / Shardy annotations; one device only), and versioned (VHLO / portable
+//! artifact) serialization: the text is plain StableHLO for the jaxlib version `ember.xla` pins.
 
 pub mod stablehlo;
 

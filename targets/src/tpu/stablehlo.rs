@@ -21,6 +21,8 @@
 //! | gather | gather with `collapsed_slice_dims = start_index_map = [dim]`, `index_vector_dim = rank(index)` |
 //! | cumsum | reduce_window add, window = the dim's size, padded low by size-1 |
 //! | windows | per window dim: kernel-size strided slices stacked with concatenate, then one transpose |
+//! | ember.fusion_group softmax/layer_norm/rms_norm/attention, gemm with an activation | `stablehlo.composite "ember.<kind>"`, parameters in `composite_attributes`, body in `func.func private @ember.<kind>.<n>` |
+//! | ember.fusion_group loop, gemm without activation, other kinds | the body, inlined |
 //!
 //! Integer operands of ops that only have float meaning (floor, ceil, round, trunc, abs of
 //! unsigned) are the operand itself.
@@ -203,6 +205,10 @@ struct Emitter<'a> {
     next: usize,
     names: HashMap<Value, String>,
     indent: usize,
+    /// Private functions (composite decompositions), printed after `@main` in emission order.
+    funcs: Vec<String>,
+    /// Composites emitted so far: numbers the decomposition functions.
+    composites: usize,
 }
 
 type R<X> = Result<X, String>;
@@ -211,7 +217,7 @@ type R<X> = Result<X, String>;
 pub fn emit(m: &Module) -> Result<String, String> {
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
     check_static(m, f)?;
-    let mut e = Emitter { m, out: String::new(), next: 0, names: HashMap::new(), indent: 2 };
+    let mut e = Emitter { m, out: String::new(), next: 0, names: HashMap::new(), indent: 2, funcs: Vec::new(), composites: 0 };
     e.out.push_str("module @main attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n");
     let entry = m.entry(f);
     let mut sig = String::from("  func.func public @main(");
@@ -250,7 +256,11 @@ pub fn emit(m: &Module) -> Result<String, String> {
     } else {
         e.line(format!("return {} : {}", names.join(", "), types.join(", ")));
     }
-    e.out.push_str("  }\n}\n");
+    e.out.push_str("  }\n");
+    for f in std::mem::take(&mut e.funcs) {
+        e.out.push_str(&f);
+    }
+    e.out.push_str("}\n");
     Ok(e.out)
 }
 
@@ -439,6 +449,9 @@ impl<'a> Emitter<'a> {
                 format!(" at {s}")
             }
         };
+        if name == "ember.fusion_group" {
+            return self.fusion_group(op).map_err(|e| format!("`{name}`{at}: {e}"));
+        }
         let Some(short) = name.strip_prefix("ten.") else {
             return Err(format!(
                 "the tpu target cannot compile `{name}`{at}: it has no lowering to the ten dialect yet (see `ember opt --passes=torch-to-ten`)"
@@ -447,6 +460,108 @@ impl<'a> Emitter<'a> {
         let r = self.emit_ten(op, short).map_err(|e| format!("`{name}`{at}: {e}"))?;
         let res = self.m.op(op).results[0];
         self.names.insert(res, r);
+        Ok(())
+    }
+
+    /// `ember.fusion_group`: named kinds become a `stablehlo.composite "ember.<kind>"` (the group's
+    /// parameters as `composite_attributes`, the body as the private decomposition function), so
+    /// XLA or a TPU kernel library can match the pattern by name and everyone else inlines the
+    /// decomposition. `loop` groups, `gemm` groups without an activation and unknown kinds are
+    /// inlined here: XLA's own fusion redoes them, and a composite would only hide the ops.
+    fn fusion_group(&mut self, op: OpId) -> R<()> {
+        let m = self.m;
+        let d = m.op(op);
+        let kind = d.attrs.get("kind").and_then(|a| a.as_str()).ok_or("missing attribute `kind`")?;
+        let body = match d.regions.as_slice() {
+            [r] if m.region(*r).blocks.len() == 1 => m.region(*r).blocks[0],
+            _ => return Err("a fusion group needs exactly one region with one block".into()),
+        };
+        let args = &m.block(body).args;
+        if args.len() != d.operands.len() {
+            return Err(format!("the body takes {} arguments for {} operands", args.len(), d.operands.len()));
+        }
+        let Some((&yld, inner)) = m.block(body).ops.split_last().filter(|(&y, _)| m.op(y).name == "ember.yield") else {
+            return Err("the body does not end with `ember.yield`".into());
+        };
+        let yielded = &m.op(yld).operands;
+        if yielded.len() != d.results.len() {
+            return Err(format!("`ember.yield` gives {} values for {} results", yielded.len(), d.results.len()));
+        }
+        let composite = match kind {
+            "softmax" | "layer_norm" | "rms_norm" | "attention" => true,
+            "gemm" => d.attrs.get("activation").and_then(|a| a.as_str()).is_some_and(|a| a != "none"),
+            _ => false,
+        };
+        if !composite {
+            for (&a, &o) in args.iter().zip(&d.operands) {
+                let n = self.name(o);
+                self.names.insert(a, n);
+            }
+            for &o in inner {
+                self.op(o)?;
+            }
+            for (&r, &y) in d.results.iter().zip(yielded) {
+                let n = self.name(y);
+                self.names.insert(r, n);
+            }
+            return Ok(());
+        }
+        let fname = format!("ember.{kind}.{}", self.composites);
+        self.composites += 1;
+        let arg_tys: Vec<T> = args.iter().map(|&a| self.t(a)).collect::<R<_>>()?;
+        let res_tys: Vec<T> = d.results.iter().map(|&r| self.t(r)).collect::<R<_>>()?;
+        let join = |ts: &[T]| ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
+        // The decomposition: a function of its own (SSA names restart, as MLIR prints them).
+        let mut sub = Emitter {
+            m,
+            out: String::new(),
+            next: 0,
+            names: HashMap::new(),
+            indent: 4,
+            funcs: std::mem::take(&mut self.funcs),
+            composites: self.composites,
+        };
+        let params: Vec<String> = args.iter().zip(&arg_tys).enumerate().map(|(i, (&a, t))| {
+            sub.names.insert(a, format!("%arg{i}"));
+            format!("%arg{i}: {t}")
+        }).collect();
+        for &o in inner {
+            sub.op(o)?;
+        }
+        let rets: Vec<String> = yielded.iter().map(|&y| sub.name(y)).collect();
+        sub.line(format!("return {} : {}", rets.join(", "), join(&res_tys)));
+        let mut f = format!("  func.func private @{fname}({}) -> ({}) {{\n", params.join(", "), join(&res_tys));
+        f.push_str(&sub.out);
+        f.push_str("  }\n");
+        self.funcs = sub.funcs;
+        self.composites = sub.composites;
+        self.funcs.push(f);
+        // The group's parameters (everything but `kind` and the `rules` that formed it).
+        let cattrs: Vec<String> = d
+            .attrs
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "kind" | "rules") && !k.starts_with("ember."))
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        let mut dict = Vec::new();
+        if !cattrs.is_empty() {
+            dict.push(format!("composite_attributes = {{{}}}", cattrs.join(", ")));
+        }
+        dict.push(format!("decomposition = @{fname}"));
+        let operands: Vec<String> = d.operands.iter().map(|&o| self.name(o)).collect();
+        let r = self.fresh();
+        let n = d.results.len();
+        let lhs = if n == 1 { r.clone() } else { format!("{r}:{n}") };
+        let rt = if n == 1 { res_tys[0].to_string() } else { format!("({})", join(&res_tys)) };
+        self.line(format!(
+            "{lhs} = stablehlo.composite \"ember.{kind}\" {} {{{}}} : ({}) -> {rt}",
+            operands.join(", "),
+            dict.join(", "),
+            join(&arg_tys)
+        ));
+        for (i, &res) in d.results.iter().enumerate() {
+            self.names.insert(res, if n == 1 { r.clone() } else { format!("{r}#{i}") });
+        }
         Ok(())
     }
 

@@ -102,7 +102,7 @@ def test_snapshot_modules_verify_and_compile(case: str, text: str) -> None:
 
 def test_snapshot_cases_exist() -> None:
     cases = {c for c, _ in snapshot_modules()}
-    assert {"elementwise", "compare_convert", "shape", "reduce", "matmul_gather", "windows"} <= cases
+    assert {"elementwise", "compare_convert", "shape", "reduce", "matmul_gather", "windows", "fusion_groups"} <= cases
 
 
 def test_verify_reports_mlir_errors() -> None:
@@ -135,6 +135,42 @@ def test_elementwise_semantics_on_xla() -> None:
         w = np.asarray(w)
         assert g.dtype == w.dtype, f"result {k}: {g.dtype} vs {w.dtype}"
         np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6, err_msg=f"result {k}")
+
+
+def test_fusion_group_composites_on_xla() -> None:
+    """The fusion-group snapshot on XLA against numpy: inlined loop/gemm groups and the
+    `stablehlo.composite` groups (softmax, layer_norm, rms_norm, gemm+gelu, attention)."""
+    text = dict(snapshot_modules())["fusion_groups"]
+    for kind in ["softmax", "layer_norm", "rms_norm", "gemm", "attention"]:
+        assert f'stablehlo.composite "ember.{kind}"' in text
+    rng = np.random.default_rng(0)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    x, w, b, a, m, bias, q, k, v, mask = f(2, 4, 8), f(8), f(8), f(4, 8), f(8, 6), f(6), f(2, 4, 8), f(2, 4, 8), f(2, 4, 8), f(4, 4)
+    got = xla.run_stablehlo(text, [x, w, b, a, m, bias, q, k, v, mask])
+    x64 = x.astype(np.float64)
+
+    def softmax(t: np.ndarray) -> np.ndarray:
+        e = np.exp(t - t.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    erf = np.vectorize(math.erf)
+    h = a.astype(np.float64) @ m + bias
+    mean, var = x64.mean(-1, keepdims=True), x64.var(-1, keepdims=True)
+    s = q.astype(np.float64) @ k.transpose(0, 2, 1) / math.sqrt(8) + mask
+    want = [
+        np.exp(x64 + w),
+        softmax(x64 + w),
+        (x64 - mean) / np.sqrt(var + 1e-5) * w + b,
+        x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-6) * w,
+        h,
+        0.5 * h * (1 + erf(h / math.sqrt(2))),
+        softmax(s) @ v,
+        x64 + w,
+    ]
+    assert len(got) == len(want)
+    for i, (g, wnt) in enumerate(zip(got, want)):
+        assert g.dtype == np.float32 and g.shape == wnt.shape, f"result {i}"
+        np.testing.assert_allclose(g, wnt, rtol=1e-5, atol=1e-5, err_msg=f"result {i}")
 
 
 def test_cli_run_goes_through_ember_xla(tmp_path: Path) -> None:
