@@ -13,7 +13,8 @@
 
 use crate::frontend::Imported;
 use ember_ir::Module;
-use ember_targets::tpu::{IoInfo, Manifest, WeightInfo};
+use ember_targets::tpu::sharding::Options as ShardOptions;
+use ember_targets::tpu::{IoInfo, Manifest, MeshAxis, WeightInfo};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
@@ -27,17 +28,35 @@ pub fn stablehlo(m: &mut Module) -> Result<String, String> {
 }
 
 pub fn compile(imported: Imported, out: &Path) -> Result<Manifest, String> {
+    compile_with(imported, out, None)
+}
+
+/// [`compile`], sharded over a device mesh when `shard` is given (`--mesh`, `--shard`).
+pub fn compile_with(imported: Imported, out: &Path, shard: Option<&ShardOptions>) -> Result<Manifest, String> {
     let source_hash = format!("{:x}", Sha256::digest(imported.module.to_string().as_bytes()));
     let mut m = imported.module;
-    let text = stablehlo(&mut m)?;
+    crate::artifact::lower(&mut m)?;
+    let emitted = ember_targets::tpu::emit_with(&m, shard)?;
+    let text = emitted.text;
     let f = m.func_by_name("main").ok_or("the module has no @main")?;
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
-    let io = |x: &crate::artifact::Io| IoInfo { name: x.name.clone(), arg: x.index, dtype: x.dtype.clone(), dims: x.dims.clone() };
-    let (inputs, outputs) = (packed.inputs.iter().map(io).collect(), packed.outputs.iter().map(io).collect());
+    let plan = emitted.sharding.as_ref();
+    let arg_spec = |i: usize| plan.map(|p| p.args[i].clone());
+    let io = |x: &crate::artifact::Io, sharding| IoInfo { name: x.name.clone(), arg: x.index, dtype: x.dtype.clone(), dims: x.dims.clone(), sharding };
+    let inputs = packed.inputs.iter().map(|x| io(x, arg_spec(x.index))).collect();
+    let outputs = packed.outputs.iter().map(|x| io(x, plan.map(|p| p.results[x.index].clone()))).collect();
     let weights = packed
         .weights
         .iter()
-        .map(|(x, offset, bytes)| WeightInfo { name: x.name.clone(), arg: x.index, offset: *offset, bytes: *bytes, dtype: x.dtype.clone(), dims: x.dims.clone() })
+        .map(|(x, offset, bytes)| WeightInfo {
+            name: x.name.clone(),
+            arg: x.index,
+            offset: *offset,
+            bytes: *bytes,
+            dtype: x.dtype.clone(),
+            dims: x.dims.clone(),
+            sharding: arg_spec(x.index),
+        })
         .collect();
     let blob = packed.blob;
     let manifest = Manifest {
@@ -49,6 +68,8 @@ pub fn compile(imported: Imported, out: &Path) -> Result<Manifest, String> {
         inputs,
         outputs,
         weights,
+        mesh: shard.map(|o| o.mesh.iter().map(|(name, size)| MeshAxis { name: name.clone(), size: *size }).collect()),
+        shard: shard.map(|o| o.rules.clone()),
     };
     let json = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())? + "\n";
     let ten = m.to_string();

@@ -60,6 +60,13 @@ An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compil
         /// The artifact directory to create.
         #[arg(short, long)]
         output: PathBuf,
+        /// tpu: shard over a device mesh, e.g. `x=2,y=4` (Shardy annotations; XLA partitions).
+        #[arg(long, value_name = "AXIS=SIZE,..")]
+        mesh: Option<String>,
+        /// tpu, with --mesh: sharding rules `dp`, `fsdp`, `tp` (Megatron), each optionally `=AXIS`
+        /// (default: dp and fsdp the first mesh axis, tp the last). Repeatable or comma-separated.
+        #[arg(long, value_name = "RULE[=AXIS]")]
+        shard: Vec<String>,
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
     #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
@@ -204,8 +211,14 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             })?;
             emit(&m.to_string(), output.as_deref())
         }
-        Cmd::Compile { model, target, output } => {
+        Cmd::Compile { model, target, output, mesh, shard } => {
             let target = Target::parse(&target).expect("clap checked the target");
+            let shard = match (&mesh, target == Target::Tpu) {
+                (Some(mesh), true) => Some(ember_targets::tpu::sharding::Options::parse(mesh, &shard).map_err(Failure)?),
+                (Some(_), false) => return Err(Failure(format!("--mesh is a tpu option; the {} target runs on one device", target.name()))),
+                (None, _) if !shard.is_empty() => return Err(Failure("--shard needs --mesh (e.g. `--mesh x=2,y=4 --shard tp`)".into())),
+                (None, _) => None,
+            };
             let pb = spinner(format!("importing {}", model.display()));
             let imported = ember_compiler::import_path(&model);
             pb.finish_and_clear();
@@ -223,7 +236,7 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                 }
                 Target::Tpu => {
                     let pb = spinner(format!("compiling for tpu into {}", output.display()));
-                    let r = ember_compiler::tpu::compile(imported, &output);
+                    let r = ember_compiler::tpu::compile_with(imported, &output, shard.as_ref());
                     pb.finish_and_clear();
                     let man = r.map_err(Failure)?;
                     eprintln!("wrote {} (StableHLO for XLA; inputs: {}, weights: {}, outputs: {}); run it with `ember run` or\n  python -m ember.xla run {} --inputs IN.npz --outputs OUT.npz",

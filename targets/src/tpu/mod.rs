@@ -12,9 +12,10 @@
 //! (`mhlo.sharding` / Shardy annotations; one device only), and versioned (VHLO / portable
 //! artifact) serialization: the text is plain StableHLO for the jaxlib version `ember.xla` pins.
 
+pub mod sharding;
 pub mod stablehlo;
 
-pub use stablehlo::emit;
+pub use stablehlo::{emit, emit_with};
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +27,9 @@ pub struct IoInfo {
     pub arg: usize,
     pub dtype: String,
     pub dims: Vec<String>,
+    /// Sharded artifacts: per dim, the mesh axis it is split over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharding: Option<sharding::Spec>,
 }
 
 /// A weight (parameter, buffer or constant): argument `arg`, `bytes` bytes at `offset` in
@@ -38,6 +42,15 @@ pub struct WeightInfo {
     pub bytes: u64,
     pub dtype: String,
     pub dims: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharding: Option<sharding::Spec>,
+}
+
+/// One axis of the device mesh (`sdy.mesh`); device ids are row-major over the axes.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MeshAxis {
+    pub name: String,
+    pub size: i64,
 }
 
 /// `manifest.json` of a tpu artifact. `format_version` and `target` come first, as every reader
@@ -55,4 +68,10 @@ pub struct Manifest {
     pub inputs: Vec<IoInfo>,
     pub outputs: Vec<IoInfo>,
     pub weights: Vec<WeightInfo>,
+    /// Sharded artifacts (`--mesh`): the mesh, and the rules that chose the shardings. The module
+    /// then runs SPMD-partitioned on `product(size)` devices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mesh: Option<Vec<MeshAxis>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Vec<sharding::Rule>>,
 }

@@ -31,6 +31,7 @@ use ember_ir::attr::{fmt_f64, fmt_str, Attr};
 use ember_ir::module::{Module, OpId, Value};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::{DType, Type};
+use super::sharding::{sdy_text, Options as ShardOptions, Plan, Spec};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -215,10 +216,28 @@ type R<X> = Result<X, String>;
 
 /// Emits StableHLO text for `@main` of a module in the `ten` dialect (static shapes only).
 pub fn emit(m: &Module) -> Result<String, String> {
+    emit_with(m, None).map(|e| e.text)
+}
+
+/// StableHLO text and, when sharded, the shardings it carries.
+pub struct Emitted {
+    pub text: String,
+    pub sharding: Option<Plan>,
+}
+
+/// [`emit`], with Shardy annotations for `shard` (a mesh and sharding rules) when given.
+pub fn emit_with(m: &Module, shard: Option<&ShardOptions>) -> Result<Emitted, String> {
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
     check_static(m, f)?;
+    let plan = shard.map(|o| super::sharding::plan(m, f, o));
+    let sdy = |spec: Option<&Spec>| spec.map(|s| format!("sdy.sharding = {}", sdy_text(s)));
     let mut e = Emitter { m, out: String::new(), next: 0, names: HashMap::new(), indent: 2, funcs: Vec::new(), composites: 0 };
-    e.out.push_str("module @main attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n");
+    let parts = shard.map_or(1, |o| o.devices());
+    writeln!(e.out, "module @main attributes {{mhlo.num_partitions = {parts} : i32, mhlo.num_replicas = 1 : i32}} {{").unwrap();
+    if let Some(o) = shard {
+        let axes: Vec<String> = o.mesh.iter().map(|(n, s)| format!("\"{n}\"={s}")).collect();
+        writeln!(e.out, "  sdy.mesh @mesh = <[{}]>", axes.join(", ")).unwrap();
+    }
     let entry = m.entry(f);
     let mut sig = String::from("  func.func public @main(");
     for (i, &a) in m.block(entry).args.iter().enumerate() {
@@ -227,7 +246,7 @@ pub fn emit(m: &Module) -> Result<String, String> {
             sig.push_str(", ");
         }
         write!(sig, "{name}: {}", e.t(a)?).unwrap();
-        sig.push_str(&ember_attrs(m.arg_attrs(f, i)));
+        sig.push_str(&ember_attrs(m.arg_attrs(f, i), sdy(plan.as_ref().map(|p| &p.args[i]))));
         e.names.insert(a, name);
     }
     sig.push_str(") -> (");
@@ -238,7 +257,7 @@ pub fn emit(m: &Module) -> Result<String, String> {
             sig.push_str(", ");
         }
         write!(sig, "{}", e.t(v)?).unwrap();
-        sig.push_str(&ember_attrs(m.res_attrs(f, i)));
+        sig.push_str(&ember_attrs(m.res_attrs(f, i), sdy(plan.as_ref().map(|p| &p.results[i]))));
     }
     sig.push_str(") {\n");
     e.out.push_str(&sig);
@@ -261,20 +280,21 @@ pub fn emit(m: &Module) -> Result<String, String> {
         e.out.push_str(&f);
     }
     e.out.push_str("}\n");
-    Ok(e.out)
+    Ok(Emitted { text: e.out, sharding: plan })
 }
 
 /// `{ember.input = "x"}`: the `ember.*` attributes of an argument or result, so the text says
-/// which argument is which weight.
-fn ember_attrs(a: Option<&ember_ir::Attrs>) -> String {
-    let Some(a) = a else { return String::new() };
-    let kv: Vec<String> = a
-        .iter()
+/// which argument is which weight, then `extra` (its sharding).
+fn ember_attrs(a: Option<&ember_ir::Attrs>, extra: Option<String>) -> String {
+    let mut kv: Vec<String> = a
+        .into_iter()
+        .flatten()
         .filter_map(|(k, v)| match v {
             Attr::Str(s) if k.starts_with("ember.") => Some(format!("{k} = {}", fmt_str(s))),
             _ => None,
         })
         .collect();
+    kv.extend(extra);
     if kv.is_empty() {
         String::new()
     } else {

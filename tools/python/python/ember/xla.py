@@ -46,7 +46,7 @@ import numpy as np
 
 JAX_VERSION = "0.10.2"
 
-__all__ = ["JAX_VERSION", "XlaError", "run_stablehlo", "verify", "load_artifact", "run_artifact", "main"]
+__all__ = ["JAX_VERSION", "XlaError", "run_stablehlo", "verify", "load_artifact", "run_artifact", "compiled_hlo", "main"]
 
 
 class XlaError(Exception):
@@ -106,11 +106,88 @@ def _compile(text: str, platform: str | None = None) -> Any:
     return call
 
 
+def _ensure_devices(n: int, platform: str | None) -> Any:
+    """The PJRT client, with at least `n` devices. On the CPU client that needs
+    `XLA_FLAGS=--xla_force_host_platform_device_count=N` before the backend starts: it is set
+    here when absent, which works as long as nothing in this process has started it yet."""
+    flag = "--xla_force_host_platform_device_count"
+    if _platform(platform) == "cpu" and flag not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}={n}".strip()
+    client = _client(platform)
+    have = len(client.local_devices())
+    if have < n:
+        raise XlaError(
+            f"the artifact is sharded over {n} devices but the {_platform(platform)} client has {have}; "
+            f"on the CPU client set XLA_FLAGS={flag}={n} before anything in the process starts the backend"
+        )
+    return client
+
+
+def _mesh_size(mesh: Sequence[dict[str, Any]]) -> int:
+    return int(np.prod([int(a["size"]) for a in mesh]))
+
+
+def _compile_sharded(
+    text: str,
+    mesh_axes: Sequence[dict[str, Any]],
+    arg_specs: Sequence[Sequence[str | None]],
+    out_specs: Sequence[Sequence[str | None]],
+    platform: str | None = None,
+) -> tuple[Any, Any]:
+    """Compiles a Shardy-annotated module SPMD-partitioned over the mesh's devices (device ids
+    row-major over the axes, as `sdy.mesh` numbers them). Returns (call, executable): `call`
+    places each argument with its sharding and reassembles whole outputs."""
+    jax = _jax()
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    from jaxlib import xla_client as xc
+
+    n = _mesh_size(mesh_axes)
+    client = _ensure_devices(n, platform)
+    devices = client.local_devices()[:n]
+    opts = xc.CompileOptions()
+    build = opts.executable_build_options
+    build.num_replicas = 1
+    build.num_partitions = n
+    build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = True
+    build.device_assignment = xc.DeviceAssignment.create(np.arange(n).reshape(1, n))
+    exe = client.compile_and_load(text, xc.DeviceList(tuple(devices)), opts)
+    mesh = Mesh(np.array(devices).reshape([int(a["size"]) for a in mesh_axes]), tuple(a["name"] for a in mesh_axes))
+    shard = lambda spec: NamedSharding(mesh, PartitionSpec(*spec))  # noqa: E731
+
+    def call(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        with jax.enable_x64(True):
+            args = [jax.device_put(np.ascontiguousarray(a), shard(sp)) for a, sp in zip(inputs, arg_specs)]
+            per_device = exe.execute_sharded(args).disassemble_into_single_device_arrays()
+            outs = []
+            for bufs, sp in zip(per_device, out_specs):
+                local = bufs[0].shape
+                whole = tuple(d * (mesh.shape[a] if a else 1) for d, a in zip(local, sp))
+                outs.append(np.asarray(jax.make_array_from_single_device_arrays(whole, shard(sp), bufs)))
+            return outs
+
+    return call, exe
+
+
+def compiled_hlo(directory: str | os.PathLike[str], platform: str | None = None) -> str:
+    """The HLO XLA compiled for a tpu artifact (after SPMD partitioning, for a sharded one): shows
+    the collectives (`all-reduce`, `all-gather`, `reduce-scatter`, ...) the partitioner inserted."""
+    art = Artifact(directory)
+    if art.mesh:
+        _, exe = _compile_sharded(art.text, art.mesh, art.arg_specs(), art.out_specs(), platform)
+    else:
+        from jaxlib import xla_client as xc
+
+        client = _client(platform)
+        exe = client.compile_and_load(art.text, xc.DeviceList((client.local_devices()[0],)), xc.CompileOptions())
+    return "\n".join(m.to_string() for m in exe.hlo_modules())
+
+
 def _mlir_context() -> Any:
     _jax()
     from jaxlib.mlir import ir
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from jaxlib.mlir.dialects import chlo, stablehlo
+    from jaxlib.mlir.dialects import chlo, sdy, stablehlo
 
     ctx = ir.Context()
     registry = ir.DialectRegistry()
@@ -119,6 +196,7 @@ def _mlir_context() -> Any:
     ctx.load_all_available_dialects()
     stablehlo.register_dialect(ctx)
     chlo.register_dialect(ctx)
+    sdy.register_dialect(ctx)
     return ctx
 
 
@@ -202,6 +280,23 @@ class Artifact:
             if start + n > blob.size:
                 raise XlaError(f"weights.bin is shorter than the manifest says (weight `{w['name']}`)")
             self.args[w["arg"]] = blob[start : start + n].view(dt).reshape(shape)
+        self.mesh: list[dict[str, Any]] | None = self.manifest.get("mesh")
+
+    def arg_specs(self) -> list[list[str | None]]:
+        """Per `@main` argument, the mesh axis of each dim (sharded artifacts)."""
+        specs: list[list[str | None]] = [[] for _ in self.args]
+        for x in self.manifest["inputs"] + self.manifest["weights"]:
+            specs[x["arg"]] = x.get("sharding") or [None] * len(x["dims"])
+        return specs
+
+    def out_specs(self) -> list[list[str | None]]:
+        return [o.get("sharding") or [None] * len(o["dims"]) for o in self.manifest["outputs"]]
+
+    def compile(self, platform: str | None = None) -> Any:
+        """`call(args)`: the compiled module (SPMD-partitioned over the mesh when sharded)."""
+        if self.mesh:
+            return _compile_sharded(self.text, self.mesh, self.arg_specs(), self.out_specs(), platform)[0]
+        return _compile(self.text, platform)
 
     def bind(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """`@main`'s arguments: the weights with `inputs` (user-input order) in their slots."""
@@ -228,7 +323,7 @@ def load_artifact(directory: str | os.PathLike[str]) -> Artifact:
 def run_artifact(directory: str | os.PathLike[str], inputs: Sequence[np.ndarray], platform: str | None = None) -> list[np.ndarray]:
     """Runs a tpu artifact on `inputs` (user-input order); returns the outputs in order."""
     art = Artifact(directory)
-    return run_stablehlo(art.text, art.bind(inputs), platform)
+    return art.compile(platform)(art.bind(inputs))
 
 
 def _run_cli(ns: argparse.Namespace) -> None:
@@ -244,7 +339,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
             raise XlaError(f"`{ns.inputs}` has no array `{key}` for input {i} (`{spec['name']}`)")
         inputs.append(npz[key])
     args = art.bind(inputs)
-    call = _compile(art.text, ns.platform)
+    call = art.compile(ns.platform)
     outs = call(args)
     if ns.repeat > 1:
         times = []
@@ -276,10 +371,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--platform", default=None, help="PJRT platform (default cpu, or $EMBER_XLA_PLATFORM)")
     v = sub.add_parser("verify", help="parse and verify a StableHLO file with jaxlib's MLIR bindings")
     v.add_argument("file")
+    h = sub.add_parser("hlo", help="print the HLO XLA compiles for an artifact (after SPMD partitioning)")
+    h.add_argument("artifact")
+    h.add_argument("--platform", default=None, help="PJRT platform (default cpu, or $EMBER_XLA_PLATFORM)")
     ns = p.parse_args(argv)
     try:
         if ns.cmd == "run":
             _run_cli(ns)
+        elif ns.cmd == "hlo":
+            print(compiled_hlo(ns.artifact, ns.platform))
         else:
             verify(Path(ns.file).read_text())
     except (XlaError, ValueError, OSError) as exc:
