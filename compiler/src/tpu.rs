@@ -14,7 +14,7 @@
 use crate::frontend::Imported;
 use ember_ir::Module;
 use ember_targets::tpu::sharding::Options as ShardOptions;
-use ember_targets::tpu::{IoInfo, Manifest, MeshAxis, WeightInfo};
+use ember_targets::tpu::{Bucket, IoInfo, Manifest, MeshAxis, WeightInfo};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
@@ -27,6 +27,21 @@ pub fn stablehlo(m: &mut Module) -> Result<String, String> {
     ember_targets::tpu::emit(m)
 }
 
+/// Lowers a module and returns its StableHLO: one text, or with symbolic dims one per padded
+/// bucket, each after a `// bucket s0=4` line.
+pub fn stablehlo_buckets(m: &mut Module) -> Result<String, String> {
+    crate::artifact::lower(m)?;
+    let all = ember_targets::tpu::emit_buckets(m, None)?;
+    if all.len() == 1 && all[0].0.is_empty() {
+        return Ok(all.into_iter().next().unwrap().1.text);
+    }
+    Ok(all.into_iter().map(|(env, e)| format!("// bucket {}\n{}", bucket_label(&env), e.text)).collect())
+}
+
+fn bucket_label(env: &std::collections::BTreeMap<String, i64>) -> String {
+    env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
 pub fn compile(imported: Imported, out: &Path) -> Result<Manifest, String> {
     compile_with(imported, out, None)
 }
@@ -36,8 +51,19 @@ pub fn compile_with(imported: Imported, out: &Path, shard: Option<&ShardOptions>
     let source_hash = format!("{:x}", Sha256::digest(imported.module.to_string().as_bytes()));
     let mut m = imported.module;
     crate::artifact::lower(&mut m)?;
-    let emitted = ember_targets::tpu::emit_with(&m, shard)?;
+    let mut all = ember_targets::tpu::emit_buckets(&m, shard)?;
+    // The largest bucket is `module`; the others get their own files.
+    let (last_env, emitted) = all.pop().expect("at least one module");
     let text = emitted.text;
+    let mut buckets: Vec<(Bucket, String)> = all
+        .into_iter()
+        .enumerate()
+        .map(|(i, (symbols, e))| (Bucket { symbols, module: format!("module.b{i}.stablehlo.mlir") }, e.text))
+        .collect();
+    let dynamic = !last_env.is_empty();
+    if dynamic {
+        buckets.push((Bucket { symbols: last_env, module: MODULE_FILE.into() }, String::new()));
+    }
     let f = m.func_by_name("main").ok_or("the module has no @main")?;
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
     let plan = emitted.sharding.as_ref();
@@ -70,11 +96,13 @@ pub fn compile_with(imported: Imported, out: &Path, shard: Option<&ShardOptions>
         weights,
         mesh: shard.map(|o| o.mesh.iter().map(|(name, size)| MeshAxis { name: name.clone(), size: *size }).collect()),
         shard: shard.map(|o| o.rules.clone()),
+        buckets: dynamic.then(|| buckets.iter().map(|(b, _)| b.clone()).collect()),
     };
     let json = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())? + "\n";
     let ten = m.to_string();
-    let files: [(&str, &[u8]); 4] =
-        [(MODULE_FILE, text.as_bytes()), ("weights.bin", &blob), ("module.mlir", ten.as_bytes()), ("manifest.json", json.as_bytes())];
+    let mut files: Vec<(&str, &[u8])> =
+        vec![(MODULE_FILE, text.as_bytes()), ("weights.bin", &blob), ("module.mlir", ten.as_bytes()), ("manifest.json", json.as_bytes())];
+    files.extend(buckets.iter().filter(|(b, _)| b.module != MODULE_FILE).map(|(b, t)| (b.module.as_str(), t.as_bytes())));
     crate::artifact::write_dir(out, &files)?;
     Ok(manifest)
 }

@@ -12,12 +12,35 @@
 //! (`mhlo.sharding` / Shardy annotations; one device only), and versioned (VHLO / portable
 //! artifact) serialization: the text is plain StableHLO for the jaxlib version `ember.xla` pins.
 
+pub mod buckets;
 pub mod sharding;
 pub mod stablehlo;
 
 pub use stablehlo::{emit, emit_with};
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// StableHLO for `@main`: one module when its shapes are static; with symbolic dims, one per
+/// padded bucket (see [`buckets`]), each with the symbol values it was compiled for.
+pub fn emit_buckets(m: &ember_ir::Module, shard: Option<&sharding::Options>) -> Result<Vec<(BTreeMap<String, i64>, stablehlo::Emitted)>, String> {
+    let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
+    if buckets::used_symbols(m, f).is_empty() {
+        return Ok(vec![(BTreeMap::new(), emit_with(m, shard)?)]);
+    }
+    if shard.is_some() {
+        return Err("--mesh with symbolic dims: sharding a model with dynamic shapes is not built yet (the shardings would differ per bucket); export with static shapes to shard it".into());
+    }
+    buckets::check_inputs(m, f)?;
+    buckets::check_padding(m, f)?;
+    buckets::choose(m, f)?
+        .into_iter()
+        .map(|env| {
+            let s = buckets::specialize(m, &env)?;
+            Ok((env, emit_with(&s, None)?))
+        })
+        .collect()
+}
 
 /// A user input: argument `arg` of `@main`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -74,4 +97,16 @@ pub struct Manifest {
     pub mesh: Option<Vec<MeshAxis>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Vec<sharding::Rule>>,
+    /// Models with symbolic dims: the padded buckets, smallest first (`module` is the largest).
+    /// The runner binds each symbol from the inputs' dims, runs the first bucket whose sizes all
+    /// fit, padding inputs with zeros at the end of each symbolic dim and slicing the outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<Vec<Bucket>>,
+}
+
+/// One padded bucket: the StableHLO module compiled with each symbol set to `symbols[s]`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Bucket {
+    pub symbols: BTreeMap<String, i64>,
+    pub module: String,
 }

@@ -33,10 +33,7 @@ EMBER = REPO / "target" / "debug" / "ember"
 SNAPSHOTS = REPO / "tools" / "tests" / "snapshots"
 
 # Models the tpu target cannot compile yet, with the reason (checked against the error).
-NOT_YET = {
-    "gpt2_block_dynamic": "bounded dynamic shapes (StableHLO bounded dims) are not built yet",
-    "mlp_dynamic": "bounded dynamic shapes (StableHLO bounded dims) are not built yet",
-}
+NOT_YET: dict[str, str] = {}
 
 MODELS = sorted(TESTDATA.glob("models/*.pt2")) + sorted(p for p in TESTDATA.glob("cpu/*.pt2") if p.with_suffix(".npz").exists())
 
@@ -58,8 +55,13 @@ def snapshot_modules() -> list[tuple[str, str]]:
         lines = p.read_text().splitlines(keepends=True)
         seps = [i for i, line in enumerate(lines) if line.rstrip("\n") == "---"]
         body = "".join(lines[seps[1] + 1 :])
+        case = p.name.split("@", 1)[1].removesuffix(".mlir.snap")
         if body.startswith("module"):
-            out.append((p.name.split("@", 1)[1].removesuffix(".mlir.snap"), body))
+            out.append((case, body))
+        elif body.startswith("// bucket "):
+            for part in body.split("// bucket ")[1:]:
+                label, text = part.split("\n", 1)
+                out.append((f"{case}[{label}]", text))
     return out
 
 
@@ -208,6 +210,38 @@ def test_sharded_gpt2_block_on_8_devices(shard: str, tmp_path: Path) -> None:
     found = {c for c in ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"] if f" {c}(" in hlo.stdout}
     assert SHARDINGS[shard] <= found, f"{shard}: collectives {found}"
     print(f"{shard}: max |sharded - eager| = {np.abs(outs['sharded'] - want).max():.3g}, collectives {sorted(found)}")
+
+
+DYNAMIC_SIZES = {"mlp_dynamic": [3, 17, 64], "gpt2_block_dynamic": [1, 5, 16]}
+
+
+@pytest.mark.parametrize("name", list(DYNAMIC_SIZES))
+def test_dynamic_models_at_three_sizes(name: str, tmp_path: Path) -> None:
+    """One compile of a symbolic-batch model serves three batch sizes (each in a different padded
+    bucket), matching torch eager on the exported program; a size above the bound is refused."""
+    torch = pytest.importorskip("torch")
+    model = TESTDATA / f"models/{name}.pt2"
+    art = tmp_path / name
+    assert compile_tpu(model, art).returncode == 0
+    ep = torch.export.load(str(model))
+    a = xla.Artifact(art)
+    x0 = np.load(model.with_suffix(".npz"))["arg0"]
+    used = set()
+    for n in DYNAMIC_SIZES[name]:
+        x = np.random.default_rng(n).standard_normal((n, *x0.shape[1:])).astype(np.float32)
+        call, args, finish = a.prepare([x])
+        used.add(next(b["module"] for b in a.buckets if b["symbols"] == {"s77": args[a.manifest["inputs"][0]["arg"]].shape[0]}))
+        got = finish(call(args))[0]
+        with torch.no_grad():
+            want = ep.module()(torch.from_numpy(x)).numpy()
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"{name} at batch {n}")
+    assert len(used) == 3, used
+    top = a.buckets[-1]["symbols"]["s77"]
+    with pytest.raises(xla.XlaError, match=f"outside the compiled range \\[1, {top}\\]"):
+        xla.run_artifact(art, [np.zeros((top + 1, *x0.shape[1:]), np.float32)])
+    with pytest.raises(xla.XlaError, match="has shape"):
+        xla.run_artifact(art, [np.zeros((2, *(d + 1 for d in x0.shape[1:])), np.float32)])
 
 
 def test_cli_run_goes_through_ember_xla(tmp_path: Path) -> None:

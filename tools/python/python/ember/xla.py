@@ -244,6 +244,14 @@ def _np_dtype(name: str) -> np.dtype:
     return np.dtype(ml[name])
 
 
+def _eval_dim(dim: str, env: dict[str, int]) -> int:
+    """A manifest dim (`64`, `s0`, `16*s0`, `Max(s0, 2)`) at the given symbol values."""
+    try:
+        return int(eval(dim, {"__builtins__": {}, "Max": max, "Min": min}, dict(env)))  # noqa: S307 (Ember's own dim syntax)
+    except Exception as exc:
+        raise XlaError(f"cannot evaluate dim `{dim}` with {env}: {exc}") from None
+
+
 def _shape(dims: Sequence[str], what: str) -> tuple[int, ...]:
     try:
         return tuple(int(d) for d in dims)
@@ -281,6 +289,8 @@ class Artifact:
                 raise XlaError(f"weights.bin is shorter than the manifest says (weight `{w['name']}`)")
             self.args[w["arg"]] = blob[start : start + n].view(dt).reshape(shape)
         self.mesh: list[dict[str, Any]] | None = self.manifest.get("mesh")
+        self.buckets: list[dict[str, Any]] | None = self.manifest.get("buckets")
+        self._compiled: dict[str, Any] = {}
 
     def arg_specs(self) -> list[list[str | None]]:
         """Per `@main` argument, the mesh axis of each dim (sharded artifacts)."""
@@ -299,7 +309,11 @@ class Artifact:
         return _compile(self.text, platform)
 
     def bind(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """`@main`'s arguments: the weights with `inputs` (user-input order) in their slots."""
+        """`@main`'s arguments: the weights with `inputs` (user-input order) in their slots
+        (static-shape artifacts; see :meth:`prepare` for bucketed ones)."""
+        return self._bind(inputs, None)
+
+    def _bind(self, inputs: Sequence[np.ndarray], env: dict[str, int] | None) -> list[np.ndarray]:
         specs = self.manifest["inputs"]
         if len(inputs) != len(specs):
             raise XlaError(f"the model takes {len(specs)} inputs, got {len(inputs)}")
@@ -307,13 +321,62 @@ class Artifact:
         for i, (spec, a) in enumerate(zip(specs, inputs)):
             a = np.asarray(a)
             dt = _np_dtype(spec["dtype"])
-            shape = _shape(spec["dims"], f"input `{spec['name']}`")
             if a.dtype != dt:
                 raise XlaError(f"input {i} (`{spec['name']}`) must be {dt}, got {a.dtype}")
-            if a.shape != shape:
-                raise XlaError(f"input {i} (`{spec['name']}`) must have shape {list(shape)}, got {list(a.shape)}")
+            if env is None:
+                shape = _shape(spec["dims"], f"input `{spec['name']}`")
+                if a.shape != shape:
+                    raise XlaError(f"input {i} (`{spec['name']}`) must have shape {list(shape)}, got {list(a.shape)}")
+            else:
+                # Zeros at the end of every symbolic dim, up to the bucket's size.
+                shape = tuple(_eval_dim(d, env) for d in spec["dims"])
+                a = np.pad(a, [(0, t - n) for n, t in zip(a.shape, shape)])
             args[spec["arg"]] = a
         return args  # type: ignore[return-value]
+
+    def symbols(self, inputs: Sequence[np.ndarray]) -> dict[str, int]:
+        """Symbol values read from the inputs' shapes, checked against every input dim."""
+        specs = self.manifest["inputs"]
+        if len(inputs) != len(specs):
+            raise XlaError(f"the model takes {len(specs)} inputs, got {len(inputs)}")
+        names = set(self.buckets[-1]["symbols"]) if self.buckets else set()
+        env: dict[str, int] = {}
+        for spec, a in zip(specs, inputs):
+            if np.ndim(a) != len(spec["dims"]):
+                raise XlaError(f"input `{spec['name']}` must have {len(spec['dims'])} dims {spec['dims']}, got shape {list(np.shape(a))}")
+            for d, n in zip(spec["dims"], np.shape(a)):
+                if d in names:
+                    env.setdefault(d, int(n))
+        for spec, a in zip(specs, inputs):
+            want = [_eval_dim(d, env) for d in spec["dims"]]
+            if list(np.shape(a)) != want:
+                raise XlaError(f"input `{spec['name']}` has shape {list(np.shape(a))}, but its dims {spec['dims']} with {env} are {want}")
+        top = self.buckets[-1]["symbols"] if self.buckets else {}
+        for k, v in env.items():
+            if not 1 <= v <= top[k]:
+                raise XlaError(f"symbol `{k}` = {v} is outside the compiled range [1, {top[k]}] (the export's bound)")
+        return env
+
+    def prepare(self, inputs: Sequence[np.ndarray], platform: str | None = None) -> tuple[Any, list[np.ndarray], Any]:
+        """(call, args, finish): `finish(call(args))` are the outputs for `inputs`. Bucketed
+        artifacts run the smallest bucket that fits (inputs padded, outputs sliced back)."""
+        if not self.buckets:
+            return self.compile(platform), self.bind(inputs), lambda outs: outs
+        env = self.symbols(inputs)
+
+        def padded_size(b: dict[str, Any]) -> int:
+            return sum(int(np.prod([_eval_dim(d, b["symbols"]) for d in s["dims"]])) for s in self.manifest["inputs"])
+
+        fits = [b for b in self.buckets if all(env[k] <= v for k, v in b["symbols"].items())]
+        bucket = min(fits, key=padded_size)
+        if bucket["module"] not in self._compiled:
+            self._compiled[bucket["module"]] = _compile((self.dir / bucket["module"]).read_text(), platform)
+        shapes = [[_eval_dim(d, env) for d in o["dims"]] for o in self.manifest["outputs"]]
+
+        def finish(outs: list[np.ndarray]) -> list[np.ndarray]:
+            return [o[tuple(slice(0, n) for n in shape)] for o, shape in zip(outs, shapes)]
+
+        return self._compiled[bucket["module"]], self._bind(inputs, bucket["symbols"]), finish
 
 
 def load_artifact(directory: str | os.PathLike[str]) -> Artifact:
@@ -323,7 +386,8 @@ def load_artifact(directory: str | os.PathLike[str]) -> Artifact:
 def run_artifact(directory: str | os.PathLike[str], inputs: Sequence[np.ndarray], platform: str | None = None) -> list[np.ndarray]:
     """Runs a tpu artifact on `inputs` (user-input order); returns the outputs in order."""
     art = Artifact(directory)
-    return art.compile(platform)(art.bind(inputs))
+    call, args, finish = art.prepare(inputs, platform)
+    return finish(call(args))
 
 
 def _run_cli(ns: argparse.Namespace) -> None:
@@ -338,8 +402,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
         if key not in npz.files:
             raise XlaError(f"`{ns.inputs}` has no array `{key}` for input {i} (`{spec['name']}`)")
         inputs.append(npz[key])
-    args = art.bind(inputs)
-    call = art.compile(ns.platform)
+    call, args, finish = art.prepare(inputs, ns.platform)
     outs = call(args)
     if ns.repeat > 1:
         times = []
@@ -352,6 +415,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
             f"median {times[len(times) // 2]:.4f} ms over {ns.repeat} runs (min {times[0]:.4f}, max {times[-1]:.4f})",
             file=sys.stderr,
         )
+    outs = finish(outs)
     tmp = Path(ns.outputs).with_name(f".{Path(ns.outputs).name}.tmp-{os.getpid()}.npz")
     np.savez(tmp, **{f"out{i}": o for i, o in enumerate(outs)})
     os.replace(tmp, ns.outputs)
