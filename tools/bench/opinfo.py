@@ -37,6 +37,8 @@ none with ``--ops``), ending its output with the line
 ``N passed, M failed``. The stages (``--stages``, default ``import,cpu``):
 
 ``import``  ``ember import X.pt2``: the torch.export frontend plus the IR verifier.
+``tpu``     ``ember compile X.pt2 --target tpu``, the StableHLO run on XLA (jaxlib's CPU
+            client, in-process through ``ember.xla``) on ``arg*``, compared like ``cpu``.
 ``cpu``     ``ember compile X.pt2 --target cpu``, ``ember run`` on ``arg*`` of the .npz,
             and a comparison of its outputs with ``out*`` (``compare_outputs``, with the
             dtype-aware ``TOLERANCES``). Failures are classified as ``compile``, ``run``
@@ -854,7 +856,51 @@ class CpuStage(Stage):
                           f"({diff}) and Ember matches the decomposed graph")
 
 
-STAGES: dict[str, type[Stage]] = {"import": ImportStage, "cpu": CpuStage}
+class TpuStage(Stage):
+    """`ember compile X.pt2 --target tpu`, then the StableHLO on XLA (jaxlib's PJRT CPU client,
+    in this process through `ember.xla`) on arg0.. of X.npz, compared with out0.. like the cpu
+    stage (same TOLERANCES). Failures are ``compile`` (no ten lowering, no StableHLO mapping,
+    padding refused), ``run`` (XLA refused the module or the inputs) or ``wrong result``. The
+    artifact directory WORKDIR/<key>.tpu is kept when the sample fails."""
+
+    name = "tpu"
+    compile_timeout = 300.0
+
+    def run(self, sample: dict[str, Any], ctx: Context) -> StageResult:
+        import shutil
+
+        import numpy as np
+        from ember import xla
+
+        key = sample["key"]
+        pt2, npz = ctx.cache / f"{key}.pt2", ctx.cache / f"{key}.npz"
+        art = ctx.workdir / f"{key}.tpu"
+        shutil.rmtree(art, ignore_errors=True)
+        err, text, t_compile = run_ember(ctx, ["compile", str(pt2), "--target", "tpu", "-o", str(art)],
+                                         self.compile_timeout)
+        if err is not None:
+            return StageResult(False, f"compile: {err}", text, t_compile, kind="compile")
+        t0 = time.monotonic()
+        try:
+            with np.load(npz) as z:
+                inputs = [z[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in z.files))]
+            got = xla.run_artifact(art, inputs)
+        except Exception as exc:  # noqa: BLE001 - XLA's errors are many types
+            dt = t_compile + time.monotonic() - t0
+            return StageResult(False, f"run: {type(exc).__name__}: {first_line(str(exc))}"[:500], str(exc)[:4000],
+                               dt, kind="run")
+        dt = t_compile + time.monotonic() - t0
+        why_not = values_not_comparable(sample)
+        err, info = compare_lists(got, read_outputs(npz), values=why_not is None)
+        if err is not None:
+            return StageResult(False, f"wrong result: {err}", err, dt, kind="wrong result", info=info)
+        shutil.rmtree(art, ignore_errors=True)
+        if why_not:
+            info = {"note": f"values not compared: {why_not}"}
+        return StageResult(True, seconds=dt, info=info or None)
+
+
+STAGES: dict[str, type[Stage]] = {"import": ImportStage, "cpu": CpuStage, "tpu": TpuStage}
 
 
 def run_sample(sample: dict[str, Any], stages: list[Stage], ctx: Context) -> dict[str, Any]:
@@ -1208,6 +1254,9 @@ def _repro(stage: str, key: str, cache: Any) -> str:
     c = home_path(cache)
     if stage == "cpu":
         return (f"ember compile {c}/{key}.pt2 --target cpu -o /tmp/{key[:8]} && "
+                f"ember run /tmp/{key[:8]} --inputs {c}/{key}.npz --outputs /tmp/{key[:8]}/got.npz")
+    if stage == "tpu":
+        return (f"ember compile {c}/{key}.pt2 --target tpu -o /tmp/{key[:8]} && "
                 f"ember run /tmp/{key[:8]} --inputs {c}/{key}.npz --outputs /tmp/{key[:8]}/got.npz")
     return f"ember import {c}/{key}.pt2"
 
