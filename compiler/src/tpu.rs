@@ -13,8 +13,7 @@
 
 use crate::frontend::Imported;
 use ember_ir::Module;
-use ember_targets::tpu::sharding::Options as ShardOptions;
-use ember_targets::tpu::{Bucket, IoInfo, Manifest, MeshAxis, WeightInfo};
+use ember_targets::tpu::{Bucket, IoInfo, Manifest, MeshAxis, Options, WeightInfo};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
@@ -31,7 +30,7 @@ pub fn stablehlo(m: &mut Module) -> Result<String, String> {
 /// bucket, each after a `// bucket s0=4` line.
 pub fn stablehlo_buckets(m: &mut Module) -> Result<String, String> {
     crate::artifact::lower(m)?;
-    let all = ember_targets::tpu::emit_buckets(m, None)?;
+    let all = ember_targets::tpu::emit_buckets(m, &Options::default())?;
     if all.len() == 1 && all[0].0.is_empty() {
         return Ok(all.into_iter().next().unwrap().1.text);
     }
@@ -43,15 +42,17 @@ fn bucket_label(env: &std::collections::BTreeMap<String, i64>) -> String {
 }
 
 pub fn compile(imported: Imported, out: &Path) -> Result<Manifest, String> {
-    compile_with(imported, out, None)
+    compile_with(imported, out, &Options::default())
 }
 
-/// [`compile`], sharded over a device mesh when `shard` is given (`--mesh`, `--shard`).
-pub fn compile_with(imported: Imported, out: &Path, shard: Option<&ShardOptions>) -> Result<Manifest, String> {
+/// [`compile`] with the tpu flags: sharded over a device mesh when `opts.shard` is given
+/// (`--mesh`, `--shard`), and the f32 matmul `--precision`.
+pub fn compile_with(imported: Imported, out: &Path, opts: &Options) -> Result<Manifest, String> {
+    let shard = opts.shard.as_ref();
     let source_hash = format!("{:x}", Sha256::digest(imported.module.to_string().as_bytes()));
     let mut m = imported.module;
     crate::artifact::lower(&mut m)?;
-    let mut all = ember_targets::tpu::emit_buckets(&m, shard)?;
+    let mut all = ember_targets::tpu::emit_buckets(&m, opts)?;
     // The largest bucket is `module`; the others get their own files.
     let (last_env, emitted) = all.pop().expect("at least one module");
     let text = emitted.text;

@@ -67,6 +67,10 @@ An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compil
         /// (default: dp and fsdp the first mesh axis, tp the last). Repeatable or comma-separated.
         #[arg(long, value_name = "RULE[=AXIS]")]
         shard: Vec<String>,
+        /// tpu: precision of f32 matmuls (dot_general) on a TPU: default (one bf16 pass), high
+        /// (three), highest (f32, matches torch; the default).
+        #[arg(long, value_parser = ["default", "high", "highest"])]
+        precision: Option<String>,
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
     #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
@@ -211,7 +215,7 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             })?;
             emit(&m.to_string(), output.as_deref())
         }
-        Cmd::Compile { model, target, output, mesh, shard } => {
+        Cmd::Compile { model, target, output, mesh, shard, precision } => {
             let target = Target::parse(&target).expect("clap checked the target");
             let shard = match (&mesh, target == Target::Tpu) {
                 (Some(mesh), true) => Some(ember_targets::tpu::sharding::Options::parse(mesh, &shard).map_err(Failure)?),
@@ -219,6 +223,10 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                 (None, _) if !shard.is_empty() => return Err(Failure("--shard needs --mesh (e.g. `--mesh x=2,y=4 --shard tp`)".into())),
                 (None, _) => None,
             };
+            if precision.is_some() && target != Target::Tpu {
+                return Err(Failure(format!("--precision is a tpu option; the {} target computes f32 matmuls in f32", target.name())));
+            }
+            let precision = precision.map(|p| ember_targets::tpu::Precision::parse(&p).expect("clap checked it")).unwrap_or_default();
             let pb = spinner(format!("importing {}", model.display()));
             let imported = ember_compiler::import_path(&model);
             pb.finish_and_clear();
@@ -236,7 +244,7 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                 }
                 Target::Tpu => {
                     let pb = spinner(format!("compiling for tpu into {}", output.display()));
-                    let r = ember_compiler::tpu::compile_with(imported, &output, shard.as_ref());
+                    let r = ember_compiler::tpu::compile_with(imported, &output, &ember_targets::tpu::Options { shard, precision });
                     pb.finish_and_clear();
                     let man = r.map_err(Failure)?;
                     eprintln!("wrote {} (StableHLO for XLA; inputs: {}, weights: {}, outputs: {}); run it with `ember run` or\n  python -m ember.xla run {} --inputs IN.npz --outputs OUT.npz",

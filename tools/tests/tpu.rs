@@ -186,7 +186,8 @@ fn sharded_gpt2_block() {
     let dir = std::env::temp_dir().join(format!("ember-tpu-shard-{}", std::process::id()));
     let opts = Options::parse("x=2,y=4", &["dp,tp".into(), "fsdp".into()]).unwrap();
     let imported = ember_compiler::import_path(&testdata().join("models/gpt2_block.pt2")).unwrap();
-    let man = ember_compiler::tpu::compile_with(imported, &dir, Some(&opts)).unwrap();
+    let opts = ember_targets::tpu::Options { shard: Some(opts), ..Default::default() };
+    let man = ember_compiler::tpu::compile_with(imported, &dir, &opts).unwrap();
     let text = std::fs::read_to_string(dir.join(&man.module)).unwrap();
     assert!(text.contains("mhlo.num_partitions = 8 : i32") && text.contains("sdy.mesh @mesh = <[\"x\"=2, \"y\"=4]>"));
     insta::assert_snapshot!("sharded_gpt2_block_stablehlo", text);
@@ -248,4 +249,29 @@ fn mesh_and_shard_errors() {
         out.push_str(&format!("ember {}\n{}", args.join(" "), ember(&testdata(), args).render()));
     }
     insta::assert_snapshot!(out);
+}
+
+/// `--precision` sets the f32 `dot_general` precision (default HIGHEST); only the emitted
+/// attribute can be checked here (XLA's CPU backend computes f32 matmuls in f32 whatever it says).
+#[test]
+fn precision_flag() {
+    let dir = std::env::temp_dir().join(format!("ember-tpu-precision-{}", std::process::id()));
+    let mut out = String::new();
+    for p in [None, Some("default"), Some("high"), Some("highest")] {
+        let art = dir.join(p.unwrap_or("unset"));
+        let mut args = vec!["compile", "models/mlp.pt2", "--target", "tpu", "-o", art.to_str().unwrap()];
+        args.extend(p.iter().flat_map(|p| ["--precision", *p]));
+        let r = ember(&testdata(), &args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let text = std::fs::read_to_string(art.join("module.stablehlo.mlir")).unwrap();
+        out.push_str(&format!("--precision {}\n", p.unwrap_or("(unset)")));
+        for l in text.lines().filter(|l| l.contains("dot_general")) {
+            out.push_str(l.trim());
+            out.push('\n');
+        }
+    }
+    let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", dir.join("cpu").to_str().unwrap(), "--precision", "high"]);
+    out.push_str(&r.render());
+    insta::assert_snapshot!(out);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -21,14 +21,54 @@ pub use stablehlo::{emit, emit_with};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// `precision` of f32 `dot_general`s (`--precision`). A TPU's DEFAULT rounds f32 operands to one
+/// bf16 pass, HIGH to three, HIGHEST computes in f32; XLA's CPU backend computes f32 either way,
+/// so here only the emitted attribute differs (snapshot-tested, unverifiable without a TPU).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Precision {
+    Default,
+    High,
+    /// Ember's default: numerics match torch's f32 matmuls.
+    #[default]
+    Highest,
+}
+
+impl Precision {
+    pub const NAMES: [&'static str; 3] = ["default", "high", "highest"];
+    pub fn parse(s: &str) -> Option<Precision> {
+        match s {
+            "default" => Some(Precision::Default),
+            "high" => Some(Precision::High),
+            "highest" => Some(Precision::Highest),
+            _ => None,
+        }
+    }
+    /// The StableHLO enum value.
+    pub fn attr(self) -> &'static str {
+        match self {
+            Precision::Default => "DEFAULT",
+            Precision::High => "HIGH",
+            Precision::Highest => "HIGHEST",
+        }
+    }
+}
+
+/// Flags of `ember compile --target tpu`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Options {
+    /// `--mesh` and `--shard`: emit Shardy annotations for SPMD partitioning.
+    pub shard: Option<sharding::Options>,
+    pub precision: Precision,
+}
+
 /// StableHLO for `@main`: one module when its shapes are static; with symbolic dims, one per
 /// padded bucket (see [`buckets`]), each with the symbol values it was compiled for.
-pub fn emit_buckets(m: &ember_ir::Module, shard: Option<&sharding::Options>) -> Result<Vec<(BTreeMap<String, i64>, stablehlo::Emitted)>, String> {
+pub fn emit_buckets(m: &ember_ir::Module, opts: &Options) -> Result<Vec<(BTreeMap<String, i64>, stablehlo::Emitted)>, String> {
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
     if buckets::used_symbols(m, f).is_empty() {
-        return Ok(vec![(BTreeMap::new(), emit_with(m, shard)?)]);
+        return Ok(vec![(BTreeMap::new(), emit_with(m, opts)?)]);
     }
-    if shard.is_some() {
+    if opts.shard.is_some() {
         return Err("--mesh with symbolic dims: sharding a model with dynamic shapes is not built yet (the shardings would differ per bucket); export with static shapes to shard it".into());
     }
     buckets::check_inputs(m, f)?;
@@ -37,7 +77,7 @@ pub fn emit_buckets(m: &ember_ir::Module, shard: Option<&sharding::Options>) -> 
         .into_iter()
         .map(|env| {
             let s = buckets::specialize(m, &env)?;
-            Ok((env, emit_with(&s, None)?))
+            Ok((env, emit_with(&s, opts)?))
         })
         .collect()
 }

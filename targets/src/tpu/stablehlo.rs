@@ -17,7 +17,7 @@
 //! | slice | slice (limit = start + (n-1)*step + 1) |
 //! | reduce sum/prod/max/min/and/or | reduce with add/multiply/maximum/minimum/and/or and the identity as init |
 //! | reduce argmax/argmin | variadic reduce over (x, row-major index within the dims), first extreme wins, NaN is the extreme |
-//! | dot_general | dot_general, `precision = [HIGHEST, HIGHEST]` for floats (TPUs default to bf16 passes) |
+//! | dot_general | dot_general, `precision = [HIGHEST, HIGHEST]` for floats (TPUs default to bf16 passes; `--precision` sets it for f32) |
 //! | gather | gather with `collapsed_slice_dims = start_index_map = [dim]`, `index_vector_dim = rank(index)` |
 //! | cumsum | reduce_window add, window = the dim's size, padded low by size-1 |
 //! | windows | per window dim: kernel-size strided slices stacked with concatenate, then one transpose |
@@ -31,7 +31,8 @@ use ember_ir::attr::{fmt_f64, fmt_str, Attr};
 use ember_ir::module::{Module, OpId, Value};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::{DType, Type};
-use super::sharding::{sdy_text, Options as ShardOptions, Plan, Spec};
+use super::sharding::{sdy_text, Plan, Spec};
+use super::{Options, Precision};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -210,13 +211,14 @@ struct Emitter<'a> {
     funcs: Vec<String>,
     /// Composites emitted so far: numbers the decomposition functions.
     composites: usize,
+    precision: Precision,
 }
 
 type R<X> = Result<X, String>;
 
 /// Emits StableHLO text for `@main` of a module in the `ten` dialect (static shapes only).
 pub fn emit(m: &Module) -> Result<String, String> {
-    emit_with(m, None).map(|e| e.text)
+    emit_with(m, &Options::default()).map(|e| e.text)
 }
 
 /// StableHLO text and, when sharded, the shardings it carries.
@@ -225,13 +227,15 @@ pub struct Emitted {
     pub sharding: Option<Plan>,
 }
 
-/// [`emit`], with Shardy annotations for `shard` (a mesh and sharding rules) when given.
-pub fn emit_with(m: &Module, shard: Option<&ShardOptions>) -> Result<Emitted, String> {
+/// [`emit`] with options: Shardy annotations for `opts.shard` (a mesh and sharding rules) when
+/// given, and the f32 `dot_general` precision.
+pub fn emit_with(m: &Module, opts: &Options) -> Result<Emitted, String> {
+    let shard = opts.shard.as_ref();
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
     check_static(m, f)?;
     let plan = shard.map(|o| super::sharding::plan(m, f, o));
     let sdy = |spec: Option<&Spec>| spec.map(|s| format!("sdy.sharding = {}", sdy_text(s)));
-    let mut e = Emitter { m, out: String::new(), next: 0, names: HashMap::new(), indent: 2, funcs: Vec::new(), composites: 0 };
+    let mut e = Emitter { m, out: String::new(), next: 0, names: HashMap::new(), indent: 2, funcs: Vec::new(), composites: 0, precision: opts.precision };
     let parts = shard.map_or(1, |o| o.devices());
     writeln!(e.out, "module @main attributes {{mhlo.num_partitions = {parts} : i32, mhlo.num_replicas = 1 : i32}} {{").unwrap();
     if let Some(o) = shard {
@@ -540,6 +544,7 @@ impl<'a> Emitter<'a> {
             indent: 4,
             funcs: std::mem::take(&mut self.funcs),
             composites: self.composites,
+            precision: self.precision,
         };
         let params: Vec<String> = args.iter().zip(&arg_tys).enumerate().map(|(i, (&a, t))| {
             sub.names.insert(a, format!("%arg{i}"));
@@ -748,7 +753,8 @@ impl<'a> Emitter<'a> {
                 }
                 write!(s, ", contracting_dims = {} x {}", list(&lc), list(&rc)).unwrap();
                 if float {
-                    s.push_str(", precision = [HIGHEST, HIGHEST]");
+                    let p = if xt.dt == DType::F32 { self.precision.attr() } else { "HIGHEST" };
+                    write!(s, ", precision = [{p}, {p}]").unwrap();
                 }
                 write!(s, " : ({}, {}) -> {rt}", tys[0], tys[1]).unwrap();
                 self.def(s)
