@@ -13,7 +13,7 @@
 
 use crate::frontend::Imported;
 use ember_ir::Module;
-use ember_targets::tpu::{Bucket, IoInfo, Manifest, MeshAxis, Options, WeightInfo};
+use ember_targets::tpu::{Bucket, IoInfo, Manifest, MeshAxis, Options, Vhlo, WeightInfo};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
@@ -45,9 +45,23 @@ pub fn compile(imported: Imported, out: &Path) -> Result<Manifest, String> {
     compile_with(imported, out, &Options::default())
 }
 
+/// Serializes StableHLO text as a VHLO portable artifact: (bytes, StableHLO version). Ember has
+/// no VHLO writer of its own; the CLI passes one that runs `python -m ember.xla portable`.
+pub type Portable<'a> = &'a dyn Fn(&str) -> Result<(Vec<u8>, String), String>;
+
+/// The VHLO file next to a StableHLO module file.
+pub fn vhlo_file(module: &str) -> String {
+    format!("{}.vhlo.mlirbc", module.strip_suffix(".stablehlo.mlir").unwrap_or(module))
+}
+
 /// [`compile`] with the tpu flags: sharded over a device mesh when `opts.shard` is given
 /// (`--mesh`, `--shard`), and the f32 matmul `--precision`.
 pub fn compile_with(imported: Imported, out: &Path, opts: &Options) -> Result<Manifest, String> {
+    compile_portable(imported, out, opts, None)
+}
+
+/// [`compile_with`], also writing a VHLO portable artifact of every module with `portable`.
+pub fn compile_portable(imported: Imported, out: &Path, opts: &Options, portable: Option<Portable>) -> Result<Manifest, String> {
     let shard = opts.shard.as_ref();
     let source_hash = format!("{:x}", Sha256::digest(imported.module.to_string().as_bytes()));
     let mut m = imported.module;
@@ -98,12 +112,28 @@ pub fn compile_with(imported: Imported, out: &Path, opts: &Options) -> Result<Ma
         mesh: shard.map(|o| o.mesh.iter().map(|(name, size)| MeshAxis { name: name.clone(), size: *size }).collect()),
         shard: shard.map(|o| o.rules.clone()),
         buckets: dynamic.then(|| buckets.iter().map(|(b, _)| b.clone()).collect()),
+        vhlo: None,
     };
+    let mut manifest = manifest;
+    let mut vhlo_bytes: Vec<(String, Vec<u8>)> = Vec::new();
+    if let Some(serialize) = portable {
+        let modules = std::iter::once((MODULE_FILE, text.as_str())).chain(buckets.iter().filter(|(b, _)| b.module != MODULE_FILE).map(|(b, t)| (b.module.as_str(), t.as_str())));
+        let mut version = String::new();
+        let mut files = std::collections::BTreeMap::new();
+        for (name, t) in modules {
+            let (bytes, v) = serialize(t).map_err(|e| format!("--portable: {name}: {e}"))?;
+            version = v;
+            files.insert(name.to_string(), vhlo_file(name));
+            vhlo_bytes.push((vhlo_file(name), bytes));
+        }
+        manifest.vhlo = Some(Vhlo { version, files });
+    }
     let json = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())? + "\n";
     let ten = m.to_string();
     let mut files: Vec<(&str, &[u8])> =
         vec![(MODULE_FILE, text.as_bytes()), ("weights.bin", &blob), ("module.mlir", ten.as_bytes()), ("manifest.json", json.as_bytes())];
     files.extend(buckets.iter().filter(|(b, _)| b.module != MODULE_FILE).map(|(b, t)| (b.module.as_str(), t.as_bytes())));
+    files.extend(vhlo_bytes.iter().map(|(n, b)| (n.as_str(), b.as_slice())));
     crate::artifact::write_dir(out, &files)?;
     Ok(manifest)
 }

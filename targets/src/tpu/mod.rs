@@ -142,6 +142,17 @@ pub struct Manifest {
     /// fit, padding inputs with zeros at the end of each symbolic dim and slicing the outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buckets: Option<Vec<Bucket>>,
+    /// `--portable`: a VHLO portable artifact (versioned MLIR bytecode) next to every module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vhlo: Option<Vhlo>,
+}
+
+/// The VHLO portable artifacts of an artifact: `files[module]` is the bytecode of `module`,
+/// serialized for StableHLO `version` (by `python -m ember.xla portable`, i.e. jaxlib).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Vhlo {
+    pub version: String,
+    pub files: BTreeMap<String, String>,
 }
 
 /// One padded bucket: the StableHLO module compiled with each symbol set to `symbols[s]`.

@@ -306,8 +306,8 @@ fn ember_attrs(a: Option<&ember_ir::Attrs>, extra: Option<String>) -> String {
     }
 }
 
-/// Symbolic dims are an error (bounded dynamism is not built yet): the message names the symbol,
-/// its bounds and the first input or op that has it.
+/// Symbolic dims are an error here (callers specialize them into buckets first): the message
+/// names the symbol, its bounds and the first input or op that has it.
 fn check_static(m: &Module, f: OpId) -> R<()> {
     let bounds = |s: &str| -> String {
         match m.attrs.get("ember.symbols") {
@@ -325,9 +325,9 @@ fn check_static(m: &Module, f: OpId) -> R<()> {
         let s = syms.first().cloned().unwrap_or_else(|| d.to_string());
         let dim = if d.to_string() == s { format!("`{s}`{}", bounds(&s)) } else { format!("`{d}` (symbol `{s}`{})", bounds(&s)) };
         format!(
-            "the tpu target needs static shapes, but {what} has the symbolic dim {dim}; bounded dynamic \
-             shapes (StableHLO bounded dims) are not built yet: export with static shapes (no \
-             `dynamic_shapes`) or compile for cpu"
+            "the StableHLO emitter needs static shapes, but {what} has the symbolic dim {dim}; \
+             specialize the symbols first (`ember compile --target tpu` does, one padded bucket \
+             per size: `ember_targets::tpu::emit_buckets`)"
         )
     };
     let entry = m.entry(f);

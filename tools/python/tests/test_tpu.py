@@ -14,6 +14,7 @@ Needs the `ember` binary (`cargo build -p ember-tools`) and jax 0.10.2.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -190,12 +191,12 @@ def test_sharded_gpt2_block_on_8_devices(shard: str, tmp_path: Path) -> None:
     the device count is fixed when a process starts the CPU backend."""
     model = TESTDATA / "models/gpt2_block.pt2"
     art, flat = tmp_path / "sharded", tmp_path / "flat"
-    r = ember("compile", str(model), "--target", "tpu", "-o", str(art), "--mesh", "x=2,y=4", "--shard", shard)
+    env = dict(os.environ, EMBER_PYTHON=sys.executable)
+    env.pop("XLA_FLAGS", None)
+    r = ember("compile", str(model), "--target", "tpu", "-o", str(art), "--mesh", "x=2,y=4", "--shard", shard, "--portable", env=env)
     assert r.returncode == 0, r.stderr
     assert compile_tpu(model, flat).returncode == 0
     xla.verify((art / "module.stablehlo.mlir").read_text())
-    env = dict(os.environ, EMBER_PYTHON=sys.executable)
-    env.pop("XLA_FLAGS", None)
     outs = {}
     for name, a in [("sharded", art), ("flat", flat)]:
         got = tmp_path / f"{name}.npz"
@@ -205,11 +206,50 @@ def test_sharded_gpt2_block_on_8_devices(shard: str, tmp_path: Path) -> None:
     want = np.load(model.with_suffix(".npz"))["out0"]
     np.testing.assert_allclose(outs["sharded"], want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(outs["sharded"], outs["flat"], rtol=1e-5, atol=1e-5)
+    # The VHLO portable artifact keeps the shardings (as jax.export carries them) and runs the same.
+    got = tmp_path / "portable.npz"
+    r = subprocess.run([sys.executable, "-m", "ember.xla", "run", str(art), "--portable", "--inputs", str(model.with_suffix(".npz")),
+                        "--outputs", str(got)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(got)["out0"], outs["sharded"])
     hlo = subprocess.run([sys.executable, "-m", "ember.xla", "hlo", str(art)], capture_output=True, text=True, env=env)
     assert hlo.returncode == 0, hlo.stderr
     found = {c for c in ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"] if f" {c}(" in hlo.stdout}
     assert SHARDINGS[shard] <= found, f"{shard}: collectives {found}"
     print(f"{shard}: max |sharded - eager| = {np.abs(outs['sharded'] - want).max():.3g}, collectives {sorted(found)}")
+
+
+@pytest.mark.parametrize("name", ["mlp", "gpt2_block", "mlp_dynamic"])
+def test_portable_vhlo_artifact(name: str, tmp_path: Path) -> None:
+    """`--portable` writes a VHLO portable artifact next to every module (bucketed ones too):
+    deterministic bytes, and running from it gives exactly the outputs of the StableHLO text."""
+    model = TESTDATA / f"models/{name}.pt2"
+    env = dict(os.environ, EMBER_PYTHON=sys.executable)
+    arts = [tmp_path / f"a{k}" for k in range(2)]
+    for a in arts:
+        r = ember("compile", str(model), "--target", "tpu", "--portable", "-o", str(a), env=env)
+        assert r.returncode == 0, r.stderr
+    man = json.loads((arts[0] / "manifest.json").read_text())
+    modules = [man["module"]] + [b["module"] for b in man.get("buckets") or []]
+    assert set(man["vhlo"]["files"]) == set(modules) and man["vhlo"]["version"]
+    for f in man["vhlo"]["files"].values():
+        data = (arts[0] / f).read_bytes()
+        assert data[:4] == b"ML\xefR" and data == (arts[1] / f).read_bytes(), f
+    text = (arts[0] / man["module"]).read_text()
+    back = xla.deserialize_portable((arts[0] / man["vhlo"]["files"][man["module"]]).read_bytes())
+    xla.verify(back)
+    ref = np.load(model.with_suffix(".npz"))
+    inputs = [ref[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in ref.files))]
+    got = xla.run_artifact(arts[0], inputs, portable=True)
+    want = xla.run_artifact(arts[0], inputs)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert "stablehlo." in text and "vhlo" not in text
+    plain = tmp_path / "plain"
+    assert compile_tpu(model, plain).returncode == 0
+    assert "vhlo" not in json.loads((plain / "manifest.json").read_text())
+    with pytest.raises(xla.XlaError, match="no VHLO portable artifact"):
+        xla.Artifact(plain, portable=True)
 
 
 DYNAMIC_SIZES = {"mlp_dynamic": [3, 17, 64], "gpt2_block_dynamic": [1, 5, 16]}

@@ -46,7 +46,10 @@ import numpy as np
 
 JAX_VERSION = "0.10.2"
 
-__all__ = ["JAX_VERSION", "XlaError", "run_stablehlo", "verify", "load_artifact", "run_artifact", "compiled_hlo", "main"]
+__all__ = [
+    "JAX_VERSION", "XlaError", "run_stablehlo", "verify", "serialize_portable", "deserialize_portable",
+    "load_artifact", "run_artifact", "compiled_hlo", "main",
+]
 
 
 class XlaError(Exception):
@@ -200,6 +203,30 @@ def _mlir_context() -> Any:
     return ctx
 
 
+def serialize_portable(text: str) -> tuple[bytes, str]:
+    """StableHLO text -> (VHLO portable artifact bytes, its StableHLO version): MLIR bytecode of the
+    versioned dialect, readable by StableHLO consumers up to ~5 years newer / 2 years older
+    (`chlo` ops and Shardy annotations are carried the way `jax.export` carries them). The
+    target version is the pinned jaxlib's current one, so the bytes are deterministic."""
+    _jax()
+    from jaxlib import xla_client as xc
+    from jaxlib.mlir.dialects import stablehlo
+
+    version = stablehlo.get_current_version()
+    try:
+        return xc._xla.mlir.serialize_portable_artifact(text, version), version
+    except Exception as exc:  # noqa: BLE001 - jaxlib raises several types
+        raise ValueError(f"cannot serialize the module as a VHLO portable artifact: {exc}") from exc
+
+
+def deserialize_portable(data: bytes) -> str:
+    """A VHLO portable artifact back to StableHLO text (what :func:`run_stablehlo` takes)."""
+    from jaxlib import xla_client as xc
+
+    with _mlir_context():
+        return str(xc._xla.mlir.deserialize_portable_artifact(data))
+
+
 def verify(text: str) -> None:
     """Parses and verifies StableHLO text with jaxlib's MLIR bindings; raises ValueError."""
     from jaxlib.mlir import ir
@@ -262,7 +289,9 @@ def _shape(dims: Sequence[str], what: str) -> tuple[int, ...]:
 class Artifact:
     """A loaded tpu artifact: manifest, StableHLO text and weights (numpy views of weights.bin)."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], portable: bool = False) -> None:
+        """`portable`: read every module from its VHLO portable artifact (`--portable` compiles)
+        instead of the StableHLO text."""
         self.dir = Path(directory)
         path = self.dir / "manifest.json"
         try:
@@ -277,7 +306,10 @@ class Artifact:
         target = self.manifest.get("target")
         if target != "tpu":
             raise XlaError(f"`{self.dir}` is a {target} artifact; ember.xla runs tpu artifacts (use `ember run` for cpu)")
-        self.text = (self.dir / self.manifest.get("module", "module.stablehlo.mlir")).read_text()
+        self.portable = portable
+        if portable and not self.manifest.get("vhlo"):
+            raise XlaError(f"`{self.dir}` has no VHLO portable artifact: compile it with `ember compile --target tpu --portable`")
+        self.text = self.module_text(self.manifest.get("module", "module.stablehlo.mlir"))
         blob = np.fromfile(self.dir / "weights.bin", dtype=np.uint8) if self.manifest["weights"] else np.zeros(0, np.uint8)
         n_args = len(self.manifest["inputs"]) + len(self.manifest["weights"])
         self.args: list[np.ndarray | None] = [None] * n_args
@@ -291,6 +323,12 @@ class Artifact:
         self.mesh: list[dict[str, Any]] | None = self.manifest.get("mesh")
         self.buckets: list[dict[str, Any]] | None = self.manifest.get("buckets")
         self._compiled: dict[str, Any] = {}
+
+    def module_text(self, name: str) -> str:
+        """StableHLO text of module file `name`, from its VHLO artifact when `portable`."""
+        if self.portable:
+            return deserialize_portable((self.dir / self.manifest["vhlo"]["files"][name]).read_bytes())
+        return (self.dir / name).read_text()
 
     def arg_specs(self) -> list[list[str | None]]:
         """Per `@main` argument, the mesh axis of each dim (sharded artifacts)."""
@@ -370,7 +408,7 @@ class Artifact:
         fits = [b for b in self.buckets if all(env[k] <= v for k, v in b["symbols"].items())]
         bucket = min(fits, key=padded_size)
         if bucket["module"] not in self._compiled:
-            self._compiled[bucket["module"]] = _compile((self.dir / bucket["module"]).read_text(), platform)
+            self._compiled[bucket["module"]] = _compile(self.module_text(bucket["module"]), platform)
         shapes = [[_eval_dim(d, env) for d in o["dims"]] for o in self.manifest["outputs"]]
 
         def finish(outs: list[np.ndarray]) -> list[np.ndarray]:
@@ -379,19 +417,21 @@ class Artifact:
         return self._compiled[bucket["module"]], self._bind(inputs, bucket["symbols"]), finish
 
 
-def load_artifact(directory: str | os.PathLike[str]) -> Artifact:
-    return Artifact(directory)
+def load_artifact(directory: str | os.PathLike[str], portable: bool = False) -> Artifact:
+    return Artifact(directory, portable)
 
 
-def run_artifact(directory: str | os.PathLike[str], inputs: Sequence[np.ndarray], platform: str | None = None) -> list[np.ndarray]:
+def run_artifact(
+    directory: str | os.PathLike[str], inputs: Sequence[np.ndarray], platform: str | None = None, portable: bool = False
+) -> list[np.ndarray]:
     """Runs a tpu artifact on `inputs` (user-input order); returns the outputs in order."""
-    art = Artifact(directory)
+    art = Artifact(directory, portable)
     call, args, finish = art.prepare(inputs, platform)
     return finish(call(args))
 
 
 def _run_cli(ns: argparse.Namespace) -> None:
-    art = Artifact(ns.artifact)
+    art = Artifact(ns.artifact, ns.portable)
     try:
         npz = np.load(ns.inputs)
     except OSError as exc:
@@ -433,6 +473,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--outputs", required=True, help=".npz to write out0, out1, ... to")
     r.add_argument("--repeat", type=int, default=1, help="timed runs after the first; the median goes to stderr")
     r.add_argument("--platform", default=None, help="PJRT platform (default cpu, or $EMBER_XLA_PLATFORM)")
+    r.add_argument("--portable", action="store_true", help="run the VHLO portable artifacts instead of the StableHLO text")
+    pa = sub.add_parser("portable", help="serialize a StableHLO file as a VHLO portable artifact; prints its version")
+    pa.add_argument("file")
+    pa.add_argument("output")
     v = sub.add_parser("verify", help="parse and verify a StableHLO file with jaxlib's MLIR bindings")
     v.add_argument("file")
     h = sub.add_parser("hlo", help="print the HLO XLA compiles for an artifact (after SPMD partitioning)")
@@ -442,6 +486,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if ns.cmd == "run":
             _run_cli(ns)
+        elif ns.cmd == "portable":
+            data, version = serialize_portable(Path(ns.file).read_text())
+            tmp = Path(ns.output).with_name(f".{Path(ns.output).name}.tmp-{os.getpid()}")
+            tmp.write_bytes(data)
+            os.replace(tmp, ns.output)
+            print(version)
         elif ns.cmd == "hlo":
             print(compiled_hlo(ns.artifact, ns.platform))
         else:
