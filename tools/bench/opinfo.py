@@ -769,7 +769,7 @@ def compare_outputs(npz: Path, got_npz: Path, values: bool = True) -> tuple[str 
     return compare_lists(read_outputs(got_npz), read_outputs(npz), values)
 
 
-def decomposition_mismatch(sample: dict[str, Any], ctx: Context) -> str | None:
+def decomposition_mismatch(sample: dict[str, Any], ctx: Context, got_npz: Path | None = None) -> str | None:
     """For a wrong result: does torch's own decomposed graph disagree with eager the same way?
 
     Runs the saved (decomposed) program with torch on the sample's inputs. If its outputs
@@ -793,7 +793,8 @@ def decomposition_mismatch(sample: dict[str, Any], ctx: Context) -> str | None:
         vs_eager, _ = compare_lists(mine, read_outputs(ctx.cache / f"{key}.npz"))
         if vs_eager is None:
             return None
-        ember_vs_mine, _ = compare_lists(read_outputs(ctx.workdir / f"{key}.cpu" / "got.npz"), mine)
+        got_npz = got_npz or ctx.workdir / f"{key}.cpu" / "got.npz"
+        ember_vs_mine, _ = compare_lists(read_outputs(got_npz), mine)
         return vs_eager if ember_vs_mine is None else None
     except Exception:  # noqa: BLE001 - triage is best effort
         return None
@@ -866,6 +867,11 @@ class TpuStage(Stage):
     name = "tpu"
     compile_timeout = 300.0
 
+    def __init__(self) -> None:
+        from ember import xla
+
+        xla._client()  # import jax and start the backend once, before the worker threads race to
+
     def run(self, sample: dict[str, Any], ctx: Context) -> StageResult:
         import shutil
 
@@ -884,7 +890,8 @@ class TpuStage(Stage):
         try:
             with np.load(npz) as z:
                 inputs = [z[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in z.files))]
-            got = xla.run_artifact(art, inputs)
+            # Eager bfloat16 outputs are stored as float32 (numpy has no bfloat16); compare alike.
+            got = [g.astype(np.float32) if g.dtype.name == "bfloat16" else g for g in xla.run_artifact(art, inputs)]
         except Exception as exc:  # noqa: BLE001 - XLA's errors are many types
             dt = t_compile + time.monotonic() - t0
             return StageResult(False, f"run: {type(exc).__name__}: {first_line(str(exc))}"[:500], str(exc)[:4000],
@@ -893,11 +900,22 @@ class TpuStage(Stage):
         why_not = values_not_comparable(sample)
         err, info = compare_lists(got, read_outputs(npz), values=why_not is None)
         if err is not None:
+            np.savez(art / "got.npz", **{f"out{i}": g for i, g in enumerate(got)})
             return StageResult(False, f"wrong result: {err}", err, dt, kind="wrong result", info=info)
         shutil.rmtree(art, ignore_errors=True)
         if why_not:
             info = {"note": f"values not compared: {why_not}"}
         return StageResult(True, seconds=dt, info=info or None)
+
+    @staticmethod
+    def triage(sample: dict[str, Any], ctx: Context) -> None:
+        """Like CpuStage.triage, on the outputs XLA gave."""
+        c = sample["check"]
+        diff = decomposition_mismatch(sample, ctx, ctx.workdir / f"{sample['key']}.tpu" / "got.npz")
+        if diff is not None:
+            c["kind"] = "decomposition mismatch"
+            c["error"] = ("decomposition mismatch: torch's decomposed graph differs from eager "
+                          f"({diff}) and Ember matches the decomposed graph")
 
 
 STAGES: dict[str, type[Stage]] = {"import": ImportStage, "cpu": CpuStage, "tpu": TpuStage}
@@ -1133,7 +1151,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if wrong:
         log(f"triage of {len(wrong)} wrong result(s): running their decomposed graphs in torch")
         for e in wrong:
-            CpuStage.triage(e, ctx)
+            STAGES[e["check"]["stage"]].triage(e, ctx)  # type: ignore[attr-defined]
     seconds = time.monotonic() - t0
 
     # per op

@@ -759,6 +759,9 @@ impl<'a> Emitter<'a> {
                 write!(s, " : ({}, {}) -> {rt}", tys[0], tys[1]).unwrap();
                 self.def(s)
             }
+            // Nothing to gather (an empty index): a zero-size operand dim would make the size-1
+            // slice invalid, and the result has no elements anyway.
+            "gather" if rt.shape.contains(&0) => self.constant(Lit::I(0), &rt),
             "gather" => {
                 let dim = int("dim")? as usize;
                 let it = &tys[1];
