@@ -7,10 +7,9 @@
 //!
 //! Fusion groups (`ember.fusion_group`) of a named kind become `stablehlo.composite "ember.<kind>"`
 //! ops with a private decomposition function; `loop` and plain `gemm` groups are inlined.
-//!
-//! Not built yet: bounded dynamic shapes (symbolic dims are an error naming the symbol), sharding
-//! (`mhlo.sharding` / Shardy annotations; one device only), and versioned (VHLO / portable
-//! artifact) serialization: the text is plain StableHLO for the jaxlib version `ember.xla` pins.
+//! [`sharding`] adds Shardy annotations for a device mesh; [`buckets`] turns symbolic dims into
+//! padded static buckets. VHLO portable artifacts are written by `ember.xla` (jaxlib), called by
+//! the CLI's `--portable`.
 
 pub mod buckets;
 pub mod sharding;

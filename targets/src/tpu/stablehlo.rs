@@ -530,6 +530,9 @@ impl<'a> Emitter<'a> {
             }
             return Ok(());
         }
+        if d.results.is_empty() {
+            return Err(format!("a `{kind}` group has no results"));
+        }
         let fname = format!("ember.{kind}.{}", self.composites);
         self.composites += 1;
         let arg_tys: Vec<T> = args.iter().map(|&a| self.t(a)).collect::<R<_>>()?;
