@@ -99,18 +99,21 @@ fn bundled_models_compile_for_tpu() {
 #[test]
 fn tpu_artifacts_are_deterministic() {
     let base = std::env::temp_dir().join(format!("ember-tpu-det-{}", std::process::id()));
-    let mut files = Vec::new();
-    for k in 0..2 {
-        let out = base.join(format!("a{k}"));
-        compile("gpt2_block", &out).unwrap();
-        let mut names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
-        names.sort();
-        files.push(names.iter().map(|n| (n.clone(), std::fs::read(out.join(n)).unwrap())).collect::<Vec<_>>());
-    }
-    assert_eq!(files[0].len(), 4);
-    assert_eq!(files[0].len(), files[1].len());
-    for (a, b) in files[0].iter().zip(&files[1]) {
-        assert!(a == b, "{:?} differs between two compiles", a.0);
+    // gpt2_block: 4 files; mlp_dynamic: 4 plus 5 smaller padded buckets.
+    for (name, n_files) in [("gpt2_block", 4), ("mlp_dynamic", 9)] {
+        let mut files = Vec::new();
+        for k in 0..2 {
+            let out = base.join(format!("{name}{k}"));
+            compile(name, &out).unwrap();
+            let mut names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+            names.sort();
+            files.push(names.iter().map(|n| (n.clone(), std::fs::read(out.join(n)).unwrap())).collect::<Vec<_>>());
+        }
+        assert_eq!(files[0].len(), n_files, "{name}");
+        assert_eq!(files[0].len(), files[1].len());
+        for (a, b) in files[0].iter().zip(&files[1]) {
+            assert!(a == b, "{name}: {:?} differs between two compiles", a.0);
+        }
     }
     std::fs::remove_dir_all(&base).unwrap();
 }
