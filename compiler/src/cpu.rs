@@ -34,7 +34,7 @@ pub fn compile_with(imported: Imported, out: &Path, fusion: Fusion) -> Result<Ma
     let f = m.func_by_name("main").ok_or("the module has no @main")?;
     // The CPU codegen inlines producers into loop nests itself; the optimizer's kernels enter as
     // the values that must live in memory.
-    let boundaries = ember_passes::egraph::inline_groups(&mut m, f);
+    let boundaries = ember_passes::egraph::inline_groups(&mut m, f, &|_| false);
     let plan = plan::plan(&m, f, &boundaries).map_err(|e| e.0)?;
     let symbols: Vec<SymbolInfo> = match m.attrs.get("ember.symbols") {
         Some(Attr::Dict(d)) => d

@@ -37,6 +37,8 @@ none with ``--ops``), ending its output with the line
 ``N passed, M failed``. The stages (``--stages``, default ``import,cpu``):
 
 ``import``  ``ember import X.pt2``: the torch.export frontend plus the IR verifier.
+``tpu``     ``ember compile X.pt2 --target tpu``, the StableHLO run on XLA (jaxlib's CPU
+            client, in-process through ``ember.xla``) on ``arg*``, compared like ``cpu``.
 ``cpu``     ``ember compile X.pt2 --target cpu``, ``ember run`` on ``arg*`` of the .npz,
             and a comparison of its outputs with ``out*`` (``compare_outputs``, with the
             dtype-aware ``TOLERANCES``). Failures are classified as ``compile``, ``run``
@@ -767,7 +769,7 @@ def compare_outputs(npz: Path, got_npz: Path, values: bool = True) -> tuple[str 
     return compare_lists(read_outputs(got_npz), read_outputs(npz), values)
 
 
-def decomposition_mismatch(sample: dict[str, Any], ctx: Context) -> str | None:
+def decomposition_mismatch(sample: dict[str, Any], ctx: Context, got_npz: Path | None = None) -> str | None:
     """For a wrong result: does torch's own decomposed graph disagree with eager the same way?
 
     Runs the saved (decomposed) program with torch on the sample's inputs. If its outputs
@@ -791,7 +793,8 @@ def decomposition_mismatch(sample: dict[str, Any], ctx: Context) -> str | None:
         vs_eager, _ = compare_lists(mine, read_outputs(ctx.cache / f"{key}.npz"))
         if vs_eager is None:
             return None
-        ember_vs_mine, _ = compare_lists(read_outputs(ctx.workdir / f"{key}.cpu" / "got.npz"), mine)
+        got_npz = got_npz or ctx.workdir / f"{key}.cpu" / "got.npz"
+        ember_vs_mine, _ = compare_lists(read_outputs(got_npz), mine)
         return vs_eager if ember_vs_mine is None else None
     except Exception:  # noqa: BLE001 - triage is best effort
         return None
@@ -854,7 +857,68 @@ class CpuStage(Stage):
                           f"({diff}) and Ember matches the decomposed graph")
 
 
-STAGES: dict[str, type[Stage]] = {"import": ImportStage, "cpu": CpuStage}
+class TpuStage(Stage):
+    """`ember compile X.pt2 --target tpu`, then the StableHLO on XLA (jaxlib's PJRT CPU client,
+    in this process through `ember.xla`) on arg0.. of X.npz, compared with out0.. like the cpu
+    stage (same TOLERANCES). Failures are ``compile`` (no ten lowering, no StableHLO mapping,
+    padding refused), ``run`` (XLA refused the module or the inputs) or ``wrong result``. The
+    artifact directory WORKDIR/<key>.tpu is kept when the sample fails."""
+
+    name = "tpu"
+    compile_timeout = 300.0
+
+    def __init__(self) -> None:
+        from ember import xla
+
+        xla._client()  # import jax and start the backend once, before the worker threads race to
+
+    def run(self, sample: dict[str, Any], ctx: Context) -> StageResult:
+        import shutil
+
+        import numpy as np
+        from ember import xla
+
+        key = sample["key"]
+        pt2, npz = ctx.cache / f"{key}.pt2", ctx.cache / f"{key}.npz"
+        art = ctx.workdir / f"{key}.tpu"
+        shutil.rmtree(art, ignore_errors=True)
+        err, text, t_compile = run_ember(ctx, ["compile", str(pt2), "--target", "tpu", "-o", str(art)],
+                                         self.compile_timeout)
+        if err is not None:
+            return StageResult(False, f"compile: {err}", text, t_compile, kind="compile")
+        t0 = time.monotonic()
+        try:
+            with np.load(npz) as z:
+                inputs = [z[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in z.files))]
+            # Eager bfloat16 outputs are stored as float32 (numpy has no bfloat16); compare alike.
+            got = [g.astype(np.float32) if g.dtype.name == "bfloat16" else g for g in xla.run_artifact(art, inputs)]
+        except Exception as exc:  # noqa: BLE001 - XLA's errors are many types
+            dt = t_compile + time.monotonic() - t0
+            return StageResult(False, f"run: {type(exc).__name__}: {first_line(str(exc))}"[:500], str(exc)[:4000],
+                               dt, kind="run")
+        dt = t_compile + time.monotonic() - t0
+        why_not = values_not_comparable(sample)
+        err, info = compare_lists(got, read_outputs(npz), values=why_not is None)
+        if err is not None:
+            np.savez(art / "got.npz", **{f"out{i}": g for i, g in enumerate(got)})
+            return StageResult(False, f"wrong result: {err}", err, dt, kind="wrong result", info=info)
+        shutil.rmtree(art, ignore_errors=True)
+        if why_not:
+            info = {"note": f"values not compared: {why_not}"}
+        return StageResult(True, seconds=dt, info=info or None)
+
+    @staticmethod
+    def triage(sample: dict[str, Any], ctx: Context) -> None:
+        """Like CpuStage.triage, on the outputs XLA gave."""
+        c = sample["check"]
+        diff = decomposition_mismatch(sample, ctx, ctx.workdir / f"{sample['key']}.tpu" / "got.npz")
+        if diff is not None:
+            c["kind"] = "decomposition mismatch"
+            c["error"] = ("decomposition mismatch: torch's decomposed graph differs from eager "
+                          f"({diff}) and Ember matches the decomposed graph")
+
+
+STAGES: dict[str, type[Stage]] = {"import": ImportStage, "cpu": CpuStage, "tpu": TpuStage}
 
 
 def run_sample(sample: dict[str, Any], stages: list[Stage], ctx: Context) -> dict[str, Any]:
@@ -1087,7 +1151,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if wrong:
         log(f"triage of {len(wrong)} wrong result(s): running their decomposed graphs in torch")
         for e in wrong:
-            CpuStage.triage(e, ctx)
+            STAGES[e["check"]["stage"]].triage(e, ctx)  # type: ignore[attr-defined]
     seconds = time.monotonic() - t0
 
     # per op
@@ -1208,6 +1272,9 @@ def _repro(stage: str, key: str, cache: Any) -> str:
     c = home_path(cache)
     if stage == "cpu":
         return (f"ember compile {c}/{key}.pt2 --target cpu -o /tmp/{key[:8]} && "
+                f"ember run /tmp/{key[:8]} --inputs {c}/{key}.npz --outputs /tmp/{key[:8]}/got.npz")
+    if stage == "tpu":
+        return (f"ember compile {c}/{key}.pt2 --target tpu -o /tmp/{key[:8]} && "
                 f"ember run /tmp/{key[:8]} --inputs {c}/{key}.npz --outputs /tmp/{key[:8]}/got.npz")
     return f"ember import {c}/{key}.pt2"
 

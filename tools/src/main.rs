@@ -73,6 +73,21 @@ An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compil
         /// greedy rule (for comparison).
         #[arg(long, value_parser = ["egraph", "greedy"], default_value = "egraph")]
         fusion: String,
+        /// tpu: shard over a device mesh, e.g. `x=2,y=4` (Shardy annotations; XLA partitions).
+        #[arg(long, value_name = "AXIS=SIZE,..")]
+        mesh: Option<String>,
+        /// tpu, with --mesh: sharding rules `dp`, `fsdp`, `tp` (Megatron), each optionally `=AXIS`
+        /// (default: dp and fsdp the first mesh axis, tp the last). Repeatable or comma-separated.
+        #[arg(long, value_name = "RULE[=AXIS]")]
+        shard: Vec<String>,
+        /// tpu: precision of f32 matmuls (dot_general) on a TPU: default (one bf16 pass), high
+        /// (three), highest (f32, matches torch; the default).
+        #[arg(long, value_parser = ["default", "high", "highest"])]
+        precision: Option<String>,
+        /// tpu: also write a VHLO portable artifact (`*.vhlo.mlirbc`) of every module, made by
+        /// `python -m ember.xla portable` (needs the Python env, like `ember run`).
+        #[arg(long)]
+        portable: bool,
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
     #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
@@ -161,6 +176,46 @@ fn emit(text: &str, output: Option<&Path>) -> Result<(), Failure> {
     }
 }
 
+/// The Python that runs `ember.xla`: `EMBER_PYTHON`, else `~/.cache/ember/venv/bin/python`, if
+/// it exists; `None` otherwise.
+fn find_python() -> Option<PathBuf> {
+    match std::env::var_os("EMBER_PYTHON").filter(|p| !p.is_empty()) {
+        Some(p) => Some(PathBuf::from(p)),
+        None => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/ember/venv/bin/python")).filter(|p| p.exists()),
+    }
+}
+
+fn python(why: &str) -> Result<PathBuf, Failure> {
+    find_python().ok_or_else(|| {
+        Failure(format!(
+            "{why} needs a Python with jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv), or EMBER_PYTHON set to one"
+        ))
+    })
+}
+
+/// `python -m ember.xla portable`: StableHLO text -> (VHLO bytecode, StableHLO version).
+fn vhlo(python: &Path, text: &str) -> Result<(Vec<u8>, String), String> {
+    let dir = std::env::temp_dir().join(format!("ember-vhlo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+    let (src, dst) = (dir.join("m.stablehlo.mlir"), dir.join("m.vhlo.mlirbc"));
+    let r = (|| {
+        std::fs::write(&src, text).map_err(|e| format!("cannot write `{}`: {e}", src.display()))?;
+        let o = std::process::Command::new(python)
+            .args(["-m", "ember.xla", "portable"])
+            .arg(&src)
+            .arg(&dst)
+            .output()
+            .map_err(|e| format!("cannot start `{}`: {e}", python.display()))?;
+        if !o.status.success() {
+            return Err(format!("`python -m ember.xla portable` failed: {}", String::from_utf8_lossy(&o.stderr).trim()));
+        }
+        let bytes = std::fs::read(&dst).map_err(|e| format!("cannot read `{}`: {e}", dst.display()))?;
+        Ok((bytes, String::from_utf8_lossy(&o.stdout).trim().to_string()))
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
 /// `ember run` on a tpu artifact: hands it to `python -m ember.xla run` (the one module that uses
 /// jaxlib) with the Python in `EMBER_PYTHON`, else `~/.cache/ember/venv/bin/python`. The runner's
 /// exit code and messages are passed through.
@@ -171,20 +226,11 @@ fn run_xla(dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<(
         inputs.display(),
         outputs.display()
     );
-    let python = match std::env::var_os("EMBER_PYTHON").filter(|p| !p.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => {
-            let venv = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/ember/venv/bin/python"));
-            match venv.filter(|p| p.exists()) {
-                Some(p) => p,
-                None => {
-                    return Err(Failure(format!(
-                        "`{}` is a tpu artifact: it runs on XLA through jaxlib, not in this binary. Run\n  {how}\nwith a Python that has jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv), or set EMBER_PYTHON to one",
-                        dir.display()
-                    )))
-                }
-            }
-        }
+    let Some(python) = find_python() else {
+        return Err(Failure(format!(
+            "`{}` is a tpu artifact: it runs on XLA through jaxlib, not in this binary. Run\n  {how}\nwith a Python that has jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv), or set EMBER_PYTHON to one",
+            dir.display()
+        )));
     };
     let mut cmd = std::process::Command::new(&python);
     cmd.args(["-m", "ember.xla", "run"]).arg(dir).arg("--inputs").arg(inputs).arg("--outputs").arg(outputs);
@@ -222,20 +268,64 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             }
             emit(&m.to_string(), output.as_deref())
         }
-        Cmd::Compile { model, target, output, report, fusion } => {
+        Cmd::Compile { model, target, output, report, fusion, mesh, shard, precision, portable } => {
             let target = Target::parse(&target).expect("clap checked the target");
+            let shard = match (&mesh, target == Target::Tpu) {
+                (Some(mesh), true) => Some(ember_targets::tpu::sharding::Options::parse(mesh, &shard).map_err(Failure)?),
+                (Some(_), false) => return Err(Failure(format!("--mesh is a tpu option; the {} target runs on one device", target.name()))),
+                (None, _) if !shard.is_empty() => return Err(Failure("--shard needs --mesh (e.g. `--mesh x=2,y=4 --shard tp`)".into())),
+                (None, _) => None,
+            };
+            if portable && target != Target::Tpu {
+                return Err(Failure(format!("--portable is a tpu option (VHLO artifacts); not for the {} target", target.name())));
+            }
+            if precision.is_some() && target != Target::Tpu {
+                return Err(Failure(format!("--precision is a tpu option; the {} target computes f32 matmuls in f32", target.name())));
+            }
+            if fusion != "egraph" && target != Target::Cpu {
+                return Err(Failure(format!("--fusion is a cpu option; the {} target always uses the e-graph optimizer", target.name())));
+            }
+            let precision = precision.map(|p| ember_targets::tpu::Precision::parse(&p).expect("clap checked it")).unwrap_or_default();
             let pb = spinner(format!("importing {}", model.display()));
             let imported = ember_compiler::import_path(&model);
             pb.finish_and_clear();
             let imported = imported?;
             let for_report = report.then(|| imported.module.clone());
             let fusion = if fusion == "greedy" { ember_compiler::cpu::Fusion::Greedy } else { ember_compiler::cpu::Fusion::Egraph };
-            let r = compile_target(&target, imported, &output, fusion);
-            if let (Ok(()), Some(module)) = (&r, for_report) {
+            let r: Result<(), Failure> = match &target {
+                Target::Cpu => {
+                    let pb = spinner(format!("compiling for cpu into {}", output.display()));
+                    let r = ember_compiler::cpu::compile_with(imported, &output, fusion);
+                    pb.finish_and_clear();
+                    let man = r.map_err(Failure)?;
+                    eprintln!("wrote {} ({} kernels, {} GEMMs)", output.display(),
+                        man.steps.iter().filter(|s| matches!(s, ember_targets::cpu::plan::Step::Kernel { .. })).count(),
+                        man.steps.iter().filter(|s| matches!(s, ember_targets::cpu::plan::Step::Gemm(_))).count());
+                    Ok(())
+                }
+                Target::Tpu => {
+                    let pb = spinner(format!("compiling for tpu into {}", output.display()));
+                    let python = if portable { Some(python("ember compile --portable")?) } else { None };
+                    let serialize = |text: &str| vhlo(python.as_deref().expect("--portable"), text);
+                    let opts = ember_targets::tpu::Options { shard, precision };
+                    let r = ember_compiler::tpu::compile_portable(imported, &output, &opts, portable.then_some(&serialize as ember_compiler::tpu::Portable));
+                    pb.finish_and_clear();
+                    let man = r.map_err(Failure)?;
+                    eprintln!("wrote {} (StableHLO for XLA; inputs: {}, weights: {}, outputs: {}); run it with `ember run` or\n  python -m ember.xla run {} --inputs IN.npz --outputs OUT.npz",
+                        output.display(), man.inputs.len(), man.weights.len(), man.outputs.len(), output.display());
+                    Ok(())
+                }
+                t => Err(Failure(format!(
+                    "target `{}` is not built yet: this Ember compiles for cpu and tpu only",
+                    t.name()
+                ))),
+            };
+            r?;
+            if let Some(module) = for_report {
                 let name = model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
                 write_report(&output, module, target.name(), &name)?;
             }
-            r
+            Ok(())
         }
         Cmd::Run { artifact: dir, inputs, outputs, repeat } => {
             let h = artifact::read_header(&dir)?;
@@ -286,34 +376,6 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
     }
 }
 
-fn compile_target(target: &Target, imported: ember_compiler::Imported, output: &Path, fusion: ember_compiler::cpu::Fusion) -> Result<(), Failure> {
-    let output = output.to_path_buf();
-    match target {
-                Target::Cpu => {
-                    let pb = spinner(format!("compiling for cpu into {}", output.display()));
-                    let r = ember_compiler::cpu::compile_with(imported, &output, fusion);
-                    pb.finish_and_clear();
-                    let man = r.map_err(Failure)?;
-                    eprintln!("wrote {} ({} kernels, {} GEMMs)", output.display(),
-                        man.steps.iter().filter(|s| matches!(s, ember_targets::cpu::plan::Step::Kernel { .. })).count(),
-                        man.steps.iter().filter(|s| matches!(s, ember_targets::cpu::plan::Step::Gemm(_))).count());
-                    Ok(())
-                }
-                Target::Tpu => {
-                    let pb = spinner(format!("compiling for tpu into {}", output.display()));
-                    let r = ember_compiler::tpu::compile(imported, &output);
-                    pb.finish_and_clear();
-                    let man = r.map_err(Failure)?;
-                    eprintln!("wrote {} (StableHLO for XLA; inputs: {}, weights: {}, outputs: {}); run it with `ember run` or\n  python -m ember.xla run {} --inputs IN.npz --outputs OUT.npz",
-                        output.display(), man.inputs.len(), man.weights.len(), man.outputs.len(), output.display());
-                    Ok(())
-                }
-                t => Err(Failure(format!(
-                    "target `{}` is not built yet: this Ember compiles for cpu and tpu only",
-                    t.name()
-                ))),
-            }
-}
 
 /// Writes OUT/report/ (through a temp dir renamed into place, like every output).
 fn write_report(out: &Path, module: ember_ir::Module, target: &str, model: &str) -> Result<(), Failure> {

@@ -12,16 +12,13 @@ use super::*;
 use ember_targets::tpu::Manifest;
 
 /// Models the tpu target cannot compile yet, with the reason; the test checks the reason stays true.
-const NOT_YET: &[(&str, &str)] = &[
-    ("gpt2_block_dynamic", "bounded dynamic shapes (StableHLO bounded dims) are not built yet"),
-    ("mlp_dynamic", "bounded dynamic shapes (StableHLO bounded dims) are not built yet"),
-];
+const NOT_YET: &[(&str, &str)] = &[];
 
 fn emit_file(path: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut m = ember_ir::parse_module(&text).map_err(|e| e.to_string())?;
     ember_ir::verify::verify(&m).map_err(|e| format!("{e:?}"))?;
-    ember_compiler::tpu::stablehlo(&mut m)
+    ember_compiler::tpu::stablehlo_buckets(&mut m)
 }
 
 #[test]
@@ -30,7 +27,7 @@ fn stablehlo_cases() {
         let out = match emit_file(path) {
             Ok(text) => {
                 assert_eq!(emit_file(path).unwrap(), text, "{}: two emissions differ", path.display());
-                assert!(text.starts_with("module @main"), "{}", path.display());
+                assert!(text.starts_with("module @main") || text.starts_with("// bucket "), "{}", path.display());
                 text
             }
             Err(e) => format!("error: {e}\n"),
@@ -102,18 +99,21 @@ fn bundled_models_compile_for_tpu() {
 #[test]
 fn tpu_artifacts_are_deterministic() {
     let base = std::env::temp_dir().join(format!("ember-tpu-det-{}", std::process::id()));
-    let mut files = Vec::new();
-    for k in 0..2 {
-        let out = base.join(format!("a{k}"));
-        compile("gpt2_block", &out).unwrap();
-        let mut names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
-        names.sort();
-        files.push(names.iter().map(|n| (n.clone(), std::fs::read(out.join(n)).unwrap())).collect::<Vec<_>>());
-    }
-    assert_eq!(files[0].len(), 4);
-    assert_eq!(files[0].len(), files[1].len());
-    for (a, b) in files[0].iter().zip(&files[1]) {
-        assert!(a == b, "{:?} differs between two compiles", a.0);
+    // gpt2_block: 4 files; mlp_dynamic: 4 plus 5 smaller padded buckets.
+    for (name, n_files) in [("gpt2_block", 4), ("mlp_dynamic", 9)] {
+        let mut files = Vec::new();
+        for k in 0..2 {
+            let out = base.join(format!("{name}{k}"));
+            compile(name, &out).unwrap();
+            let mut names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+            names.sort();
+            files.push(names.iter().map(|n| (n.clone(), std::fs::read(out.join(n)).unwrap())).collect::<Vec<_>>());
+        }
+        assert_eq!(files[0].len(), n_files, "{name}");
+        assert_eq!(files[0].len(), files[1].len());
+        for (a, b) in files[0].iter().zip(&files[1]) {
+            assert!(a == b, "{name}: {:?} differs between two compiles", a.0);
+        }
     }
     std::fs::remove_dir_all(&base).unwrap();
 }
@@ -138,17 +138,31 @@ fn cli_compile_tpu_and_run_without_python() {
     for f in ["manifest.json", "module.stablehlo.mlir", "weights.bin", "module.mlir"] {
         assert!(art.join(f).exists(), "{f}");
     }
-    // A symbolic batch is refused before anything is written.
+    // A symbolic batch compiles to padded buckets, one module file each, listed in the manifest.
     let dynamic = dir.join("dyn");
     let r = ember(&testdata(), &["compile", "models/mlp_dynamic.pt2", "--target", "tpu", "-o", dynamic.to_str().unwrap()]);
-    assert_eq!(r.code, 2);
-    assert!(!dynamic.exists());
-    insta::assert_snapshot!("compile_dynamic_for_tpu", r.render().replace(dynamic.to_str().unwrap(), "OUT"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let man: Manifest = serde_json::from_str(&std::fs::read_to_string(dynamic.join("manifest.json")).unwrap()).unwrap();
+    let buckets = man.buckets.expect("a bucketed artifact");
+    let sizes: Vec<i64> = buckets.iter().map(|b| b.symbols["s77"]).collect();
+    assert_eq!(sizes, [2, 4, 8, 16, 32, 64]);
+    assert_eq!(buckets.last().unwrap().module, man.module);
+    for b in &buckets {
+        let text = std::fs::read_to_string(dynamic.join(&b.module)).unwrap();
+        assert!(text.contains(&format!("%arg4: tensor<{}x32xf32> {{ember.input = \"x\"}}", b.symbols["s77"])), "{}", b.module);
+    }
+    assert_eq!(man.inputs[0].dims, ["s77", "32"]);
     // `ember run` hands tpu artifacts to `python -m ember.xla`; a missing Python is a clear error.
     let a = art.to_str().unwrap();
     let r = ember_env(&testdata(), &["run", a, "--inputs", "models/mlp.npz", "--outputs", "/dev/null"], &[("EMBER_PYTHON", "/nonexistent/python3")]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("python -m ember.xla run") && r.stderr.contains("/nonexistent/python3"), "{}", r.stderr);
+    // `--portable` needs the Python env for the VHLO serializer; without it, nothing is written.
+    let port = dir.join("port");
+    let r = ember_env(&testdata(), &["compile", "models/mlp.pt2", "--target", "tpu", "--portable", "-o", port.to_str().unwrap()], &[("EMBER_PYTHON", "/nonexistent/python3")]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--portable: module.stablehlo.mlir: cannot start `/nonexistent/python3`"), "{}", r.stderr);
+    assert!(!port.exists());
     // Compiling over a directory that is not an artifact is refused.
     let other = dir.join("other");
     std::fs::create_dir_all(&other).unwrap();
@@ -170,4 +184,103 @@ fn every_ten_op_has_a_tpu_case() {
     }
     let missing: Vec<&str> = ember_ir::dialect::ten::OPS.iter().map(|d| d.name).filter(|n| !text.contains(&format!("\"{n}\""))).collect();
     assert!(missing.is_empty(), "ten ops without a testdata/targets/tpu case: {missing:?}");
+}
+
+/// `--mesh x=2,y=4 --shard dp,tp,fsdp` on the GPT-2 block: the annotated StableHLO (snapshot), and
+/// the shardings the rules chose, recorded in the manifest. `tools/python/tests/test_tpu.py` runs
+/// it on 8 virtual devices against eager and checks the collectives XLA inserted.
+#[test]
+fn sharded_gpt2_block() {
+    use ember_targets::tpu::sharding::Options;
+    let dir = std::env::temp_dir().join(format!("ember-tpu-shard-{}", std::process::id()));
+    let opts = Options::parse("x=2,y=4", &["dp,tp".into(), "fsdp".into()]).unwrap();
+    let imported = ember_compiler::import_path(&testdata().join("models/gpt2_block.pt2")).unwrap();
+    let opts = ember_targets::tpu::Options { shard: Some(opts), ..Default::default() };
+    let man = ember_compiler::tpu::compile_with(imported, &dir, &opts).unwrap();
+    let text = std::fs::read_to_string(dir.join(&man.module)).unwrap();
+    assert!(text.contains("mhlo.num_partitions = 8 : i32") && text.contains("sdy.mesh @mesh = <[\"x\"=2, \"y\"=4]>"));
+    insta::assert_snapshot!("sharded_gpt2_block_stablehlo", text);
+    let mesh: Vec<(String, i64)> = man.mesh.clone().unwrap().into_iter().map(|a| (a.name, a.size)).collect();
+    assert_eq!(mesh, [("x".to_string(), 2), ("y".to_string(), 4)]);
+    let spec = |name: &str| -> Vec<Option<&str>> {
+        let w = man.weights.iter().find(|w| w.name == name).unwrap();
+        w.sharding.as_ref().unwrap().iter().map(|a| a.as_deref()).collect()
+    };
+    // Megatron: qkv and fc column-parallel (output features on "y"), the projections after them
+    // row-parallel (input features on "y"); FSDP puts "x" on the other dim.
+    assert_eq!(spec("attn.c_attn.weight"), [Some("y"), Some("x")]);
+    assert_eq!(spec("attn.c_proj.weight"), [Some("x"), Some("y")]);
+    assert_eq!(spec("mlp.c_fc.weight"), [Some("y"), Some("x")]);
+    assert_eq!(spec("mlp.c_proj.weight"), [Some("x"), Some("y")]);
+    assert_eq!(spec("ln_1.weight"), [Some("x")]);
+    assert_eq!(man.inputs[0].sharding.as_ref().unwrap(), &[Some("x".to_string()), None, None]);
+    assert_eq!(man.outputs[0].sharding.as_ref().unwrap(), &[Some("x".to_string()), None, None]);
+    // Unsharded artifacts keep the single-device manifest (no mesh or sharding keys).
+    let json = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+    assert!(json.contains("\"mesh\"") && json.contains("\"sharding\""));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let imported = ember_compiler::import_path(&testdata().join("models/mlp.pt2")).unwrap();
+    ember_compiler::tpu::compile(imported, &dir).unwrap();
+    let json = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+    assert!(!json.contains("\"mesh\"") && !json.contains("\"sharding\""), "{json}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Bad `--mesh` / `--shard` values are clear errors.
+#[test]
+fn mesh_and_shard_errors() {
+    use ember_targets::tpu::sharding::Options;
+    let cases: &[(&str, &[&str])] = &[
+        ("x2", &[]),
+        ("x=two", &[]),
+        ("x=0", &[]),
+        ("x=2,x=4", &[]),
+        ("1x=2", &[]),
+        ("x=2,y=4", &["pp"]),
+        ("x=2,y=4", &["tp=z"]),
+        ("x=2,y=4", &["tp", "tp=x"]),
+        ("x=2,y=4", &["tp=x", "fsdp"]),
+    ];
+    let mut out = String::new();
+    for (mesh, shard) in cases {
+        let shard: Vec<String> = shard.iter().map(|s| s.to_string()).collect();
+        let e = Options::parse(mesh, &shard).unwrap_err();
+        out.push_str(&format!("--mesh {mesh} --shard {shard:?}\n  {e}\n"));
+    }
+    let a = Options::parse("x=2,y=4", &["tp".into(), "dp,fsdp".into()]).unwrap();
+    let axes: Vec<String> = a.rules.iter().map(|r| format!("{}={}", r.strategy, r.axis)).collect();
+    out.push_str(&format!("defaults: {}\n", axes.join(" ")));
+    for args in [
+        &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--shard", "tp"][..],
+        &["compile", "models/mlp.pt2", "--target", "cpu", "-o", "/nonexistent/x", "--mesh", "x=2"][..],
+        &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--mesh", "x=2", "--shard", "zz"][..],
+    ] {
+        out.push_str(&format!("ember {}\n{}", args.join(" "), ember(&testdata(), args).render()));
+    }
+    insta::assert_snapshot!(out);
+}
+
+/// `--precision` sets the f32 `dot_general` precision (default HIGHEST); only the emitted
+/// attribute can be checked here (XLA's CPU backend computes f32 matmuls in f32 whatever it says).
+#[test]
+fn precision_flag() {
+    let dir = std::env::temp_dir().join(format!("ember-tpu-precision-{}", std::process::id()));
+    let mut out = String::new();
+    for p in [None, Some("default"), Some("high"), Some("highest")] {
+        let art = dir.join(p.unwrap_or("unset"));
+        let mut args = vec!["compile", "models/mlp.pt2", "--target", "tpu", "-o", art.to_str().unwrap()];
+        args.extend(p.iter().flat_map(|p| ["--precision", *p]));
+        let r = ember(&testdata(), &args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let text = std::fs::read_to_string(art.join("module.stablehlo.mlir")).unwrap();
+        out.push_str(&format!("--precision {}\n", p.unwrap_or("(unset)")));
+        for l in text.lines().filter(|l| l.contains("dot_general")) {
+            out.push_str(l.trim());
+            out.push('\n');
+        }
+    }
+    let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", dir.join("cpu").to_str().unwrap(), "--precision", "high"]);
+    out.push_str(&r.render());
+    insta::assert_snapshot!(out);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -24,6 +24,7 @@ pub enum Kind {
     Scalar,
     ScalarType,
     Str,
+    /// `str[]`: an array of strings (`rules = ["a", "b"]` on fusion groups).
     Layout,
     Device,
     MemoryFormat,

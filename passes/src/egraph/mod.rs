@@ -457,10 +457,10 @@ fn id_of(eg: &EG, inputs: &HashMap<Id, Value>, id: Id) -> Id {
 }
 
 
-/// Replaces every top-level `ember.fusion_group` of `f` by its body, for targets whose codegen
-/// works on plain `ten` ops. Returns the values the groups yielded (the kernel boundaries the
-/// optimizer chose), in program order.
-pub fn inline_groups(m: &mut Module, f: OpId) -> Vec<Value> {
+/// Replaces the top-level `ember.fusion_group`s of `f` whose kind `keep` refuses by their body,
+/// for codegen that works on plain `ten` ops. Returns the values the inlined groups yielded (the
+/// kernel boundaries the optimizer chose), in program order.
+pub fn inline_groups(m: &mut Module, f: OpId, keep: &dyn Fn(&str) -> bool) -> Vec<Value> {
     let entry = m.entry(f);
     let mut remap: HashMap<Value, Value> = HashMap::new();
     let mut out: Vec<OpId> = Vec::new();
@@ -468,7 +468,8 @@ pub fn inline_groups(m: &mut Module, f: OpId) -> Vec<Value> {
     for op in m.block(entry).ops.clone() {
         let operands: Vec<Value> = m.op(op).operands.iter().map(|v| *remap.get(v).unwrap_or(v)).collect();
         m.op_mut(op).operands = operands.clone();
-        if m.op(op).name != "ember.fusion_group" {
+        let kind = m.op(op).attrs.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
+        if m.op(op).name != "ember.fusion_group" || keep(&kind) {
             out.push(op);
             continue;
         }

@@ -17,10 +17,12 @@
 //! | slice | slice (limit = start + (n-1)*step + 1) |
 //! | reduce sum/prod/max/min/and/or | reduce with add/multiply/maximum/minimum/and/or and the identity as init |
 //! | reduce argmax/argmin | variadic reduce over (x, row-major index within the dims), first extreme wins, NaN is the extreme |
-//! | dot_general | dot_general, `precision = [HIGHEST, HIGHEST]` for floats (TPUs default to bf16 passes) |
+//! | dot_general | dot_general, `precision = [HIGHEST, HIGHEST]` for floats (TPUs default to bf16 passes; `--precision` sets it for f32) |
 //! | gather | gather with `collapsed_slice_dims = start_index_map = [dim]`, `index_vector_dim = rank(index)` |
 //! | cumsum | reduce_window add, window = the dim's size, padded low by size-1 |
 //! | windows | per window dim: kernel-size strided slices stacked with concatenate, then one transpose |
+//! | ember.fusion_group softmax/layer_norm/rms_norm/attention, gemm with an activation | `stablehlo.composite "ember.<kind>"`, parameters in `composite_attributes`, body in `func.func private @ember.<kind>.<n>` |
+//! | ember.fusion_group loop, gemm without activation, other kinds | the body, inlined |
 //!
 //! Integer operands of ops that only have float meaning (floor, ceil, round, trunc, abs of
 //! unsigned) are the operand itself.
@@ -29,6 +31,8 @@ use ember_ir::attr::{fmt_f64, fmt_str, Attr};
 use ember_ir::module::{Module, OpId, Value};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::{DType, Type};
+use super::sharding::{sdy_text, Plan, Spec};
+use super::{Options, Precision};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -203,16 +207,41 @@ struct Emitter<'a> {
     next: usize,
     names: HashMap<Value, String>,
     indent: usize,
+    /// Private functions (composite decompositions), printed after `@main` in emission order.
+    funcs: Vec<String>,
+    /// Composites emitted so far: numbers the decomposition functions.
+    composites: usize,
+    precision: Precision,
 }
 
 type R<X> = Result<X, String>;
 
 /// Emits StableHLO text for `@main` of a module in the `ten` dialect (static shapes only).
 pub fn emit(m: &Module) -> Result<String, String> {
+    emit_with(m, &Options::default()).map(|e| e.text)
+}
+
+/// StableHLO text and, when sharded, the shardings it carries.
+pub struct Emitted {
+    pub text: String,
+    pub sharding: Option<Plan>,
+}
+
+/// [`emit`] with options: Shardy annotations for `opts.shard` (a mesh and sharding rules) when
+/// given, and the f32 `dot_general` precision.
+pub fn emit_with(m: &Module, opts: &Options) -> Result<Emitted, String> {
+    let shard = opts.shard.as_ref();
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
     check_static(m, f)?;
-    let mut e = Emitter { m, out: String::new(), next: 0, names: HashMap::new(), indent: 2 };
-    e.out.push_str("module @main attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n");
+    let plan = shard.map(|o| super::sharding::plan(m, f, o));
+    let sdy = |spec: Option<&Spec>| spec.map(|s| format!("sdy.sharding = {}", sdy_text(s)));
+    let mut e = Emitter { m, out: String::new(), next: 0, names: HashMap::new(), indent: 2, funcs: Vec::new(), composites: 0, precision: opts.precision };
+    let parts = shard.map_or(1, |o| o.devices());
+    writeln!(e.out, "module @main attributes {{mhlo.num_partitions = {parts} : i32, mhlo.num_replicas = 1 : i32}} {{").unwrap();
+    if let Some(o) = shard {
+        let axes: Vec<String> = o.mesh.iter().map(|(n, s)| format!("\"{n}\"={s}")).collect();
+        writeln!(e.out, "  sdy.mesh @mesh = <[{}]>", axes.join(", ")).unwrap();
+    }
     let entry = m.entry(f);
     let mut sig = String::from("  func.func public @main(");
     for (i, &a) in m.block(entry).args.iter().enumerate() {
@@ -221,7 +250,7 @@ pub fn emit(m: &Module) -> Result<String, String> {
             sig.push_str(", ");
         }
         write!(sig, "{name}: {}", e.t(a)?).unwrap();
-        sig.push_str(&ember_attrs(m.arg_attrs(f, i)));
+        sig.push_str(&ember_attrs(m.arg_attrs(f, i), sdy(plan.as_ref().map(|p| &p.args[i]))));
         e.names.insert(a, name);
     }
     sig.push_str(") -> (");
@@ -232,7 +261,7 @@ pub fn emit(m: &Module) -> Result<String, String> {
             sig.push_str(", ");
         }
         write!(sig, "{}", e.t(v)?).unwrap();
-        sig.push_str(&ember_attrs(m.res_attrs(f, i)));
+        sig.push_str(&ember_attrs(m.res_attrs(f, i), sdy(plan.as_ref().map(|p| &p.results[i]))));
     }
     sig.push_str(") {\n");
     e.out.push_str(&sig);
@@ -250,21 +279,26 @@ pub fn emit(m: &Module) -> Result<String, String> {
     } else {
         e.line(format!("return {} : {}", names.join(", "), types.join(", ")));
     }
-    e.out.push_str("  }\n}\n");
-    Ok(e.out)
+    e.out.push_str("  }\n");
+    for f in std::mem::take(&mut e.funcs) {
+        e.out.push_str(&f);
+    }
+    e.out.push_str("}\n");
+    Ok(Emitted { text: e.out, sharding: plan })
 }
 
 /// `{ember.input = "x"}`: the `ember.*` attributes of an argument or result, so the text says
-/// which argument is which weight.
-fn ember_attrs(a: Option<&ember_ir::Attrs>) -> String {
-    let Some(a) = a else { return String::new() };
-    let kv: Vec<String> = a
-        .iter()
+/// which argument is which weight, then `extra` (its sharding).
+fn ember_attrs(a: Option<&ember_ir::Attrs>, extra: Option<String>) -> String {
+    let mut kv: Vec<String> = a
+        .into_iter()
+        .flatten()
         .filter_map(|(k, v)| match v {
             Attr::Str(s) if k.starts_with("ember.") => Some(format!("{k} = {}", fmt_str(s))),
             _ => None,
         })
         .collect();
+    kv.extend(extra);
     if kv.is_empty() {
         String::new()
     } else {
@@ -272,8 +306,8 @@ fn ember_attrs(a: Option<&ember_ir::Attrs>) -> String {
     }
 }
 
-/// Symbolic dims are an error (bounded dynamism is not built yet): the message names the symbol,
-/// its bounds and the first input or op that has it.
+/// Symbolic dims are an error here (callers specialize them into buckets first): the message
+/// names the symbol, its bounds and the first input or op that has it.
 fn check_static(m: &Module, f: OpId) -> R<()> {
     let bounds = |s: &str| -> String {
         match m.attrs.get("ember.symbols") {
@@ -291,9 +325,9 @@ fn check_static(m: &Module, f: OpId) -> R<()> {
         let s = syms.first().cloned().unwrap_or_else(|| d.to_string());
         let dim = if d.to_string() == s { format!("`{s}`{}", bounds(&s)) } else { format!("`{d}` (symbol `{s}`{})", bounds(&s)) };
         format!(
-            "the tpu target needs static shapes, but {what} has the symbolic dim {dim}; bounded dynamic \
-             shapes (StableHLO bounded dims) are not built yet: export with static shapes (no \
-             `dynamic_shapes`) or compile for cpu"
+            "the StableHLO emitter needs static shapes, but {what} has the symbolic dim {dim}; \
+             specialize the symbols first (`ember compile --target tpu` does, one padded bucket \
+             per size: `ember_targets::tpu::emit_buckets`)"
         )
     };
     let entry = m.entry(f);
@@ -439,6 +473,9 @@ impl<'a> Emitter<'a> {
                 format!(" at {s}")
             }
         };
+        if name == "ember.fusion_group" {
+            return self.fusion_group(op).map_err(|e| format!("`{name}`{at}: {e}"));
+        }
         let Some(short) = name.strip_prefix("ten.") else {
             return Err(format!(
                 "the tpu target cannot compile `{name}`{at}: it has no lowering to the ten dialect yet (see `ember opt --passes=torch-to-ten`)"
@@ -447,6 +484,112 @@ impl<'a> Emitter<'a> {
         let r = self.emit_ten(op, short).map_err(|e| format!("`{name}`{at}: {e}"))?;
         let res = self.m.op(op).results[0];
         self.names.insert(res, r);
+        Ok(())
+    }
+
+    /// `ember.fusion_group`: named kinds become a `stablehlo.composite "ember.<kind>"` (the group's
+    /// parameters as `composite_attributes`, the body as the private decomposition function), so
+    /// XLA or a TPU kernel library can match the pattern by name and everyone else inlines the
+    /// decomposition. `loop` groups, `gemm` groups without an activation and unknown kinds are
+    /// inlined here: XLA's own fusion redoes them, and a composite would only hide the ops.
+    fn fusion_group(&mut self, op: OpId) -> R<()> {
+        let m = self.m;
+        let d = m.op(op);
+        let kind = d.attrs.get("kind").and_then(|a| a.as_str()).ok_or("missing attribute `kind`")?;
+        let body = match d.regions.as_slice() {
+            [r] if m.region(*r).blocks.len() == 1 => m.region(*r).blocks[0],
+            _ => return Err("a fusion group needs exactly one region with one block".into()),
+        };
+        let args = &m.block(body).args;
+        if args.len() != d.operands.len() {
+            return Err(format!("the body takes {} arguments for {} operands", args.len(), d.operands.len()));
+        }
+        let Some((&yld, inner)) = m.block(body).ops.split_last().filter(|(&y, _)| m.op(y).name == "ember.yield") else {
+            return Err("the body does not end with `ember.yield`".into());
+        };
+        let yielded = &m.op(yld).operands;
+        if yielded.len() != d.results.len() {
+            return Err(format!("`ember.yield` gives {} values for {} results", yielded.len(), d.results.len()));
+        }
+        let composite = match kind {
+            "softmax" | "layer_norm" | "rms_norm" | "attention" => true,
+            "gemm" => d.attrs.get("activation").and_then(|a| a.as_str()).is_some_and(|a| a != "none"),
+            _ => false,
+        };
+        if !composite {
+            for (&a, &o) in args.iter().zip(&d.operands) {
+                let n = self.name(o);
+                self.names.insert(a, n);
+            }
+            for &o in inner {
+                self.op(o)?;
+            }
+            for (&r, &y) in d.results.iter().zip(yielded) {
+                let n = self.name(y);
+                self.names.insert(r, n);
+            }
+            return Ok(());
+        }
+        if d.results.is_empty() {
+            return Err(format!("a `{kind}` group has no results"));
+        }
+        let fname = format!("ember.{kind}.{}", self.composites);
+        self.composites += 1;
+        let arg_tys: Vec<T> = args.iter().map(|&a| self.t(a)).collect::<R<_>>()?;
+        let res_tys: Vec<T> = d.results.iter().map(|&r| self.t(r)).collect::<R<_>>()?;
+        let join = |ts: &[T]| ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
+        // The decomposition: a function of its own (SSA names restart, as MLIR prints them).
+        let mut sub = Emitter {
+            m,
+            out: String::new(),
+            next: 0,
+            names: HashMap::new(),
+            indent: 4,
+            funcs: std::mem::take(&mut self.funcs),
+            composites: self.composites,
+            precision: self.precision,
+        };
+        let params: Vec<String> = args.iter().zip(&arg_tys).enumerate().map(|(i, (&a, t))| {
+            sub.names.insert(a, format!("%arg{i}"));
+            format!("%arg{i}: {t}")
+        }).collect();
+        for &o in inner {
+            sub.op(o)?;
+        }
+        let rets: Vec<String> = yielded.iter().map(|&y| sub.name(y)).collect();
+        sub.line(format!("return {} : {}", rets.join(", "), join(&res_tys)));
+        let mut f = format!("  func.func private @{fname}({}) -> ({}) {{\n", params.join(", "), join(&res_tys));
+        f.push_str(&sub.out);
+        f.push_str("  }\n");
+        self.funcs = sub.funcs;
+        self.composites = sub.composites;
+        self.funcs.push(f);
+        // The group's parameters (everything but `kind` and the `rules` that formed it).
+        let cattrs: Vec<String> = d
+            .attrs
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "kind" | "rules") && !k.starts_with("ember."))
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        let mut dict = Vec::new();
+        if !cattrs.is_empty() {
+            dict.push(format!("composite_attributes = {{{}}}", cattrs.join(", ")));
+        }
+        dict.push(format!("decomposition = @{fname}"));
+        let operands: Vec<String> = d.operands.iter().map(|&o| self.name(o)).collect();
+        let r = self.fresh();
+        let n = d.results.len();
+        let lhs = if n == 1 { r.clone() } else { format!("{r}:{n}") };
+        let rt = if n == 1 { res_tys[0].to_string() } else { format!("({})", join(&res_tys)) };
+        self.line(format!(
+            "{lhs} = stablehlo.composite \"ember.{kind}\" {} {{{}}} : ({}) -> {rt}",
+            operands.join(", "),
+            dict.join(", "),
+            join(&arg_tys)
+        ));
+        for (i, &res) in d.results.iter().enumerate() {
+            self.names.insert(res, if n == 1 { r.clone() } else { format!("{r}#{i}") });
+        }
         Ok(())
     }
 
@@ -613,11 +756,15 @@ impl<'a> Emitter<'a> {
                 }
                 write!(s, ", contracting_dims = {} x {}", list(&lc), list(&rc)).unwrap();
                 if float {
-                    s.push_str(", precision = [HIGHEST, HIGHEST]");
+                    let p = if xt.dt == DType::F32 { self.precision.attr() } else { "HIGHEST" };
+                    write!(s, ", precision = [{p}, {p}]").unwrap();
                 }
                 write!(s, " : ({}, {}) -> {rt}", tys[0], tys[1]).unwrap();
                 self.def(s)
             }
+            // Nothing to gather (an empty index): a zero-size operand dim would make the size-1
+            // slice invalid, and the result has no elements anyway.
+            "gather" if rt.shape.contains(&0) => self.constant(Lit::I(0), &rt),
             "gather" => {
                 let dim = int("dim")? as usize;
                 let it = &tys[1];

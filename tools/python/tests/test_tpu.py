@@ -14,6 +14,7 @@ Needs the `ember` binary (`cargo build -p ember-tools`) and jax 0.10.2.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -33,10 +34,7 @@ EMBER = REPO / "target" / "debug" / "ember"
 SNAPSHOTS = REPO / "tools" / "tests" / "snapshots"
 
 # Models the tpu target cannot compile yet, with the reason (checked against the error).
-NOT_YET = {
-    "gpt2_block_dynamic": "bounded dynamic shapes (StableHLO bounded dims) are not built yet",
-    "mlp_dynamic": "bounded dynamic shapes (StableHLO bounded dims) are not built yet",
-}
+NOT_YET: dict[str, str] = {}
 
 MODELS = sorted(TESTDATA.glob("models/*.pt2")) + sorted(p for p in TESTDATA.glob("cpu/*.pt2") if p.with_suffix(".npz").exists())
 
@@ -58,8 +56,13 @@ def snapshot_modules() -> list[tuple[str, str]]:
         lines = p.read_text().splitlines(keepends=True)
         seps = [i for i, line in enumerate(lines) if line.rstrip("\n") == "---"]
         body = "".join(lines[seps[1] + 1 :])
+        case = p.name.split("@", 1)[1].removesuffix(".mlir.snap")
         if body.startswith("module"):
-            out.append((p.name.split("@", 1)[1].removesuffix(".mlir.snap"), body))
+            out.append((case, body))
+        elif body.startswith("// bucket "):
+            for part in body.split("// bucket ")[1:]:
+                label, text = part.split("\n", 1)
+                out.append((f"{case}[{label}]", text))
     return out
 
 
@@ -102,7 +105,7 @@ def test_snapshot_modules_verify_and_compile(case: str, text: str) -> None:
 
 def test_snapshot_cases_exist() -> None:
     cases = {c for c, _ in snapshot_modules()}
-    assert {"elementwise", "compare_convert", "shape", "reduce", "matmul_gather", "windows"} <= cases
+    assert {"elementwise", "compare_convert", "shape", "reduce", "matmul_gather", "windows", "fusion_groups"} <= cases
 
 
 def test_verify_reports_mlir_errors() -> None:
@@ -135,6 +138,150 @@ def test_elementwise_semantics_on_xla() -> None:
         w = np.asarray(w)
         assert g.dtype == w.dtype, f"result {k}: {g.dtype} vs {w.dtype}"
         np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6, err_msg=f"result {k}")
+
+
+def test_fusion_group_composites_on_xla() -> None:
+    """The fusion-group snapshot on XLA against numpy: inlined loop/gemm groups and the
+    `stablehlo.composite` groups (softmax, layer_norm, rms_norm, gemm+gelu, attention)."""
+    text = dict(snapshot_modules())["fusion_groups"]
+    for kind in ["softmax", "layer_norm", "rms_norm", "gemm", "attention"]:
+        assert f'stablehlo.composite "ember.{kind}"' in text
+    rng = np.random.default_rng(0)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    x, w, b, a, m, bias, q, k, v, mask = f(2, 4, 8), f(8), f(8), f(4, 8), f(8, 6), f(6), f(2, 4, 8), f(2, 4, 8), f(2, 4, 8), f(4, 4)
+    got = xla.run_stablehlo(text, [x, w, b, a, m, bias, q, k, v, mask])
+    x64 = x.astype(np.float64)
+
+    def softmax(t: np.ndarray) -> np.ndarray:
+        e = np.exp(t - t.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    erf = np.vectorize(math.erf)
+    h = a.astype(np.float64) @ m + bias
+    mean, var = x64.mean(-1, keepdims=True), x64.var(-1, keepdims=True)
+    s = q.astype(np.float64) @ k.transpose(0, 2, 1) / math.sqrt(8) + mask
+    want = [
+        np.exp(x64 + w),
+        softmax(x64 + w),
+        (x64 - mean) / np.sqrt(var + 1e-5) * w + b,
+        x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-6) * w,
+        h,
+        0.5 * h * (1 + erf(h / math.sqrt(2))),
+        softmax(s) @ v,
+        x64 + w,
+    ]
+    assert len(got) == len(want)
+    for i, (g, wnt) in enumerate(zip(got, want)):
+        assert g.dtype == np.float32 and g.shape == wnt.shape, f"result {i}"
+        np.testing.assert_allclose(g, wnt, rtol=1e-5, atol=1e-5, err_msg=f"result {i}")
+
+
+SHARDINGS = {
+    # --shard values -> collectives XLA's SPMD partitioner must have inserted.
+    "tp": {"all-reduce"},  # row-parallel projections sum their partial products
+    "fsdp": {"all-gather"},  # parameters are gathered where they are used
+    "dp,tp,fsdp": {"all-reduce", "all-gather"},
+}
+
+
+@pytest.mark.parametrize("shard", list(SHARDINGS))
+def test_sharded_gpt2_block_on_8_devices(shard: str, tmp_path: Path) -> None:
+    """GPT-2 block with `--mesh x=2,y=4 --shard ...` on 8 virtual CPU devices equals the unsharded
+    artifact and torch eager; the compiled HLO has the expected collectives. Runs in subprocesses:
+    the device count is fixed when a process starts the CPU backend."""
+    model = TESTDATA / "models/gpt2_block.pt2"
+    art, flat = tmp_path / "sharded", tmp_path / "flat"
+    env = dict(os.environ, EMBER_PYTHON=sys.executable)
+    env.pop("XLA_FLAGS", None)
+    r = ember("compile", str(model), "--target", "tpu", "-o", str(art), "--mesh", "x=2,y=4", "--shard", shard, "--portable", env=env)
+    assert r.returncode == 0, r.stderr
+    assert compile_tpu(model, flat).returncode == 0
+    xla.verify((art / "module.stablehlo.mlir").read_text())
+    outs = {}
+    for name, a in [("sharded", art), ("flat", flat)]:
+        got = tmp_path / f"{name}.npz"
+        r = ember("run", str(a), "--inputs", str(model.with_suffix(".npz")), "--outputs", str(got), env=env)
+        assert r.returncode == 0, r.stderr
+        outs[name] = np.load(got)["out0"]
+    want = np.load(model.with_suffix(".npz"))["out0"]
+    np.testing.assert_allclose(outs["sharded"], want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(outs["sharded"], outs["flat"], rtol=1e-5, atol=1e-5)
+    # The VHLO portable artifact keeps the shardings (as jax.export carries them) and runs the same.
+    got = tmp_path / "portable.npz"
+    r = subprocess.run([sys.executable, "-m", "ember.xla", "run", str(art), "--portable", "--inputs", str(model.with_suffix(".npz")),
+                        "--outputs", str(got)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(got)["out0"], outs["sharded"])
+    hlo = subprocess.run([sys.executable, "-m", "ember.xla", "hlo", str(art)], capture_output=True, text=True, env=env)
+    assert hlo.returncode == 0, hlo.stderr
+    found = {c for c in ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"] if f" {c}(" in hlo.stdout}
+    assert SHARDINGS[shard] <= found, f"{shard}: collectives {found}"
+    print(f"{shard}: max |sharded - eager| = {np.abs(outs['sharded'] - want).max():.3g}, collectives {sorted(found)}")
+
+
+@pytest.mark.parametrize("name", ["mlp", "gpt2_block", "mlp_dynamic"])
+def test_portable_vhlo_artifact(name: str, tmp_path: Path) -> None:
+    """`--portable` writes a VHLO portable artifact next to every module (bucketed ones too):
+    deterministic bytes, and running from it gives exactly the outputs of the StableHLO text."""
+    model = TESTDATA / f"models/{name}.pt2"
+    env = dict(os.environ, EMBER_PYTHON=sys.executable)
+    arts = [tmp_path / f"a{k}" for k in range(2)]
+    for a in arts:
+        r = ember("compile", str(model), "--target", "tpu", "--portable", "-o", str(a), env=env)
+        assert r.returncode == 0, r.stderr
+    man = json.loads((arts[0] / "manifest.json").read_text())
+    modules = [man["module"]] + [b["module"] for b in man.get("buckets") or []]
+    assert set(man["vhlo"]["files"]) == set(modules) and man["vhlo"]["version"]
+    for f in man["vhlo"]["files"].values():
+        data = (arts[0] / f).read_bytes()
+        assert data[:4] == b"ML\xefR" and data == (arts[1] / f).read_bytes(), f
+    text = (arts[0] / man["module"]).read_text()
+    back = xla.deserialize_portable((arts[0] / man["vhlo"]["files"][man["module"]]).read_bytes())
+    xla.verify(back)
+    ref = np.load(model.with_suffix(".npz"))
+    inputs = [ref[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in ref.files))]
+    got = xla.run_artifact(arts[0], inputs, portable=True)
+    want = xla.run_artifact(arts[0], inputs)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert "stablehlo." in text and "vhlo" not in text
+    plain = tmp_path / "plain"
+    assert compile_tpu(model, plain).returncode == 0
+    assert "vhlo" not in json.loads((plain / "manifest.json").read_text())
+    with pytest.raises(xla.XlaError, match="no VHLO portable artifact"):
+        xla.Artifact(plain, portable=True)
+
+
+DYNAMIC_SIZES = {"mlp_dynamic": [3, 17, 64], "gpt2_block_dynamic": [1, 5, 16]}
+
+
+@pytest.mark.parametrize("name", list(DYNAMIC_SIZES))
+def test_dynamic_models_at_three_sizes(name: str, tmp_path: Path) -> None:
+    """One compile of a symbolic-batch model serves three batch sizes (each in a different padded
+    bucket), matching torch eager on the exported program; a size above the bound is refused."""
+    torch = pytest.importorskip("torch")
+    model = TESTDATA / f"models/{name}.pt2"
+    art = tmp_path / name
+    assert compile_tpu(model, art).returncode == 0
+    ep = torch.export.load(str(model))
+    a = xla.Artifact(art)
+    x0 = np.load(model.with_suffix(".npz"))["arg0"]
+    used = set()
+    for n in DYNAMIC_SIZES[name]:
+        x = np.random.default_rng(n).standard_normal((n, *x0.shape[1:])).astype(np.float32)
+        call, args, finish = a.prepare([x])
+        used.add(next(b["module"] for b in a.buckets if b["symbols"] == {"s77": args[a.manifest["inputs"][0]["arg"]].shape[0]}))
+        got = finish(call(args))[0]
+        with torch.no_grad():
+            want = ep.module()(torch.from_numpy(x)).numpy()
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"{name} at batch {n}")
+    assert len(used) == 3, used
+    top = a.buckets[-1]["symbols"]["s77"]
+    with pytest.raises(xla.XlaError, match=f"outside the compiled range \\[1, {top}\\]"):
+        xla.run_artifact(art, [np.zeros((top + 1, *x0.shape[1:]), np.float32)])
+    with pytest.raises(xla.XlaError, match="has shape"):
+        xla.run_artifact(art, [np.zeros((2, *(d + 1 for d in x0.shape[1:])), np.float32)])
 
 
 def test_cli_run_goes_through_ember_xla(tmp_path: Path) -> None:

@@ -46,7 +46,10 @@ import numpy as np
 
 JAX_VERSION = "0.10.2"
 
-__all__ = ["JAX_VERSION", "XlaError", "run_stablehlo", "verify", "load_artifact", "run_artifact", "main"]
+__all__ = [
+    "JAX_VERSION", "XlaError", "run_stablehlo", "verify", "serialize_portable", "deserialize_portable",
+    "load_artifact", "run_artifact", "compiled_hlo", "main",
+]
 
 
 class XlaError(Exception):
@@ -106,11 +109,88 @@ def _compile(text: str, platform: str | None = None) -> Any:
     return call
 
 
+def _ensure_devices(n: int, platform: str | None) -> Any:
+    """The PJRT client, with at least `n` devices. On the CPU client that needs
+    `XLA_FLAGS=--xla_force_host_platform_device_count=N` before the backend starts: it is set
+    here when absent, which works as long as nothing in this process has started it yet."""
+    flag = "--xla_force_host_platform_device_count"
+    if _platform(platform) == "cpu" and flag not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}={n}".strip()
+    client = _client(platform)
+    have = len(client.local_devices())
+    if have < n:
+        raise XlaError(
+            f"the artifact is sharded over {n} devices but the {_platform(platform)} client has {have}; "
+            f"on the CPU client set XLA_FLAGS={flag}={n} before anything in the process starts the backend"
+        )
+    return client
+
+
+def _mesh_size(mesh: Sequence[dict[str, Any]]) -> int:
+    return int(np.prod([int(a["size"]) for a in mesh]))
+
+
+def _compile_sharded(
+    text: str,
+    mesh_axes: Sequence[dict[str, Any]],
+    arg_specs: Sequence[Sequence[str | None]],
+    out_specs: Sequence[Sequence[str | None]],
+    platform: str | None = None,
+) -> tuple[Any, Any]:
+    """Compiles a Shardy-annotated module SPMD-partitioned over the mesh's devices (device ids
+    row-major over the axes, as `sdy.mesh` numbers them). Returns (call, executable): `call`
+    places each argument with its sharding and reassembles whole outputs."""
+    jax = _jax()
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    from jaxlib import xla_client as xc
+
+    n = _mesh_size(mesh_axes)
+    client = _ensure_devices(n, platform)
+    devices = client.local_devices()[:n]
+    opts = xc.CompileOptions()
+    build = opts.executable_build_options
+    build.num_replicas = 1
+    build.num_partitions = n
+    build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = True
+    build.device_assignment = xc.DeviceAssignment.create(np.arange(n).reshape(1, n))
+    exe = client.compile_and_load(text, xc.DeviceList(tuple(devices)), opts)
+    mesh = Mesh(np.array(devices).reshape([int(a["size"]) for a in mesh_axes]), tuple(a["name"] for a in mesh_axes))
+    shard = lambda spec: NamedSharding(mesh, PartitionSpec(*spec))  # noqa: E731
+
+    def call(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        with jax.enable_x64(True):
+            args = [jax.device_put(np.ascontiguousarray(a), shard(sp)) for a, sp in zip(inputs, arg_specs)]
+            per_device = exe.execute_sharded(args).disassemble_into_single_device_arrays()
+            outs = []
+            for bufs, sp in zip(per_device, out_specs):
+                local = bufs[0].shape
+                whole = tuple(d * (mesh.shape[a] if a else 1) for d, a in zip(local, sp))
+                outs.append(np.asarray(jax.make_array_from_single_device_arrays(whole, shard(sp), bufs)))
+            return outs
+
+    return call, exe
+
+
+def compiled_hlo(directory: str | os.PathLike[str], platform: str | None = None) -> str:
+    """The HLO XLA compiled for a tpu artifact (after SPMD partitioning, for a sharded one): shows
+    the collectives (`all-reduce`, `all-gather`, `reduce-scatter`, ...) the partitioner inserted."""
+    art = Artifact(directory)
+    if art.mesh:
+        _, exe = _compile_sharded(art.text, art.mesh, art.arg_specs(), art.out_specs(), platform)
+    else:
+        from jaxlib import xla_client as xc
+
+        client = _client(platform)
+        exe = client.compile_and_load(art.text, xc.DeviceList((client.local_devices()[0],)), xc.CompileOptions())
+    return "\n".join(m.to_string() for m in exe.hlo_modules())
+
+
 def _mlir_context() -> Any:
     _jax()
     from jaxlib.mlir import ir
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from jaxlib.mlir.dialects import chlo, stablehlo
+    from jaxlib.mlir.dialects import chlo, sdy, stablehlo
 
     ctx = ir.Context()
     registry = ir.DialectRegistry()
@@ -119,7 +199,32 @@ def _mlir_context() -> Any:
     ctx.load_all_available_dialects()
     stablehlo.register_dialect(ctx)
     chlo.register_dialect(ctx)
+    sdy.register_dialect(ctx)
     return ctx
+
+
+def serialize_portable(text: str) -> tuple[bytes, str]:
+    """StableHLO text -> (VHLO portable artifact bytes, its StableHLO version): MLIR bytecode of the
+    versioned dialect, readable by StableHLO consumers up to ~5 years newer / 2 years older
+    (`chlo` ops and Shardy annotations are carried the way `jax.export` carries them). The
+    target version is the pinned jaxlib's current one, so the bytes are deterministic."""
+    _jax()
+    from jaxlib import xla_client as xc
+    from jaxlib.mlir.dialects import stablehlo
+
+    version = stablehlo.get_current_version()
+    try:
+        return xc._xla.mlir.serialize_portable_artifact(text, version), version
+    except Exception as exc:  # noqa: BLE001 - jaxlib raises several types
+        raise ValueError(f"cannot serialize the module as a VHLO portable artifact: {exc}") from exc
+
+
+def deserialize_portable(data: bytes) -> str:
+    """A VHLO portable artifact back to StableHLO text (what :func:`run_stablehlo` takes)."""
+    from jaxlib import xla_client as xc
+
+    with _mlir_context():
+        return str(xc._xla.mlir.deserialize_portable_artifact(data))
 
 
 def verify(text: str) -> None:
@@ -166,6 +271,14 @@ def _np_dtype(name: str) -> np.dtype:
     return np.dtype(ml[name])
 
 
+def _eval_dim(dim: str, env: dict[str, int]) -> int:
+    """A manifest dim (`64`, `s0`, `16*s0`, `Max(s0, 2)`) at the given symbol values."""
+    try:
+        return int(eval(dim, {"__builtins__": {}, "Max": max, "Min": min}, dict(env)))  # noqa: S307 (Ember's own dim syntax)
+    except Exception as exc:
+        raise XlaError(f"cannot evaluate dim `{dim}` with {env}: {exc}") from None
+
+
 def _shape(dims: Sequence[str], what: str) -> tuple[int, ...]:
     try:
         return tuple(int(d) for d in dims)
@@ -176,7 +289,9 @@ def _shape(dims: Sequence[str], what: str) -> tuple[int, ...]:
 class Artifact:
     """A loaded tpu artifact: manifest, StableHLO text and weights (numpy views of weights.bin)."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], portable: bool = False) -> None:
+        """`portable`: read every module from its VHLO portable artifact (`--portable` compiles)
+        instead of the StableHLO text."""
         self.dir = Path(directory)
         path = self.dir / "manifest.json"
         try:
@@ -191,7 +306,10 @@ class Artifact:
         target = self.manifest.get("target")
         if target != "tpu":
             raise XlaError(f"`{self.dir}` is a {target} artifact; ember.xla runs tpu artifacts (use `ember run` for cpu)")
-        self.text = (self.dir / self.manifest.get("module", "module.stablehlo.mlir")).read_text()
+        self.portable = portable
+        if portable and not self.manifest.get("vhlo"):
+            raise XlaError(f"`{self.dir}` has no VHLO portable artifact: compile it with `ember compile --target tpu --portable`")
+        self.text = self.module_text(self.manifest.get("module", "module.stablehlo.mlir"))
         blob = np.fromfile(self.dir / "weights.bin", dtype=np.uint8) if self.manifest["weights"] else np.zeros(0, np.uint8)
         n_args = len(self.manifest["inputs"]) + len(self.manifest["weights"])
         self.args: list[np.ndarray | None] = [None] * n_args
@@ -202,9 +320,38 @@ class Artifact:
             if start + n > blob.size:
                 raise XlaError(f"weights.bin is shorter than the manifest says (weight `{w['name']}`)")
             self.args[w["arg"]] = blob[start : start + n].view(dt).reshape(shape)
+        self.mesh: list[dict[str, Any]] | None = self.manifest.get("mesh")
+        self.buckets: list[dict[str, Any]] | None = self.manifest.get("buckets")
+        self._compiled: dict[str, Any] = {}
+
+    def module_text(self, name: str) -> str:
+        """StableHLO text of module file `name`, from its VHLO artifact when `portable`."""
+        if self.portable:
+            return deserialize_portable((self.dir / self.manifest["vhlo"]["files"][name]).read_bytes())
+        return (self.dir / name).read_text()
+
+    def arg_specs(self) -> list[list[str | None]]:
+        """Per `@main` argument, the mesh axis of each dim (sharded artifacts)."""
+        specs: list[list[str | None]] = [[] for _ in self.args]
+        for x in self.manifest["inputs"] + self.manifest["weights"]:
+            specs[x["arg"]] = x.get("sharding") or [None] * len(x["dims"])
+        return specs
+
+    def out_specs(self) -> list[list[str | None]]:
+        return [o.get("sharding") or [None] * len(o["dims"]) for o in self.manifest["outputs"]]
+
+    def compile(self, platform: str | None = None) -> Any:
+        """`call(args)`: the compiled module (SPMD-partitioned over the mesh when sharded)."""
+        if self.mesh:
+            return _compile_sharded(self.text, self.mesh, self.arg_specs(), self.out_specs(), platform)[0]
+        return _compile(self.text, platform)
 
     def bind(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """`@main`'s arguments: the weights with `inputs` (user-input order) in their slots."""
+        """`@main`'s arguments: the weights with `inputs` (user-input order) in their slots
+        (static-shape artifacts; see :meth:`prepare` for bucketed ones)."""
+        return self._bind(inputs, None)
+
+    def _bind(self, inputs: Sequence[np.ndarray], env: dict[str, int] | None) -> list[np.ndarray]:
         specs = self.manifest["inputs"]
         if len(inputs) != len(specs):
             raise XlaError(f"the model takes {len(specs)} inputs, got {len(inputs)}")
@@ -212,27 +359,79 @@ class Artifact:
         for i, (spec, a) in enumerate(zip(specs, inputs)):
             a = np.asarray(a)
             dt = _np_dtype(spec["dtype"])
-            shape = _shape(spec["dims"], f"input `{spec['name']}`")
             if a.dtype != dt:
                 raise XlaError(f"input {i} (`{spec['name']}`) must be {dt}, got {a.dtype}")
-            if a.shape != shape:
-                raise XlaError(f"input {i} (`{spec['name']}`) must have shape {list(shape)}, got {list(a.shape)}")
+            if env is None:
+                shape = _shape(spec["dims"], f"input `{spec['name']}`")
+                if a.shape != shape:
+                    raise XlaError(f"input {i} (`{spec['name']}`) must have shape {list(shape)}, got {list(a.shape)}")
+            else:
+                # Zeros at the end of every symbolic dim, up to the bucket's size.
+                shape = tuple(_eval_dim(d, env) for d in spec["dims"])
+                a = np.pad(a, [(0, t - n) for n, t in zip(a.shape, shape)])
             args[spec["arg"]] = a
         return args  # type: ignore[return-value]
 
+    def symbols(self, inputs: Sequence[np.ndarray]) -> dict[str, int]:
+        """Symbol values read from the inputs' shapes, checked against every input dim."""
+        specs = self.manifest["inputs"]
+        if len(inputs) != len(specs):
+            raise XlaError(f"the model takes {len(specs)} inputs, got {len(inputs)}")
+        names = set(self.buckets[-1]["symbols"]) if self.buckets else set()
+        env: dict[str, int] = {}
+        for spec, a in zip(specs, inputs):
+            if np.ndim(a) != len(spec["dims"]):
+                raise XlaError(f"input `{spec['name']}` must have {len(spec['dims'])} dims {spec['dims']}, got shape {list(np.shape(a))}")
+            for d, n in zip(spec["dims"], np.shape(a)):
+                if d in names:
+                    env.setdefault(d, int(n))
+        for spec, a in zip(specs, inputs):
+            want = [_eval_dim(d, env) for d in spec["dims"]]
+            if list(np.shape(a)) != want:
+                raise XlaError(f"input `{spec['name']}` has shape {list(np.shape(a))}, but its dims {spec['dims']} with {env} are {want}")
+        top = self.buckets[-1]["symbols"] if self.buckets else {}
+        for k, v in env.items():
+            if not 1 <= v <= top[k]:
+                raise XlaError(f"symbol `{k}` = {v} is outside the compiled range [1, {top[k]}] (the export's bound)")
+        return env
 
-def load_artifact(directory: str | os.PathLike[str]) -> Artifact:
-    return Artifact(directory)
+    def prepare(self, inputs: Sequence[np.ndarray], platform: str | None = None) -> tuple[Any, list[np.ndarray], Any]:
+        """(call, args, finish): `finish(call(args))` are the outputs for `inputs`. Bucketed
+        artifacts run the smallest bucket that fits (inputs padded, outputs sliced back)."""
+        if not self.buckets:
+            return self.compile(platform), self.bind(inputs), lambda outs: outs
+        env = self.symbols(inputs)
+
+        def padded_size(b: dict[str, Any]) -> int:
+            return sum(int(np.prod([_eval_dim(d, b["symbols"]) for d in s["dims"]])) for s in self.manifest["inputs"])
+
+        fits = [b for b in self.buckets if all(env[k] <= v for k, v in b["symbols"].items())]
+        bucket = min(fits, key=padded_size)
+        if bucket["module"] not in self._compiled:
+            self._compiled[bucket["module"]] = _compile(self.module_text(bucket["module"]), platform)
+        shapes = [[_eval_dim(d, env) for d in o["dims"]] for o in self.manifest["outputs"]]
+
+        def finish(outs: list[np.ndarray]) -> list[np.ndarray]:
+            return [o[tuple(slice(0, n) for n in shape)] for o, shape in zip(outs, shapes)]
+
+        return self._compiled[bucket["module"]], self._bind(inputs, bucket["symbols"]), finish
 
 
-def run_artifact(directory: str | os.PathLike[str], inputs: Sequence[np.ndarray], platform: str | None = None) -> list[np.ndarray]:
+def load_artifact(directory: str | os.PathLike[str], portable: bool = False) -> Artifact:
+    return Artifact(directory, portable)
+
+
+def run_artifact(
+    directory: str | os.PathLike[str], inputs: Sequence[np.ndarray], platform: str | None = None, portable: bool = False
+) -> list[np.ndarray]:
     """Runs a tpu artifact on `inputs` (user-input order); returns the outputs in order."""
-    art = Artifact(directory)
-    return run_stablehlo(art.text, art.bind(inputs), platform)
+    art = Artifact(directory, portable)
+    call, args, finish = art.prepare(inputs, platform)
+    return finish(call(args))
 
 
 def _run_cli(ns: argparse.Namespace) -> None:
-    art = Artifact(ns.artifact)
+    art = Artifact(ns.artifact, ns.portable)
     try:
         npz = np.load(ns.inputs)
     except OSError as exc:
@@ -243,8 +442,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
         if key not in npz.files:
             raise XlaError(f"`{ns.inputs}` has no array `{key}` for input {i} (`{spec['name']}`)")
         inputs.append(npz[key])
-    args = art.bind(inputs)
-    call = _compile(art.text, ns.platform)
+    call, args, finish = art.prepare(inputs, ns.platform)
     outs = call(args)
     if ns.repeat > 1:
         times = []
@@ -257,6 +455,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
             f"median {times[len(times) // 2]:.4f} ms over {ns.repeat} runs (min {times[0]:.4f}, max {times[-1]:.4f})",
             file=sys.stderr,
         )
+    outs = finish(outs)
     tmp = Path(ns.outputs).with_name(f".{Path(ns.outputs).name}.tmp-{os.getpid()}.npz")
     np.savez(tmp, **{f"out{i}": o for i, o in enumerate(outs)})
     os.replace(tmp, ns.outputs)
@@ -274,12 +473,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--outputs", required=True, help=".npz to write out0, out1, ... to")
     r.add_argument("--repeat", type=int, default=1, help="timed runs after the first; the median goes to stderr")
     r.add_argument("--platform", default=None, help="PJRT platform (default cpu, or $EMBER_XLA_PLATFORM)")
+    r.add_argument("--portable", action="store_true", help="run the VHLO portable artifacts instead of the StableHLO text")
+    pa = sub.add_parser("portable", help="serialize a StableHLO file as a VHLO portable artifact; prints its version")
+    pa.add_argument("file")
+    pa.add_argument("output")
     v = sub.add_parser("verify", help="parse and verify a StableHLO file with jaxlib's MLIR bindings")
     v.add_argument("file")
+    h = sub.add_parser("hlo", help="print the HLO XLA compiles for an artifact (after SPMD partitioning)")
+    h.add_argument("artifact")
+    h.add_argument("--platform", default=None, help="PJRT platform (default cpu, or $EMBER_XLA_PLATFORM)")
     ns = p.parse_args(argv)
     try:
         if ns.cmd == "run":
             _run_cli(ns)
+        elif ns.cmd == "portable":
+            data, version = serialize_portable(Path(ns.file).read_text())
+            tmp = Path(ns.output).with_name(f".{Path(ns.output).name}.tmp-{os.getpid()}")
+            tmp.write_bytes(data)
+            os.replace(tmp, ns.output)
+            print(version)
+        elif ns.cmd == "hlo":
+            print(compiled_hlo(ns.artifact, ns.platform))
         else:
             verify(Path(ns.file).read_text())
     except (XlaError, ValueError, OSError) as exc:

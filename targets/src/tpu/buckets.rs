@@ -1,0 +1,270 @@
+//! Symbolic dims as padded buckets.
+//!
+//! XLA's CPU client cannot take bounded dynamic arguments (`tensor<?x4xf32, #stablehlo.bounds<8, ?>>`
+//! at `@main`'s boundary compiles to a `PadToStatic` custom call that the CPU backend does not
+//! implement), so a module with symbolic dims is compiled for a few sizes of each symbol (its
+//! buckets) into one artifact. The runner picks the smallest bucket that fits, pads the inputs at
+//! the end of every symbolic dim and slices the outputs back.
+//!
+//! That is only sound when no value at a real position depends on a padded one: [`check_padding`]
+//! refuses (naming the op and its line) reductions and contractions over a symbolic dim, reshapes
+//! that move a symbolic dim away from dim 0 (the valid region is then no longer a prefix), slices,
+//! concatenations, pads, reversals, cumulative sums, windows and gathers along one, and symbolic
+//! sizes used as values. Everything else (elementwise ops, broadcasts, transposes, contractions
+//! over static dims, reductions over static dims) keeps each row's values to itself.
+
+use ember_ir::attr::Attr;
+use ember_ir::module::{Module, OpId, Value};
+use ember_ir::sym::SymExpr;
+use ember_ir::types::{TensorType, Type};
+use std::collections::BTreeMap;
+
+/// At most this many buckets per symbol, and in all.
+pub const MAX_PER_SYMBOL: usize = 8;
+pub const MAX_BUCKETS: usize = 16;
+
+/// Symbol bounds from the module attribute `ember.symbols = {s0 = array<i64: min, max>}`.
+pub fn symbol_bounds(m: &Module) -> BTreeMap<String, (i64, i64)> {
+    let mut out = BTreeMap::new();
+    if let Some(Attr::Dict(d)) = m.attrs.get("ember.symbols") {
+        for (k, v) in d {
+            if let Some([lo, hi]) = v.as_ints() {
+                out.insert(k.clone(), (*lo, *hi));
+            }
+        }
+    }
+    out
+}
+
+fn dims_symbolic(t: &TensorType) -> Vec<bool> {
+    t.dims.iter().map(|d| d.as_const().is_none()).collect()
+}
+
+fn sym_dims(m: &Module, v: Value) -> Vec<bool> {
+    m.ty(v).tensor().map(dims_symbolic).unwrap_or_default()
+}
+
+/// The symbols used in `@main`'s types.
+pub fn used_symbols(m: &Module, f: OpId) -> Vec<String> {
+    let mut syms = Vec::new();
+    let mut add = |v: Value| {
+        if let Some(t) = m.ty(v).tensor() {
+            for d in &t.dims {
+                d.symbols(&mut syms);
+            }
+        }
+    };
+    let entry = m.entry(f);
+    m.block(entry).args.iter().for_each(|&a| add(a));
+    m.walk(entry, &mut |op| m.op(op).results.iter().for_each(|&r| add(r)));
+    syms.sort();
+    syms.dedup();
+    syms
+}
+
+/// The sizes compiled for each symbol: powers of two from the smallest one ≥ min, and max;
+/// thinned to at most [`MAX_PER_SYMBOL`] (keeping max) when the range is wide. The bucket list is
+/// their product, smallest first.
+pub fn choose(m: &Module, f: OpId) -> Result<Vec<BTreeMap<String, i64>>, String> {
+    let bounds = symbol_bounds(m);
+    let mut lists: Vec<(String, Vec<i64>)> = Vec::new();
+    for s in used_symbols(m, f) {
+        let &(lo, hi) = bounds.get(&s).ok_or_else(|| {
+            format!("symbol `{s}` has no bounds (`ember.symbols`): the tpu target compiles padded buckets up to each symbol's maximum; export with `Dim(..., max=N)`")
+        })?;
+        if hi < lo || hi <= 0 {
+            return Err(format!("symbol `{s}` has bounds [{lo}, {hi}]; the tpu target needs a finite maximum ≥ 1"));
+        }
+        let mut sizes = Vec::new();
+        let mut p = 1i64;
+        while p < hi {
+            if p >= lo {
+                sizes.push(p);
+            }
+            p *= 2;
+        }
+        sizes.push(hi);
+        while sizes.len() > MAX_PER_SYMBOL {
+            // Drop every other size below the maximum, so the spacing doubles.
+            let last = sizes.len() - 1;
+            sizes = sizes.iter().enumerate().filter(|(i, _)| *i == last || i % 2 == 1).map(|(_, &x)| x).collect();
+        }
+        lists.push((s, sizes));
+    }
+    let mut out: Vec<BTreeMap<String, i64>> = vec![BTreeMap::new()];
+    for (s, sizes) in &lists {
+        out = out.into_iter().flat_map(|env| sizes.iter().map(move |&v| {
+            let mut e = env.clone();
+            e.insert(s.clone(), v);
+            e
+        })).collect();
+    }
+    if out.len() > MAX_BUCKETS {
+        return Err(format!(
+            "{} symbols with {} padded buckets in all (more than {MAX_BUCKETS}); narrow the dynamic dims' ranges or export with static shapes",
+            lists.len(),
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// Every symbol is the whole size of some user-input dim (so the runner can read its value), and
+/// weights are static.
+pub fn check_inputs(m: &Module, f: OpId) -> Result<(), String> {
+    let entry = m.entry(f);
+    let mut bare = Vec::new();
+    for (i, &a) in m.block(entry).args.iter().enumerate() {
+        let attrs = m.arg_attrs(f, i);
+        let Some(t) = m.ty(a).tensor() else { continue };
+        if attrs.and_then(|a| a.get("ember.input")).is_some() {
+            bare.extend(t.dims.iter().filter_map(|d| match d {
+                SymExpr::Sym(s) => Some(s.clone()),
+                _ => None,
+            }));
+        } else if t.dims.iter().any(|d| d.as_const().is_none()) {
+            return Err(format!("weight argument {i} has symbolic dims {:?}; the tpu target needs static weights", t.dim_strings()));
+        }
+    }
+    for s in used_symbols(m, f) {
+        if !bare.contains(&s) {
+            return Err(format!("symbol `{s}` is not the size of any input dim, so its value cannot be read from the inputs at run time"));
+        }
+    }
+    Ok(())
+}
+
+fn at(m: &Module, op: OpId) -> String {
+    let s = m.op(op).loc.describe();
+    if s.is_empty() { String::new() } else { format!(" at {s}") }
+}
+
+/// Refuses ops for which padding a symbolic dim could change values at real positions.
+pub fn check_padding(m: &Module, f: OpId) -> Result<(), String> {
+    let mut err: Option<String> = None;
+    let entry = m.entry(f);
+    m.walk(entry, &mut |op| {
+        if err.is_none() {
+            err = check_op(m, op).err().map(|why| {
+                format!(
+                    "`{}`{}: {why}. The tpu target runs symbolic dims as zero-padded buckets (XLA's CPU client cannot run bounded dynamic shapes), which is only exact when no value mixes positions along a symbolic dim; export this dim as static, or compile for cpu",
+                    m.op(op).name,
+                    at(m, op)
+                )
+            });
+        }
+    });
+    err.map_or(Ok(()), Err)
+}
+
+fn check_op(m: &Module, op: OpId) -> Result<(), String> {
+    let d = m.op(op);
+    let ints = |k: &str| d.attrs.get(k).and_then(Attr::as_ints).map(|v| v.to_vec()).unwrap_or_default();
+    let Some(&x) = d.operands.first() else { return Ok(()) };
+    let xs = sym_dims(m, x);
+    let size = |v: Value, i: usize| m.ty(v).tensor().map(|t| t.dims[i].to_string()).unwrap_or_default();
+    let on = |dims: &[i64], what: &str| -> Result<(), String> {
+        match dims.iter().find(|&&i| xs.get(i as usize).copied().unwrap_or(false)) {
+            Some(&i) => Err(format!("it {what} dim {i}, of symbolic size `{}`", size(x, i as usize))),
+            None => Ok(()),
+        }
+    };
+    for (k, a) in &d.attrs {
+        if matches!(a, Attr::Dims(_)) && k != "shape" {
+            return Err(format!("its attribute `{k}` = {a} uses a symbolic size as a value"));
+        }
+    }
+    let short = d.name.strip_prefix("ten.").unwrap_or("");
+    match short {
+        "reduce" => on(&ints("dims"), "reduces over"),
+        "dot_general" => {
+            on(&ints("lhs_contract"), "contracts over")?;
+            let ys = sym_dims(m, d.operands[1]);
+            match ints("rhs_contract").iter().find(|&&i| ys[i as usize]) {
+                Some(&i) => Err(format!("it contracts over dim {i} of its right operand, of symbolic size `{}`", size(d.operands[1], i as usize))),
+                None => Ok(()),
+            }
+        }
+        "reshape" => {
+            let rs = sym_dims(m, d.results[0]);
+            if xs.iter().skip(1).any(|&s| s) || rs.iter().skip(1).any(|&s| s) {
+                Err("it reshapes with a symbolic dim other than dim 0 (the padding would interleave with real elements)".into())
+            } else {
+                Ok(())
+            }
+        }
+        "slice" => {
+            let (start, step) = (ints("start"), ints("step"));
+            let rt = m.ty(d.results[0]).tensor().map(|t| t.dims.clone()).unwrap_or_default();
+            let xt = m.ty(x).tensor().map(|t| t.dims.clone()).unwrap_or_default();
+            match (0..xs.len()).find(|&i| xs[i] && (start[i] != 0 || step[i] != 1 || rt[i] != xt[i])) {
+                Some(i) => Err(format!("it slices dim {i}, of symbolic size `{}`, to a part of it", xt[i])),
+                None => Ok(()),
+            }
+        }
+        "concat" => {
+            let dim = d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0);
+            let rs = sym_dims(m, d.results[0]);
+            if rs.get(dim as usize).copied().unwrap_or(false) {
+                Err(format!("it concatenates along dim {dim}, of symbolic size `{}`", size(d.results[0], dim as usize)))
+            } else {
+                Ok(())
+            }
+        }
+        "pad" => {
+            let (lo, hi) = (ints("low"), ints("high"));
+            on(&(0..xs.len() as i64).filter(|&i| lo[i as usize] != 0 || hi[i as usize] != 0).collect::<Vec<_>>(), "pads")
+        }
+        "reverse" => on(&ints("dims"), "reverses"),
+        "cumsum" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "accumulates along"),
+        "gather" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "gathers along"),
+        "windows" => {
+            let n = ints("kernel").len();
+            on(&((xs.len() - n) as i64..xs.len() as i64).collect::<Vec<_>>(), "slides windows along")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A copy of the module with every symbol replaced by its value in `env`: all types and `shape`
+/// attributes become static.
+pub fn specialize(m: &Module, env: &BTreeMap<String, i64>) -> Result<Module, String> {
+    let mut out = m.clone();
+    let lookup = |s: &str| env.get(s).copied();
+    let eval = |e: &SymExpr| e.eval(&lookup).ok_or_else(|| format!("cannot evaluate `{e}` with {env:?}"));
+    let mut ops = Vec::new();
+    m.walk(m.top, &mut |op| ops.push(op));
+    let mut values: Vec<Value> = Vec::new();
+    for &op in &ops {
+        values.extend(m.op(op).results.iter().copied());
+        for &r in &m.op(op).regions {
+            for &b in &m.region(r).blocks {
+                values.extend(m.block(b).args.iter().copied());
+            }
+        }
+    }
+    for v in values {
+        if let Type::Tensor(t) = m.ty(v) {
+            if t.dims.iter().any(|d| d.as_const().is_none()) {
+                let dims = t.dims.iter().map(|d| eval(d).map(SymExpr::Const)).collect::<Result<Vec<_>, _>>()?;
+                out.set_ty(v, Type::Tensor(TensorType::new(dims, t.dtype)));
+            }
+        }
+    }
+    for &op in &ops {
+        let fixed: Vec<(String, Attr)> = m
+            .op(op)
+            .attrs
+            .iter()
+            .filter_map(|(k, a)| match a {
+                Attr::Dims(v) => Some(v.iter().map(|e| eval(e).map(SymExpr::Const)).collect::<Result<Vec<_>, _>>().map(|v| (k.clone(), Attr::dims(v)))),
+                _ => None,
+            })
+            .collect::<Result<_, _>>()?;
+        for (k, a) in fixed {
+            out.op_mut(op).attrs.insert(k, a);
+        }
+    }
+    out.attrs.remove("ember.symbols");
+    Ok(out)
+}
