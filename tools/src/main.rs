@@ -49,7 +49,8 @@ archive: parameters, buffers and constants are function arguments named by `embe
     },
     /// Compile a model for a target into an artifact directory.
     #[command(after_help = "Example:\n  ember compile testdata/models/mlp.pt2 --target cpu -o out/\n\nTargets: cpu (native code via LLVM; `ember run` runs it), tpu (StableHLO; `ember run` runs it on
-XLA through the Python env), trainium (not built yet).
+XLA through the Python env), trainium (HLO for neuronx-cc + NKI kernels; `ember run` runs the
+portable HLO on XLA CPU).
 An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compile leaves nothing.")]
     Compile {
         /// The model: a .pt2 archive from torch.export.save.
@@ -60,6 +61,24 @@ An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compil
         /// The artifact directory to create.
         #[arg(short, long)]
         output: PathBuf,
+        /// trainium: compute f64 values in f32 (Neuron has no fp64) instead of refusing them.
+        #[arg(long)]
+        allow_downcast: bool,
+        /// trainium: keep int64 (neuronx-cc --native-int64, trn2+) instead of narrowing to int32.
+        #[arg(long)]
+        native_int64: bool,
+    },
+    /// Print (or write into a directory) the verified NKI kernels of a module's fusion groups.
+    #[command(after_help = "Example:\n  ember nki testdata/targets/trainium/gemm_epilogue.mlir -o kernels/\n\n\
+Each fusion group of @main with a kernel kind (gemm, softmax, layer_norm, rms_norm, attention)\n\
+gets a tile plan, checked against the Trn2 tile and buffer limits, and NKI source `<name>.py`;\n\
+with -o, also `<name>.stablehlo.mlir`: the group's body alone, to check the kernel against.")]
+    Nki {
+        /// A module (.mlir, or a .pt2 archive) with ember.fusion_group ops.
+        input: PathBuf,
+        /// A directory for `<name>.py` and `<name>.stablehlo.mlir` (standard output when absent).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
     #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
@@ -204,7 +223,25 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             })?;
             emit(&m.to_string(), output.as_deref())
         }
-        Cmd::Compile { model, target, output } => {
+        Cmd::Nki { input, output } => {
+            let mut m = load_module(&input)?;
+            let kernels = ember_compiler::trainium::kernels_of(&mut m)?;
+            match output {
+                Some(dir) => {
+                    std::fs::create_dir_all(&dir).map_err(|e| Failure(format!("cannot create `{}`: {e}", dir.display())))?;
+                    for (name, src, region) in &kernels {
+                        emit(src, Some(&dir.join(format!("{name}.py"))))?;
+                        emit(region, Some(&dir.join(format!("{name}.stablehlo.mlir"))))?;
+                    }
+                    Ok(())
+                }
+                None => {
+                    let text: String = kernels.iter().map(|(name, src, _)| format!("# ---- kernels/{name}.py ----\n{src}")).collect();
+                    emit(&text, None)
+                }
+            }
+        }
+        Cmd::Compile { model, target, output, allow_downcast, native_int64 } => {
             let target = Target::parse(&target).expect("clap checked the target");
             let pb = spinner(format!("importing {}", model.display()));
             let imported = ember_compiler::import_path(&model);
@@ -230,19 +267,25 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                         output.display(), man.inputs.len(), man.weights.len(), man.outputs.len(), output.display());
                     Ok(())
                 }
-                t => Err(Failure(format!(
-                    "target `{}` is not built yet: this Ember compiles for cpu and tpu only",
-                    t.name()
-                ))),
+                Target::Trainium => {
+                    let pb = spinner(format!("compiling for trainium into {}", output.display()));
+                    let opts = ember_compiler::trainium::Options { allow_downcast, native_int64 };
+                    let r = ember_compiler::trainium::compile(imported, &output, &opts);
+                    pb.finish_and_clear();
+                    let man = r.map_err(Failure)?;
+                    eprintln!("wrote {} (HLO for neuronx-cc, {} NKI kernels); run the portable form on XLA CPU with `ember run`",
+                        output.display(), man.kernels.len());
+                    Ok(())
+                }
             }
         }
         Cmd::Run { artifact: dir, inputs, outputs, repeat } => {
             let h = artifact::read_header(&dir)?;
-            if h.target == "tpu" {
+            if h.target == "tpu" || h.target == "trainium" {
                 return run_xla(&dir, &inputs, &outputs, repeat);
             }
             if h.target != "cpu" {
-                return Err(Failure(format!("target `{}` is not built yet: this Ember runs cpu and tpu artifacts only", h.target)));
+                return Err(Failure(format!("target `{}` is not built yet: this Ember runs cpu, tpu and trainium artifacts only", h.target)));
             }
             let prog = ember_targets::cpu::Program::load(&dir).map_err(|e| Failure(format!("`{}`: {e}", dir.display())))?;
             let mut arrays = ember_compiler::npz::read_npz(&inputs)?;

@@ -19,6 +19,7 @@ Command line (``ember run`` on a tpu artifact calls this)::
 
     python -m ember.xla run ARTIFACT_DIR --inputs IN.npz --outputs OUT.npz
     python -m ember.xla verify module.stablehlo.mlir
+    python -m ember.xla to-hlo model.stablehlo.mlir   # -> model.hlo_module.pb + model.hlo.txt
 
 ``IN.npz`` holds ``arg0, arg1, ...`` in user-input order; ``OUT.npz`` gets
 ``out0, out1, ...`` in user-output order (the layout ``python -m ember.export``
@@ -46,7 +47,7 @@ import numpy as np
 
 JAX_VERSION = "0.10.2"
 
-__all__ = ["JAX_VERSION", "XlaError", "run_stablehlo", "verify", "load_artifact", "run_artifact", "main"]
+__all__ = ["JAX_VERSION", "XlaError", "run_stablehlo", "verify", "to_hlo", "run_hlo", "load_artifact", "run_artifact", "main"]
 
 
 class XlaError(Exception):
@@ -139,6 +140,37 @@ def verify(text: str) -> None:
             raise ValueError("StableHLO does not verify")
 
 
+def to_hlo(text: str) -> tuple[bytes, str]:
+    """StableHLO text -> (serialized XLA HloModuleProto, HLO text), by XLA's own converter.
+
+    This is what the trainium target hands to neuronx-cc (``--framework XLA``)."""
+    _jax()
+    from jaxlib import xla_client as xc
+
+    try:
+        comp = xc._xla.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False, return_tuple=False)
+    except Exception as exc:  # jaxlib raises its own error types here
+        raise ValueError(f"StableHLO -> HLO conversion failed: {exc}") from exc
+    return comp.as_serialized_hlo_module_proto(), comp.as_hlo_text()
+
+
+def run_hlo(proto: bytes, inputs: Sequence[np.ndarray], platform: str | None = None) -> list[np.ndarray]:
+    """Runs a serialized HloModuleProto (converted back to StableHLO by XLA) on the PJRT client."""
+    return run_stablehlo(_hlo_to_stablehlo_text(proto), inputs, platform)
+
+
+def _hlo_to_stablehlo_text(proto: bytes) -> str:
+    """XLA's HLO -> StableHLO converter returns MLIR bytecode (with `mhlo.*` attributes)."""
+    _jax()
+    from jaxlib import xla_client as xc
+    from jaxlib.mlir import ir
+
+    ctx = _mlir_context()
+    ctx.allow_unregistered_dialects = True
+    with ctx:
+        return str(ir.Module.parse(xc._xla.mlir.hlo_to_stablehlo(proto)))
+
+
 _DTYPES = {
     "i1": "bool",
     "i8": "int8",
@@ -189,9 +221,17 @@ class Artifact:
         if version.split(".")[0] != "1":
             raise XlaError(f"{path} has format_version {version!r}; this ember.xla reads major 1. Recompile the model.")
         target = self.manifest.get("target")
-        if target != "tpu":
-            raise XlaError(f"`{self.dir}` is a {target} artifact; ember.xla runs tpu artifacts (use `ember run` for cpu)")
-        self.text = (self.dir / self.manifest.get("module", "module.stablehlo.mlir")).read_text()
+        if target not in ("tpu", "trainium"):
+            raise XlaError(f"`{self.dir}` is a {target} artifact; ember.xla runs tpu and trainium artifacts (use `ember run` for cpu)")
+        self.target = target
+        module = self.dir / self.manifest.get("module", "module.stablehlo.mlir")
+        if target == "trainium":
+            # The portable HLO proto itself (not the StableHLO it came from) is what runs.
+            self.text = _hlo_to_stablehlo_text(module.read_bytes())
+        else:
+            self.text = module.read_text()
+        # trainium: int64 inputs/weights narrowed to int32 in the HLO, int64 outputs widened back.
+        self.narrowed = set(self.manifest.get("narrowed", []))
         blob = np.fromfile(self.dir / "weights.bin", dtype=np.uint8) if self.manifest["weights"] else np.zeros(0, np.uint8)
         n_args = len(self.manifest["inputs"]) + len(self.manifest["weights"])
         self.args: list[np.ndarray | None] = [None] * n_args
@@ -201,7 +241,19 @@ class Artifact:
             start, n = int(w["offset"]), int(w["bytes"])
             if start + n > blob.size:
                 raise XlaError(f"weights.bin is shorter than the manifest says (weight `{w['name']}`)")
-            self.args[w["arg"]] = blob[start : start + n].view(dt).reshape(shape)
+            self.args[w["arg"]] = self._narrow(blob[start : start + n].view(dt).reshape(shape), w["arg"], f"weight `{w['name']}`")
+
+    def _narrow(self, a: np.ndarray, arg: int, what: str) -> np.ndarray:
+        if f"arg{arg}" not in self.narrowed:
+            return a
+        info = np.iinfo(np.int32)
+        if a.size and (a.min() < info.min or a.max() > info.max):
+            raise XlaError(f"{what} has int64 values outside int32, to which Neuron narrows int64; recompile with --native-int64")
+        return a.astype(np.int32)
+
+    def widen(self, outs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Outputs in the model's dtypes (int32 results of narrowed int64 outputs back to int64)."""
+        return [o.astype(np.int64) if f"out{i}" in self.narrowed else o for i, o in enumerate(outs)]
 
     def bind(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """`@main`'s arguments: the weights with `inputs` (user-input order) in their slots."""
@@ -217,7 +269,7 @@ class Artifact:
                 raise XlaError(f"input {i} (`{spec['name']}`) must be {dt}, got {a.dtype}")
             if a.shape != shape:
                 raise XlaError(f"input {i} (`{spec['name']}`) must have shape {list(shape)}, got {list(a.shape)}")
-            args[spec["arg"]] = a
+            args[spec["arg"]] = self._narrow(a, spec["arg"], f"input {i} (`{spec['name']}`)")
         return args  # type: ignore[return-value]
 
 
@@ -228,7 +280,7 @@ def load_artifact(directory: str | os.PathLike[str]) -> Artifact:
 def run_artifact(directory: str | os.PathLike[str], inputs: Sequence[np.ndarray], platform: str | None = None) -> list[np.ndarray]:
     """Runs a tpu artifact on `inputs` (user-input order); returns the outputs in order."""
     art = Artifact(directory)
-    return run_stablehlo(art.text, art.bind(inputs), platform)
+    return art.widen(run_stablehlo(art.text, art.bind(inputs), platform))
 
 
 def _run_cli(ns: argparse.Namespace) -> None:
@@ -257,6 +309,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
             f"median {times[len(times) // 2]:.4f} ms over {ns.repeat} runs (min {times[0]:.4f}, max {times[-1]:.4f})",
             file=sys.stderr,
         )
+    outs = art.widen(outs)
     tmp = Path(ns.outputs).with_name(f".{Path(ns.outputs).name}.tmp-{os.getpid()}.npz")
     np.savez(tmp, **{f"out{i}": o for i, o in enumerate(outs)})
     os.replace(tmp, ns.outputs)
@@ -276,10 +329,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--platform", default=None, help="PJRT platform (default cpu, or $EMBER_XLA_PLATFORM)")
     v = sub.add_parser("verify", help="parse and verify a StableHLO file with jaxlib's MLIR bindings")
     v.add_argument("file")
+    h = sub.add_parser("to-hlo", help="convert X.stablehlo.mlir files to X.hlo_module.pb + X.hlo.txt (XLA's converter)")
+    h.add_argument("files", nargs="+")
     ns = p.parse_args(argv)
     try:
         if ns.cmd == "run":
             _run_cli(ns)
+        elif ns.cmd == "to-hlo":
+            for f in ns.files:
+                proto, text = to_hlo(Path(f).read_text())
+                stem = str(f).removesuffix(".mlir").removesuffix(".stablehlo")
+                Path(stem + ".hlo_module.pb").write_bytes(proto)
+                Path(stem + ".hlo.txt").write_text(text)
         else:
             verify(Path(ns.file).read_text())
     except (XlaError, ValueError, OSError) as exc:

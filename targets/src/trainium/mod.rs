@@ -1,0 +1,160 @@
+//! The trainium target: HLO for neuronx-cc plus NKI kernels for fusion groups.
+//!
+//! - [`groups`] reads the `ember.fusion_group`s of `@main` (the optimizer's contract: kind,
+//!   operands, parameters; see ARCHITECTURE.md) into [`Group`]s;
+//! - [`kernels::generate`] builds each group's tile plan, checks it with [`verify`] and renders
+//!   NKI Python source;
+//! - the HLO side (portable and Neuron forms, legalization) is driven by
+//!   `ember_compiler::trainium`, which reuses the tpu target's StableHLO emitter and XLA's own
+//!   StableHLO -> HLO converter through `ember.xla`.
+//!
+//! Nothing here has run on Neuron hardware: kernels are checked in Ember's numpy reference
+//! interpreter (`ember.nki_interp`, not AWS's simulator) and HLO on XLA's CPU client.
+
+pub mod kernels;
+pub mod verify;
+
+use ember_ir::{Attr, Module, OpId};
+
+pub const FUSION_GROUP: &str = "ember.fusion_group";
+/// Kinds that get an NKI kernel; other groups (`loop`) stay plain HLO.
+pub const KERNEL_KINDS: [&str; 5] = ["gemm", "softmax", "layer_norm", "rms_norm", "attention"];
+
+/// One fusion group as a kernel sees it: static shapes and the parameters of its kind.
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub op: OpId,
+    /// `<kind>_<index among @main's groups>`: the kernel's function and file name.
+    pub name: String,
+    pub kind: String,
+    /// The group's location (`node `x` (from file.py:3)`), for messages.
+    pub at: String,
+    pub inputs: Vec<Vec<i64>>,
+    pub output: Vec<i64>,
+    /// gemm: `none`/`relu`/`gelu`/`gelu_tanh`/`silu`.
+    pub activation: String,
+    /// gemm: the rhs is `[N, K]` (contracted on its last dim).
+    pub rhs_transposed: bool,
+    pub eps: f64,
+    pub scale: f64,
+}
+
+impl Group {
+    /// `kernel `gemm_0` (gemm group at node `addmm` (from m.py:3))`.
+    pub fn what(&self) -> String {
+        let at = if self.at.is_empty() { String::new() } else { format!(" at {}", self.at) };
+        format!("kernel `{}` ({} group{at})", self.name, self.kind)
+    }
+}
+
+/// The fusion groups of `@main`'s body in program order, each with a kernel kind, read into
+/// [`Group`]s. Groups of other kinds are skipped (they stay plain HLO).
+pub fn groups(m: &Module) -> Result<Vec<Group>, String> {
+    let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
+    let mut out = Vec::new();
+    let mut index = 0;
+    for &op in &m.block(m.entry(f)).ops {
+        let d = m.op(op);
+        if d.name != FUSION_GROUP {
+            continue;
+        }
+        let kind = d.attrs.get("kind").and_then(|a| a.as_str()).unwrap_or("").to_string();
+        let name = format!("{kind}_{index}");
+        index += 1;
+        if !KERNEL_KINDS.contains(&kind.as_str()) {
+            continue;
+        }
+        let g = read_group(m, op, name, kind)?;
+        out.push(g);
+    }
+    Ok(out)
+}
+
+fn read_group(m: &Module, op: OpId, name: String, kind: String) -> Result<Group, String> {
+    let d = m.op(op);
+    let at = d.loc.describe();
+    let mut g = Group {
+        op,
+        name,
+        kind,
+        at,
+        inputs: Vec::new(),
+        output: Vec::new(),
+        activation: "none".into(),
+        rhs_transposed: false,
+        eps: 0.0,
+        scale: 1.0,
+    };
+    let what = g.what();
+    let shape = |v| -> Result<Vec<i64>, String> {
+        let t = m.ty(v).tensor().ok_or_else(|| format!("{what}: operands and results must be tensors"))?;
+        if t.dtype != ember_ir::DType::F32 {
+            return Err(format!("{what}: NKI kernels are generated for f32 only, found {}", m.ty(v)));
+        }
+        t.static_shape().ok_or_else(|| format!("{what}: symbolic shape {}; the trainium target needs static shapes", m.ty(v)))
+    };
+    for &v in &d.operands {
+        g.inputs.push(shape(v)?);
+    }
+    if d.results.len() != 1 {
+        return Err(format!("{what}: a kernel group must have exactly one result, found {}", d.results.len()));
+    }
+    g.output = shape(d.results[0])?;
+    let attr_f = |k: &str| d.attrs.get(k).and_then(|a| a.as_float());
+    let need = |n: usize| -> Result<(), String> {
+        if g.inputs.len() < n {
+            return Err(format!("{what}: needs at least {n} operands, found {}", g.inputs.len()));
+        }
+        Ok(())
+    };
+    match g.kind.as_str() {
+        "gemm" => {
+            need(2)?;
+            g.activation = d.attrs.get("activation").and_then(|a| a.as_str()).unwrap_or("none").to_string();
+            g.rhs_transposed = gemm_layout(m, op).map_err(|e| format!("{what}: {e}"))?;
+        }
+        "softmax" => {
+            need(1)?;
+            let rank = g.inputs[0].len() as i64;
+            let dim = d.attrs.get("dim").and_then(|a| a.as_int()).unwrap_or(-1);
+            if dim != -1 && dim != rank - 1 {
+                return Err(format!("{what}: softmax over dim {dim}; the kernel normalizes the last dim only"));
+            }
+        }
+        "layer_norm" | "rms_norm" => {
+            need(1)?;
+            g.eps = attr_f("eps").ok_or_else(|| format!("{what}: missing `eps`"))?;
+        }
+        _ => {
+            need(3)?;
+            g.scale = attr_f("scale").ok_or_else(|| format!("{what}: missing `scale`"))?;
+        }
+    }
+    Ok(g)
+}
+
+/// The body's `ten.dot_general` must read block args 0 (lhs `[..., M, K]`, contracted on its last
+/// dim) and 1 (rhs `[K, N]`, or `[N, K]`: returns true), with no batch dims.
+fn gemm_layout(m: &Module, group: OpId) -> Result<bool, String> {
+    let body = m.entry(group);
+    let args = &m.block(body).args;
+    let dots: Vec<OpId> = m.block(body).ops.iter().copied().filter(|&o| m.op(o).name == "ten.dot_general").collect();
+    let [dot] = dots.as_slice() else {
+        return Err(format!("a gemm group holds exactly one ten.dot_general, found {}", dots.len()));
+    };
+    let d = m.op(*dot);
+    if d.operands.len() != 2 || d.operands[0] != args[0] || d.operands[1] != args[1] {
+        return Err("the gemm kernel needs the dot_general to read the group's first two operands directly".into());
+    }
+    let ints = |k: &str| d.attrs.get(k).and_then(Attr::as_ints).map(|v| v.to_vec()).unwrap_or_default();
+    let lhs_rank = m.ty(args[0]).tensor().map_or(0, |t| t.dims.len()) as i64;
+    let rhs_rank = m.ty(args[1]).tensor().map_or(0, |t| t.dims.len());
+    if !ints("lhs_batch").is_empty() || !ints("rhs_batch").is_empty() || rhs_rank != 2 || ints("lhs_contract") != [lhs_rank - 1] {
+        return Err("the gemm kernel supports lhs [..., M, K] x rhs [K, N] or [N, K] without batch dims".into());
+    }
+    match ints("rhs_contract").as_slice() {
+        [0] => Ok(false),
+        [1] => Ok(true),
+        other => Err(format!("rhs contracting dims {other:?} are not supported")),
+    }
+}
