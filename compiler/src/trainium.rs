@@ -353,6 +353,37 @@ fn to_hlo(texts: &[&str]) -> R<Vec<(Vec<u8>, String)>> {
     result
 }
 
+/// Custom-call targets neuronx-cc accepts (others fail there); Ember emits only the kernel one.
+pub const NEURON_CUSTOM_CALLS: [&str; 16] = [
+    "AwsNeuronErf",
+    "AwsNeuronGelu",
+    "AwsNeuronGeluApprxTanh",
+    "AwsNeuronGeluBackward",
+    "AwsNeuronSilu",
+    "AwsNeuronSiluBackward",
+    "AwsNeuronRmsNorm",
+    "AwsNeuronSoftmax",
+    "AwsNeuronSoftmaxBackward",
+    "AwsNeuronCollectiveMatmul",
+    "AwsNeuronIntMatmult",
+    "AwsNeuronArgMax",
+    "AwsNeuronArgMin",
+    "AwsNeuronTopK",
+    "AwsNeuronCustomNativeKernel",
+    "AwsNeuronCustomOp",
+];
+
+/// Every `custom_call_target` in HLO text must be one neuronx-cc accepts.
+fn check_custom_calls(hlo: &str) -> R<()> {
+    for part in hlo.split("custom_call_target=\"").skip(1) {
+        let target = part.split('"').next().unwrap_or("");
+        if !NEURON_CUSTOM_CALLS.contains(&target) {
+            return Err(format!("the HLO has a custom call to `{target}`, which neuronx-cc does not accept"));
+        }
+    }
+    Ok(())
+}
+
 const BUILD_SCRIPT: &str = include_str!("trainium_build_on_neuron_host.py");
 
 pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
@@ -365,6 +396,9 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
     let (narrow_args, narrow_res) = legalize(&mut m, opts)?;
     let e = emit(&m)?;
     let hlo = to_hlo(&[&e.portable, &e.neuron])?;
+    for (_, text) in &hlo {
+        check_custom_calls(text)?;
+    }
     let io = |x: &crate::artifact::Io| IoInfo { name: x.name.clone(), arg: x.index, dtype: x.dtype.clone(), dims: x.dims.clone() };
     let mut narrowed = Vec::new();
     for x in packed.inputs.iter().chain(packed.weights.iter().map(|(x, _, _)| x)) {
@@ -436,10 +470,10 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
     Ok(manifest)
 }
 
-/// `ember nki FILE.mlir`: the kernels of a module's fusion groups (lowered, not legalized), each
-/// as `(name, NKI source, region StableHLO)`. For snapshot cases and the interpreter tests.
-pub fn kernels_of(m: &mut Module) -> R<Vec<(String, String, String)>> {
+/// `ember trainium FILE`: lowers and legalizes a module and emits everything but the HLO
+/// conversion (kernels with their regions, portable and Neuron StableHLO).
+pub fn inspect(m: &mut Module, opts: &Options) -> R<Emitted> {
     crate::artifact::lower(m)?;
-    let e = emit(m)?;
-    Ok(e.kernels.into_iter().map(|(k, _, r)| (k.name, k.source, r)).collect())
+    legalize(m, opts)?;
+    emit(m)
 }

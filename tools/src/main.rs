@@ -53,7 +53,7 @@ XLA through the Python env), trainium (HLO for neuronx-cc + NKI kernels; `ember 
 portable HLO on XLA CPU).
 An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compile leaves nothing.")]
     Compile {
-        /// The model: a .pt2 archive from torch.export.save.
+        /// The model: a .pt2 archive from torch.export.save (or an .mlir module without weights).
         model: PathBuf,
         /// cpu, tpu or trainium.
         #[arg(long, value_parser = ["cpu", "tpu", "trainium"])]
@@ -68,17 +68,29 @@ An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compil
         #[arg(long)]
         native_int64: bool,
     },
-    /// Print (or write into a directory) the verified NKI kernels of a module's fusion groups.
-    #[command(after_help = "Example:\n  ember nki testdata/targets/trainium/gemm_epilogue.mlir -o kernels/\n\n\
-Each fusion group of @main with a kernel kind (gemm, softmax, layer_norm, rms_norm, attention)\n\
-gets a tile plan, checked against the Trn2 tile and buffer limits, and NKI source `<name>.py`;\n\
-with -o, also `<name>.stablehlo.mlir`: the group's body alone, to check the kernel against.")]
-    Nki {
-        /// A module (.mlir, or a .pt2 archive) with ember.fusion_group ops.
+    /// Show what the trainium target makes of a module: NKI kernels or legalized StableHLO.
+    #[command(after_help = "Examples:\n  ember trainium testdata/targets/trainium/gemm_ragged_gelu_residual.mlir -o kernels/\n  \
+ember trainium model.mlir --emit stablehlo --native-int64\n\n\
+--emit kernels: each fusion group of @main with a kernel kind (gemm, softmax, layer_norm,\n\
+rms_norm, attention) gets a tile plan, checked against the Trn2 tile and buffer limits, and NKI\n\
+source `<name>.py`; with -o DIR, also `<name>.stablehlo.mlir`: the group's body alone, to check\n\
+the kernel against. --emit stablehlo: the portable and Neuron forms of the whole module after\n\
+legalization for Neuron (what `ember compile --target trainium` converts to HLO).")]
+    Trainium {
+        /// A module (.mlir, or a .pt2 archive), usually with ember.fusion_group ops.
         input: PathBuf,
-        /// A directory for `<name>.py` and `<name>.stablehlo.mlir` (standard output when absent).
+        /// `kernels` or `stablehlo`.
+        #[arg(long, value_parser = ["kernels", "stablehlo"], default_value = "kernels")]
+        emit: String,
+        /// kernels: a directory for `<name>.py` and `<name>.stablehlo.mlir` (standard output when absent).
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Compute f64 values in f32 (Neuron has no fp64) instead of refusing them.
+        #[arg(long)]
+        allow_downcast: bool,
+        /// Keep int64 (neuronx-cc --native-int64, trn2+) instead of narrowing to int32.
+        #[arg(long)]
+        native_int64: bool,
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
     #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
@@ -223,30 +235,39 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             })?;
             emit(&m.to_string(), output.as_deref())
         }
-        Cmd::Nki { input, output } => {
+        Cmd::Trainium { input, emit: what, output, allow_downcast, native_int64 } => {
             let mut m = load_module(&input)?;
-            let kernels = ember_compiler::trainium::kernels_of(&mut m)?;
+            let opts = ember_compiler::trainium::Options { allow_downcast, native_int64 };
+            let e = ember_compiler::trainium::inspect(&mut m, &opts)?;
+            if what == "stablehlo" {
+                return emit(&format!("// ---- portable form ----\n{}// ---- Neuron form ----\n{}", e.portable, e.neuron), output.as_deref());
+            }
             match output {
                 Some(dir) => {
                     std::fs::create_dir_all(&dir).map_err(|e| Failure(format!("cannot create `{}`: {e}", dir.display())))?;
-                    for (name, src, region) in &kernels {
-                        emit(src, Some(&dir.join(format!("{name}.py"))))?;
-                        emit(region, Some(&dir.join(format!("{name}.stablehlo.mlir"))))?;
+                    for (k, _, region) in &e.kernels {
+                        emit(&k.source, Some(&dir.join(format!("{}.py", k.name))))?;
+                        emit(region, Some(&dir.join(format!("{}.stablehlo.mlir", k.name))))?;
                     }
                     Ok(())
                 }
                 None => {
-                    let text: String = kernels.iter().map(|(name, src, _)| format!("# ---- kernels/{name}.py ----\n{src}")).collect();
+                    let text: String = e.kernels.iter().map(|(k, _, _)| format!("# ---- kernels/{}.py ----\n{}", k.name, k.source)).collect();
                     emit(&text, None)
                 }
             }
         }
         Cmd::Compile { model, target, output, allow_downcast, native_int64 } => {
             let target = Target::parse(&target).expect("clap checked the target");
-            let pb = spinner(format!("importing {}", model.display()));
-            let imported = ember_compiler::import_path(&model);
-            pb.finish_and_clear();
-            let imported = imported?;
+            let imported = if model.extension().is_some_and(|e| e == "mlir") {
+                // A module without weights (every argument an `ember.input`), e.g. a test case.
+                ember_compiler::Imported { module: load_module(&model)?, weights: vec![] }
+            } else {
+                let pb = spinner(format!("importing {}", model.display()));
+                let imported = ember_compiler::import_path(&model);
+                pb.finish_and_clear();
+                imported?
+            };
             match target {
                 Target::Cpu => {
                     let pb = spinner(format!("compiling for cpu into {}", output.display()));

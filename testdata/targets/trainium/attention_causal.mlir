@@ -1,4 +1,4 @@
-// RUN: nki %s
+// RUN: trainium %s
 func.func @main(%x0: tensor<2x4x16x16xf32> {ember.input = "x0"}, %x1: tensor<2x4x16x16xf32> {ember.input = "x1"}, %x2: tensor<2x4x16x16xf32> {ember.input = "x2"}, %x3: tensor<16x16xf32> {ember.input = "x3"}) -> (tensor<2x4x16x16xf32> {ember.output = "y"}) {
   %0 = "ember.fusion_group"(%x0, %x1, %x2, %x3) ({
   ^bb0(%a0: tensor<2x4x16x16xf32>, %a1: tensor<2x4x16x16xf32>, %a2: tensor<2x4x16x16xf32>, %a3: tensor<16x16xf32>):

@@ -1,4 +1,4 @@
-// RUN: nki %s
+// RUN: trainium %s
 func.func @main(%x0: tensor<2x129x64xf32> {ember.input = "x0"}, %x1: tensor<64xf32> {ember.input = "x1"}) -> (tensor<2x129x64xf32> {ember.output = "y"}) {
   %0 = "ember.fusion_group"(%x0, %x1) ({
   ^bb0(%a0: tensor<2x129x64xf32>, %a1: tensor<64xf32>):

@@ -1,4 +1,4 @@
-// RUN: nki %s
+// RUN: trainium %s
 func.func @main(%x0: tensor<2x65x33xf32> {ember.input = "x0"}) -> (tensor<2x65x33xf32> {ember.output = "y"}) {
   %0 = "ember.fusion_group"(%x0) ({
   ^bb0(%a0: tensor<2x65x33xf32>):
