@@ -277,18 +277,28 @@ pub struct Emitted {
     pub neuron: String,
 }
 
+/// The tpu emitter's text for a module; its messages name this target.
+fn stablehlo(m: &Module) -> R<String> {
+    ember_targets::tpu::emit(m).map_err(|e| {
+        e.replace(
+            "the tpu target needs static shapes",
+            "the trainium target needs static shapes (neuronx-cc compiles one NEFF per shape; one HLO module per bucket is not built yet)",
+        )
+    })
+}
+
 pub fn emit(m: &Module) -> R<Emitted> {
     let groups = trainium::groups(m)?;
     let mut kernels = Vec::new();
     let mut funcs = String::new();
     for g in groups {
         let k = trainium::kernels::generate(&g)?;
-        let region = ember_targets::tpu::emit(&region_module(m, g.op)?).map_err(|e| format!("{}: {e}", g.what()))?;
+        let region = stablehlo(&region_module(m, g.op)?).map_err(|e| format!("{}: {e}", g.what()))?;
         funcs.push_str(&kernel_func(&region, &g.name));
         kernels.push((k, g, region));
     }
     let groups: Vec<Group> = kernels.iter().map(|(_, g, _)| g.clone()).collect();
-    let main = ember_targets::tpu::emit(&with_calls(m, &groups)?)?;
+    let main = stablehlo(&with_calls(m, &groups)?)?;
     let (first, rest) = main.split_once('\n').ok_or("empty StableHLO")?;
     let portable = format!("{first}\n{funcs}{rest}");
     let mut neuron = main.clone();

@@ -182,7 +182,7 @@ fn emit(text: &str, output: Option<&Path>) -> Result<(), Failure> {
 /// `ember run` on a tpu artifact: hands it to `python -m ember.xla run` (the one module that uses
 /// jaxlib) with the Python in `EMBER_PYTHON`, else `~/.cache/ember/venv/bin/python`. The runner's
 /// exit code and messages are passed through.
-fn run_xla(dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<(), Failure> {
+fn run_xla(target: &str, dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<(), Failure> {
     let how = format!(
         "python -m ember.xla run {} --inputs {} --outputs {}",
         dir.display(),
@@ -197,7 +197,7 @@ fn run_xla(dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<(
                 Some(p) => p,
                 None => {
                     return Err(Failure(format!(
-                        "`{}` is a tpu artifact: it runs on XLA through jaxlib, not in this binary. Run\n  {how}\nwith a Python that has jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv), or set EMBER_PYTHON to one",
+                        "`{}` is a {target} artifact: it runs on XLA through jaxlib, not in this binary. Run\n  {how}\nwith a Python that has jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv), or set EMBER_PYTHON to one",
                         dir.display()
                     )))
                 }
@@ -210,7 +210,7 @@ fn run_xla(dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<(
         cmd.arg("--repeat").arg(repeat.to_string());
     }
     let status = cmd.status().map_err(|e| {
-        Failure(format!("`{}` is a tpu artifact, run by `{how}`; cannot start `{}`: {e} (set EMBER_PYTHON to a Python with jax 0.10.2 and the ember package)", dir.display(), python.display()))
+        Failure(format!("`{}` is a {target} artifact, run by `{how}`; cannot start `{}`: {e} (set EMBER_PYTHON to a Python with jax 0.10.2 and the ember package)", dir.display(), python.display()))
     })?;
     match status.code() {
         Some(0) => Ok(()),
@@ -303,7 +303,7 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
         Cmd::Run { artifact: dir, inputs, outputs, repeat } => {
             let h = artifact::read_header(&dir)?;
             if h.target == "tpu" || h.target == "trainium" {
-                return run_xla(&dir, &inputs, &outputs, repeat);
+                return run_xla(&h.target, &dir, &inputs, &outputs, repeat);
             }
             if h.target != "cpu" {
                 return Err(Failure(format!("target `{}` is not built yet: this Ember runs cpu, tpu and trainium artifacts only", h.target)));

@@ -5,11 +5,13 @@
 //! - Round-trip, mlir-opt acceptance and determinism over every module the cases produce.
 //! - Bad-input classes for the frontend, built from a real archive.
 //! - The TPU target (`tpu.rs`): StableHLO snapshot cases, artifacts, the CLI.
+//! - The trainium target (`trainium.rs`): deterministic artifacts, static shapes.
 
 mod bad_input;
 mod cpu;
 mod cases;
 mod tpu;
+mod trainium;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

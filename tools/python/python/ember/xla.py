@@ -224,6 +224,8 @@ class Artifact:
         if target not in ("tpu", "trainium"):
             raise XlaError(f"`{self.dir}` is a {target} artifact; ember.xla runs tpu and trainium artifacts (use `ember run` for cpu)")
         self.target = target
+        if "module" not in self.manifest and target == "trainium":
+            raise XlaError(f"{path} names no `module`; recompile the model")
         module = self.dir / self.manifest.get("module", "module.stablehlo.mlir")
         if target == "trainium":
             # The portable HLO proto itself (not the StableHLO it came from) is what runs.
