@@ -304,13 +304,30 @@ def test_model_hlo_matches_eager(model: Path, tmp_path: Path) -> None:
     assert outs and len(outs) == len(have.files)
     for k in outs:
         np.testing.assert_allclose(have[k], want[k], rtol=1e-4, atol=1e-5, err_msg=f"{model.stem} {k}")
+    check_artifact_kernels(out)
+
+
+def check_artifact_kernels(out: Path) -> int:
+    """Each kernel of an artifact, in the interpreter, against its own region on XLA (random inputs)."""
+    import json
+
+    from ember import nki_interp, xla
+
+    man = json.loads((out / "manifest.json").read_text())
+    rng = np.random.default_rng(11)
+    for k in man["kernels"]:
+        kernel = nki_interp.load_kernel((out / k["file"]).read_text(), name=k["name"])
+        xs = [rng.standard_normal(s).astype(np.float32) for s in k["inputs"]]
+        [want] = xla.run_stablehlo((out / k["region"]).read_text(), xs)
+        np.testing.assert_allclose(kernel(*xs), want, rtol=2e-4, atol=2e-4, err_msg=f"{out}: kernel {k['name']} vs its region")
+    return len(man["kernels"])
 
 
 def test_artifact_with_kernels(tmp_path: Path) -> None:
     """A module with a kernel group and int64 values, compiled whole: the portable HLO runs on XLA
     (int64 input narrowed, range-checked, and widened back), and the artifact's kernel matches its
     own region on XLA in the interpreter."""
-    from ember import nki_interp, xla
+    from ember import xla
 
     out = tmp_path / "trn"
     r = ember("compile", str(CASES / "legalize_int64.mlir"), "--target", "trainium", "-o", str(out))
@@ -328,11 +345,7 @@ def test_artifact_with_kernels(tmp_path: Path) -> None:
     hlo = (out / "model.hlo.txt").read_text()
     assert 'frontend_attributes={ember_kernel="softmax_0",ember_kind="softmax"}' in hlo
     assert 'custom_call_target="AwsNeuronCustomNativeKernel"' in (out / "model.neuron.hlo.txt").read_text()
-    for k in man["kernels"]:
-        kernel = nki_interp.load_kernel((out / k["file"]).read_text(), name=k["name"])
-        xs = [rng.standard_normal(s).astype(np.float32) for s in k["inputs"]]
-        [want] = xla.run_stablehlo((out / k["region"]).read_text(), xs)
-        np.testing.assert_allclose(kernel(*xs), want, rtol=2e-4, atol=2e-4)
+    assert check_artifact_kernels(out) == 1
 
 
 def test_dynamic_model_is_a_clear_error(tmp_path: Path) -> None:
