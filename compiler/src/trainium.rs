@@ -66,6 +66,8 @@ pub struct Manifest {
     /// HLO dtype per input/output/weight name where it differs from the model's (int64 -> i32).
     pub narrowed: Vec<String>,
     pub kernels: Vec<KernelInfo>,
+    /// Kernel-kind groups left as plain HLO, each with the reason (also printed by `ember compile`).
+    pub plain_groups: Vec<String>,
     /// Flags for neuronx-cc on the Neuron host.
     pub neuronx_cc_flags: Vec<String>,
 }
@@ -273,6 +275,8 @@ fn kernel_func(region_text: &str, name: &str) -> String {
 /// Everything the trainium target emits for a lowered, legalized module.
 pub struct Emitted {
     pub kernels: Vec<(Kernel, Group, String)>,
+    /// Why kernel-kind groups got no kernel (non-strict mode only).
+    pub plain: Vec<String>,
     pub portable: String,
     pub neuron: String,
 }
@@ -287,12 +291,22 @@ fn stablehlo(m: &Module) -> R<String> {
     })
 }
 
-pub fn emit(m: &Module) -> R<Emitted> {
-    let groups = trainium::groups(m)?;
+/// `strict`: a group no kernel fits (unsupported layout or dtype, or a plan the verifier rejects)
+/// is an error; otherwise it stays plain HLO and its reason is in [`Emitted::plain`].
+pub fn emit(m: &Module, strict: bool) -> R<Emitted> {
     let mut kernels = Vec::new();
+    let mut plain = Vec::new();
     let mut funcs = String::new();
-    for g in groups {
-        let k = trainium::kernels::generate(&g)?;
+    for g in trainium::groups(m)? {
+        let generated = g.map_err(|(_, e)| e).and_then(|g| trainium::kernels::generate(&g).map(|k| (k, g)));
+        let (k, g) = match generated {
+            Ok(x) => x,
+            Err(e) if !strict => {
+                plain.push(format!("{e}; the group stays plain HLO"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let region = stablehlo(&region_module(m, g.op)?).map_err(|e| format!("{}: {e}", g.what()))?;
         funcs.push_str(&kernel_func(&region, &g.name));
         kernels.push((k, g, region));
@@ -316,7 +330,7 @@ pub fn emit(m: &Module) -> R<Emitted> {
             &format!("{{backend_config = \"{config}\", mhlo.frontend_attributes = {{ember_kernel = \"{}\"", g.name),
         );
     }
-    Ok(Emitted { kernels, portable, neuron })
+    Ok(Emitted { kernels, plain, portable, neuron })
 }
 
 /// The Python that runs `ember.xla` (`$EMBER_PYTHON`, else the setup venv).
@@ -404,7 +418,7 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
     // Weights are packed in their model dtype; the runner narrows them (range-checked) like inputs.
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
     let (narrow_args, narrow_res) = legalize(&mut m, opts)?;
-    let e = emit(&m)?;
+    let e = emit(&m, false)?;
     let hlo = to_hlo(&[&e.portable, &e.neuron])?;
     for (_, text) in &hlo {
         check_custom_calls(text)?;
@@ -449,6 +463,7 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
                 output: g.output.clone(),
             })
             .collect(),
+        plain_groups: e.plain.clone(),
         neuronx_cc_flags: {
             let mut v: Vec<String> = ["--framework", "XLA", "--target", "trn2"].iter().map(|s| s.to_string()).collect();
             if opts.native_int64 {
@@ -481,9 +496,10 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
 }
 
 /// `ember trainium FILE`: lowers and legalizes a module and emits everything but the HLO
-/// conversion (kernels with their regions, portable and Neuron StableHLO).
+/// conversion (kernels with their regions, portable and Neuron StableHLO); a group without a
+/// kernel is an error here, so the snapshot cases show every message.
 pub fn inspect(m: &mut Module, opts: &Options) -> R<Emitted> {
     crate::artifact::lower(m)?;
     legalize(m, opts)?;
-    emit(m)
+    emit(m, true)
 }

@@ -294,6 +294,9 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                     let r = ember_compiler::trainium::compile(imported, &output, &opts);
                     pb.finish_and_clear();
                     let man = r.map_err(Failure)?;
+                    for w in &man.plain_groups {
+                        eprintln!("warning: {w}");
+                    }
                     eprintln!("wrote {} (HLO for neuronx-cc, {} NKI kernels); run the portable form on XLA CPU with `ember run`",
                         output.display(), man.kernels.len());
                     Ok(())

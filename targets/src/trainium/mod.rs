@@ -47,9 +47,10 @@ impl Group {
     }
 }
 
-/// The fusion groups of `@main`'s body in program order, each with a kernel kind, read into
-/// [`Group`]s. Groups of other kinds are skipped (they stay plain HLO).
-pub fn groups(m: &Module) -> Result<Vec<Group>, String> {
+/// The fusion groups of `@main`'s body in program order that have a kernel kind, each read into a
+/// [`Group`] or the reason no kernel fits it (its op and the message). Groups of other kinds are
+/// skipped (they stay plain HLO).
+pub fn groups(m: &Module) -> Result<Vec<Result<Group, (OpId, String)>>, String> {
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
     let mut out = Vec::new();
     let mut index = 0;
@@ -64,8 +65,7 @@ pub fn groups(m: &Module) -> Result<Vec<Group>, String> {
         if !KERNEL_KINDS.contains(&kind.as_str()) {
             continue;
         }
-        let g = read_group(m, op, name, kind)?;
-        out.push(g);
+        out.push(read_group(m, op, name, kind).map_err(|e| (op, e)));
     }
     Ok(out)
 }

@@ -348,6 +348,23 @@ def test_artifact_with_kernels(tmp_path: Path) -> None:
     assert check_artifact_kernels(out) == 1
 
 
+def test_rejected_kernel_stays_plain_hlo(tmp_path: Path) -> None:
+    """`ember compile` keeps a group the verifier rejects as plain HLO, with a warning naming it."""
+    import json
+
+    from ember import xla
+
+    out = tmp_path / "trn"
+    r = ember("compile", str(CASES / "errors_sbuf.mlir"), "--target", "trainium", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "warning: kernel `layer_norm_0` (layer_norm group at node `layer_norm` (from model.py:7)) breaks Trn2 limits" in r.stderr
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["kernels"] == [] and len(man["plain_groups"]) == 1
+    xs = inputs_for("layer_norm", dict(n_affine=2), [(4, 30000), (30000,), (30000,)], seed=3)
+    [got] = xla.run_artifact(out, xs)
+    np.testing.assert_allclose(got, torch_ref("layer_norm", dict(eps=1e-5), xs), rtol=1e-4, atol=1e-4)
+
+
 def test_dynamic_model_is_a_clear_error(tmp_path: Path) -> None:
     r = ember("compile", str(TESTDATA / "models" / "mlp_dynamic.pt2"), "--target", "trainium", "-o", str(tmp_path / "x"))
     assert r.returncode == 2 and "static shapes" in r.stderr and "symbolic dim" in r.stderr
