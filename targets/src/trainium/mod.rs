@@ -111,7 +111,7 @@ fn read_group(m: &Module, op: OpId, name: String, kind: String) -> Result<Group,
         "gemm" => {
             need(2)?;
             g.activation = d.attrs.get("activation").and_then(|a| a.as_str()).unwrap_or("none").to_string();
-            g.rhs_transposed = gemm_layout(m, op).map_err(|e| format!("{what}: {e}"))?;
+            g.rhs_transposed = gemm_layout(m, op, &g.activation).map_err(|e| format!("{what}: {e}"))?;
         }
         "softmax" => {
             need(1)?;
@@ -133,28 +133,98 @@ fn read_group(m: &Module, op: OpId, name: String, kind: String) -> Result<Group,
     Ok(g)
 }
 
-/// The body's `ten.dot_general` must read block args 0 (lhs `[..., M, K]`, contracted on its last
-/// dim) and 1 (rhs `[K, N]`, or `[N, K]`: returns true), with no batch dims.
-fn gemm_layout(m: &Module, group: OpId) -> Result<bool, String> {
+/// Checks that a gemm group's body is what the kernel computes, and returns whether the rhs is
+/// `[N, K]`. The `ten.dot_general` reads block arg 0 (lhs `[..., M, K]`, contracted on its last
+/// dim; leading dims may be merged by a reshape) and block arg 1 (rhs `[K, N]`, or `[N, K]`
+/// directly or through a `[1, 0]` transpose), with no batch dims. The epilogue order is fixed:
+/// the bias (a `[N]` operand) is broadcast and added to the product, the `activation` follows, and
+/// the residual (an operand of the result's size) is added last; with `activation = "none"`
+/// nothing else may sit between. Reshapes are allowed anywhere along that chain.
+fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<bool, String> {
     let body = m.entry(group);
-    let args = &m.block(body).args;
-    let dots: Vec<OpId> = m.block(body).ops.iter().copied().filter(|&o| m.op(o).name == "ten.dot_general").collect();
+    let args = m.block(body).args.clone();
+    let ops = &m.block(body).ops;
+    let def = |v| m.defining_op(v).map(|o| (o, m.op(o)));
+    let through = |mut v| {
+        while let Some((_, d)) = def(v) {
+            if d.name != "ten.reshape" {
+                break;
+            }
+            v = d.operands[0];
+        }
+        v
+    };
+    let dots: Vec<OpId> = ops.iter().copied().filter(|&o| m.op(o).name == "ten.dot_general").collect();
     let [dot] = dots.as_slice() else {
         return Err(format!("a gemm group holds exactly one ten.dot_general, found {}", dots.len()));
     };
     let d = m.op(*dot);
-    if d.operands.len() != 2 || d.operands[0] != args[0] || d.operands[1] != args[1] {
-        return Err("the gemm kernel needs the dot_general to read the group's first two operands directly".into());
+    let last_dim = |v| m.ty(v).tensor().and_then(|t| t.dims.last().cloned());
+    if through(d.operands[0]) != args[0] || last_dim(d.operands[0]) != last_dim(args[0]) {
+        return Err("the gemm kernel needs the dot_general's lhs to be the group's first operand (leading dims merged at most)".into());
+    }
+    let mut flipped = false;
+    if d.operands[1] != args[1] {
+        match def(d.operands[1]) {
+            Some((_, t)) if t.name == "ten.transpose" && t.operands[0] == args[1] && t.attrs.get("dims").and_then(Attr::as_ints) == Some(&[1, 0]) => {
+                flipped = true
+            }
+            _ => return Err("the gemm kernel needs the dot_general's rhs to be the group's second operand (or its [1, 0] transpose)".into()),
+        }
     }
     let ints = |k: &str| d.attrs.get(k).and_then(Attr::as_ints).map(|v| v.to_vec()).unwrap_or_default();
-    let lhs_rank = m.ty(args[0]).tensor().map_or(0, |t| t.dims.len()) as i64;
+    let lhs_rank = m.ty(d.operands[0]).tensor().map_or(0, |t| t.dims.len()) as i64;
     let rhs_rank = m.ty(args[1]).tensor().map_or(0, |t| t.dims.len());
     if !ints("lhs_batch").is_empty() || !ints("rhs_batch").is_empty() || rhs_rank != 2 || ints("lhs_contract") != [lhs_rank - 1] {
         return Err("the gemm kernel supports lhs [..., M, K] x rhs [K, N] or [N, K] without batch dims".into());
     }
-    match ints("rhs_contract").as_slice() {
-        [0] => Ok(false),
-        [1] => Ok(true),
-        other => Err(format!("rhs contracting dims {other:?} are not supported")),
+    let transposed = match ints("rhs_contract").as_slice() {
+        [0] => false,
+        [1] => true,
+        other => return Err(format!("rhs contracting dims {other:?} are not supported")),
+    };
+    // Walk the epilogue back from the yielded value: residual add, activation, bias add, product.
+    let (term, _) = ops.split_last().ok_or("empty fusion group")?;
+    let mut v = through(m.op(*term).operands[0]);
+    let epilogue = &args[2..];
+    let is_rank1 = |a: ember_ir::Value| m.ty(a).tensor().is_some_and(|t| t.dims.len() == 1);
+    let add_of = |v, pick: &dyn Fn(ember_ir::Value) -> bool| -> Option<ember_ir::Value> {
+        let (_, d) = def(v)?;
+        if d.name != "ten.add" {
+            return None;
+        }
+        let (a, b) = (d.operands[0], d.operands[1]);
+        if pick(a) {
+            Some(through(b))
+        } else if pick(b) {
+            Some(through(a))
+        } else {
+            None
+        }
+    };
+    if let Some(&res) = epilogue.iter().find(|&&a| !is_rank1(a)) {
+        v = add_of(v, &|x| through(x) == res).ok_or("the residual must be added last (after the bias and the activation)")?;
     }
+    let bias = epilogue.iter().copied().find(|&a| is_rank1(a));
+    let is_bias = |x| bias.is_some_and(|b| matches!(def(x), Some((_, d)) if d.name == "ten.broadcast" && d.operands[0] == b));
+    let dot_value = through(m.op(*dot).results[0]);
+    if activation == "none" {
+        if bias.is_some() {
+            v = add_of(v, &is_bias).ok_or("the bias must be broadcast and added to the product")?;
+        }
+        if v != dot_value {
+            return Err("with activation = \"none\" the epilogue may only add the bias and the residual".into());
+        }
+    } else if bias.is_some() {
+        // The bias add is the one whose other operand is the product.
+        let found = ops.iter().any(|&o| {
+            let d = m.op(o);
+            d.name == "ten.add"
+                && ((is_bias(d.operands[0]) && through(d.operands[1]) == dot_value) || (is_bias(d.operands[1]) && through(d.operands[0]) == dot_value))
+        });
+        if !found {
+            return Err("the bias must be broadcast and added to the product before the activation".into());
+        }
+    }
+    Ok(transposed != flipped)
 }

@@ -101,16 +101,28 @@ def act_body(b: Body, x: str, act: str) -> str:
     return x
 
 
-def gemm_case(lead: tuple[int, ...], k: int, n: int, bias: bool, act: str, residual: bool, rhs_t: bool) -> tuple[str, list]:
+def gemm_case(lead: tuple[int, ...], k: int, n: int, bias: bool, act: str, residual: bool, rhs_t: bool, views: bool = False) -> tuple[str, list]:
+    """`views`: the torch.export form of a linear layer: lhs rows merged by a reshape, the [N, K]
+    weight transposed inside the group, the result reshaped back."""
     lhs, rhs = lead + (k,), ((n, k) if rhs_t else (k, n))
     out = lead + (n,)
     inputs = [lhs, rhs] + ([(n,)] if bias else []) + ([out] if residual else [])
     b = Body()
     for i, s in enumerate(inputs):
         b.types[f"%a{i}"] = s
-    y = b.op("ten.dot_general", ["%a0", "%a1"], out,
-             f"lhs_batch = array<i64>, lhs_contract = array<i64: {len(lead)}>, rhs_batch = array<i64>, rhs_contract = array<i64: {1 if rhs_t else 0}>")
-    if bias:
+    if views:
+        rows = math.prod(lead)
+        x = b.op("ten.reshape", ["%a0"], (rows, k), f"shape = array<i64: {rows}, {k}>")
+        w = b.op("ten.transpose", ["%a1"], (k, n), "dims = array<i64: 1, 0>")
+        y = b.op("ten.dot_general", [x, w], (rows, n),
+                 "lhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_batch = array<i64>, rhs_contract = array<i64: 0>")
+        if bias:
+            y = b.op("ten.add", [b.bcast("%a2", [1], (rows, n)), y], (rows, n))
+        y = b.op("ten.reshape", [y], out, f"shape = array<i64: {', '.join(map(str, out))}>")
+    else:
+        y = b.op("ten.dot_general", ["%a0", "%a1"], out,
+                 f"lhs_batch = array<i64>, lhs_contract = array<i64: {len(lead)}>, rhs_batch = array<i64>, rhs_contract = array<i64: {1 if rhs_t else 0}>")
+    if bias and not views:
         y = b.op("ten.add", [y, b.bcast("%a2", [len(out) - 1], out)], out)
     y = act_body(b, y, act)
     if residual:
@@ -210,6 +222,7 @@ FAMILIES = {
     "gemm_gelu_tanh": ("gemm", dict(lead=(129,), k=128, n=512, bias=False, act="gelu_tanh", residual=False, rhs_t=False)),
     "gemm_silu": ("gemm", dict(lead=(5,), k=257, n=130, bias=True, act="silu", residual=True, rhs_t=False)),
     "gemm_plain": ("gemm", dict(lead=(1,), k=1, n=3, bias=False, act="none", residual=False, rhs_t=True)),
+    "gemm_views": ("gemm", dict(lead=(2, 16), k=64, n=192, bias=True, act="none", residual=True, rhs_t=True, views=True)),
     "softmax": ("softmax", dict(shape=(2, 65, 33))),
     "softmax_ragged": ("softmax", dict(shape=(300, 1000))),
     "layer_norm": ("layer_norm", dict(shape=(2, 130, 96), n_affine=2, eps=1e-5)),
@@ -384,7 +397,7 @@ def hand_made_cases() -> dict[str, str]:
     return cases
 
 
-SNAPSHOT_CASES = ["gemm_ragged_gelu_residual", "softmax", "layer_norm", "rms_norm", "attention_causal"]
+SNAPSHOT_CASES = ["gemm_ragged_gelu_residual", "gemm_views", "softmax", "layer_norm", "rms_norm", "attention_causal"]
 
 
 if __name__ == "__main__":
