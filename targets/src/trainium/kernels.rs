@@ -268,23 +268,17 @@ fn row_norm(k: &mut Src, g: &Group) -> Result<(), String> {
     let d = *x.last().unwrap();
     let rows = prod(&x[..x.len() - 1]);
     let kind = g.kind.as_str();
-    let (weight, bias) = match (kind, g.inputs.len()) {
-        ("softmax", 1) => (false, false),
-        ("layer_norm", 1..=3) | ("rms_norm", 1..=2) => (g.inputs.len() >= 2, g.inputs.len() == 3),
-        _ => return Err(format!("{} operands do not fit a {kind} group", g.inputs.len())),
-    };
+    let (weight, bias) = (g.affine.contains(&"weight"), g.affine.contains(&"bias"));
+    if (kind == "softmax" && g.inputs.len() != 1) || (kind == "rms_norm" && bias) || g.inputs.len() != 1 + g.affine.len() {
+        return Err(format!("{} operands do not fit a {kind} group", g.inputs.len()));
+    }
     for w in &g.inputs[1..] {
         if w.as_slice() != [d] {
             return Err(format!("weight/bias of shape {w:?} is not [{d}] (the normalized dim)"));
         }
     }
     let mut args = vec!["x"];
-    if weight {
-        args.push("weight");
-    }
-    if bias {
-        args.push("bias");
-    }
+    args.extend(&g.affine);
     signature(k, g, &args);
     k.line(&format!("x = x.reshape({})", tup(&[rows, d])));
     k.line(&format!("res_out = out.reshape({})", tup(&[rows, d])));
@@ -292,8 +286,10 @@ fn row_norm(k: &mut Src, g: &Group) -> Result<(), String> {
     k.tile("yt", Mem::Sbuf, &[PART, d]);
     k.tile("s1", Mem::Sbuf, &[PART, 1]);
     k.tile("s2", Mem::Sbuf, &[PART, 1]);
-    if weight {
+    if weight || bias {
         k.ones();
+    }
+    if weight {
         k.line(&format!("weight = weight.reshape({})", tup(&[1, d])));
         k.tile("w_b", Mem::Sbuf, &[PART, d]);
         k.broadcast_rows("w_b", "weight", d);

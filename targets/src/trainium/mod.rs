@@ -37,6 +37,9 @@ pub struct Group {
     pub rhs_transposed: bool,
     pub eps: f64,
     pub scale: f64,
+    /// layer_norm / rms_norm: the role of each operand after x, `weight` or `bias`, read from the
+    /// body (the operand's broadcast feeds a `ten.mul` or a `ten.add`).
+    pub affine: Vec<&'static str>,
 }
 
 impl Group {
@@ -84,6 +87,7 @@ fn read_group(m: &Module, op: OpId, name: String, kind: String) -> Result<Group,
         rhs_transposed: false,
         eps: 0.0,
         scale: 1.0,
+        affine: Vec::new(),
     };
     let what = g.what();
     let shape = |v| -> Result<Vec<i64>, String> {
@@ -124,6 +128,7 @@ fn read_group(m: &Module, op: OpId, name: String, kind: String) -> Result<Group,
         "layer_norm" | "rms_norm" => {
             need(1)?;
             g.eps = attr_f("eps").ok_or_else(|| format!("{what}: missing `eps`"))?;
+            g.affine = norm_roles(m, op).map_err(|e| format!("{what}: {e}"))?;
         }
         _ => {
             need(3)?;
@@ -131,6 +136,28 @@ fn read_group(m: &Module, op: OpId, name: String, kind: String) -> Result<Group,
         }
     }
     Ok(g)
+}
+
+/// The roles of a norm group's operands after x: each is broadcast once and the broadcast feeds a
+/// `ten.mul` (`weight`) or a `ten.add` (`bias`); at most one of each, in any order.
+fn norm_roles(m: &Module, group: OpId) -> Result<Vec<&'static str>, String> {
+    let args = m.block(m.entry(group)).args.clone();
+    let mut roles = Vec::new();
+    for &a in &args[1..] {
+        let role = match m.uses(a).as_slice() {
+            [(b, 0)] if m.op(*b).name == "ten.broadcast" => match m.uses(m.op(*b).results[0]).as_slice() {
+                [(c, _)] if m.op(*c).name == "ten.mul" => "weight",
+                [(c, _)] if m.op(*c).name == "ten.add" => "bias",
+                _ => "",
+            },
+            _ => "",
+        };
+        if role.is_empty() || roles.contains(&role) {
+            return Err("each operand after x must be a weight (broadcast, multiplied) or a bias (broadcast, added), at most one of each".into());
+        }
+        roles.push(role);
+    }
+    Ok(roles)
 }
 
 /// Checks that a gemm group's body is what the kernel computes, and returns whether the rhs is

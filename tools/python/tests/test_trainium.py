@@ -140,9 +140,10 @@ def softmax_case(shape: tuple[int, ...]) -> tuple[str, list]:
     return module("softmax", [shape], b, y, f"dim = {len(shape) - 1} : i64"), [shape]
 
 
-def norm_case(kind: str, shape: tuple[int, ...], n_affine: int, eps: float) -> tuple[str, list]:
+def norm_case(kind: str, shape: tuple[int, ...], n_affine: int, eps: float, bias_only: bool = False) -> tuple[str, list]:
+    """`n_affine`: 0, 1 (weight) or 2 (weight, bias); `bias_only`: one operand, the bias."""
     d = shape[-1]
-    inputs = [shape] + [(d,)] * n_affine
+    inputs = [shape] + [(d,)] * (1 if bias_only else n_affine)
     b = Body()
     for i, s in enumerate(inputs):
         b.types[f"%a{i}"] = s
@@ -154,9 +155,11 @@ def norm_case(kind: str, shape: tuple[int, ...], n_affine: int, eps: float) -> t
     sq, _ = b.reduce_last(b.op("ten.mul", [x, x], shape), "sum")
     r = b.op("ten.rsqrt", [b.op("ten.add", [b.op("ten.div", [sq, inv], shape), b.const(eps, shape)], shape)], shape)
     y = b.op("ten.mul", [x, r], shape)
-    if n_affine >= 1:
+    if bias_only:
+        y = b.op("ten.add", [y, b.bcast("%a1", [len(shape) - 1], shape)], shape)
+    elif n_affine >= 1:
         y = b.op("ten.mul", [y, b.bcast("%a1", [len(shape) - 1], shape)], shape)
-    if n_affine >= 2:
+    if n_affine >= 2 and not bias_only:
         y = b.op("ten.add", [y, b.bcast("%a2", [len(shape) - 1], shape)], shape)
     return module(kind, inputs, b, y, f"eps = {eps!r} : f64"), inputs
 
@@ -206,6 +209,8 @@ def torch_ref(kind: str, params: dict, xs: list[np.ndarray]) -> np.ndarray:
         return torch.softmax(t[0], dim=-1).numpy()
     if kind == "layer_norm":
         d = xs[0].shape[-1]
+        if params.get("bias_only"):
+            return F.layer_norm(t[0], (d,), None, t[1], eps=params["eps"]).numpy()
         return F.layer_norm(t[0], (d,), t[1] if len(t) > 1 else None, t[2] if len(t) > 2 else None, eps=params["eps"]).numpy()
     if kind == "rms_norm":
         d = xs[0].shape[-1]
@@ -228,6 +233,7 @@ FAMILIES = {
     "layer_norm": ("layer_norm", dict(shape=(2, 130, 96), n_affine=2, eps=1e-5)),
     "layer_norm_wide": ("layer_norm", dict(shape=(7, 1030), n_affine=1, eps=1e-6)),
     "layer_norm_plain": ("layer_norm", dict(shape=(3, 5), n_affine=0, eps=1e-5)),
+    "layer_norm_bias_only": ("layer_norm", dict(shape=(130, 40), n_affine=1, eps=1e-5, bias_only=True)),
     "rms_norm": ("rms_norm", dict(shape=(2, 129, 64), n_affine=1, eps=1e-6)),
     "rms_norm_plain": ("rms_norm", dict(shape=(4, 600), n_affine=0, eps=1e-5)),
     "attention_causal": ("attention", dict(lead=(2, 4), tq=16, tk=16, d=16, dv=16, mask=True, scale=0.25)),
@@ -242,7 +248,7 @@ def build(kind: str, p: dict) -> tuple[str, list]:
     if kind == "softmax":
         return softmax_case(p["shape"])
     if kind in ("layer_norm", "rms_norm"):
-        return norm_case(kind, p["shape"], p["n_affine"], p["eps"])
+        return norm_case(kind, p["shape"], p["n_affine"], p["eps"], p.get("bias_only", False))
     return attention_case(**p)
 
 
