@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pytest
@@ -37,6 +38,10 @@ CASES = TESTDATA / "targets" / "trainium"
 
 def ty(shape: tuple[int, ...]) -> str:
     return "tensor<" + "x".join(str(d) for d in shape) + ("x" if shape else "") + "f32>"
+
+
+def ints(v: Sequence[int]) -> str:
+    return f"array<i64: {', '.join(map(str, v))}>" if len(v) else "array<i64>"
 
 
 class Body:
@@ -60,7 +65,7 @@ class Body:
         return self.op("ten.constant", [], shape, f"dtype = f32, shape = array<i64: {', '.join(map(str, shape))}>, value = {value!r} : f64")
 
     def bcast(self, x: str, dims: list[int], shape: tuple[int, ...]) -> str:
-        return self.op("ten.broadcast", [x], shape, f"dims = array<i64: {', '.join(map(str, dims))}>, shape = array<i64: {', '.join(map(str, shape))}>")
+        return self.op("ten.broadcast", [x], shape, f"dims = {ints(dims)}, shape = {ints(shape)}")
 
     def reduce_last(self, x: str, kind: str) -> tuple[str, tuple[int, ...]]:
         s = self.types[x]
@@ -301,6 +306,43 @@ def test_kernel_family_matches_torch_and_region(generated: Path, case: str, back
     # Region by region: the same group's body alone, on XLA.
     [region] = xla.run_stablehlo(src.with_suffix(".stablehlo.mlir").read_text(), xs)
     np.testing.assert_allclose(got, region, rtol=2e-4, atol=2e-4, err_msg=f"{case}: kernel vs the region's XLA result")
+
+
+def random_family(kind: str, seed: int) -> dict:
+    """Random shapes (ragged more often than not) and options for one kernel family."""
+    r = np.random.default_rng(1000 + seed)
+    dims = lambda lo, hi, n: tuple(int(x) for x in r.integers(lo, hi + 1, size=n))  # noqa: E731
+    if kind == "gemm":
+        rhs_t = bool(r.integers(2))
+        return dict(lead=dims(1, 150, int(r.integers(1, 3))), k=int(r.integers(1, 300)), n=int(r.integers(1, 700)),
+                    bias=bool(r.integers(2)), act=str(r.choice(["none", "relu", "gelu", "gelu_tanh", "silu"])),
+                    residual=bool(r.integers(2)), rhs_t=rhs_t, views=rhs_t and bool(r.integers(2)))
+    if kind == "softmax":
+        return dict(shape=dims(1, 40, int(r.integers(0, 3))) + (int(r.integers(1, 1200)),))
+    if kind in ("layer_norm", "rms_norm"):
+        n_affine = int(r.integers(0, 3 if kind == "layer_norm" else 2))
+        return dict(shape=dims(1, 200, int(r.integers(1, 3))) + (int(r.integers(1, 900)),), n_affine=n_affine,
+                    eps=float(r.choice([1e-5, 1e-6])), bias_only=kind == "layer_norm" and n_affine == 1 and bool(r.integers(2)))
+    return dict(lead=dims(1, 3, int(r.integers(0, 3))), tq=int(r.integers(1, 260)), tk=int(r.integers(1, 700)),
+                d=int(r.integers(1, 129)), dv=int(r.integers(1, 257)), mask=bool(r.integers(2)), scale=float(r.uniform(0.05, 0.5)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("kind", ["gemm", "softmax", "layer_norm", "rms_norm", "attention"])
+def test_kernel_family_random_shapes(kind: str, seed: int, tmp_path: Path) -> None:
+    from ember import nki_interp, xla
+
+    p = random_family(kind, seed * 7 + len(kind))
+    text, shapes = build(kind, p)
+    (tmp_path / "g.mlir").write_text(text)
+    r = ember("trainium", str(tmp_path / "g.mlir"), "-o", str(tmp_path / "k"))
+    assert r.returncode == 0, f"{p}: {r.stderr}"
+    [src] = sorted((tmp_path / "k").glob("*.py"))
+    xs = inputs_for(kind, p, shapes, seed=seed)
+    got = np.asarray(nki_interp.load_kernel(src.read_text(), name=src.stem)(*xs))
+    np.testing.assert_allclose(got, torch_ref(kind, p, xs), rtol=3e-4, atol=3e-4, err_msg=f"{kind} {p}: kernel vs torch eager")
+    [region] = xla.run_stablehlo(src.with_suffix(".stablehlo.mlir").read_text(), xs)
+    np.testing.assert_allclose(got, region, rtol=3e-4, atol=3e-4, err_msg=f"{kind} {p}: kernel vs the region on XLA")
 
 
 STATIC_MODELS = sorted(p for p in TESTDATA.glob("models/*.pt2") if "dynamic" not in p.stem)
