@@ -298,7 +298,7 @@ pub fn emit(m: &Module, strict: bool) -> R<Emitted> {
     let mut plain = Vec::new();
     let mut funcs = String::new();
     for g in trainium::groups(m)? {
-        let generated = g.map_err(|(_, e)| e).and_then(|g| trainium::kernels::generate(&g).map(|k| (k, g)));
+        let generated = g.and_then(|g| trainium::kernels::generate(&g).map(|k| (k, g)));
         let (k, g) = match generated {
             Ok(x) => x,
             Err(e) if !strict => {

@@ -51,9 +51,9 @@ impl Group {
 }
 
 /// The fusion groups of `@main`'s body in program order that have a kernel kind, each read into a
-/// [`Group`] or the reason no kernel fits it (its op and the message). Groups of other kinds are
+/// [`Group`] or the reason no kernel fits it. Groups of other kinds are
 /// skipped (they stay plain HLO).
-pub fn groups(m: &Module) -> Result<Vec<Result<Group, (OpId, String)>>, String> {
+pub fn groups(m: &Module) -> Result<Vec<Result<Group, String>>, String> {
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
     let mut out = Vec::new();
     let mut index = 0;
@@ -68,7 +68,7 @@ pub fn groups(m: &Module) -> Result<Vec<Result<Group, (OpId, String)>>, String> 
         if !KERNEL_KINDS.contains(&kind.as_str()) {
             continue;
         }
-        out.push(read_group(m, op, name, kind).map_err(|e| (op, e)));
+        out.push(read_group(m, op, name, kind));
     }
     Ok(out)
 }
