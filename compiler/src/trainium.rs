@@ -25,7 +25,7 @@ use ember_targets::trainium::{self, kernels::Kernel, Group};
 use ember_targets::tpu::{IoInfo, WeightInfo};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug, Default)]
@@ -36,7 +36,7 @@ pub struct Options {
     pub native_int64: bool,
 }
 
-/// A user input, weight or output: its dtype in the model and in the HLO (`i32` when narrowed).
+/// A generated kernel in the artifact.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct KernelInfo {
     pub name: String,
@@ -63,8 +63,10 @@ pub struct Manifest {
     pub inputs: Vec<IoInfo>,
     pub outputs: Vec<IoInfo>,
     pub weights: Vec<WeightInfo>,
-    /// HLO dtype per input/output/weight name where it differs from the model's (int64 -> i32).
-    pub narrowed: Vec<String>,
+    /// The HLO dtype of each `@main` argument (`argN`, inputs and weights) and result (`outN`)
+    /// whose dtype legalization changed (`i32` for int64, `f32` for f64 with --allow-downcast).
+    /// The runner converts inputs and weights to it (integers range-checked) and results back.
+    pub narrowed: BTreeMap<String, String>,
     pub kernels: Vec<KernelInfo>,
     /// Kernel-kind groups left as plain HLO, each with the reason (also printed by `ember compile`).
     pub plain_groups: Vec<String>,
@@ -88,9 +90,17 @@ fn at(m: &Module, op: OpId) -> String {
 }
 
 /// Rewrites dtypes for Neuron in place: f64 -> f32 (only with `allow_downcast`), i64 -> i32
-/// (unless `native_int64`). Returns the narrowed-to-i32 arguments' and results' indices.
-pub fn legalize(m: &mut Module, opts: &Options) -> R<(Vec<usize>, Vec<usize>)> {
+/// (unless `native_int64`). Returns the new dtype of every changed argument (`argN`) and result
+/// (`outN`) of `@main`.
+pub fn legalize(m: &mut Module, opts: &Options) -> R<BTreeMap<String, String>> {
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
+    let ret = m.func_return(f).ok_or("`@main` has no return")?;
+    let dtypes = |m: &Module| -> Vec<(String, Option<DType>)> {
+        let args = m.block(m.entry(f)).args.iter().enumerate().map(|(i, &v)| (format!("arg{i}"), v));
+        let rets = m.op(ret).operands.iter().enumerate().map(|(i, &v)| (format!("out{i}"), v));
+        args.chain(rets).map(|(k, v)| (k, m.ty(v).tensor().map(|t| t.dtype))).collect()
+    };
+    let before = dtypes(m);
     let map = |d: DType| -> Option<DType> {
         match d {
             DType::F64 if opts.allow_downcast => Some(DType::F32),
@@ -133,7 +143,9 @@ pub fn legalize(m: &mut Module, opts: &Options) -> R<(Vec<usize>, Vec<usize>)> {
             ));
         }
     }
-    let narrowed_args: Vec<usize> = (0..args.len()).filter(|&i| fix(m, args[i])).collect();
+    for &a in &args {
+        fix(m, a);
+    }
     let mut ops = Vec::new();
     m.walk(entry, &mut |op| ops.push(op));
     for op in ops {
@@ -164,18 +176,15 @@ pub fn legalize(m: &mut Module, opts: &Options) -> R<(Vec<usize>, Vec<usize>)> {
             m.op_mut(op).attrs.insert(k, Attr::DType(d));
         }
     }
-    let ret = m.func_return(f).ok_or("`@main` has no return")?;
-    let narrowed_results: Vec<usize> = m
-        .op(ret)
-        .operands
-        .iter()
-        .enumerate()
-        .filter(|(_, &v)| m.ty(v).tensor().is_some_and(|t| t.dtype == DType::I32))
-        .map(|(i, _)| i)
-        .collect();
     let (a, r): (Vec<Type>, Vec<Type>) = (args.iter().map(|&v| m.ty(v).clone()).collect(), m.op(ret).operands.iter().map(|&v| m.ty(v).clone()).collect());
     m.op_mut(f).attrs.insert("function_type".into(), Attr::Type(Type::Function(a, r)));
-    Ok((narrowed_args, narrowed_results))
+    let changed = before
+        .into_iter()
+        .zip(dtypes(m))
+        .filter(|((_, b), (_, a))| a != b)
+        .filter_map(|(_, (k, a))| a.map(|d| (k, d.mlir_name().to_string())))
+        .collect();
+    Ok(changed)
 }
 
 /// Copies `ops` (no nested regions) into `block` of `dst`, mapping operands through `map`.
@@ -417,24 +426,13 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
     let f = m.func_by_name("main").ok_or("the module has no @main")?;
     // Weights are packed in their model dtype; the runner narrows them (range-checked) like inputs.
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
-    let (narrow_args, narrow_res) = legalize(&mut m, opts)?;
+    let narrowed = legalize(&mut m, opts)?;
     let e = emit(&m, false)?;
     let hlo = to_hlo(&[&e.portable, &e.neuron])?;
     for (_, text) in &hlo {
         check_custom_calls(text)?;
     }
     let io = |x: &crate::artifact::Io| IoInfo { name: x.name.clone(), arg: x.index, dtype: x.dtype.clone(), dims: x.dims.clone() };
-    let mut narrowed = Vec::new();
-    for x in packed.inputs.iter().chain(packed.weights.iter().map(|(x, _, _)| x)) {
-        if narrow_args.contains(&x.index) {
-            narrowed.push(format!("arg{}", x.index));
-        }
-    }
-    for x in &packed.outputs {
-        if narrow_res.contains(&x.index) && x.dtype == "i64" {
-            narrowed.push(format!("out{}", x.index));
-        }
-    }
     let manifest = Manifest {
         format_version: format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR),
         target: "trainium".into(),

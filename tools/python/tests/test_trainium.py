@@ -402,11 +402,34 @@ def test_artifact_with_kernels(tmp_path: Path) -> None:
     with pytest.raises(xla.XlaError, match="outside int32"):
         xla.run_artifact(out, [x, np.array([0, 0, 2**40, 0], np.int64)])
     man = __import__("json").loads((out / "manifest.json").read_text())
-    assert [k["name"] for k in man["kernels"]] == ["softmax_0"] and man["narrowed"] == ["arg1", "out1"]
+    assert [k["name"] for k in man["kernels"]] == ["softmax_0"] and man["narrowed"] == {"arg1": "i32", "out1": "i32"}
     hlo = (out / "model.hlo.txt").read_text()
     assert 'frontend_attributes={ember_kernel="softmax_0",ember_kind="softmax"}' in hlo
     assert 'custom_call_target="AwsNeuronCustomNativeKernel"' in (out / "model.neuron.hlo.txt").read_text()
     assert check_artifact_kernels(out) == 1
+
+
+F64_MODULE = """func.func @main(%x: tensor<4xf64> {ember.input = "x"}) -> (tensor<4xf64> {ember.output = "y"}) {
+  %0 = "ten.exp"(%x) : (tensor<4xf64>) -> tensor<4xf64> loc("exp"("model.py":3:0))
+  return %0 : tensor<4xf64>
+}
+"""
+
+
+def test_fp64_needs_allow_downcast(tmp_path: Path) -> None:
+    from ember import xla
+
+    (tmp_path / "m.mlir").write_text(F64_MODULE)
+    r = ember("compile", str(tmp_path / "m.mlir"), "--target", "trainium", "-o", str(tmp_path / "no"))
+    assert r.returncode == 2 and "argument 0 of @main is f64: Neuron devices have no fp64" in r.stderr
+    assert not (tmp_path / "no").exists()
+    r = ember("compile", str(tmp_path / "m.mlir"), "--target", "trainium", "--allow-downcast", "-o", str(tmp_path / "yes"))
+    assert r.returncode == 0, r.stderr
+    assert " f64[" not in (tmp_path / "yes" / "model.hlo.txt").read_text()
+    x = np.array([0.5, -1.0, 2.0, 3.0])
+    [y] = xla.run_artifact(tmp_path / "yes", [x])
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y, np.exp(x), rtol=1e-6)
 
 
 def test_rejected_kernel_stays_plain_hlo(tmp_path: Path) -> None:

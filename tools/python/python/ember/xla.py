@@ -232,8 +232,8 @@ class Artifact:
             self.text = _hlo_to_stablehlo_text(module.read_bytes())
         else:
             self.text = module.read_text()
-        # trainium: int64 inputs/weights narrowed to int32 in the HLO, int64 outputs widened back.
-        self.narrowed = set(self.manifest.get("narrowed", []))
+        # trainium: arguments/results whose dtype legalization changed (int64 -> i32, f64 -> f32).
+        self.narrowed: dict[str, str] = dict(self.manifest.get("narrowed", {}))
         blob = np.fromfile(self.dir / "weights.bin", dtype=np.uint8) if self.manifest["weights"] else np.zeros(0, np.uint8)
         n_args = len(self.manifest["inputs"]) + len(self.manifest["weights"])
         self.args: list[np.ndarray | None] = [None] * n_args
@@ -246,16 +246,20 @@ class Artifact:
             self.args[w["arg"]] = self._narrow(blob[start : start + n].view(dt).reshape(shape), w["arg"], f"weight `{w['name']}`")
 
     def _narrow(self, a: np.ndarray, arg: int, what: str) -> np.ndarray:
-        if f"arg{arg}" not in self.narrowed:
+        to = self.narrowed.get(f"arg{arg}")
+        if to is None:
             return a
-        info = np.iinfo(np.int32)
-        if a.size and (a.min() < info.min or a.max() > info.max):
-            raise XlaError(f"{what} has int64 values outside int32, to which Neuron narrows int64; recompile with --native-int64")
-        return a.astype(np.int32)
+        dt = _np_dtype(to)
+        if dt.kind in "iu" and a.size:
+            info = np.iinfo(dt)
+            if a.min() < info.min or a.max() > info.max:
+                raise XlaError(f"{what} has values outside {dt}, to which Neuron narrows {a.dtype}; recompile with --native-int64")
+        return a.astype(dt)
 
     def widen(self, outs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Outputs in the model's dtypes (int32 results of narrowed int64 outputs back to int64)."""
-        return [o.astype(np.int64) if f"out{i}" in self.narrowed else o for i, o in enumerate(outs)]
+        """Outputs in the model's dtypes (results whose dtype legalization changed, converted back)."""
+        specs = self.manifest["outputs"]
+        return [o.astype(_np_dtype(specs[i]["dtype"])) if f"out{i}" in self.narrowed else o for i, o in enumerate(outs)]
 
     def bind(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """`@main`'s arguments: the weights with `inputs` (user-input order) in their slots."""
