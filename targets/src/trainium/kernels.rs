@@ -161,16 +161,21 @@ fn signature(k: &mut Src, g: &Group, args: &[&str]) {
 
 fn gemm(k: &mut Src, g: &Group) -> Result<(), String> {
     let (lhs, rhs) = (&g.inputs[0], &g.inputs[1]);
+    let nb = g.batch_dims;
+    let b = prod(&lhs[..nb]);
     let kk = *lhs.last().unwrap();
-    let m = prod(&lhs[..lhs.len() - 1]);
-    let n = if g.rhs_transposed { rhs[0] } else { rhs[1] };
+    let m = prod(&lhs[nb..lhs.len() - 1]);
+    let n = if g.rhs_transposed { rhs[nb] } else { rhs[nb + 1] };
+    // Batched (a bmm): HBM tensors get a leading batch index; the tiles are the same.
+    let bx = if nb > 0 { "bi, " } else { "" };
+    let with_b = |s: &[i64], b: i64| if nb > 0 { [&[b], s].concat() } else { s.to_vec() };
     let (mut bias, mut residual) = (false, false);
     let mut args = vec!["lhs", "rhs"];
     for x in &g.inputs[2..] {
         if x.as_slice() == [n] && !bias {
             bias = true;
             args.push("bias");
-        } else if prod(x) == m * n && x.last() == Some(&n) && !residual {
+        } else if prod(x) == b * m * n && x.last() == Some(&n) && !residual {
             residual = true;
             args.push("residual");
         } else {
@@ -187,10 +192,14 @@ fn gemm(k: &mut Src, g: &Group) -> Result<(), String> {
     };
     let nf = n.min(512);
     signature(k, g, &args);
-    k.line(&format!("lhs = lhs.reshape({})", tup(&[m, kk])));
-    k.line(&format!("res_out = out.reshape({})", tup(&[m, n])));
+    k.line(&format!("lhs = lhs.reshape({})", tup(&with_b(&[m, kk], b))));
+    if nb > 0 {
+        let r = if g.rhs_transposed { [n, kk] } else { [kk, n] };
+        k.line(&format!("rhs = rhs.reshape({})", tup(&with_b(&r, b))));
+    }
+    k.line(&format!("res_out = out.reshape({})", tup(&with_b(&[m, n], b))));
     if residual {
-        k.line(&format!("residual = residual.reshape({})", tup(&[m, n])));
+        k.line(&format!("residual = residual.reshape({})", tup(&with_b(&[m, n], b))));
     }
     if bias {
         k.line(&format!("bias = bias.reshape({})", tup(&[1, n])));
@@ -212,10 +221,13 @@ fn gemm(k: &mut Src, g: &Group) -> Result<(), String> {
     if residual {
         k.tile("res_in", Mem::Sbuf, &[PART, nf]);
     }
+    if nb > 0 {
+        k.open(&format!("for bi in range({b}):"));
+    }
     k.open(&format!("for mi in range({}):", ceil_div(m, PART)));
     k.line(&format!("m0 = mi * {PART}"));
     k.line(&format!("mp = min({PART}, {m} - m0)"));
-    k.line(&format!("nisa.dma_copy(dst=lhs_rows[0:mp, 0:{kk}], src=lhs[m0:m0 + mp, 0:{kk}])"));
+    k.line(&format!("nisa.dma_copy(dst=lhs_rows[0:mp, 0:{kk}], src=lhs[{bx}m0:m0 + mp, 0:{kk}])"));
     k.line("# lhs rows -> stationary layout [K, M], one 128x128 block per K tile");
     k.open(&format!("for ki in range({kt}):"));
     k.line(&format!("k0 = ki * {PART}"));
@@ -234,12 +246,12 @@ fn gemm(k: &mut Src, g: &Group) -> Result<(), String> {
         k.open(&format!("for j in range((nf + {}) // {PART}):", PART - 1));
         k.line(&format!("c0 = n0 + j * {PART}"));
         k.line(&format!("cp = min({PART}, {n} - c0)"));
-        k.line("nisa.dma_copy(dst=rhs_rows[0:cp, 0:kp], src=rhs[c0:c0 + cp, k0:k0 + kp])");
+        k.line(&format!("nisa.dma_copy(dst=rhs_rows[0:cp, 0:kp], src=rhs[{bx}c0:c0 + cp, k0:k0 + kp])"));
         k.transpose("t_ps[0:kp, 0:cp]", "rhs_rows[0:cp, 0:kp]", [n.min(PART), kk.min(PART)]);
         k.line(&format!("nisa.tensor_copy(dst=rhs_t[0:kp, j * {PART}:j * {PART} + cp], src=t_ps[0:kp, 0:cp])"));
         k.close();
     } else {
-        k.line("nisa.dma_copy(dst=rhs_t[0:kp, 0:nf], src=rhs[k0:k0 + kp, n0:n0 + nf])");
+        k.line(&format!("nisa.dma_copy(dst=rhs_t[0:kp, 0:nf], src=rhs[{bx}k0:k0 + kp, n0:n0 + nf])"));
     }
     k.matmul("acc[0:mp, 0:nf]", &format!("lhs_t[0:kp, ki * {PART}:ki * {PART} + mp]"), "rhs_t[0:kp, 0:nf]", "ki > 0", [kk.min(PART), m.min(PART)], [kk.min(PART), nf]);
     k.close();
@@ -253,12 +265,15 @@ fn gemm(k: &mut Src, g: &Group) -> Result<(), String> {
         None => k.line("nisa.tensor_copy(dst=res[0:mp, 0:nf], src=acc[0:mp, 0:nf])"),
     }
     if residual {
-        k.line("nisa.dma_copy(dst=res_in[0:mp, 0:nf], src=residual[m0:m0 + mp, n0:n0 + nf])");
+        k.line(&format!("nisa.dma_copy(dst=res_in[0:mp, 0:nf], src=residual[{bx}m0:m0 + mp, n0:n0 + nf])"));
         k.line("nisa.tensor_tensor(dst=res[0:mp, 0:nf], data1=res[0:mp, 0:nf], data2=res_in[0:mp, 0:nf], op=nl.add)");
     }
-    k.line("nisa.dma_copy(dst=res_out[m0:m0 + mp, n0:n0 + nf], src=res[0:mp, 0:nf])");
+    k.line(&format!("nisa.dma_copy(dst=res_out[{bx}m0:m0 + mp, n0:n0 + nf], src=res[0:mp, 0:nf])"));
     k.close();
     k.close();
+    if nb > 0 {
+        k.close();
+    }
     Ok(())
 }
 

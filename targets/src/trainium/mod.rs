@@ -33,8 +33,10 @@ pub struct Group {
     pub output: Vec<i64>,
     /// gemm: `none`/`relu`/`gelu`/`gelu_tanh`/`silu`.
     pub activation: String,
-    /// gemm: the rhs is `[N, K]` (contracted on its last dim).
+    /// gemm: the rhs is `[..., N, K]` (contracted on its last dim).
     pub rhs_transposed: bool,
+    /// gemm: leading batch dims shared by lhs `[B..., M, K]` and rhs `[B..., K, N]` (a bmm).
+    pub batch_dims: usize,
     pub eps: f64,
     pub scale: f64,
     /// layer_norm / rms_norm: the role of each operand after x, `weight` or `bias`, read from the
@@ -85,6 +87,7 @@ fn read_group(m: &Module, op: OpId, name: String, kind: String) -> Result<Group,
         output: Vec::new(),
         activation: "none".into(),
         rhs_transposed: false,
+        batch_dims: 0,
         eps: 0.0,
         scale: 1.0,
         affine: Vec::new(),
@@ -115,7 +118,7 @@ fn read_group(m: &Module, op: OpId, name: String, kind: String) -> Result<Group,
         "gemm" => {
             need(2)?;
             g.activation = d.attrs.get("activation").and_then(|a| a.as_str()).unwrap_or("none").to_string();
-            g.rhs_transposed = gemm_layout(m, op, &g.activation).map_err(|e| format!("{what}: {e}"))?;
+            (g.rhs_transposed, g.batch_dims) = gemm_layout(m, op, &g.activation).map_err(|e| format!("{what}: {e}"))?;
         }
         "softmax" => {
             need(1)?;
@@ -161,13 +164,14 @@ fn norm_roles(m: &Module, group: OpId) -> Result<Vec<&'static str>, String> {
 }
 
 /// Checks that a gemm group's body is what the kernel computes, and returns whether the rhs is
-/// `[N, K]`. The `ten.dot_general` reads block arg 0 (lhs `[..., M, K]`, contracted on its last
-/// dim; leading dims may be merged by a reshape) and block arg 1 (rhs `[K, N]`, or `[N, K]`
-/// directly or through a `[1, 0]` transpose), with no batch dims. The epilogue order is fixed:
+/// `[..., N, K]` and the number of batch dims. The `ten.dot_general` reads block arg 0 (lhs
+/// `[..., M, K]`, contracted on its last dim; leading dims may be merged by a reshape) and block
+/// arg 1 (rhs `[K, N]`, or `[N, K]` directly or through a `[1, 0]` transpose); or, batched,
+/// lhs `[B..., M, K]` and rhs `[B..., K, N]` / `[B..., N, K]` directly, batch dims leading. The epilogue order is fixed:
 /// the bias (a `[N]` operand) is broadcast and added to the product, the `activation` follows, and
 /// the residual (an operand of the result's size) is added last; with `activation = "none"`
 /// nothing else may sit between. Reshapes are allowed anywhere along that chain.
-fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<bool, String> {
+fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<(bool, usize), String> {
     let body = m.entry(group);
     let args = m.block(body).args.clone();
     let ops = &m.block(body).ops;
@@ -201,13 +205,17 @@ fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<bool, String
     }
     let ints = |k: &str| d.attrs.get(k).and_then(Attr::as_ints).map(|v| v.to_vec()).unwrap_or_default();
     let lhs_rank = m.ty(d.operands[0]).tensor().map_or(0, |t| t.dims.len()) as i64;
-    let rhs_rank = m.ty(args[1]).tensor().map_or(0, |t| t.dims.len());
-    if !ints("lhs_batch").is_empty() || !ints("rhs_batch").is_empty() || rhs_rank != 2 || ints("lhs_contract") != [lhs_rank - 1] {
-        return Err("the gemm kernel supports lhs [..., M, K] x rhs [K, N] or [N, K] without batch dims".into());
+    let rhs_rank = m.ty(args[1]).tensor().map_or(0, |t| t.dims.len()) as i64;
+    let batch = ints("lhs_batch");
+    let nb = batch.len() as i64;
+    let leading: Vec<i64> = (0..nb).collect();
+    let direct = d.operands[0] == args[0] && d.operands[1] == args[1];
+    if batch != leading || ints("rhs_batch") != leading || rhs_rank != nb + 2 || (nb > 0 && (lhs_rank != nb + 2 || !direct)) || ints("lhs_contract") != [lhs_rank - 1] {
+        return Err("the gemm kernel supports lhs [..., M, K] x rhs [K, N] or [N, K], or lhs [B..., M, K] x rhs [B..., K, N] or [B..., N, K] with the batch dims leading".into());
     }
     let transposed = match ints("rhs_contract").as_slice() {
-        [0] => false,
-        [1] => true,
+        [c] if *c == nb => false,
+        [c] if *c == nb + 1 => true,
         other => return Err(format!("rhs contracting dims {other:?} are not supported")),
     };
     // Walk the epilogue back from the yielded value: residual add, activation, bias add, product.
@@ -253,5 +261,5 @@ fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<bool, String
             return Err("the bias must be broadcast and added to the product before the activation".into());
         }
     }
-    Ok(transposed != flipped)
+    Ok((transposed != flipped, nb as usize))
 }

@@ -106,11 +106,14 @@ def act_body(b: Body, x: str, act: str) -> str:
     return x
 
 
-def gemm_case(lead: tuple[int, ...], k: int, n: int, bias: bool, act: str, residual: bool, rhs_t: bool, views: bool = False) -> tuple[str, list]:
+def gemm_case(lead: tuple[int, ...], k: int, n: int, bias: bool, act: str, residual: bool, rhs_t: bool, views: bool = False,
+              batch: tuple[int, ...] = ()) -> tuple[str, list]:
     """`views`: the torch.export form of a linear layer: lhs rows merged by a reshape, the [N, K]
-    weight transposed inside the group, the result reshaped back."""
-    lhs, rhs = lead + (k,), ((n, k) if rhs_t else (k, n))
-    out = lead + (n,)
+    weight transposed inside the group, the result reshaped back. `batch`: a bmm, lhs
+    `batch + lead + (k,)` with one lead dim, rhs `batch + (k, n)` (or `(n, k)`)."""
+    lhs, rhs = batch + lead + (k,), batch + ((n, k) if rhs_t else (k, n))
+    out = batch + lead + (n,)
+    nb = ints(list(range(len(batch))))
     inputs = [lhs, rhs] + ([(n,)] if bias else []) + ([out] if residual else [])
     b = Body()
     for i, s in enumerate(inputs):
@@ -126,7 +129,8 @@ def gemm_case(lead: tuple[int, ...], k: int, n: int, bias: bool, act: str, resid
         y = b.op("ten.reshape", [y], out, f"shape = array<i64: {', '.join(map(str, out))}>")
     else:
         y = b.op("ten.dot_general", ["%a0", "%a1"], out,
-                 f"lhs_batch = array<i64>, lhs_contract = array<i64: {len(lead)}>, rhs_batch = array<i64>, rhs_contract = array<i64: {1 if rhs_t else 0}>")
+                 f"lhs_batch = {nb}, lhs_contract = array<i64: {len(batch) + len(lead)}>, rhs_batch = {nb}, "
+                 f"rhs_contract = array<i64: {len(batch) + (1 if rhs_t else 0)}>")
     if bias and not views:
         y = b.op("ten.add", [y, b.bcast("%a2", [len(out) - 1], out)], out)
     y = act_body(b, y, act)
@@ -200,12 +204,10 @@ def torch_ref(kind: str, params: dict, xs: list[np.ndarray]) -> np.ndarray:
 
     t = [torch.from_numpy(x) for x in xs]
     if kind == "gemm":
-        w = t[1] if params["rhs_t"] else t[1].T
         i = 2
-        b = None
+        y = t[0] @ (t[1].mT if params["rhs_t"] else t[1])
         if params["bias"]:
-            b, i = t[2], 3
-        y = F.linear(t[0], w, b)
+            y, i = y + t[2], 3
         y = {"none": lambda v: v, "relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"), "silu": F.silu}[params["act"]](y)
         if params["residual"]:
             y = y + t[i]
@@ -232,6 +234,8 @@ FAMILIES = {
     "gemm_gelu_tanh": ("gemm", dict(lead=(129,), k=128, n=512, bias=False, act="gelu_tanh", residual=False, rhs_t=False)),
     "gemm_silu": ("gemm", dict(lead=(5,), k=257, n=130, bias=True, act="silu", residual=True, rhs_t=False)),
     "gemm_plain": ("gemm", dict(lead=(1,), k=1, n=3, bias=False, act="none", residual=False, rhs_t=True)),
+    "gemm_batched": ("gemm", dict(batch=(2, 3), lead=(130,), k=70, n=600, bias=True, act="silu", residual=True, rhs_t=False)),
+    "gemm_batched_rhs_t": ("gemm", dict(batch=(4,), lead=(9,), k=129, n=16, bias=False, act="none", residual=False, rhs_t=True)),
     "gemm_views": ("gemm", dict(lead=(2, 16), k=64, n=192, bias=True, act="none", residual=True, rhs_t=True, views=True)),
     "softmax": ("softmax", dict(shape=(2, 65, 33))),
     "softmax_ragged": ("softmax", dict(shape=(300, 1000))),
@@ -314,6 +318,10 @@ def random_family(kind: str, seed: int) -> dict:
     dims = lambda lo, hi, n: tuple(int(x) for x in r.integers(lo, hi + 1, size=n))  # noqa: E731
     if kind == "gemm":
         rhs_t = bool(r.integers(2))
+        if r.integers(3) == 0:
+            return dict(batch=dims(1, 3, int(r.integers(1, 3))), lead=dims(1, 150, 1), k=int(r.integers(1, 300)),
+                        n=int(r.integers(1, 700)), bias=bool(r.integers(2)), act=str(r.choice(["none", "gelu", "relu"])),
+                        residual=bool(r.integers(2)), rhs_t=rhs_t)
         return dict(lead=dims(1, 150, int(r.integers(1, 3))), k=int(r.integers(1, 300)), n=int(r.integers(1, 700)),
                     bias=bool(r.integers(2)), act=str(r.choice(["none", "relu", "gelu", "gelu_tanh", "silu"])),
                     residual=bool(r.integers(2)), rhs_t=rhs_t, views=rhs_t and bool(r.integers(2)))
