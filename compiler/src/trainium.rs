@@ -21,7 +21,7 @@
 
 use crate::frontend::Imported;
 use ember_ir::{Attr, Attrs, BlockId, DType, Module, OpId, Type, Value};
-use ember_targets::trainium::{self, kernels::Kernel, Group};
+use ember_targets::trainium::{self, kernels::Kernel, verify::Mem, Group};
 use ember_targets::tpu::{IoInfo, WeightInfo};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -49,6 +49,9 @@ pub struct KernelInfo {
     pub at: String,
     pub inputs: Vec<Vec<i64>>,
     pub output: Vec<i64>,
+    /// From the verified tile plan: SBUF bytes per partition and PSUM banks the kernel allocates.
+    pub sbuf_bytes_per_partition: i64,
+    pub psum_banks: i64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -459,6 +462,8 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
                 at: g.at.clone(),
                 inputs: g.inputs.clone(),
                 output: g.output.clone(),
+                sbuf_bytes_per_partition: k.plan.buffers.iter().filter(|b| b.mem == Mem::Sbuf).map(|b| b.bytes_per_partition()).sum(),
+                psum_banks: k.plan.buffers.iter().filter(|b| b.mem == Mem::Psum).count() as i64,
             })
             .collect(),
         plain_groups: e.plain.clone(),

@@ -297,6 +297,10 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                     for w in &man.plain_groups {
                         eprintln!("warning: {w}");
                     }
+                    for k in &man.kernels {
+                        eprintln!("kernel {} ({}{}): {} SBUF bytes/partition, {} PSUM banks", k.name, k.kind,
+                            if k.at.is_empty() { String::new() } else { format!(" at {}", k.at) }, k.sbuf_bytes_per_partition, k.psum_banks);
+                    }
                     eprintln!("wrote {} (HLO for neuronx-cc, {} NKI kernels); run the portable form on XLA CPU with `ember run`",
                         output.display(), man.kernels.len());
                     Ok(())
