@@ -511,14 +511,26 @@ language = _module(
                         "add", "subtract", "multiply", "divide", "maximum", "minimum", "max", "min", "exp", "tanh", "sigmoid",
                         "relu", "gelu", "gelu_apprx_tanh", "silu", "rsqrt", "sqrt", "reciprocal", "square", "copy"]},
 )
-language.__getattr__ = lambda n: _bf16() if n == "bfloat16" else (_ for _ in ()).throw(  # type: ignore[attr-defined]
-    NkiSubsetError(f"nki.language.{n} is outside Ember's NKI subset"))
+
+
+def _outside(module: str) -> Callable[[str], Any]:
+    """Module `__getattr__`: names outside the subset are a clear error, not an AttributeError."""
+
+    def get(n: str) -> Any:
+        if module == "nki.language" and n == "bfloat16":
+            return _bf16()  # ml_dtypes is imported only when a kernel asks for it
+        raise NkiSubsetError(f"{module}.{n} is outside Ember's NKI subset")
+
+    return get
+
+
+language.__getattr__ = _outside("nki.language")  # type: ignore[attr-defined]
 isa = _module(
     "nki.isa",
     {k: _g[k] for k in ["dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation", "tensor_reduce",
                         "tensor_copy", "memset"]},
 )
-isa.__getattr__ = lambda n: (_ for _ in ()).throw(NkiSubsetError(f"nki.isa.{n} is outside Ember's NKI subset"))  # type: ignore[attr-defined]
+isa.__getattr__ = _outside("nki.isa")  # type: ignore[attr-defined]
 nki = _module("nki", {"jit": jit, "simulate": simulate, "language": language, "isa": isa})
 del _g
 
