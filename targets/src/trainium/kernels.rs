@@ -112,7 +112,7 @@ impl Src {
     /// `name = nl.ndarray(shape, nl.float32, buffer=...)`, recorded in the plan.
     fn tile(&mut self, name: &str, mem: Mem, shape: &[i64]) {
         let buf = if mem == Mem::Sbuf { "nl.sbuf" } else { "nl.psum" };
-        self.line(&format!("{name} = nl.ndarray({}, nl.float32, buffer={buf})", tup(shape)));
+        self.line(&format!("{name} = nl.ndarray({}, nl.float32, buffer={buf}, name=\"{name}\")", tup(shape)));
         self.plan.buffers.push(Buffer { name: name.into(), mem, shape: shape.to_vec(), elem_bytes: 4 });
     }
     /// `nisa.nc_matmul(dst, st, mv, accumulate=acc)`; `st`/`mv` are the largest tile shapes.
