@@ -158,7 +158,11 @@ pub fn write_dir(out: &Path, files: &[(&str, &[u8])]) -> Result<(), String> {
     let result = (|| -> Result<(), String> {
         std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create `{}`: {e}", tmp.display()))?;
         for (name, bytes) in files {
-            std::fs::write(tmp.join(name), bytes).map_err(|e| format!("cannot write `{name}`: {e}"))?;
+            let path = tmp.join(name);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+            }
+            std::fs::write(&path, bytes).map_err(|e| format!("cannot write `{name}`: {e}"))?;
         }
         if out.exists() {
             std::fs::remove_dir_all(out).map_err(|e| format!("cannot replace `{}`: {e}", out.display()))?;

@@ -6,6 +6,7 @@ pub mod cpu;
 pub mod frontend;
 pub mod npz;
 pub mod tpu;
+pub mod trainium;
 
 pub use frontend::{import_path, ImportError, Imported};
 

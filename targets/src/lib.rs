@@ -1,4 +1,6 @@
-//! Code generation targets. Each target is one module; `cpu` runs here, `tpu` emits StableHLO.
+//! Code generation targets. Each target is one module; `cpu` runs here, `tpu` emits StableHLO, `trainium`
+//! HLO (through the tpu emitter) plus NKI kernels.
 
 pub mod cpu;
 pub mod tpu;
+pub mod trainium;

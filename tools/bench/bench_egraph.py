@@ -76,7 +76,7 @@ def gpt2_12(tmp: Path) -> Path | None:
 
         def factory():
             torch.manual_seed(0)
-            cfg = GPT2Config(n_layer=12, n_embd=64, n_head=4, vocab_size=128, n_positions=32, attn_implementation="eager")
+            cfg = GPT2Config(n_layer=12, n_embd=64, n_head=4, vocab_size=128, n_positions=32, attn_implementation="eager", use_cache=False)
             return GPT2Model(cfg).eval(), (torch.randint(0, 128, (1, 16)),)
 
         return export_model(factory, tmp / "gpt2_12.pt2", seed=0).pt2

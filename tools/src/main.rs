@@ -53,10 +53,11 @@ archive: parameters, buffers and constants are function arguments named by `embe
     },
     /// Compile a model for a target into an artifact directory.
     #[command(after_help = "Example:\n  ember compile testdata/models/mlp.pt2 --target cpu -o out/\n\nTargets: cpu (native code via LLVM; `ember run` runs it), tpu (StableHLO; `ember run` runs it on
-XLA through the Python env), trainium (not built yet).
+XLA through the Python env), trainium (HLO for neuronx-cc + NKI kernels; `ember run` runs the
+portable HLO on XLA CPU).
 An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compile leaves nothing.")]
     Compile {
-        /// The model: a .pt2 archive from torch.export.save.
+        /// The model: a .pt2 archive from torch.export.save (or an .mlir module without weights).
         model: PathBuf,
         /// cpu, tpu or trainium.
         #[arg(long, value_parser = ["cpu", "tpu", "trainium"])]
@@ -88,6 +89,36 @@ An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compil
         /// `python -m ember.xla portable` (needs the Python env, like `ember run`).
         #[arg(long)]
         portable: bool,
+        /// trainium: compute f64 values in f32 (Neuron has no fp64) instead of refusing them.
+        #[arg(long)]
+        allow_downcast: bool,
+        /// trainium: keep int64 (neuronx-cc --native-int64, trn2+) instead of narrowing to int32.
+        #[arg(long)]
+        native_int64: bool,
+    },
+    /// Show what the trainium target makes of a module: NKI kernels or legalized StableHLO.
+    #[command(after_help = "Examples:\n  ember trainium testdata/targets/trainium/gemm_ragged_gelu_residual.mlir -o kernels/\n  \
+ember trainium model.mlir --emit stablehlo --native-int64\n\n\
+--emit kernels: each fusion group of @main with a kernel kind (gemm, softmax, layer_norm,\n\
+rms_norm, attention) gets a tile plan, checked against the Trn2 tile and buffer limits, and NKI\n\
+source `<name>.py`; with -o DIR, also `<name>.stablehlo.mlir`: the group's body alone, to check\n\
+the kernel against. --emit stablehlo: the portable and Neuron forms of the whole module after\n\
+legalization for Neuron (what `ember compile --target trainium` converts to HLO).")]
+    Trainium {
+        /// A module (.mlir, or a .pt2 archive), usually with ember.fusion_group ops.
+        input: PathBuf,
+        /// `kernels` or `stablehlo`.
+        #[arg(long, value_parser = ["kernels", "stablehlo"], default_value = "kernels")]
+        emit: String,
+        /// kernels: a directory for `<name>.py` and `<name>.stablehlo.mlir` (standard output when absent).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Compute f64 values in f32 (Neuron has no fp64) instead of refusing them.
+        #[arg(long)]
+        allow_downcast: bool,
+        /// Keep int64 (neuronx-cc --native-int64, trn2+) instead of narrowing to int32.
+        #[arg(long)]
+        native_int64: bool,
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
     #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
@@ -219,7 +250,7 @@ fn vhlo(python: &Path, text: &str) -> Result<(Vec<u8>, String), String> {
 /// `ember run` on a tpu artifact: hands it to `python -m ember.xla run` (the one module that uses
 /// jaxlib) with the Python in `EMBER_PYTHON`, else `~/.cache/ember/venv/bin/python`. The runner's
 /// exit code and messages are passed through.
-fn run_xla(dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<(), Failure> {
+fn run_xla(target: &str, dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<(), Failure> {
     let how = format!(
         "python -m ember.xla run {} --inputs {} --outputs {}",
         dir.display(),
@@ -228,7 +259,7 @@ fn run_xla(dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<(
     );
     let Some(python) = find_python() else {
         return Err(Failure(format!(
-            "`{}` is a tpu artifact: it runs on XLA through jaxlib, not in this binary. Run\n  {how}\nwith a Python that has jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv), or set EMBER_PYTHON to one",
+            "`{}` is a {target} artifact: it runs on XLA through jaxlib, not in this binary. Run\n  {how}\nwith a Python that has jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv), or set EMBER_PYTHON to one",
             dir.display()
         )));
     };
@@ -238,7 +269,7 @@ fn run_xla(dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<(
         cmd.arg("--repeat").arg(repeat.to_string());
     }
     let status = cmd.status().map_err(|e| {
-        Failure(format!("`{}` is a tpu artifact, run by `{how}`; cannot start `{}`: {e} (set EMBER_PYTHON to a Python with jax 0.10.2 and the ember package)", dir.display(), python.display()))
+        Failure(format!("`{}` is a {target} artifact, run by `{how}`; cannot start `{}`: {e} (set EMBER_PYTHON to a Python with jax 0.10.2 and the ember package)", dir.display(), python.display()))
     })?;
     match status.code() {
         Some(0) => Ok(()),
@@ -268,7 +299,29 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             }
             emit(&m.to_string(), output.as_deref())
         }
-        Cmd::Compile { model, target, output, report, fusion, mesh, shard, precision, portable } => {
+        Cmd::Trainium { input, emit: what, output, allow_downcast, native_int64 } => {
+            let mut m = load_module(&input)?;
+            let opts = ember_compiler::trainium::Options { allow_downcast, native_int64 };
+            let e = ember_compiler::trainium::inspect(&mut m, &opts)?;
+            if what == "stablehlo" {
+                return emit(&format!("// ---- portable form ----\n{}// ---- Neuron form ----\n{}", e.portable, e.neuron), output.as_deref());
+            }
+            match output {
+                Some(dir) => {
+                    std::fs::create_dir_all(&dir).map_err(|e| Failure(format!("cannot create `{}`: {e}", dir.display())))?;
+                    for (k, _, region) in &e.kernels {
+                        emit(&k.source, Some(&dir.join(format!("{}.py", k.name))))?;
+                        emit(region, Some(&dir.join(format!("{}.stablehlo.mlir", k.name))))?;
+                    }
+                    Ok(())
+                }
+                None => {
+                    let text: String = e.kernels.iter().map(|(k, _, _)| format!("# ---- kernels/{}.py ----\n{}", k.name, k.source)).collect();
+                    emit(&text, None)
+                }
+            }
+        }
+        Cmd::Compile { model, target, output, report, fusion, mesh, shard, precision, portable, allow_downcast, native_int64 } => {
             let target = Target::parse(&target).expect("clap checked the target");
             let shard = match (&mesh, target == Target::Tpu) {
                 (Some(mesh), true) => Some(ember_targets::tpu::sharding::Options::parse(mesh, &shard).map_err(Failure)?),
@@ -286,10 +339,18 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                 return Err(Failure(format!("--fusion is a cpu option; the {} target always uses the e-graph optimizer", target.name())));
             }
             let precision = precision.map(|p| ember_targets::tpu::Precision::parse(&p).expect("clap checked it")).unwrap_or_default();
-            let pb = spinner(format!("importing {}", model.display()));
-            let imported = ember_compiler::import_path(&model);
-            pb.finish_and_clear();
-            let imported = imported?;
+            if (allow_downcast || native_int64) && target != Target::Trainium {
+                return Err(Failure(format!("--allow-downcast and --native-int64 are trainium options; not for the {} target", target.name())));
+            }
+            let imported = if model.extension().is_some_and(|e| e == "mlir") {
+                // A module without weights (every argument an `ember.input`), e.g. a test case.
+                ember_compiler::Imported { module: load_module(&model)?, weights: vec![] }
+            } else {
+                let pb = spinner(format!("importing {}", model.display()));
+                let imported = ember_compiler::import_path(&model);
+                pb.finish_and_clear();
+                imported?
+            };
             let for_report = report.then(|| imported.module.clone());
             let fusion = if fusion == "greedy" { ember_compiler::cpu::Fusion::Greedy } else { ember_compiler::cpu::Fusion::Egraph };
             let r: Result<(), Failure> = match &target {
@@ -315,10 +376,23 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                         output.display(), man.inputs.len(), man.weights.len(), man.outputs.len(), output.display());
                     Ok(())
                 }
-                t => Err(Failure(format!(
-                    "target `{}` is not built yet: this Ember compiles for cpu and tpu only",
-                    t.name()
-                ))),
+                Target::Trainium => {
+                    let pb = spinner(format!("compiling for trainium into {}", output.display()));
+                    let opts = ember_compiler::trainium::Options { allow_downcast, native_int64 };
+                    let r = ember_compiler::trainium::compile(imported, &output, &opts);
+                    pb.finish_and_clear();
+                    let man = r.map_err(Failure)?;
+                    for w in &man.plain_groups {
+                        eprintln!("warning: {w}");
+                    }
+                    for k in &man.kernels {
+                        eprintln!("kernel {} ({}{}): {} SBUF bytes/partition, {} PSUM banks", k.name, k.kind,
+                            if k.at.is_empty() { String::new() } else { format!(" at {}", k.at) }, k.sbuf_bytes_per_partition, k.psum_banks);
+                    }
+                    eprintln!("wrote {} (HLO for neuronx-cc, {} NKI kernels); run the portable form on XLA CPU with `ember run`",
+                        output.display(), man.kernels.len());
+                    Ok(())
+                }
             };
             r?;
             if let Some(module) = for_report {
@@ -329,11 +403,11 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
         }
         Cmd::Run { artifact: dir, inputs, outputs, repeat } => {
             let h = artifact::read_header(&dir)?;
-            if h.target == "tpu" {
-                return run_xla(&dir, &inputs, &outputs, repeat);
+            if h.target == "tpu" || h.target == "trainium" {
+                return run_xla(&h.target, &dir, &inputs, &outputs, repeat);
             }
             if h.target != "cpu" {
-                return Err(Failure(format!("target `{}` is not built yet: this Ember runs cpu and tpu artifacts only", h.target)));
+                return Err(Failure(format!("target `{}` is not built yet: this Ember runs cpu, tpu and trainium artifacts only", h.target)));
             }
             let prog = ember_targets::cpu::Program::load(&dir).map_err(|e| Failure(format!("`{}`: {e}", dir.display())))?;
             let mut arrays = ember_compiler::npz::read_npz(&inputs)?;

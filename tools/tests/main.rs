@@ -6,12 +6,14 @@
 //! - Bad-input classes for the frontend, built from a real archive.
 //! - The TPU target (`tpu.rs`): StableHLO snapshot cases, artifacts, the CLI.
 //! - The e-graph optimizer's report (`egraph.rs`) for every model and cost model.
+//! - The trainium target (`trainium.rs`): deterministic artifacts, static shapes.
 
 mod bad_input;
 mod cpu;
 mod cases;
 mod egraph;
 mod tpu;
+mod trainium;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -44,7 +44,7 @@ fn epilogue(name: &str) -> bool {
     is_elementwise(name) || matches!(name, "ten.broadcast" | "ten.reshape")
 }
 
-pub fn partition(m: &mut Module, entry: BlockId, _table: &CostTable, trace: &mut Trace) -> Result<(), String> {
+pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut Trace) -> Result<(), String> {
     let ops: Vec<OpId> = m.block(entry).ops.clone();
     let pos: HashMap<OpId, usize> = ops.iter().enumerate().map(|(i, &o)| (o, i)).collect();
     let producer = |m: &Module, v: Value| -> Option<OpId> {
@@ -92,9 +92,14 @@ pub fn partition(m: &mut Module, entry: BlockId, _table: &CostTable, trace: &mut
         // by the matmul through strides: they join the group when the matmul is their only reader.
         for &v in &m.op(o).operands {
             let mut p = producer(m, v);
+            let mut chain = Vec::new();
             while let Some(q) = p.filter(|&q| is_layout(&m.op(q).name) && m.op(q).operands.len() == 1 && users(q).len() == 1 && !group_of.contains_key(&q)) {
-                members.push(q);
+                chain.push(q);
                 p = producer(m, m.op(q).operands[0]);
+            }
+            // A chain that ends at a computed value joins only where the matmul reads views.
+            if p.is_none() || table.matmul_reads_views {
+                members.extend(chain);
             }
         }
         let mut activation = "none".to_string();
@@ -259,7 +264,30 @@ fn build_group(m: &mut Module, kind: &str, members: &[OpId], attrs: &Attrs, rema
     let inside: std::collections::HashSet<OpId> = members.iter().copied().collect();
     let mut inputs: Vec<Value> = Vec::new();
     let mut copies: Vec<OpId> = Vec::new();
-    for &o in members {
+    // Operand order: a gemm reads its matmul's lhs then rhs first (the values under any layout
+    // chain pulled in with them), then the epilogue's inputs, as the fusion-group contract says.
+    if kind == "gemm" {
+        if let Some(&dot) = members.iter().find(|&&o| m.op(o).name == "ten.dot_general") {
+            for &v in &m.op(dot).operands {
+                let mut cur = *remap.get(&v).unwrap_or(&v);
+                while let ValueDef::Result(p, _) = m.value(cur).def {
+                    if !inside.contains(&p) || m.op(p).operands.len() != 1 {
+                        break;
+                    }
+                    cur = *remap.get(&m.op(p).operands[0]).unwrap_or(&m.op(p).operands[0]);
+                }
+                let outside = match m.value(cur).def {
+                    ValueDef::Result(p, _) => !inside.contains(&p) && !is_free(&m.op(p).name),
+                    _ => true,
+                };
+                if outside && !inputs.contains(&cur) {
+                    inputs.push(cur);
+                }
+            }
+        }
+    }
+    let order: Vec<OpId> = members.to_vec();
+    for &o in &order {
         for &v in &m.op(o).operands.clone() {
             let v = *remap.get(&v).unwrap_or(&v);
             let def = match m.value(v).def {

@@ -476,6 +476,9 @@ impl<'a> Emitter<'a> {
         if name == "ember.fusion_group" {
             return self.fusion_group(op).map_err(|e| format!("`{name}`{at}: {e}"));
         }
+        if name == "func.call" {
+            return self.call(op);
+        }
         let Some(short) = name.strip_prefix("ten.") else {
             return Err(format!(
                 "the tpu target cannot compile `{name}`{at}: it has no lowering to the ten dialect yet (see `ember opt --passes=torch-to-ten`)"
@@ -590,6 +593,27 @@ impl<'a> Emitter<'a> {
         for (i, &res) in d.results.iter().enumerate() {
             self.names.insert(res, if n == 1 { r.clone() } else { format!("{r}#{i}") });
         }
+        Ok(())
+    }
+
+    /// `func.call @callee(...)` with one result (the trainium target's kernel regions); string
+    /// attributes named `ember_*` become `mhlo.frontend_attributes`, which XLA keeps on the HLO call.
+    fn call(&mut self, op: OpId) -> R<()> {
+        let d = self.m.op(op);
+        let Some(Attr::SymRef(callee)) = d.attrs.get("callee") else { return Err("`func.call` without a callee".into()) };
+        let [res] = d.results[..] else { return Err(format!("`func.call @{callee}` must have one result")) };
+        let args: Vec<String> = d.operands.iter().map(|&v| self.name(v)).collect();
+        let tys: Vec<String> = d.operands.iter().map(|&v| self.t(v).map(|t| t.to_string())).collect::<R<_>>()?;
+        let tags: Vec<String> =
+            d.attrs.iter().filter_map(|(k, a)| a.as_str().filter(|_| k.starts_with("ember_")).map(|s| format!("{k} = {}", fmt_str(s)))).collect();
+        let rt = self.t(res)?;
+        let n = self.def(format!(
+            "func.call @{callee}({}) {{mhlo.frontend_attributes = {{{}}}}} : ({}) -> {rt}",
+            args.join(", "),
+            tags.join(", "),
+            tys.join(", ")
+        ));
+        self.names.insert(res, n);
         Ok(())
     }
 

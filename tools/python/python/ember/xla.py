@@ -19,6 +19,7 @@ Command line (``ember run`` on a tpu artifact calls this)::
 
     python -m ember.xla run ARTIFACT_DIR --inputs IN.npz --outputs OUT.npz
     python -m ember.xla verify module.stablehlo.mlir
+    python -m ember.xla to-hlo model.stablehlo.mlir   # -> model.hlo_module.pb + model.hlo.txt
 
 ``IN.npz`` holds ``arg0, arg1, ...`` in user-input order; ``OUT.npz`` gets
 ``out0, out1, ...`` in user-output order (the layout ``python -m ember.export``
@@ -48,7 +49,7 @@ JAX_VERSION = "0.10.2"
 
 __all__ = [
     "JAX_VERSION", "XlaError", "run_stablehlo", "verify", "serialize_portable", "deserialize_portable",
-    "load_artifact", "run_artifact", "compiled_hlo", "main",
+    "to_hlo", "run_hlo", "load_artifact", "run_artifact", "compiled_hlo", "main",
 ]
 
 
@@ -244,6 +245,37 @@ def verify(text: str) -> None:
             raise ValueError("StableHLO does not verify")
 
 
+def to_hlo(text: str) -> tuple[bytes, str]:
+    """StableHLO text -> (serialized XLA HloModuleProto, HLO text), by XLA's own converter.
+
+    This is what the trainium target hands to neuronx-cc (``--framework XLA``)."""
+    _jax()
+    from jaxlib import xla_client as xc
+
+    try:
+        comp = xc._xla.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False, return_tuple=False)
+    except Exception as exc:  # jaxlib raises its own error types here
+        raise ValueError(f"StableHLO -> HLO conversion failed: {exc}") from exc
+    return comp.as_serialized_hlo_module_proto(), comp.as_hlo_text()
+
+
+def run_hlo(proto: bytes, inputs: Sequence[np.ndarray], platform: str | None = None) -> list[np.ndarray]:
+    """Runs a serialized HloModuleProto (converted back to StableHLO by XLA) on the PJRT client."""
+    return run_stablehlo(_hlo_to_stablehlo_text(proto), inputs, platform)
+
+
+def _hlo_to_stablehlo_text(proto: bytes) -> str:
+    """XLA's HLO -> StableHLO converter returns MLIR bytecode (with `mhlo.*` attributes)."""
+    _jax()
+    from jaxlib import xla_client as xc
+    from jaxlib.mlir import ir
+
+    ctx = _mlir_context()
+    ctx.allow_unregistered_dialects = True
+    with ctx:
+        return str(ir.Module.parse(xc._xla.mlir.hlo_to_stablehlo(proto)))
+
+
 _DTYPES = {
     "i1": "bool",
     "i8": "int8",
@@ -304,12 +336,21 @@ class Artifact:
         if version.split(".")[0] != "1":
             raise XlaError(f"{path} has format_version {version!r}; this ember.xla reads major 1. Recompile the model.")
         target = self.manifest.get("target")
-        if target != "tpu":
-            raise XlaError(f"`{self.dir}` is a {target} artifact; ember.xla runs tpu artifacts (use `ember run` for cpu)")
+        if target not in ("tpu", "trainium"):
+            raise XlaError(f"`{self.dir}` is a {target} artifact; ember.xla runs tpu and trainium artifacts (use `ember run` for cpu)")
+        self.target = target
         self.portable = portable
         if portable and not self.manifest.get("vhlo"):
             raise XlaError(f"`{self.dir}` has no VHLO portable artifact: compile it with `ember compile --target tpu --portable`")
-        self.text = self.module_text(self.manifest.get("module", "module.stablehlo.mlir"))
+        if "module" not in self.manifest and target == "trainium":
+            raise XlaError(f"{path} names no `module`; recompile the model")
+        if target == "trainium":
+            # The portable HLO proto itself (not the StableHLO it came from) is what runs.
+            self.text = _hlo_to_stablehlo_text((self.dir / self.manifest["module"]).read_bytes())
+        else:
+            self.text = self.module_text(self.manifest.get("module", "module.stablehlo.mlir"))
+        # trainium: arguments/results whose dtype legalization changed (int64 -> i32, f64 -> f32).
+        self.narrowed: dict[str, str] = dict(self.manifest.get("narrowed", {}))
         blob = np.fromfile(self.dir / "weights.bin", dtype=np.uint8) if self.manifest["weights"] else np.zeros(0, np.uint8)
         n_args = len(self.manifest["inputs"]) + len(self.manifest["weights"])
         self.args: list[np.ndarray | None] = [None] * n_args
@@ -319,7 +360,7 @@ class Artifact:
             start, n = int(w["offset"]), int(w["bytes"])
             if start + n > blob.size:
                 raise XlaError(f"weights.bin is shorter than the manifest says (weight `{w['name']}`)")
-            self.args[w["arg"]] = blob[start : start + n].view(dt).reshape(shape)
+            self.args[w["arg"]] = self._narrow(blob[start : start + n].view(dt).reshape(shape), w["arg"], f"weight `{w['name']}`")
         self.mesh: list[dict[str, Any]] | None = self.manifest.get("mesh")
         self.buckets: list[dict[str, Any]] | None = self.manifest.get("buckets")
         self._compiled: dict[str, Any] = {}
@@ -346,6 +387,22 @@ class Artifact:
             return _compile_sharded(self.text, self.mesh, self.arg_specs(), self.out_specs(), platform)[0]
         return _compile(self.text, platform)
 
+    def _narrow(self, a: np.ndarray, arg: int, what: str) -> np.ndarray:
+        to = self.narrowed.get(f"arg{arg}")
+        if to is None:
+            return a
+        dt = _np_dtype(to)
+        if dt.kind in "iu" and a.size:
+            info = np.iinfo(dt)
+            if a.min() < info.min or a.max() > info.max:
+                raise XlaError(f"{what} has values outside {dt}, to which Neuron narrows {a.dtype}; recompile with --native-int64")
+        return a.astype(dt)
+
+    def widen(self, outs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Outputs in the model's dtypes (results whose dtype legalization changed, converted back)."""
+        specs = self.manifest["outputs"]
+        return [o.astype(_np_dtype(specs[i]["dtype"])) if f"out{i}" in self.narrowed else o for i, o in enumerate(outs)]
+
     def bind(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """`@main`'s arguments: the weights with `inputs` (user-input order) in their slots
         (static-shape artifacts; see :meth:`prepare` for bucketed ones)."""
@@ -369,7 +426,7 @@ class Artifact:
                 # Zeros at the end of every symbolic dim, up to the bucket's size.
                 shape = tuple(_eval_dim(d, env) for d in spec["dims"])
                 a = np.pad(a, [(0, t - n) for n, t in zip(a.shape, shape)])
-            args[spec["arg"]] = a
+            args[spec["arg"]] = self._narrow(a, spec["arg"], f"input {i} (`{spec['name']}`)")
         return args  # type: ignore[return-value]
 
     def symbols(self, inputs: Sequence[np.ndarray]) -> dict[str, int]:
@@ -427,7 +484,7 @@ def run_artifact(
     """Runs a tpu artifact on `inputs` (user-input order); returns the outputs in order."""
     art = Artifact(directory, portable)
     call, args, finish = art.prepare(inputs, platform)
-    return finish(call(args))
+    return art.widen(finish(call(args)))
 
 
 def _run_cli(ns: argparse.Namespace) -> None:
@@ -455,7 +512,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
             f"median {times[len(times) // 2]:.4f} ms over {ns.repeat} runs (min {times[0]:.4f}, max {times[-1]:.4f})",
             file=sys.stderr,
         )
-    outs = finish(outs)
+    outs = art.widen(finish(outs))
     tmp = Path(ns.outputs).with_name(f".{Path(ns.outputs).name}.tmp-{os.getpid()}.npz")
     np.savez(tmp, **{f"out{i}": o for i, o in enumerate(outs)})
     os.replace(tmp, ns.outputs)
@@ -482,6 +539,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     h = sub.add_parser("hlo", help="print the HLO XLA compiles for an artifact (after SPMD partitioning)")
     h.add_argument("artifact")
     h.add_argument("--platform", default=None, help="PJRT platform (default cpu, or $EMBER_XLA_PLATFORM)")
+    h = sub.add_parser("to-hlo", help="convert X.stablehlo.mlir files to X.hlo_module.pb + X.hlo.txt (XLA's converter)")
+    h.add_argument("files", nargs="+")
     ns = p.parse_args(argv)
     try:
         if ns.cmd == "run":
@@ -494,6 +553,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(version)
         elif ns.cmd == "hlo":
             print(compiled_hlo(ns.artifact, ns.platform))
+        elif ns.cmd == "to-hlo":
+            for f in ns.files:
+                proto, text = to_hlo(Path(f).read_text())
+                stem = str(f).removesuffix(".mlir").removesuffix(".stablehlo")
+                Path(stem + ".hlo_module.pb").write_bytes(proto)
+                Path(stem + ".hlo.txt").write_text(text)
         else:
             verify(Path(ns.file).read_text())
     except (XlaError, ValueError, OSError) as exc:
