@@ -173,18 +173,6 @@ pub fn nodes_with_child(eg: &EG, id: Id, op: &str, child: Id) -> Option<ENode> {
     nodes(eg, id, op).into_iter().find(|n| n.args.first().map(|&a| eg.find(a)) == Some(child))
 }
 
-/// Follows `steps` from class `id`: at each step, the first node with that op, then its operand
-/// at that index. Returns the node of the last step.
-pub fn walk(eg: &EG, mut id: Id, steps: &[(&str, usize)]) -> Option<ENode> {
-    let mut last = None;
-    for &(op, arg) in steps {
-        let n = node(eg, id, op)?;
-        id = *n.args.get(arg)?;
-        last = Some(n);
-    }
-    last
-}
-
 /// A composite node `op{attrs}(args)` with the type of `root`.
 pub fn composite(eg: &mut EG, root: Id, op: &str, attrs: Vec<(&str, Attr)>, args: Vec<Id>) -> Id {
     let ty = type_of(eg, root);
