@@ -92,6 +92,17 @@ fn is_free(op: &str) -> bool {
     matches!(op, "ten.constant" | "ten.iota" | "input" | "opaque" | "result")
 }
 
+/// Arithmetic per output element: transcendental functions are inline polynomials in the CPU
+/// codegen (range reduction plus a degree-6..9 polynomial, about 20 operations; a library call on
+/// other targets costs similar), division and square roots a few; everything else one.
+pub fn flops_per_element(op: &str) -> f64 {
+    match op.trim_start_matches("ten.") {
+        "exp" | "log" | "tanh" | "erf" | "sigmoid" | "pow" | "sin" | "cos" | "tan" => 20.0,
+        "div" | "sqrt" | "rsqrt" | "rem" => 4.0,
+        _ => 1.0,
+    }
+}
+
 /// (FLOPs, bytes) of one node run as its own kernel.
 pub fn work(eg: &EG, n: &ENode) -> (f64, f64) {
     let ty = &eg.analysis.types[&n.ty];
@@ -111,7 +122,7 @@ pub fn work(eg: &EG, n: &ENode) -> (f64, f64) {
             let dv = dim(&v.dims[v.rank() - 1]);
             2.0 * numel(&q) / d * tk * (d + dv)
         }
-        _ => numel(ty),
+        _ => numel(ty) * flops_per_element(op),
     };
     (flops, io)
 }

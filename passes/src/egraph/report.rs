@@ -51,7 +51,7 @@ fn op_work(m: &Module, op: OpId) -> (f64, f64, f64) {
             .product();
         (2.0 * out * contract, 0.0, io)
     } else {
-        (0.0, out, io)
+        (0.0, out * super::cost::flops_per_element(&d.name), io)
     }
 }
 
