@@ -71,6 +71,17 @@ def ts(f, x):
     y = f.op("ten.transpose", [f.op("ten.mul", [x, f.const("3.0", T)], [T, T], T)], [T], TT, "dims = array<i64: 1, 0>")
     return f.op("ten.transpose", [y], [TT], T, "dims = array<i64: 1, 0>")
 cases["transpose-scale"] = unary_chain("transpose-scale", ts)
+def tu(f, x):
+    y = f.op("ten.exp", [f.op("ten.transpose", [x], [T], TT, "dims = array<i64: 1, 0>")], [TT], TT)
+    return f.op("ten.transpose", [y], [TT], T, "dims = array<i64: 1, 0>")
+cases["transpose-unary"] = unary_chain("transpose-unary", tu)
+def bc(f, x):
+    c = f.const("2.0", V)
+    b = f.op("ten.broadcast", [c], [V], T, "dims = array<i64: 1>, shape = array<i64: 4, 8>")
+    return f.op("ten.mul", [x, b], [T, T], T)
+cases["broadcast-const"] = unary_chain("broadcast-const", bc)
+
+
 def rs(f, x):
     y = f.op("ten.reshape", [f.op("ten.mul", [x, f.const("3.0", T)], [T, T], T)], [T], F32, "shape = array<i64: 32>")
     return f.op("ten.reshape", [y], [F32], T, "shape = array<i64: 4, 8>")

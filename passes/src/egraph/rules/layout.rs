@@ -65,6 +65,27 @@ fn dot_scale(eg: &mut EG, root: Id, s: &Subst, side: usize) -> Option<Id> {
     Some(op0(eg, "ten.mul", &ty, vec![unscaled, c]))
 }
 
+const UNARY: &[&str] = &["ten.exp", "ten.log", "ten.tanh", "ten.sigmoid", "ten.erf", "ten.neg", "ten.abs", "ten.sqrt", "ten.rsqrt", "ten.sin", "ten.cos", "ten.floor", "ten.ceil", "ten.round", "ten.sign", "ten.not"];
+
+/// transpose(f(x)) = f(transpose(x)) for elementwise unary f: transposes move toward the inputs,
+/// where they cancel against other transposes or become strided reads.
+fn transpose_through_unary(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let u = var(s, "?u");
+    let t = super::nodes_with_child(eg, root, "ten.transpose", u)?;
+    let f = eg[u].nodes.iter().cloned().find(|n| UNARY.contains(&n.op.as_str()) && n.args.len() == 1)?;
+    let x = transpose(eg, f.args[0], &ints(eg, &t, "dims"));
+    let ty = type_of(eg, root);
+    let attrs = crate::egraph::lang::attrs_of(eg, &f).clone();
+    Some(crate::egraph::lang::add(eg, f.op.as_str(), &attrs, &ty, vec![x]))
+}
+
+/// broadcast(c) = c' for a splat constant c: a constant of the broadcast's shape.
+fn broadcast_const(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let c = konst(eg, var(s, "?c"))?;
+    let ty = type_of(eg, root);
+    Some(splat(eg, c, &ty))
+}
+
 #[rustfmt::skip]
 pub static RULES: &[Rule] = &[
     Rule { name: "transpose-transpose", math: "(xᵖ)^q = x^(p∘q)", lhs: "(ten.transpose ?t)", rhs: Rhs::Apply(|eg, r, s| {
@@ -86,6 +107,8 @@ pub static RULES: &[Rule] = &[
     }) },
     Rule { name: "transpose-scale", math: "(x·c)ᵖ = xᵖ·c", lhs: "(ten.transpose ?m)", rhs: Rhs::Apply(|eg, r, s| with_scaled(eg, r, s, "ten.transpose")) },
     Rule { name: "reshape-scale", math: "reshape(x·c) = reshape(x)·c", lhs: "(ten.reshape ?m)", rhs: Rhs::Apply(|eg, r, s| with_scaled(eg, r, s, "ten.reshape")) },
+    Rule { name: "transpose-unary", math: "f(x)ᵖ = f(xᵖ) for elementwise unary f", lhs: "(ten.transpose ?u)", rhs: Rhs::Apply(transpose_through_unary) },
+    Rule { name: "broadcast-const", math: "broadcast(c) = c (splat constants of any shape)", lhs: "(ten.broadcast ?c)", rhs: Rhs::Apply(broadcast_const) },
     Rule { name: "dot-scale-lhs", math: "(x·c)·y = (x·y)·c", lhs: "(ten.dot_general (ten.mul ?x ?c) ?y)", rhs: Rhs::Apply(|eg, r, s| dot_scale(eg, r, s, 0)) },
     Rule { name: "dot-scale-rhs", math: "x·(y·c) = (x·y)·c", lhs: "(ten.dot_general ?y (ten.mul ?x ?c))", rhs: Rhs::Apply(|eg, r, s| dot_scale(eg, r, s, 1)) },
 ];
