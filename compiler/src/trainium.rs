@@ -17,12 +17,18 @@
 //! to-hlo`), so the text emitted by the tpu target is reused unchanged. Legalization for Neuron
 //! happens on the `ten` module first: no fp64 (an error naming the op unless `--allow-downcast`),
 //! int64 narrowed to int32 (constants range-checked here, inputs and weights by the runner) unless
-//! `--native-int64`, static shapes only (symbolic dims are the tpu emitter's clear error).
+//! `--native-int64`.
+//!
+//! Neuron compiles static shapes only, so a model with symbolic dims becomes one module per padded
+//! bucket (the tpu target's [`ember_targets::tpu::buckets`]: same sizes, same padding checks):
+//! `model.b<i>.*` for each bucket but the largest, which is `model.*`, with kernels named
+//! `<kind>_<n>_<symbol>_<size>` and the bucket list in the manifest; the runner picks a bucket,
+//! pads the inputs and slices the outputs as for tpu artifacts.
 
 use crate::frontend::Imported;
 use ember_ir::{Attr, Attrs, BlockId, DType, Module, OpId, Type, Value};
 use ember_targets::trainium::{self, kernels::Kernel, verify::Mem, Group};
-use ember_targets::tpu::{IoInfo, WeightInfo};
+use ember_targets::tpu::{buckets, IoInfo, WeightInfo};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -49,6 +55,9 @@ pub struct KernelInfo {
     pub at: String,
     pub inputs: Vec<Vec<i64>>,
     pub output: Vec<i64>,
+    /// Bucketed artifacts: the symbol values of the bucket this kernel was generated for.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub symbols: BTreeMap<String, i64>,
     /// From the verified tile plan: SBUF bytes per partition and PSUM banks the kernel allocates.
     pub sbuf_bytes_per_partition: i64,
     pub psum_banks: i64,
@@ -75,6 +84,20 @@ pub struct Manifest {
     pub plain_groups: Vec<String>,
     /// Flags for neuronx-cc on the Neuron host.
     pub neuronx_cc_flags: Vec<String>,
+    /// Models with symbolic dims: the padded buckets, smallest first (`module` and
+    /// `neuron_module` are the largest's), as in a tpu manifest; the runner runs the smallest
+    /// bucket that fits, padding inputs with zeros at the end of each symbolic dim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<Vec<Bucket>>,
+}
+
+/// One padded bucket: the symbol values its modules were compiled for, its portable HLO module
+/// (`module`, what the runner runs) and its Neuron form.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Bucket {
+    pub symbols: BTreeMap<String, i64>,
+    pub module: String,
+    pub neuron_module: String,
 }
 
 pub const MODULE_FILE: &str = "model.hlo_module.pb";
@@ -293,23 +316,34 @@ pub struct Emitted {
     pub neuron: String,
 }
 
+/// A message of the tpu emitter or of its bucket checks, naming this target.
+fn retarget(e: String) -> String {
+    e.replace(
+        "the tpu target needs static shapes",
+        "the trainium target needs static shapes (neuronx-cc compiles one NEFF per shape; `ember compile --target trainium` compiles one module per padded bucket)",
+    )
+    .replace("(XLA's CPU client cannot run bounded dynamic shapes)", "(neuronx-cc compiles static shapes only)")
+    .replace("the tpu target", "the trainium target")
+    .replace("The tpu target", "The trainium target")
+}
+
 /// The tpu emitter's text for a module; its messages name this target.
 fn stablehlo(m: &Module) -> R<String> {
-    ember_targets::tpu::emit(m).map_err(|e| {
-        e.replace(
-            "the tpu target needs static shapes",
-            "the trainium target needs static shapes (neuronx-cc compiles one NEFF per shape; one HLO module per bucket is not built yet)",
-        )
-    })
+    ember_targets::tpu::emit(m).map_err(retarget)
 }
 
 /// `strict`: a group no kernel fits (unsupported layout or dtype, or a plan the verifier rejects)
-/// is an error; otherwise it stays plain HLO and its reason is in [`Emitted::plain`].
-pub fn emit(m: &Module, strict: bool) -> R<Emitted> {
+/// is an error; otherwise it stays plain HLO and its reason is in [`Emitted::plain`]. `suffix` is
+/// appended to every kernel name (a bucket's, so names are unique across an artifact).
+pub fn emit(m: &Module, strict: bool, suffix: &str) -> R<Emitted> {
     let mut kernels = Vec::new();
     let mut plain = Vec::new();
     let mut funcs = String::new();
     for g in trainium::groups(m)? {
+        let g = g.map(|mut g| {
+            g.name.push_str(suffix);
+            g
+        });
         let generated = g.and_then(|g| trainium::kernels::generate(&g).map(|k| (k, g)));
         let (k, g) = match generated {
             Ok(x) => x,
@@ -434,6 +468,13 @@ fn lower(m: &mut Module) -> R<()> {
     Ok(())
 }
 
+/// What one bucket (or the one static module) emitted, and its files' stem in the artifact.
+struct Part {
+    symbols: BTreeMap<String, i64>,
+    stem: String,
+    emitted: Emitted,
+}
+
 pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
     let source_hash = format!("{:x}", Sha256::digest(imported.module.to_string().as_bytes()));
     let mut m = imported.module;
@@ -442,8 +483,23 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
     // Weights are packed in their model dtype; the runner narrows them (range-checked) like inputs.
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
     let narrowed = legalize(&mut m, opts)?;
-    let e = emit(&m, false)?;
-    let hlo = to_hlo(&[&e.portable, &e.neuron])?;
+    let dynamic = !buckets::used_symbols(&m, f).is_empty();
+    let modules = if dynamic { buckets::specialized(&m, f).map_err(retarget)? } else { vec![(BTreeMap::new(), m.clone())] };
+    let n = modules.len();
+    let mut parts = Vec::new();
+    for (i, (symbols, s)) in modules.into_iter().enumerate() {
+        // The largest bucket keeps the static artifact's file names, as in tpu artifacts.
+        let stem = if i + 1 == n { "model".to_string() } else { format!("model.b{i}") };
+        let suffix: String = symbols.iter().map(|(k, v)| format!("_{k}_{v}")).collect();
+        let label: Vec<String> = symbols.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut emitted = emit(&s, false, &suffix).map_err(|e| if dynamic { format!("bucket {}: {e}", label.join(",")) } else { e })?;
+        if dynamic {
+            emitted.plain = emitted.plain.into_iter().map(|w| format!("bucket {}: {w}", label.join(","))).collect();
+        }
+        parts.push(Part { symbols, stem, emitted });
+    }
+    let texts: Vec<&str> = parts.iter().flat_map(|p| [p.emitted.portable.as_str(), p.emitted.neuron.as_str()]).collect();
+    let hlo = to_hlo(&texts)?;
     for (_, text) in &hlo {
         check_custom_calls(text)?;
     }
@@ -463,10 +519,10 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
             .map(|(x, offset, bytes)| WeightInfo { name: x.name.clone(), arg: x.index, offset: *offset, bytes: *bytes, dtype: x.dtype.clone(), dims: x.dims.clone(), sharding: None })
             .collect(),
         narrowed,
-        kernels: e
-            .kernels
+        kernels: parts
             .iter()
-            .map(|(k, g, _)| KernelInfo {
+            .flat_map(|p| p.emitted.kernels.iter().map(move |kgr| (p, kgr)))
+            .map(|(p, (k, g, _))| KernelInfo {
                 name: k.name.clone(),
                 kind: k.kind.clone(),
                 file: format!("kernels/{}.py", k.name),
@@ -474,11 +530,12 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
                 at: g.at.clone(),
                 inputs: g.inputs.clone(),
                 output: g.output.clone(),
+                symbols: p.symbols.clone(),
                 sbuf_bytes_per_partition: k.plan.buffers.iter().filter(|b| b.mem == Mem::Sbuf).map(|b| b.bytes_per_partition()).sum(),
                 psum_banks: k.plan.buffers.iter().filter(|b| b.mem == Mem::Psum).count() as i64,
             })
             .collect(),
-        plain_groups: e.plain.clone(),
+        plain_groups: parts.iter().flat_map(|p| p.emitted.plain.iter().cloned()).collect(),
         neuronx_cc_flags: {
             let mut v: Vec<String> = ["--framework", "XLA", "--target", "trn2"].iter().map(|s| s.to_string()).collect();
             if opts.native_int64 {
@@ -486,24 +543,33 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
             }
             v
         },
+        buckets: dynamic.then(|| {
+            parts
+                .iter()
+                .map(|p| Bucket { symbols: p.symbols.clone(), module: format!("{}.hlo_module.pb", p.stem), neuron_module: format!("{}.neuron.hlo_module.pb", p.stem) })
+                .collect()
+        }),
     };
     let json = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())? + "\n";
     let ten = m.to_string();
     let mut files: Vec<(String, Vec<u8>)> = vec![
-        (MODULE_FILE.into(), hlo[0].0.clone()),
-        ("model.hlo.txt".into(), hlo[0].1.clone().into_bytes()),
-        (NEURON_MODULE_FILE.into(), hlo[1].0.clone()),
-        ("model.neuron.hlo.txt".into(), hlo[1].1.clone().into_bytes()),
-        ("model.stablehlo.mlir".into(), e.portable.into_bytes()),
-        ("model.neuron.stablehlo.mlir".into(), e.neuron.into_bytes()),
         ("module.mlir".into(), ten.into_bytes()),
         ("weights.bin".into(), packed.blob),
         ("build_on_neuron_host.py".into(), BUILD_SCRIPT.as_bytes().to_vec()),
         ("manifest.json".into(), json.into_bytes()),
     ];
-    for (k, _, region) in &e.kernels {
-        files.push((format!("kernels/{}.py", k.name), k.source.clone().into_bytes()));
-        files.push((format!("kernels/{}.stablehlo.mlir", k.name), region.clone().into_bytes()));
+    for (p, h) in parts.into_iter().zip(hlo.chunks(2)) {
+        let stem = &p.stem;
+        files.push((format!("{stem}.hlo_module.pb"), h[0].0.clone()));
+        files.push((format!("{stem}.hlo.txt"), h[0].1.clone().into_bytes()));
+        files.push((format!("{stem}.neuron.hlo_module.pb"), h[1].0.clone()));
+        files.push((format!("{stem}.neuron.hlo.txt"), h[1].1.clone().into_bytes()));
+        files.push((format!("{stem}.stablehlo.mlir"), p.emitted.portable.into_bytes()));
+        files.push((format!("{stem}.neuron.stablehlo.mlir"), p.emitted.neuron.into_bytes()));
+        for (k, _, region) in p.emitted.kernels {
+            files.push((format!("kernels/{}.py", k.name), k.source.into_bytes()));
+            files.push((format!("kernels/{}.stablehlo.mlir", k.name), region.into_bytes()));
+        }
     }
     let refs: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
     crate::artifact::write_dir(out, &refs)?;
@@ -516,5 +582,5 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
 pub fn inspect(m: &mut Module, opts: &Options) -> R<Emitted> {
     lower(m)?;
     legalize(m, opts)?;
-    emit(m, true)
+    emit(m, true, "")
 }

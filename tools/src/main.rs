@@ -389,7 +389,8 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                         eprintln!("kernel {} ({}{}): {} SBUF bytes/partition, {} PSUM banks", k.name, k.kind,
                             if k.at.is_empty() { String::new() } else { format!(" at {}", k.at) }, k.sbuf_bytes_per_partition, k.psum_banks);
                     }
-                    eprintln!("wrote {} (HLO for neuronx-cc, {} NKI kernels); run the portable form on XLA CPU with `ember run`",
+                    let buckets = man.buckets.as_ref().map(|b| format!(", {} padded buckets", b.len())).unwrap_or_default();
+                    eprintln!("wrote {} (HLO for neuronx-cc, {} NKI kernels{buckets}); run the portable form on XLA CPU with `ember run`",
                         output.display(), man.kernels.len());
                     Ok(())
                 }

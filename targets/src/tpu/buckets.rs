@@ -109,6 +109,21 @@ pub fn choose(m: &Module, f: OpId) -> Result<Vec<BTreeMap<String, i64>>, String>
     Ok(out)
 }
 
+/// The padded buckets of a module with symbolic dims, smallest first: each bucket's symbol values
+/// and the module specialized to them, after [`check_inputs`] and [`check_padding`]. Every target
+/// that needs static shapes compiles these.
+pub fn specialized(m: &Module, f: OpId) -> Result<Vec<(BTreeMap<String, i64>, Module)>, String> {
+    check_inputs(m, f)?;
+    check_padding(m, f)?;
+    choose(m, f)?
+        .into_iter()
+        .map(|env| {
+            let s = specialize(m, &env)?;
+            Ok((env, s))
+        })
+        .collect()
+}
+
 /// Every symbol is the whole size of some user-input dim (so the runner can read its value), and
 /// weights are static.
 pub fn check_inputs(m: &Module, f: OpId) -> Result<(), String> {
@@ -243,13 +258,17 @@ pub fn specialize(m: &Module, env: &BTreeMap<String, i64>) -> Result<Module, Str
             }
         }
     }
-    for v in values {
-        if let Type::Tensor(t) = m.ty(v) {
-            if t.dims.iter().any(|d| d.as_const().is_none()) {
+    let static_ty = |ty: &Type| -> Result<Type, String> {
+        match ty {
+            Type::Tensor(t) if t.dims.iter().any(|d| d.as_const().is_none()) => {
                 let dims = t.dims.iter().map(|d| eval(d).map(SymExpr::Const)).collect::<Result<Vec<_>, _>>()?;
-                out.set_ty(v, Type::Tensor(TensorType::new(dims, t.dtype)));
+                Ok(Type::Tensor(TensorType::new(dims, t.dtype)))
             }
+            _ => Ok(ty.clone()),
         }
+    };
+    for v in values {
+        out.set_ty(v, static_ty(m.ty(v))?);
     }
     for &op in &ops {
         let fixed: Vec<(String, Attr)> = m
@@ -258,6 +277,12 @@ pub fn specialize(m: &Module, env: &BTreeMap<String, i64>) -> Result<Module, Str
             .iter()
             .filter_map(|(k, a)| match a {
                 Attr::Dims(v) => Some(v.iter().map(|e| eval(e).map(SymExpr::Const)).collect::<Result<Vec<_>, _>>().map(|v| (k.clone(), Attr::dims(v)))),
+                // A function's signature (`function_type`), which callers may read instead of its block.
+                Attr::Type(Type::Function(a, r)) => Some((|| {
+                    let a = a.iter().map(&static_ty).collect::<Result<Vec<_>, _>>()?;
+                    let r = r.iter().map(&static_ty).collect::<Result<Vec<_>, _>>()?;
+                    Ok((k.clone(), Attr::Type(Type::Function(a, r))))
+                })()),
                 _ => None,
             })
             .collect::<Result<_, _>>()?;

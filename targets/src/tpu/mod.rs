@@ -70,15 +70,7 @@ pub fn emit_buckets(m: &ember_ir::Module, opts: &Options) -> Result<Vec<(BTreeMa
     if opts.shard.is_some() {
         return Err("--mesh with symbolic dims: sharding a model with dynamic shapes is not built yet (the shardings would differ per bucket); export with static shapes to shard it".into());
     }
-    buckets::check_inputs(m, f)?;
-    buckets::check_padding(m, f)?;
-    buckets::choose(m, f)?
-        .into_iter()
-        .map(|env| {
-            let s = buckets::specialize(m, &env)?;
-            Ok((env, emit_with(&s, opts)?))
-        })
-        .collect()
+    buckets::specialized(m, f)?.into_iter().map(|(env, s)| Ok((env, emit_with(&s, opts)?))).collect()
 }
 
 /// A user input: argument `arg` of `@main`.

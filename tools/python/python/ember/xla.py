@@ -344,11 +344,7 @@ class Artifact:
             raise XlaError(f"`{self.dir}` has no VHLO portable artifact: compile it with `ember compile --target tpu --portable`")
         if "module" not in self.manifest and target == "trainium":
             raise XlaError(f"{path} names no `module`; recompile the model")
-        if target == "trainium":
-            # The portable HLO proto itself (not the StableHLO it came from) is what runs.
-            self.text = _hlo_to_stablehlo_text((self.dir / self.manifest["module"]).read_bytes())
-        else:
-            self.text = self.module_text(self.manifest.get("module", "module.stablehlo.mlir"))
+        self.text = self.module_text(self.manifest.get("module", "module.stablehlo.mlir"))
         # trainium: arguments/results whose dtype legalization changed (int64 -> i32, f64 -> f32).
         self.narrowed: dict[str, str] = dict(self.manifest.get("narrowed", {}))
         blob = np.fromfile(self.dir / "weights.bin", dtype=np.uint8) if self.manifest["weights"] else np.zeros(0, np.uint8)
@@ -366,7 +362,11 @@ class Artifact:
         self._compiled: dict[str, Any] = {}
 
     def module_text(self, name: str) -> str:
-        """StableHLO text of module file `name`, from its VHLO artifact when `portable`."""
+        """StableHLO text of module file `name`, from its VHLO artifact when `portable`; for a
+        trainium artifact, converted from the portable HLO proto (the file neuronx-cc gets, not
+        the StableHLO it came from)."""
+        if self.target == "trainium":
+            return _hlo_to_stablehlo_text((self.dir / name).read_bytes())
         if self.portable:
             return deserialize_portable((self.dir / self.manifest["vhlo"]["files"][name]).read_bytes())
         return (self.dir / name).read_text()
