@@ -45,7 +45,7 @@ fn compile(name: &str, out: &Path) -> Result<Manifest, String> {
 fn bundled_models_compile_for_tpu() {
     let dir = std::env::temp_dir().join(format!("ember-tpu-{}", std::process::id()));
     let mut checked = 0;
-    for (name, p) in bundled_models() {
+    for (name, _) in bundled_models() {
         let out = dir.join(&name);
         let r = compile(&name, &out);
         if let Some((_, why)) = NOT_YET.iter().find(|(n, _)| *n == name) {
