@@ -1,0 +1,785 @@
+"""``with ember.eager():`` — DeferAndFuse eager mode on Ember's CPU target.
+
+Ordinary PyTorch code (inference loops, training steps with backward and an optimizer) runs with
+its ATen ops *recorded* instead of executed. A ``TorchDispatchMode`` sees every op; shapes and
+dtypes are inferred at once on the meta device (cached per op signature), so a bad op raises at
+the user's line. Results are ``DeferredTensor`` wrappers. At a flush, the queued ops become a
+region that the Rust scheduler (``ember._ember.EagerPlans``, ``compiler/src/eager.rs``) compiles
+once with the CPU target and replays from its plan cache; only values somebody still holds are
+written out, straight into fresh torch tensors.
+
+Flushes happen on sync points (``.item()``/``bool()``/``.tolist()``, ``.cpu()``/``.numpy()``,
+printing, an op Ember cannot run), at a queue cap, when leaving the ``with`` block, and by the
+repeated-subsequence heuristic: once the queue holds the same op sequence twice in a row it is cut
+after the first copy, and later queues are cut at that same point, so every loop iteration
+replays one cached plan (and a loop-carried chain never grows beyond one iteration).
+
+Python numbers that scale tensors (``lr``, ``1 - beta1``, ``alpha``) are passed as rank-0 input
+buffers, so changing them does not recompile. In-place ops are recorded as their functional form;
+an in-place op on a real tensor (a parameter in ``optimizer.step()``) becomes a pending write,
+applied at the flush, and later reads see the pending value.
+
+Modes: ``defer`` (default), ``strict`` (every op is its own region, compiled and run at once) and
+``strict_blocking`` (``strict`` plus a NaN/Inf check after every op, raised at the op's line).
+Ops Ember has no lowering or decomposition for run with torch eager, listed once in a warning.
+
+Known limits: CPU float tensors; an in-place op on a deferred tensor that another live tensor
+aliases (a view) raises ``EagerError`` instead of silently splitting them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+import warnings
+import weakref
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+
+from .backend import _DTYPES
+
+__all__ = ["eager", "EagerError", "DeferredTensor", "stats", "reset_stats"]
+
+aten = torch.ops.aten
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_EMBER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+_LIFT_DTYPES = (torch.float32, torch.float64)
+#: Ops whose results depend on torch's RNG stream: always torch eager, so seeds reproduce.
+_RANDOM = {
+    "aten::rand", "aten::randn", "aten::randint", "aten::randperm", "aten::normal", "aten::normal_",
+    "aten::uniform", "aten::uniform_", "aten::bernoulli", "aten::bernoulli_", "aten::native_dropout",
+    "aten::multinomial", "aten::exponential_", "aten::random_", "aten::rand_like", "aten::randn_like",
+    "aten::randint_like", "aten::cauchy_", "aten::geometric_", "aten::log_normal_",
+}
+#: Ops that only look at their inputs' metadata: run at once on placeholders.
+_LIKE = {
+    "aten::empty_like", "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::new_empty",
+    "aten::new_empty_strided", "aten::new_zeros", "aten::new_ones", "aten::new_full",
+}
+_QUEUE_CAP = 4096
+
+
+class EagerError(RuntimeError):
+    """An error in a deferred op, reported with the user's line that issued it."""
+
+
+class _Stats:
+    __slots__ = ("flushes", "ops_recorded", "ops_eager", "hits", "misses", "compile_s", "run_s", "plans")
+
+
+def _native():
+    from . import _ember
+
+    return _ember
+
+
+_plans = None
+
+
+def _plan_cache():
+    global _plans
+    if _plans is None:
+        d = os.path.join(tempfile.gettempdir(), f"ember-eager-{os.getpid()}")
+        os.makedirs(d, exist_ok=True)
+        _plans = _native().EagerPlans(d)
+    return _plans
+
+
+_counters = {"flushes": 0, "ops_recorded": 0, "ops_eager": 0}
+
+
+def stats() -> dict[str, Any]:
+    """Plan-cache and recorder counters since the last ``reset_stats()``."""
+    hits, misses, compile_s, run_s, plans = _plan_cache().stats()
+    total = hits + misses
+    return dict(
+        _counters,
+        hits=hits,
+        misses=misses,
+        hit_rate=(hits / total) if total else 1.0,
+        compile_seconds=compile_s,
+        run_seconds=run_s,
+        plans=plans,
+    )
+
+
+def reset_stats(clear_plans: bool = False) -> None:
+    """Zeroes the recorder counters; with ``clear_plans`` also forgets every compiled plan and
+    zeroes the cache counters (otherwise compare two ``stats()`` snapshots)."""
+    for k in _counters:
+        _counters[k] = 0
+    if clear_plans:
+        _plan_cache().clear()
+
+
+def _user_line() -> tuple[str, int]:
+    """The innermost frame outside torch and ember: the user's line that issued an op."""
+    f = sys._getframe(2)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not (fn.startswith(_TORCH_DIR) or fn.startswith(_EMBER_DIR) or fn.startswith("<frozen")):
+            return fn, f.f_lineno
+        f = f.f_back
+    return "<unknown>", 0
+
+
+# ----------------------------------------------------------------------------- values
+
+
+class DeferredTensor(torch.Tensor):
+    """A tensor whose value is a pending op result (or, after a flush, a real CPU tensor)."""
+
+    _vid: int
+    _real: torch.Tensor | None
+    _rec: "_Recorder"
+    _alias: list
+
+    @staticmethod
+    def __new__(cls, meta: torch.Tensor, vid: int, rec: "_Recorder", alias: list | None = None):
+        r = torch.Tensor._make_wrapper_subclass(cls, meta.shape, strides=meta.stride(), dtype=meta.dtype, device="cpu", requires_grad=False)
+        r._vid = vid
+        r._real = None
+        r._rec = rec
+        r._alias = alias if alias is not None else []
+        r._alias.append(weakref.ref(r))
+        return r
+
+    def _materialize(self) -> torch.Tensor:
+        if self._real is None:
+            self._rec.flush("sync")
+        assert self._real is not None, "flush left a live deferred tensor unmaterialized"
+        return self._real
+
+    # Sync points that bypass the dispatcher.
+    def numpy(self, *a, **k):
+        return self._materialize().numpy(*a, **k)
+
+    def cpu(self, *a, **k):
+        return self._materialize().cpu(*a, **k)
+
+    def tolist(self):
+        return self._materialize().tolist()
+
+    def __array__(self, *a, **k):
+        return self._materialize().__array__(*a, **k)
+
+    def __repr__(self, *, tensor_contents=None):
+        return repr(self._materialize())
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        # Outside ember.eager(): materialize and run with torch eager.
+        def real(x):
+            return x._materialize() if isinstance(x, DeferredTensor) else x
+
+        args = torch.utils._pytree.tree_map(real, args)
+        kwargs = torch.utils._pytree.tree_map(real, kwargs or {})
+        with _disable_current_modes():
+            return func(*args, **kwargs)
+
+
+class _Ref:
+    """A tensor argument of a queued op: the value id it reads."""
+
+    __slots__ = ("vid",)
+
+    def __init__(self, vid: int) -> None:
+        self.vid = vid
+
+
+class _Op:
+    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "metas", "file", "line", "sig")
+
+
+class _Schema:
+    """Per-OpOverload facts, computed once."""
+
+    __slots__ = ("params", "target", "mutable", "view", "known", "functional", "decomp", "name", "returns_tensors")
+
+    def __init__(self, func) -> None:
+        s = func._schema
+        self.name = s.name
+        base = s.name.split("::", 1)[1]
+        self.target = f"{func.namespace}.{base}.{func._overloadname}"
+        self.params = []
+        for a in s.arguments:
+            t = str(a.type)
+            kind = "tensor" if t in ("Tensor", "Optional[Tensor]") else "tensors" if t == "List[Tensor]" else "opt_tensors" if t == "List[Optional[Tensor]]" else "other"
+            self.params.append((a.name, kind, a.kwarg_only))
+        first = s.arguments[0] if s.arguments else None
+        self.mutable = bool(first is not None and first.alias_info is not None and first.alias_info.is_write)
+        self.view = bool(s.returns and s.returns[0].alias_info is not None and not self.mutable)
+        self.returns_tensors = bool(s.returns) and all(str(r.type) == "Tensor" for r in s.returns)
+        self.known = func.namespace == "aten" and _native().eager_op_known(self.target)
+        self.functional = None
+        if self.mutable and base.endswith("_") and not base.startswith("_"):
+            pkt = getattr(aten, base[:-1], None)
+            self.functional = getattr(pkt, func._overloadname, None) if pkt is not None else None
+        self.decomp = _decompositions().get(func)
+
+
+_schemas: dict[Any, _Schema] = {}
+_decomp_table: dict | None = None
+
+
+def _decompositions() -> dict:
+    global _decomp_table
+    if _decomp_table is None:
+        from torch._decomp import core_aten_decompositions
+
+        _decomp_table = dict(core_aten_decompositions())
+    return _decomp_table
+
+
+def _schema(func) -> _Schema:
+    s = _schemas.get(func)
+    if s is None:
+        s = _schemas[func] = _Schema(func)
+    return s
+
+
+def _storage_key(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def _geometry(t: torch.Tensor) -> tuple:
+    return (t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
+
+
+# ----------------------------------------------------------------------------- recorder
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self, mode: str) -> None:
+        super().__init__()
+        if mode not in ("defer", "strict", "strict_blocking"):
+            raise ValueError(f"ember.eager: unknown mode {mode!r} (use 'defer', 'strict' or 'strict_blocking')")
+        self.mode = mode
+        self.queue: list[_Op] = []
+        self.next_vid = 0
+        #: Real tensors the queue reads, by value id, and the value id of each by id().
+        self.ext: dict[int, torch.Tensor] = {}
+        self.ext_of: dict[int, int] = {}
+        self.ext_storages: set[int] = set()
+        #: Pending in-place writes to real tensors: storage -> (tensor, geometry, value id).
+        self.pending: dict[int, tuple[torch.Tensor, tuple, int]] = {}
+        self.wrappers: list[weakref.ref] = []
+        self.metas: dict[int, torch.Tensor] = {}
+        self.meta_cache: dict[Any, tuple] = {}
+        self.unsupported: dict[str, str] = {}
+        self.warned: set[str] = set()
+        # Repeated-subsequence heuristic.
+        self.sigs: list[int] = []
+        self.prefix = 0
+        self.cuts: set[int] = set()
+        self.candidates: list[int] = []
+
+    # -- value helpers --------------------------------------------------------------------
+
+    def _new_vid(self, meta: torch.Tensor) -> int:
+        v = self.next_vid
+        self.next_vid += 1
+        self.metas[v] = meta
+        return v
+
+    def _input_vid(self, t: torch.Tensor) -> int:
+        """The value id a real tensor reads as: a pending write to it, or a region input."""
+        if self.pending:
+            sk = _storage_key(t)
+            p = self.pending.get(sk)
+            if p is not None:
+                if _geometry(t) == p[1]:
+                    return p[2]
+                self.flush("aliased read")
+        v = self.ext_of.get(id(t))
+        if v is None:
+            if not t.is_contiguous():
+                t = t.contiguous()
+            v = self._new_vid(torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta"))
+            self.ext[v] = t
+            self.ext_of[id(t)] = v
+            self.ext_storages.add(_storage_key(t))
+        return v
+
+    def _vid_of(self, x: torch.Tensor) -> int:
+        if isinstance(x, DeferredTensor):
+            if x._real is not None:
+                return self._input_vid(x._real)
+            if x._rec is not self:
+                return self._input_vid(x._materialize())
+            return x._vid
+        return self._input_vid(x)
+
+    def _wrap(self, vid: int, alias: list | None = None) -> DeferredTensor:
+        w = DeferredTensor(self.metas[vid], vid, self, alias)
+        self.wrappers.append(weakref.ref(w))
+        return w
+
+    def _real(self, x):
+        """A real tensor for x (flushing when it is pending); other values unchanged."""
+        if isinstance(x, DeferredTensor):
+            return x._materialize()
+        if isinstance(x, torch.Tensor) and self.pending:
+            p = self.pending.get(_storage_key(x))
+            if p is not None:
+                self.flush("read of a pending write")
+        return x
+
+    def _realize(self, args, kwargs):
+        tm = torch.utils._pytree.tree_map
+        return tm(self._real, args), tm(self._real, kwargs)
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        s = _schema(func)
+        if func.namespace != "aten" or not s.returns_tensors or s.name in _RANDOM:
+            return self._eager(func, s, args, kwargs)
+        if s.name in _LIKE:
+            return self._like(func, args, kwargs)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)] + [a for a in kwargs.values() if isinstance(a, torch.Tensor)]
+        lists = any(isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor) for a in args)
+        if not tensors and not lists:
+            return self._eager(func, s, args, kwargs)  # factories: cheap, and their values are real
+        if not lists and all(type(t) is torch.Tensor and t.numel() <= 1 for t in tensors):
+            # Bookkeeping on real scalars (an optimizer's step counter): torch eager costs no
+            # more than recording, and keeps `.item()` on them from forcing a flush.
+            if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
+                return self._eager(func, s, args, kwargs)
+        if s.view and all(type(t) is torch.Tensor for t in tensors):
+            if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
+                return self._eager(func, s, args, kwargs)  # a view of real memory is free
+        if s.mutable:
+            return self._inplace(func, s, args, kwargs)
+        return self._record(func, s, args, kwargs)
+
+    def _eager(self, func, s: _Schema, args, kwargs, warn: bool = False):
+        if s.mutable and self.queue:
+            tgt = args[0] if args else None
+            if type(tgt) is torch.Tensor and _storage_key(tgt) in self.ext_storages:
+                self.flush("eager write to a queued input")
+        rargs, rkwargs = self._realize(args, kwargs)
+        _counters["ops_eager"] += 1
+        out = func(*rargs, **rkwargs)
+        if s.mutable and args and isinstance(args[0], DeferredTensor):
+            # In-place on a materialized wrapper: its real tensor was updated in place.
+            return args[0]
+        return out
+
+    def _like(self, func, args, kwargs):
+        def placeholder(x):
+            if isinstance(x, DeferredTensor):
+                return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype)
+            return x
+
+        tm = torch.utils._pytree.tree_map
+        _counters["ops_eager"] += 1
+        return func(*tm(placeholder, args), **tm(placeholder, kwargs))
+
+    def _inplace(self, func, s: _Schema, args, kwargs):
+        target = args[0]
+        if s.functional is None:
+            return self._eager(func, s, args, kwargs)
+        fs = _schema(s.functional)
+        if isinstance(target, DeferredTensor) and target._real is None:
+            alive = [r for r in target._alias if r() is not None]
+            if len(alive) > 1:
+                file, line = _user_line()
+                raise EagerError(
+                    f"{file}:{line}: in-place `{s.target}` on a deferred tensor that another live tensor aliases (a view or "
+                    "detach of it); ember.eager records views as copies, so the write would not reach the alias. "
+                    "Use the out-of-place op, or call .clone() before writing."
+                )
+        new = self.__torch_dispatch__(s.functional, (), args, kwargs) if fs.known or fs.decomp else None
+        if new is None:
+            return self._eager(func, s, args, kwargs)
+        if tuple(new.shape) != tuple(target.shape) or new.dtype != target.dtype:
+            raise EagerError(f"in-place `{s.target}`: result {tuple(new.shape)} {new.dtype} does not fit into {tuple(target.shape)} {target.dtype}")
+        if not isinstance(new, DeferredTensor) or new._real is not None:
+            # The functional form ran eagerly: write its value the ordinary way.
+            rnew = self._real(new)
+            with torch.no_grad():
+                self._real(target).copy_(rnew)
+            return target
+        if isinstance(target, DeferredTensor):
+            if target._real is not None:
+                self._set_pending(target._real, new._vid)
+            else:
+                target._vid = new._vid
+                target._alias = [weakref.ref(target)]
+        else:
+            self._set_pending(target, new._vid)
+        return target
+
+    def _set_pending(self, t: torch.Tensor, vid: int) -> None:
+        sk = _storage_key(t)
+        p = self.pending.get(sk)
+        if p is not None and p[1] != _geometry(t):
+            self.flush("partial in-place write")
+        self.pending[sk] = (t, _geometry(t), vid)
+
+    # -- recording -------------------------------------------------------------------------
+
+    def _record(self, func, s: _Schema, args, kwargs):
+        if not s.known or s.target in self.unsupported:
+            if s.decomp is not None and s.target not in self.unsupported:
+                with self:
+                    return s.decomp(*args, **kwargs)
+            self._note_unsupported(s.target)
+            return self._eager(func, s, args, kwargs)
+        # alpha scales a tensor: record it as mul by a rank-0 buffer so its value is not compiled in.
+        if s.target in ("aten.add.Tensor", "aten.sub.Tensor"):
+            alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+            if alpha != 1:
+                other = self._record(aten.mul.Tensor, _schema(aten.mul.Tensor), (args[1], alpha), {})
+                return self._record(func, s, (args[0], other), {})
+        file, line = _user_line()
+        op = _Op()
+        op.func, op.target, op.file, op.line = func, s.target, file, line
+        pos: list = []
+        kw: dict = {}
+        spec: list = []
+        ins: list[int] = []
+        key: list = [func]
+        float_dtype = None
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, torch.Tensor) and a.dtype in _LIFT_DTYPES:
+                float_dtype = a.dtype
+                break
+        for i, (name, kind, kwonly) in enumerate(s.params):
+            if i < len(args):
+                v, given = args[i], True
+            elif name in kwargs:
+                v, given = kwargs[name], True
+            else:
+                continue
+            dest_kw = kwonly or i >= len(args)
+            if kind == "tensor" and isinstance(v, (int, float)) and not isinstance(v, bool) and float_dtype is not None:
+                v = torch.tensor(v, dtype=float_dtype)  # a Python number scaling a tensor: a buffer
+            if isinstance(v, torch.Tensor):
+                vid = self._vid_of(v)
+                m = self.metas[vid]
+                ins.append(vid)
+                ref = _Ref(vid)
+                spec.append((name, "t", ref))
+                key.append((name, tuple(m.shape), m.stride(), m.dtype))
+                val = ref
+            elif kind in ("tensors", "opt_tensors") and isinstance(v, (list, tuple)):
+                refs = []
+                for t in v:
+                    if t is None:
+                        refs.append(None)
+                    else:
+                        vid = self._vid_of(t)
+                        ins.append(vid)
+                        refs.append(_Ref(vid))
+                spec.append((name, "ts" if kind == "tensors" else "ots", refs))
+                key.append((name, tuple(None if r is None else (tuple(self.metas[r.vid].shape), self.metas[r.vid].stride(), self.metas[r.vid].dtype) for r in refs)))
+                val = refs
+            else:
+                tagged = _tag(v)
+                if tagged is not None:
+                    spec.append((name, tagged[0], tagged[1]))
+                key.append((name, _hashable(v)))
+                val = v
+            if dest_kw:
+                kw[name] = val
+            else:
+                pos.append(val)
+        key_t = tuple(key)
+        outs_meta = self.meta_cache.get(key_t)
+        if outs_meta is None:
+            outs_meta = self._infer(func, pos, kw)
+            self.meta_cache[key_t] = outs_meta
+        op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
+        op.metas = outs_meta
+        op.outs = [self._new_vid(m) for m in outs_meta]
+        op.sig = hash(key_t)
+        self.queue.append(op)
+        _counters["ops_recorded"] += 1
+        alias = None
+        if s.view and pos and isinstance(args[0], DeferredTensor) and args[0]._real is None:
+            alias = args[0]._alias
+        outs = [self._wrap(v, alias) for v in op.outs]
+        self._after_record(op)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _infer(self, func, pos, kw):
+        """Result metas from torch's meta kernels: a bad op raises here, at the user's line."""
+
+        def meta(x):
+            if isinstance(x, _Ref):
+                m = self.metas[x.vid]
+                return torch.empty_strided(m.shape, m.stride(), dtype=m.dtype, device="meta")
+            if isinstance(x, list):
+                return [meta(y) for y in x]
+            return x
+
+        with _disable_current_modes():
+            out = func(*[meta(p) for p in pos], **{k: meta(v) for k, v in kw.items()})
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        return tuple(outs)
+
+    def _note_unsupported(self, target: str) -> None:
+        if target not in self.warned:
+            self.warned.add(target)
+            file, line = _user_line()
+            warnings.warn(
+                f"ember.eager: `{target}` has no Ember lowering; it runs with torch eager (first at {file}:{line})",
+                stacklevel=2,
+            )
+
+    def _after_record(self, op: _Op) -> None:
+        if self.mode != "defer":
+            self.flush("strict")
+            return
+        self.sigs.append(op.sig)
+        self.prefix = hash((self.prefix, op.sig))
+        n = len(self.sigs)
+        if self.prefix in self.cuts:
+            self.flush("repeat")
+            return
+        if n > 1 and op.sig == self.sigs[0]:
+            self.candidates.append(n - 1)
+        for p in self.candidates:
+            if n == 2 * p:
+                if self.sigs[:p] == self.sigs[p:]:
+                    h = 0
+                    for sg in self.sigs[:p]:
+                        h = hash((h, sg))
+                    self.cuts.add(h)
+                    self.flush("repeat", upto=p)
+                    return
+        self.candidates = [p for p in self.candidates if 2 * p > n]
+        if n >= _QUEUE_CAP:
+            self.flush("cap")
+
+    # -- flushing ---------------------------------------------------------------------------
+
+    def flush(self, reason: str = "sync", upto: int | None = None) -> None:
+        if not self.queue:
+            self._reset_heuristic([])
+            return
+        with _disable_current_modes(), torch.no_grad():
+            self._flush(upto)
+
+    def _reset_heuristic(self, rest: list[_Op]) -> None:
+        self.sigs = []
+        self.prefix = 0
+        self.candidates = []
+        for op in rest:
+            self.sigs.append(op.sig)
+            self.prefix = hash((self.prefix, op.sig))
+
+    def _flush(self, upto: int | None) -> None:
+        queue = self.queue if upto is None else self.queue[:upto]
+        rest = [] if upto is None else self.queue[upto:]
+        produced = {}
+        for i, op in enumerate(queue):
+            for k, v in enumerate(op.outs):
+                produced[v] = (i, k)
+        # Values somebody still needs: live wrappers, pending writes, later queued ops.
+        live_wrappers = []
+        need: dict[int, None] = {}
+        for r in self.wrappers:
+            w = r()
+            if w is not None and w._real is None and w._vid in produced:
+                live_wrappers.append(w)
+                need[w._vid] = None
+        for sk, (t, g, v) in self.pending.items():
+            if v in produced:
+                need[v] = None
+        for op in rest:
+            for v in op.ins:
+                if v in produced:
+                    need[v] = None
+        # Dead ops (results nobody holds) are dropped.
+        keep = [False] * len(queue)
+        want = set(need)
+        for i in range(len(queue) - 1, -1, -1):
+            op = queue[i]
+            if any(v in want for v in op.outs):
+                keep[i] = True
+                want.update(op.ins)
+        ops = [op for i, op in enumerate(queue) if keep[i]]
+        results = self._run(ops, list(need))
+        for w in live_wrappers:
+            w._real = results[w._vid]
+        for sk in list(self.pending):
+            t, g, v = self.pending[sk]
+            if v in results:
+                t.copy_(results[v])
+                del self.pending[sk]
+        # Later ops read flushed values as region inputs.
+        self.queue = rest
+        self.wrappers = [r for r in self.wrappers if r() is not None and r()._real is None]
+        old_ext = self.ext
+        self.ext, self.ext_of, self.ext_storages = {}, {}, set()
+        for op in rest:
+            for v in op.ins:
+                if v in results:
+                    t = results[v]
+                elif v in old_ext:
+                    t = old_ext[v]
+                else:
+                    continue
+                if v not in self.ext:
+                    self.ext[v] = t
+                    self.ext_of[id(t)] = v
+                    self.ext_storages.add(_storage_key(t))
+        keep_vids = set(self.ext) | {v for op in rest for v in op.outs} | {p[2] for p in self.pending.values()}
+        keep_vids |= {r()._vid for r in self.wrappers if r() is not None}
+        self.metas = {v: m for v, m in self.metas.items() if v in keep_vids}
+        _counters["flushes"] += 1
+        self._reset_heuristic(rest)
+
+    def _run(self, ops: list[_Op], outputs: list[int]) -> dict[int, torch.Tensor]:
+        """Runs `ops` as one region; returns the values of `outputs`."""
+        if not ops:
+            return {}
+        rel: dict[int, int] = {}
+        inputs: list[int] = []
+        produced = {v for op in ops for v in op.outs}
+        for op in ops:
+            for v in op.ins:
+                if v not in produced and v not in rel:
+                    rel[v] = len(inputs)
+                    inputs.append(v)
+        for op in ops:
+            for v in op.outs:
+                rel[v] = len(rel)
+        native_ops = []
+        for op in ops:
+            args = []
+            for name, tag, val in op.spec:
+                if tag == "t":
+                    args.append((name, "t", rel[val.vid]))
+                elif tag == "ts":
+                    args.append((name, "ts", [rel[r.vid] for r in val]))
+                elif tag == "ots":
+                    args.append((name, "ots", [None if r is None else rel[r.vid] for r in val]))
+                else:
+                    args.append((name, tag, val))
+            outs = [(list(m.shape), _DTYPES[m.dtype]) for m in op.metas]
+            native_ops.append((op.target, args, outs, op.file, op.line))
+        in_tensors = [self.ext[v] for v in inputs]
+        in_meta = [(list(t.shape), _DTYPES[t.dtype]) for t in in_tensors]
+        in_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in in_tensors]
+        out_tensors = [torch.empty(tuple(self.metas[v].shape), dtype=self.metas[v].dtype) for v in outputs]
+        out_ptrs = [t.data_ptr() for t in out_tensors]
+        try:
+            hit, missing = _plan_cache().run(native_ops, in_meta, [rel[v] for v in outputs], in_ptrs, out_ptrs)
+        except ValueError as exc:
+            raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
+        if missing:
+            for op in ops:
+                t = op.target.removesuffix(".default")
+                if t in missing:
+                    self.unsupported[op.target] = f"{op.file}:{op.line}"
+                    self._warn_unsupported(op)
+            return self._interpret(ops, outputs)
+        if self.mode == "strict_blocking":
+            for v, t in zip(outputs, out_tensors):
+                if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                    op = next(o for o in ops if v in o.outs)
+                    raise EagerError(f"{op.file}:{op.line}: `{op.target}` produced NaN or Inf (ember.eager strict_blocking)")
+        return dict(zip(outputs, out_tensors))
+
+    def _warn_unsupported(self, op: _Op) -> None:
+        if op.target not in self.warned:
+            self.warned.add(op.target)
+            warnings.warn(f"ember.eager: `{op.target}` has no Ember CPU lowering; it runs with torch eager (first at {op.file}:{op.line})", stacklevel=3)
+
+    def _interpret(self, ops: list[_Op], outputs: list[int]) -> dict[int, torch.Tensor]:
+        """Runs a region op by op with torch eager (a region holding an op Ember cannot compile)."""
+        env: dict[int, torch.Tensor] = dict(self.ext)
+
+        def sub(x):
+            if isinstance(x, _Ref):
+                return env[x.vid]
+            if isinstance(x, list):
+                return [sub(y) for y in x]
+            return x
+
+        for op in ops:
+            out = op.func(*[sub(p) for p in op.pos], **{k: sub(v) for k, v in op.kw.items()})
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            for v, t in zip(op.outs, outs):
+                env[v] = t
+        return {v: env[v].contiguous() for v in outputs}
+
+    # -- mode entry/exit ---------------------------------------------------------------------
+
+    def __exit__(self, *exc):
+        try:
+            if exc[0] is None:
+                self.flush("exit")
+            else:
+                self.queue = []
+                self.pending = {}
+        finally:
+            r = super().__exit__(*exc)
+        return r
+
+
+def _tag(v):
+    """The scheduler's (tag, value) for a non-tensor argument, or None to leave it out."""
+    if v is None:
+        return ("n", None)
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, int):
+        return ("i", v)
+    if isinstance(v, float):
+        return ("f", v)
+    if isinstance(v, str):
+        return ("s", v)
+    if isinstance(v, torch.dtype):
+        return ("dt", _DTYPES[v]) if v in _DTYPES else None
+    if isinstance(v, (list, tuple)):
+        if all(isinstance(x, bool) for x in v) and v:
+            return ("bs", list(v))
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            return ("is", [int(x) for x in v])
+        if all(isinstance(x, (int, float)) for x in v):
+            return ("fs", [float(x) for x in v])
+    return None  # device, layout, memory_format: placement only
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, float) and v != v:
+        return "nan"
+    return v
+
+
+class eager:
+    """``with ember.eager(mode="defer"):`` runs the block's PyTorch ops deferred and fused.
+
+    ``mode``: ``"defer"`` (record, fuse, compile once, replay), ``"strict"`` (op by op through
+    Ember) or ``"strict_blocking"`` (op by op, synchronized, NaN/Inf checked after every op).
+    """
+
+    def __init__(self, mode: str = "defer") -> None:
+        self._rec = _Recorder(mode)
+
+    def __enter__(self) -> "eager":
+        self._rec.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._rec.__exit__(*exc)
+
+    def flush(self) -> None:
+        """Runs every deferred op now (a sync point)."""
+        self._rec.flush("user")
