@@ -209,6 +209,14 @@ pub fn known(target: &str) -> bool {
     ember_ir::dialect::lookup(&format!("torch.{short}")).is_some()
 }
 
+/// Ops of a region that the pipeline leaves without a lowering (import and lowering only, no
+/// code generation): a recorder asks this for the first op of each kind it sees.
+pub fn unlowered(region: &Region) -> Result<Vec<String>, String> {
+    let text = region.to_export_json()?;
+    let m = import_json(&text, None, "eager op").map_err(|e| e.msg)?.module;
+    crate::artifact::unlowered_ops(m)
+}
+
 /// Compiles a region for this CPU. The artifact is written to `dir`, loaded, and removed (the
 /// loaded library stays mapped).
 pub fn compile_region(region: &Region, dir: &std::path::Path) -> Result<Program, RegionError> {

@@ -131,6 +131,17 @@ fn eager_op_known(target: &str) -> bool {
 
 type EagerOp<'py> = (String, Vec<(String, String, Bound<'py, PyAny>)>, Vec<(Vec<i64>, String)>, String, u32);
 
+fn eager_region(ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>, outputs: Vec<usize>) -> PyResult<ember_compiler::eager::Region> {
+    use ember_compiler::eager::{QueuedOp, Region};
+    let mut region = Region { inputs: inputs.into_iter().map(eager_meta).collect::<PyResult<_>>()?, ops: Vec::with_capacity(ops.len()), outputs };
+    for (target, args, outs, file, line) in ops {
+        let args = args.iter().map(|(n, t, v)| Ok((n.clone(), eager_arg(t, v)?))).collect::<PyResult<_>>()?;
+        let outs = outs.into_iter().map(eager_meta).collect::<PyResult<_>>()?;
+        region.ops.push(QueuedOp { target, args, outs, file, line });
+    }
+    Ok(region)
+}
+
 #[pymethods]
 impl EagerPlans {
     #[new]
@@ -143,13 +154,8 @@ impl EagerPlans {
     /// value ids to write to `out_ptrs` (contiguous, 16-byte aligned). Returns (cache hit, ops
     /// without a lowering); when that list is not empty nothing ran.
     fn run(&self, py: Python<'_>, ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>, outputs: Vec<usize>, in_ptrs: Vec<(usize, usize)>, out_ptrs: Vec<usize>) -> PyResult<(bool, Vec<String>)> {
-        use ember_compiler::eager::{QueuedOp, Region, RegionError};
-        let mut region = Region { inputs: inputs.into_iter().map(eager_meta).collect::<PyResult<_>>()?, ops: Vec::with_capacity(ops.len()), outputs };
-        for (target, args, outs, file, line) in ops {
-            let args = args.iter().map(|(n, t, v)| Ok((n.clone(), eager_arg(t, v)?))).collect::<PyResult<_>>()?;
-            let outs = outs.into_iter().map(eager_meta).collect::<PyResult<_>>()?;
-            region.ops.push(QueuedOp { target, args, outs, file, line });
-        }
+        use ember_compiler::eager::RegionError;
+        let region = eager_region(ops, inputs, outputs)?;
         if in_ptrs.len() != region.inputs.len() || out_ptrs.len() != region.outputs.len() {
             return Err(err("eager region: buffer count does not match the region's inputs and outputs"));
         }
@@ -175,6 +181,13 @@ impl EagerPlans {
             cache.stats.run_seconds += t0.elapsed().as_secs_f64();
             Ok((hit, vec![]))
         })
+    }
+
+    /// Ops of a region (same form as `run`, no outputs) without a CPU lowering.
+    #[staticmethod]
+    fn unlowered(py: Python<'_>, ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>) -> PyResult<Vec<String>> {
+        let region = eager_region(ops, inputs, vec![])?;
+        py.detach(|| ember_compiler::eager::unlowered(&region)).map_err(err)
     }
 
     /// (hits, misses, compile seconds, run seconds, cached plans).

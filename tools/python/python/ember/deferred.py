@@ -38,6 +38,7 @@ import weakref
 from typing import Any
 
 import torch
+import torch.optim.optimizer as _optim
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from .backend import _DTYPES
@@ -63,6 +64,9 @@ _LIKE = {
     "aten::new_empty_strided", "aten::new_zeros", "aten::new_ones", "aten::new_full",
 }
 _QUEUE_CAP = 4096
+#: Shorter repeats are layers of one model (two equal Linear+ReLU), not loop iterations.
+_MIN_PERIOD = 8
+_DEBUG = bool(os.environ.get("EMBER_EAGER_DEBUG"))
 
 
 class EagerError(RuntimeError):
@@ -227,6 +231,10 @@ class _Schema:
 
 
 _schemas: dict[Any, _Schema] = {}
+#: Ops the CPU target could not lower (learned from regions), and ops already warned about.
+_unsupported: dict[str, str] = {}
+_warned: set[str] = set()
+_lowered: dict[str, bool] = {}
 _decomp_table: dict | None = None
 
 
@@ -274,8 +282,8 @@ class _Recorder(TorchDispatchMode):
         self.wrappers: list[weakref.ref] = []
         self.metas: dict[int, torch.Tensor] = {}
         self.meta_cache: dict[Any, tuple] = {}
-        self.unsupported: dict[str, str] = {}
-        self.warned: set[str] = set()
+        self.unsupported = _unsupported
+        self.warned = _warned
         # Repeated-subsequence heuristic.
         self.sigs: list[int] = []
         self.prefix = 0
@@ -431,9 +439,11 @@ class _Recorder(TorchDispatchMode):
 
     def _record(self, func, s: _Schema, args, kwargs):
         if not s.known or s.target in self.unsupported:
-            if s.decomp is not None and s.target not in self.unsupported:
+            if s.decomp is not None:
                 with self:
                     return s.decomp(*args, **kwargs)
+            if s.name == "aten::to":
+                return self._to(args, kwargs)
             self._note_unsupported(s.target)
             return self._eager(func, s, args, kwargs)
         # alpha scales a tensor: record it as mul by a rank-0 buffer so its value is not compiled in.
@@ -503,6 +513,8 @@ class _Recorder(TorchDispatchMode):
         op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
         op.metas = outs_meta
         op.outs = [self._new_vid(m) for m in outs_meta]
+        if not self._lowers(op):
+            return self._record(func, s, args, kwargs)  # now decomposed or run eagerly
         op.sig = hash(key_t)
         self.queue.append(op)
         _counters["ops_recorded"] += 1
@@ -512,6 +524,18 @@ class _Recorder(TorchDispatchMode):
         outs = [self._wrap(v, alias) for v in op.outs]
         self._after_record(op)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _to(self, args, kwargs):
+        """`Tensor.to(dtype)`: the tensor itself when nothing changes, else `_to_copy`."""
+        x = args[0]
+        dtype = kwargs.get("dtype")
+        for a in args[1:]:
+            if isinstance(a, torch.dtype):
+                dtype = a
+        if dtype is None or dtype == x.dtype:
+            if not kwargs.get("copy", False):
+                return x
+        return self._record(aten._to_copy.default, _schema(aten._to_copy.default), (x,), {"dtype": dtype or x.dtype})
 
     def _infer(self, func, pos, kw):
         """Result metas from torch's meta kernels: a bad op raises here, at the user's line."""
@@ -548,7 +572,7 @@ class _Recorder(TorchDispatchMode):
         if self.prefix in self.cuts:
             self.flush("repeat")
             return
-        if n > 1 and op.sig == self.sigs[0]:
+        if n > _MIN_PERIOD and op.sig == self.sigs[0]:
             self.candidates.append(n - 1)
         for p in self.candidates:
             if n == 2 * p:
@@ -566,6 +590,9 @@ class _Recorder(TorchDispatchMode):
     # -- flushing ---------------------------------------------------------------------------
 
     def flush(self, reason: str = "sync", upto: int | None = None) -> None:
+        if _DEBUG and self.queue:
+            file, line = _user_line()
+            print(f"ember.eager flush ({reason}) of {len(self.queue) if upto is None else upto} ops at {file}:{line}", file=sys.stderr)
         if not self.queue:
             self._reset_heuristic([])
             return
@@ -642,10 +669,8 @@ class _Recorder(TorchDispatchMode):
         _counters["flushes"] += 1
         self._reset_heuristic(rest)
 
-    def _run(self, ops: list[_Op], outputs: list[int]) -> dict[int, torch.Tensor]:
-        """Runs `ops` as one region; returns the values of `outputs`."""
-        if not ops:
-            return {}
+    def _native(self, ops: list[_Op]):
+        """The scheduler's plain-data form of `ops`: value ids made region-relative (inputs first)."""
         rel: dict[int, int] = {}
         inputs: list[int] = []
         produced = {v for op in ops for v in op.outs}
@@ -671,6 +696,28 @@ class _Recorder(TorchDispatchMode):
                     args.append((name, tag, val))
             outs = [(list(m.shape), _DTYPES[m.dtype]) for m in op.metas]
             native_ops.append((op.target, args, outs, op.file, op.line))
+        return native_ops, inputs, rel
+
+    def _lowers(self, op: _Op) -> bool:
+        """Whether the CPU target lowers `op`'s kind (asked once per op kind, import + lowering only)."""
+        ok = _lowered.get(op.target)
+        if ok is None:
+            native_ops, inputs, _ = self._native([op])
+            in_meta = [(list(self.metas[v].shape), _DTYPES[self.metas[v].dtype]) for v in inputs]
+            try:
+                ok = not _plan_cache().unlowered(native_ops, in_meta)
+            except ValueError:
+                ok = False
+            _lowered[op.target] = ok
+            if not ok:
+                self.unsupported[op.target] = f"{op.file}:{op.line}"
+        return ok
+
+    def _run(self, ops: list[_Op], outputs: list[int]) -> dict[int, torch.Tensor]:
+        """Runs `ops` as one region; returns the values of `outputs`."""
+        if not ops:
+            return {}
+        native_ops, inputs, rel = self._native(ops)
         in_tensors = [self.ext[v] for v in inputs]
         in_meta = [(list(t.shape), _DTYPES[t.dtype]) for t in in_tensors]
         in_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in in_tensors]
@@ -681,11 +728,13 @@ class _Recorder(TorchDispatchMode):
         except ValueError as exc:
             raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
         if missing:
+            # Learned once: later records decompose these ops, or run them with torch eager.
             for op in ops:
                 t = op.target.removesuffix(".default")
-                if t in missing:
+                if t in missing and op.target not in self.unsupported:
                     self.unsupported[op.target] = f"{op.file}:{op.line}"
-                    self._warn_unsupported(op)
+                    if _schema(op.func).decomp is None:
+                        self._warn_unsupported(op)
             return self._interpret(ops, outputs)
         if self.mode == "strict_blocking":
             for v, t in zip(outputs, out_tensors):
@@ -716,20 +765,6 @@ class _Recorder(TorchDispatchMode):
             for v, t in zip(op.outs, outs):
                 env[v] = t
         return {v: env[v].contiguous() for v in outputs}
-
-    # -- mode entry/exit ---------------------------------------------------------------------
-
-    def __exit__(self, *exc):
-        try:
-            if exc[0] is None:
-                self.flush("exit")
-            else:
-                self.queue = []
-                self.pending = {}
-        finally:
-            r = super().__exit__(*exc)
-        return r
-
 
 def _tag(v):
     """The scheduler's (tag, value) for a non-tensor argument, or None to leave it out."""
@@ -775,10 +810,22 @@ class eager:
 
     def __enter__(self) -> "eager":
         self._rec.__enter__()
+        # The end of an optimizer step is an iteration boundary: flush there, so every training
+        # step is one region and replays one plan.
+        self._hook = _optim.register_optimizer_step_post_hook(lambda *a: self._rec.flush("optimizer step"))
         return self
 
     def __exit__(self, *exc) -> None:
-        self._rec.__exit__(*exc)
+        # Leaving the block is a sync point; after an exception the pending work is dropped.
+        try:
+            if exc[0] is None:
+                self._rec.flush("exit")
+            else:
+                self._rec.queue = []
+                self._rec.pending = {}
+        finally:
+            self._hook.remove()
+            self._rec.__exit__(*exc)
 
     def flush(self) -> None:
         """Runs every deferred op now (a sync point)."""
