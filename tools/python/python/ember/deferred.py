@@ -644,7 +644,7 @@ class _Recorder(TorchDispatchMode):
         for sk in list(self.pending):
             t, g, v = self.pending[sk]
             if v in results:
-                t.copy_(results[v])
+                _assign(t, results[v])
                 del self.pending[sk]
         # Later ops read flushed values as region inputs.
         self.queue = rest
@@ -765,6 +765,17 @@ class _Recorder(TorchDispatchMode):
             for v, t in zip(op.outs, outs):
                 env[v] = t
         return {v: env[v].contiguous() for v in outputs}
+
+def _assign(t: torch.Tensor, value: torch.Tensor) -> None:
+    """Writes a region's result into the real tensor an in-place op targeted. When nothing else
+    shares its memory, the tensor takes over the result's memory instead of copying it."""
+    st = t.untyped_storage()
+    # 2 = `t` itself plus the `st` handle taken just above.
+    if t.storage_offset() == 0 and t.is_contiguous() and st.nbytes() == value.nbytes and torch._C._storage_Use_Count(st._cdata) == 2:
+        t.set_(value)
+    else:
+        t.copy_(value)
+
 
 def _tag(v):
     """The scheduler's (tag, value) for a non-tensor argument, or None to leave it out."""
