@@ -444,6 +444,10 @@ class _Recorder(TorchDispatchMode):
                     return s.decomp(*args, **kwargs)
             if s.name == "aten::to":
                 return self._to(args, kwargs)
+            if s.name == "aten::contiguous":
+                # Deferred values have no layout of their own: a contiguous copy is a clone.
+                c = aten.clone.default
+                return self._record(c, _schema(c), (args[0],), {"memory_format": torch.contiguous_format})
             self._note_unsupported(s.target)
             return self._eager(func, s, args, kwargs)
         # alpha scales a tensor: record it as mul by a rank-0 buffer so its value is not compiled in.
