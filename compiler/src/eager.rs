@@ -212,7 +212,10 @@ pub fn known(target: &str) -> bool {
 /// Ops of a region that the pipeline leaves without a lowering (import and lowering only, no
 /// code generation): a recorder asks this for the first op of each kind it sees.
 pub fn unlowered(region: &Region) -> Result<Vec<String>, String> {
-    let text = region.to_export_json()?;
+    // Every result is an output, so dead-code elimination keeps the ops to ask about.
+    let mut all = region.clone();
+    all.outputs = (region.inputs.len()..region.value_count()).collect();
+    let text = all.to_export_json()?;
     let m = import_json(&text, None, "eager op").map_err(|e| e.msg)?.module;
     crate::artifact::unlowered_ops(m)
 }

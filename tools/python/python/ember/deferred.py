@@ -206,7 +206,7 @@ class _Op:
 class _Schema:
     """Per-OpOverload facts, computed once."""
 
-    __slots__ = ("params", "target", "mutable", "view", "known", "functional", "decomp", "name", "returns_tensors")
+    __slots__ = ("params", "target", "mutable", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list")
 
     def __init__(self, func) -> None:
         s = func._schema
@@ -221,7 +221,8 @@ class _Schema:
         first = s.arguments[0] if s.arguments else None
         self.mutable = bool(first is not None and first.alias_info is not None and first.alias_info.is_write)
         self.view = bool(s.returns and s.returns[0].alias_info is not None and not self.mutable)
-        self.returns_tensors = bool(s.returns) and all(str(r.type) == "Tensor" for r in s.returns)
+        self.returns_tensors = bool(s.returns) and all(str(r.type) in ("Tensor", "List[Tensor]") for r in s.returns)
+        self.returns_list = len(s.returns) == 1 and str(s.returns[0].type) == "List[Tensor]"
         self.known = func.namespace == "aten" and _native().eager_op_known(self.target)
         self.functional = None
         if self.mutable and base.endswith("_") and not base.startswith("_"):
@@ -289,6 +290,7 @@ class _Recorder(TorchDispatchMode):
         self.prefix = 0
         self.cuts: set[int] = set()
         self.candidates: list[int] = []
+        self.cut = 0
 
     # -- value helpers --------------------------------------------------------------------
 
@@ -348,6 +350,10 @@ class _Recorder(TorchDispatchMode):
     # -- dispatch ---------------------------------------------------------------------------
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.cut:
+            # A cut decided at the previous op runs now, after Python dropped that statement's
+            # temporaries, so they are not materialized.
+            self._flush_cut()
         kwargs = kwargs or {}
         s = _schema(func)
         if func.namespace != "aten" or not s.returns_tensors or s.name in _RANDOM:
@@ -527,6 +533,8 @@ class _Recorder(TorchDispatchMode):
             alias = args[0]._alias
         outs = [self._wrap(v, alias) for v in op.outs]
         self._after_record(op)
+        if s.returns_list:
+            return outs
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _to(self, args, kwargs):
@@ -574,7 +582,7 @@ class _Recorder(TorchDispatchMode):
         self.prefix = hash((self.prefix, op.sig))
         n = len(self.sigs)
         if self.prefix in self.cuts:
-            self.flush("repeat")
+            self.cut = n
             return
         if n > _MIN_PERIOD and op.sig == self.sigs[0]:
             self.candidates.append(n - 1)
@@ -585,7 +593,7 @@ class _Recorder(TorchDispatchMode):
                     for sg in self.sigs[:p]:
                         h = hash((h, sg))
                     self.cuts.add(h)
-                    self.flush("repeat", upto=p)
+                    self.cut = p
                     return
         self.candidates = [p for p in self.candidates if 2 * p > n]
         if n >= _QUEUE_CAP:
@@ -603,7 +611,14 @@ class _Recorder(TorchDispatchMode):
         with _disable_current_modes(), torch.no_grad():
             self._flush(upto)
 
+    def _flush_cut(self) -> None:
+        upto, self.cut = self.cut, 0
+        self.flush("repeat", upto=upto if upto < len(self.queue) else None)
+        if self.queue and self.prefix in self.cuts:  # the rest is the next iteration, complete
+            self.flush("repeat")
+
     def _reset_heuristic(self, rest: list[_Op]) -> None:
+        self.cut = 0
         self.sigs = []
         self.prefix = 0
         self.candidates = []
@@ -732,6 +747,8 @@ class _Recorder(TorchDispatchMode):
         except ValueError as exc:
             raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
         if missing:
+            if _DEBUG:
+                print(f"ember.eager: region of {len(ops)} ops has no lowering for {missing}; running it with torch eager", file=sys.stderr)
             # Learned once: later records decompose these ops, or run them with torch eager.
             for op in ops:
                 t = op.target.removesuffix(".default")
