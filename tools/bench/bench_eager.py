@@ -1,0 +1,251 @@
+"""Eager-mode benchmark: torch eager vs Ember strict vs Ember DeferAndFuse vs torch.compile.
+
+Three loops, in one run, 2 threads (torch.set_num_threads and RAYON_NUM_THREADS for Ember):
+- inference: the GPT-2-style block of cases.py (d 768, 12 heads, batch 4, 128 tokens),
+  ``x = block(x)`` under no_grad, 50 iterations;
+- training: MLP of 3 Linear layers of width 256 with ReLU, batch 64, MSE loss, AdamW,
+  50 steps (zero_grad, forward, backward, step);
+- elementwise: the 20-op chain of cases.py on a 2048x2048 fp32 tensor, ``x = chain(x)``,
+  50 iterations.
+
+Each variant runs the 50-iteration loop once to warm up (compiles happen here), then REPEATS
+timed loops; the table gives the median time per iteration. Ember's compile time is the plan
+cache's compile time during warm-up; Inductor's is its warm-up loop minus a steady loop. The
+cache hit rate is over the timed loops (steady state). Results are checked against torch eager.
+
+    python tools/bench/bench_eager.py [--out tools/bench/results/eager.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("RAYON_NUM_THREADS", "2")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tools" / "python" / "python"))
+import cases  # noqa: E402
+import ember  # noqa: E402
+from ember import deferred  # noqa: E402
+
+ITERS = int(os.environ.get("BENCH_ITERS", "50"))
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+
+
+class Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def inference_case():
+    torch.manual_seed(0)
+    block, (x0,) = cases.gpt2_block()
+    block.eval()
+
+    def loop(ctx):
+        with torch.no_grad(), ctx():
+            x = x0
+            for _ in range(ITERS):
+                x = block(x)
+        return x.cpu()
+
+    def compiled():
+        cb = torch.compile(block)
+
+        def loop(ctx):
+            with torch.no_grad():
+                x = x0
+                for _ in range(ITERS):
+                    x = cb(x)
+            return x
+
+        return loop
+
+    return loop, compiled
+
+
+def training_case():
+    def make():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256)
+        )
+        return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    torch.manual_seed(1)
+    x, y = torch.randn(64, 256), torch.randn(64, 256)
+
+    def runner(step_fn_factory):
+        def loop(ctx):
+            model, opt = make()
+            step = step_fn_factory(model, opt)
+            with ctx():
+                for _ in range(ITERS):
+                    step()
+            return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+        return loop
+
+    def plain(model, opt):
+        def step():
+            opt.zero_grad()
+            F.mse_loss(model(x), y).backward()
+            opt.step()
+
+        return step
+
+    def compiled():
+        # The whole step (forward, backward, optimizer) under torch.compile.
+        return runner(lambda model, opt: torch.compile(plain(model, opt)))
+
+    return runner(plain), compiled
+
+
+def elementwise_case():
+    torch.manual_seed(0)
+    chain, (x0,) = cases.elementwise20()
+
+    def loop(ctx):
+        with torch.no_grad(), ctx():
+            x = x0
+            for _ in range(ITERS):
+                x = chain(x)
+        return x.cpu()
+
+    def compiled():
+        cc = torch.compile(chain)
+
+        def loop(ctx):
+            with torch.no_grad():
+                x = x0
+                for _ in range(ITERS):
+                    x = cc(x)
+            return x
+
+        return loop
+
+    return loop, compiled
+
+
+CASES = {"inference (GPT-2 block)": inference_case, "training (MLP 3x256, AdamW)": training_case, "elementwise (20-op chain)": elementwise_case}
+
+
+def timed(loop, ctx):
+    t0 = time.perf_counter()
+    out = loop(ctx)
+    return time.perf_counter() - t0, out
+
+
+def run_variant(loop, ctx, is_ember):
+    s0 = deferred.stats()
+    warm, _ = timed(loop, ctx)
+    s1 = deferred.stats()
+    times = []
+    out = None
+    for _ in range(REPEATS):
+        t, out = timed(loop, ctx)
+        times.append(t)
+    s2 = deferred.stats()
+    res = dict(per_iter=statistics.median(times) / ITERS, warm=warm, out=out)
+    if is_ember:
+        hits, misses = s2["hits"] - s1["hits"], s2["misses"] - s1["misses"]
+        res["hit_rate"] = hits / (hits + misses) if hits + misses else float("nan")
+        res["regions"] = (hits + misses) / (REPEATS * ITERS)
+        res["compile"] = s1["compile_seconds"] - s0["compile_seconds"]
+        res["warm_misses"] = s1["misses"] - s0["misses"]
+    else:
+        res["compile"] = max(0.0, warm - statistics.median(times))
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(HERE / "results" / "eager.md"))
+    ap.add_argument("--only", default=None, help="run only cases whose name contains this")
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    load0 = os.getloadavg()[0]
+    rows = []
+    for name, factory in CASES.items():
+        if args.only and args.only not in name:
+            continue
+        loop, compiled_factory = factory()
+        print(f"== {name}", flush=True)
+        variants = {}
+        variants["torch eager"] = run_variant(loop, Null, False)
+        variants["Ember strict"] = run_variant(loop, lambda: ember.eager(mode="strict"), True)
+        variants["Ember defer"] = run_variant(loop, lambda: ember.eager(mode="defer"), True)
+        try:
+            variants["torch.compile"] = run_variant(compiled_factory(), Null, False)
+        except Exception as exc:  # noqa: BLE001 - report, do not hide
+            print(f"torch.compile failed: {exc}", flush=True)
+        ref = variants["torch eager"]["out"]
+        for v, r in variants.items():
+            d = (r["out"] - ref).abs().max().item()
+            r["rel"] = d / max(ref.abs().max().item(), 1e-30)
+            print(f"  {v:14s} {r['per_iter'] * 1e3:9.3f} ms/iter  compile {r['compile']:.2f} s  hit {r.get('hit_rate', float('nan')):.3f}  rel {r['rel']:.1e}", flush=True)
+        rows.append((name, variants))
+    load1 = os.getloadavg()[0]
+    write(args.out, rows, load0, load1)
+
+
+def write(path, rows, load0, load1):
+    try:
+        tree = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        tree = "?"
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    lines = [
+        "# Ember eager-mode benchmark (DeferAndFuse)",
+        "",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M')} UTC; machine: {cpu}, {os.cpu_count()} logical CPUs; tree {tree}",
+        f"- torch {torch.__version__}, 2 threads (torch.set_num_threads, RAYON_NUM_THREADS={os.environ.get('RAYON_NUM_THREADS')}); ember extension: {ember_build()}",
+        f"- **loaded machine**: other agents share the 2 cores; 1-min load average {load0:.2f} at start, {load1:.2f} at end. Compare ratios within this run only.",
+        f"- per iteration = median of {REPEATS} timed {ITERS}-iteration loops after one warm-up loop, divided by {ITERS}; speedup = torch eager time / variant time",
+        "- Ember compile = plan-cache compile time during the warm-up loop (every region compiled once); torch.compile compile = warm-up loop minus a steady loop",
+        "- hit rate = plan-cache hits / lookups over the timed loops (steady state); regions/iter = lookups per iteration",
+        "- rel diff = max|variant - torch eager| / max|torch eager| of the loop's final tensor (training: all parameters)",
+        "",
+        "| loop | variant | ms / iter | speedup vs eager | hit rate | regions / iter | compile s | rel diff |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, variants in rows:
+        base = variants["torch eager"]["per_iter"]
+        for v, r in variants.items():
+            hit = f"{r['hit_rate'] * 100:.1f} %" if "hit_rate" in r else "-"
+            reg = f"{r['regions']:.2f}" if "regions" in r else "-"
+            lines.append(f"| {name} | {v} | {r['per_iter'] * 1e3:.2f} | {base / r['per_iter']:.2f}x | {hit} | {reg} | {r['compile']:.2f} | {r['rel']:.1e} |")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("\n".join(lines) + "\n")
+    print(f"wrote {path}")
+
+
+def ember_build() -> str:
+    so = Path(ember.__file__).parent / "_ember.abi3.so"
+    return f"{so.relative_to(ROOT) if so.is_relative_to(ROOT) else so}"
+
+
+if __name__ == "__main__":
+    main()
