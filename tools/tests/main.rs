@@ -9,6 +9,7 @@
 mod bad_input;
 mod cpu;
 mod cases;
+mod eager;
 mod tpu;
 
 use std::path::{Path, PathBuf};
