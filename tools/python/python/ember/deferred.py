@@ -145,8 +145,8 @@ class DeferredTensor(torch.Tensor):
     _alias: list
 
     @staticmethod
-    def __new__(cls, meta: torch.Tensor, vid: int, rec: "_Recorder", alias: list | None = None):
-        r = torch.Tensor._make_wrapper_subclass(cls, meta.shape, strides=meta.stride(), dtype=meta.dtype, device="cpu", requires_grad=False)
+    def __new__(cls, desc: tuple, vid: int, rec: "_Recorder", alias: list | None = None):
+        r = torch.Tensor._make_wrapper_subclass(cls, desc[0], strides=desc[1], dtype=desc[2], device="cpu", requires_grad=False)
         r._vid = vid
         r._real = None
         r._rec = rec
@@ -200,7 +200,7 @@ class _Ref:
 
 
 class _Op:
-    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "metas", "file", "line", "sig")
+    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "file", "line", "sig")
 
 
 class _Schema:
@@ -281,7 +281,8 @@ class _Recorder(TorchDispatchMode):
         #: Pending in-place writes to real tensors: storage -> (tensor, geometry, value id).
         self.pending: dict[int, tuple[torch.Tensor, tuple, int]] = {}
         self.wrappers: list[weakref.ref] = []
-        self.metas: dict[int, torch.Tensor] = {}
+        #: (shape, stride, dtype) of every value the queue or a live wrapper refers to.
+        self.metas: dict[int, tuple] = {}
         self.meta_cache: dict[Any, tuple] = {}
         self.unsupported = _unsupported
         self.warned = _warned
@@ -294,7 +295,7 @@ class _Recorder(TorchDispatchMode):
 
     # -- value helpers --------------------------------------------------------------------
 
-    def _new_vid(self, meta: torch.Tensor) -> int:
+    def _new_vid(self, meta: tuple) -> int:
         v = self.next_vid
         self.next_vid += 1
         self.metas[v] = meta
@@ -313,7 +314,7 @@ class _Recorder(TorchDispatchMode):
         if v is None:
             if not t.is_contiguous():
                 t = t.contiguous()
-            v = self._new_vid(torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta"))
+            v = self._new_vid((tuple(t.shape), t.stride(), t.dtype))
             self.ext[v] = t
             self.ext_of[id(t)] = v
             self.ext_storages.add(_storage_key(t))
@@ -444,6 +445,10 @@ class _Recorder(TorchDispatchMode):
     # -- recording -------------------------------------------------------------------------
 
     def _record(self, func, s: _Schema, args, kwargs):
+        fast = _FAST.get(s.target)
+        if fast is not None:
+            with self:
+                return fast(*args, **kwargs)
         if not s.known or s.target in self.unsupported:
             if s.decomp is not None:
                 with self:
@@ -487,24 +492,16 @@ class _Recorder(TorchDispatchMode):
                 v = torch.tensor(v, dtype=float_dtype)  # a Python number scaling a tensor: a buffer
             if isinstance(v, torch.Tensor):
                 vid = self._vid_of(v)
-                m = self.metas[vid]
                 ins.append(vid)
-                ref = _Ref(vid)
-                spec.append((name, "t", ref))
-                key.append((name, tuple(m.shape), m.stride(), m.dtype))
-                val = ref
+                spec.append((name, "t", vid))
+                key.append((name, self.metas[vid]))
+                val = _Ref(vid)
             elif kind in ("tensors", "opt_tensors") and isinstance(v, (list, tuple)):
-                refs = []
-                for t in v:
-                    if t is None:
-                        refs.append(None)
-                    else:
-                        vid = self._vid_of(t)
-                        ins.append(vid)
-                        refs.append(_Ref(vid))
-                spec.append((name, "ts" if kind == "tensors" else "ots", refs))
-                key.append((name, tuple(None if r is None else (tuple(self.metas[r.vid].shape), self.metas[r.vid].stride(), self.metas[r.vid].dtype) for r in refs)))
-                val = refs
+                vids = [None if t is None else self._vid_of(t) for t in v]
+                ins.extend(x for x in vids if x is not None)
+                spec.append((name, "ts" if kind == "tensors" else "ots", vids))
+                key.append((name, tuple(None if x is None else self.metas[x] for x in vids)))
+                val = [None if x is None else _Ref(x) for x in vids]
             else:
                 tagged = _tag(v)
                 if tagged is not None:
@@ -516,13 +513,13 @@ class _Recorder(TorchDispatchMode):
             else:
                 pos.append(val)
         key_t = tuple(key)
-        outs_meta = self.meta_cache.get(key_t)
-        if outs_meta is None:
-            outs_meta = self._infer(func, pos, kw)
-            self.meta_cache[key_t] = outs_meta
+        cached = self.meta_cache.get(key_t)
+        if cached is None:
+            descs = self._infer(func, pos, kw)
+            cached = self.meta_cache[key_t] = (descs, [(list(d[0]), _DTYPES[d[2]]) for d in descs])
         op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
-        op.metas = outs_meta
-        op.outs = [self._new_vid(m) for m in outs_meta]
+        op.descs, op.native_outs = cached
+        op.outs = [self._new_vid(d) for d in op.descs]
         if not self._lowers(op):
             return self._record(func, s, args, kwargs)  # now decomposed or run eagerly
         op.sig = hash(key_t)
@@ -554,8 +551,8 @@ class _Recorder(TorchDispatchMode):
 
         def meta(x):
             if isinstance(x, _Ref):
-                m = self.metas[x.vid]
-                return torch.empty_strided(m.shape, m.stride(), dtype=m.dtype, device="meta")
+                shape, stride, dtype = self.metas[x.vid]
+                return torch.empty_strided(shape, stride, dtype=dtype, device="meta")
             if isinstance(x, list):
                 return [meta(y) for y in x]
             return x
@@ -563,7 +560,10 @@ class _Recorder(TorchDispatchMode):
         with _disable_current_modes():
             out = func(*[meta(p) for p in pos], **{k: meta(v) for k, v in kw.items()})
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        return tuple(outs)
+        for o in outs:
+            if o.dtype not in _DTYPES:
+                raise EagerError(f"ember.eager: {o.dtype} results are not supported")
+        return tuple((tuple(o.shape), o.stride(), o.dtype) for o in outs)
 
     def _note_unsupported(self, target: str) -> None:
         if target not in self.warned:
@@ -704,17 +704,17 @@ class _Recorder(TorchDispatchMode):
         native_ops = []
         for op in ops:
             args = []
-            for name, tag, val in op.spec:
+            for a in op.spec:
+                tag = a[1]
                 if tag == "t":
-                    args.append((name, "t", rel[val.vid]))
+                    args.append((a[0], "t", rel[a[2]]))
                 elif tag == "ts":
-                    args.append((name, "ts", [rel[r.vid] for r in val]))
+                    args.append((a[0], "ts", [rel[x] for x in a[2]]))
                 elif tag == "ots":
-                    args.append((name, "ots", [None if r is None else rel[r.vid] for r in val]))
+                    args.append((a[0], "ots", [None if x is None else rel[x] for x in a[2]]))
                 else:
-                    args.append((name, tag, val))
-            outs = [(list(m.shape), _DTYPES[m.dtype]) for m in op.metas]
-            native_ops.append((op.target, args, outs, op.file, op.line))
+                    args.append(a)
+            native_ops.append((op.target, args, op.native_outs, op.file, op.line))
         return native_ops, inputs, rel
 
     def _lowers(self, op: _Op) -> bool:
@@ -722,7 +722,7 @@ class _Recorder(TorchDispatchMode):
         ok = _lowered.get(op.target)
         if ok is None:
             native_ops, inputs, _ = self._native([op])
-            in_meta = [(list(self.metas[v].shape), _DTYPES[self.metas[v].dtype]) for v in inputs]
+            in_meta = [(list(self.metas[v][0]), _DTYPES[self.metas[v][2]]) for v in inputs]
             try:
                 ok = not _plan_cache().unlowered(native_ops, in_meta)
             except ValueError:
@@ -740,7 +740,7 @@ class _Recorder(TorchDispatchMode):
         in_tensors = [self.ext[v] for v in inputs]
         in_meta = [(list(t.shape), _DTYPES[t.dtype]) for t in in_tensors]
         in_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in in_tensors]
-        out_tensors = [torch.empty(tuple(self.metas[v].shape), dtype=self.metas[v].dtype) for v in outputs]
+        out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
         out_ptrs = [t.data_ptr() for t in out_tensors]
         try:
             hit, missing = _plan_cache().run(native_ops, in_meta, [rel[v] for v in outputs], in_ptrs, out_ptrs)
@@ -786,6 +786,55 @@ class _Recorder(TorchDispatchMode):
             for v, t in zip(op.outs, outs):
                 env[v] = t
         return {v: env[v].contiguous() for v in outputs}
+
+# Decompositions of the ops a training step spends most recording time in (torch's reference
+# decompositions cost ~1 ms each in Python wrappers). Each follows its ATen CPU kernel's formula
+# and evaluation order, so results match torch eager.
+
+
+def _lerp(x, end, weight):
+    if abs(weight) < 0.5:
+        return x + (end - x) * weight
+    return end - (end - x) * (1 - weight)
+
+
+def _addcmul(x, t1, t2, value=1):
+    return x + (t1 * value) * t2 if value != 1 else x + t1 * t2
+
+
+def _addcdiv(x, t1, t2, value=1):
+    return x + (t1 * value) / t2 if value != 1 else x + t1 / t2
+
+
+def _mse_loss(a, b, reduction=1):
+    d = a - b
+    sq = d * d
+    return sq.mean() if reduction == 1 else sq.sum() if reduction == 2 else sq
+
+
+def _mse_loss_backward(grad, a, b, reduction):
+    norm = 2.0 / a.numel() if reduction == 1 else 2.0
+    return (a - b) * norm * grad
+
+
+def _threshold_backward(grad, x, threshold):
+    return torch.where(x <= threshold, torch.zeros((), dtype=grad.dtype), grad)
+
+
+def _t(x):
+    return x.transpose(0, 1) if x.dim() == 2 else aten.alias.default(x)
+
+
+_FAST = {
+    "aten.lerp.Scalar": _lerp,
+    "aten.addcmul.default": _addcmul,
+    "aten.addcdiv.default": _addcdiv,
+    "aten.mse_loss.default": _mse_loss,
+    "aten.mse_loss_backward.default": _mse_loss_backward,
+    "aten.threshold_backward.default": _threshold_backward,
+    "aten.t.default": _t,
+}
+
 
 def _assign(t: torch.Tensor, value: torch.Tensor) -> None:
     """Writes a region's result into the real tensor an in-place op targeted. When nothing else
