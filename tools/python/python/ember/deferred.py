@@ -491,6 +491,8 @@ class _Recorder(TorchDispatchMode):
             if kind == "tensor" and isinstance(v, (int, float)) and not isinstance(v, bool) and float_dtype is not None:
                 v = torch.tensor(v, dtype=float_dtype)  # a Python number scaling a tensor: a buffer
             if isinstance(v, torch.Tensor):
+                if v.dtype not in _DTYPES or v.device.type != "cpu":
+                    return self._eager(func, s, args, kwargs)  # complex, half precision, devices: torch
                 vid = self._vid_of(v)
                 ins.append(vid)
                 spec.append((name, "t", vid))
@@ -516,6 +518,8 @@ class _Recorder(TorchDispatchMode):
         cached = self.meta_cache.get(key_t)
         if cached is None:
             descs = self._infer(func, pos, kw)
+            if descs is None:  # a result dtype Ember does not model
+                return self._eager(func, s, args, kwargs)
             cached = self.meta_cache[key_t] = (descs, [(list(d[0]), _DTYPES[d[2]]) for d in descs])
         op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
         op.descs, op.native_outs = cached
@@ -560,9 +564,8 @@ class _Recorder(TorchDispatchMode):
         with _disable_current_modes():
             out = func(*[meta(p) for p in pos], **{k: meta(v) for k, v in kw.items()})
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        for o in outs:
-            if o.dtype not in _DTYPES:
-                raise EagerError(f"ember.eager: {o.dtype} results are not supported")
+        if any(o.dtype not in _DTYPES for o in outs):
+            return None
         return tuple((tuple(o.shape), o.stride(), o.dtype) for o in outs)
 
     def _note_unsupported(self, target: str) -> None:
@@ -897,13 +900,16 @@ class eager:
         return self
 
     def __exit__(self, *exc) -> None:
-        # Leaving the block is a sync point; after an exception the pending work is dropped.
+        # Leaving the block is a sync point. After an exception the ops recorded before it still
+        # run (as they would have in torch eager); the exception raised is the user's.
         try:
             if exc[0] is None:
                 self._rec.flush("exit")
             else:
-                self._rec.queue = []
-                self._rec.pending = {}
+                try:
+                    self._rec.flush("exit")
+                except Exception:  # noqa: BLE001 - the original exception is the one to report
+                    self._rec.queue, self._rec.pending = [], {}
         finally:
             self._hook.remove()
             self._rec.__exit__(*exc)
