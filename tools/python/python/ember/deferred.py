@@ -142,7 +142,9 @@ class DeferredTensor(torch.Tensor):
     _vid: int
     _real: torch.Tensor | None
     _rec: "_Recorder"
-    _alias: list
+    #: Weak references to every wrapper sharing this value's memory in torch's eyes (the base and
+    #: its views); None until a view of it is taken.
+    _alias: list | None
 
     @staticmethod
     def __new__(cls, desc: tuple, vid: int, rec: "_Recorder", alias: list | None = None):
@@ -150,8 +152,9 @@ class DeferredTensor(torch.Tensor):
         r._vid = vid
         r._real = None
         r._rec = rec
-        r._alias = alias if alias is not None else []
-        r._alias.append(weakref.ref(r))
+        r._alias = alias
+        if alias is not None:
+            alias.append(weakref.ref(r))
         return r
 
     def _materialize(self) -> torch.Tensor:
@@ -406,7 +409,7 @@ class _Recorder(TorchDispatchMode):
             return self._eager(func, s, args, kwargs)
         fs = _schema(s.functional)
         if isinstance(target, DeferredTensor) and target._real is None:
-            alive = [r for r in target._alias if r() is not None]
+            alive = [r for r in target._alias or () if r() is not None]
             if len(alive) > 1:
                 file, line = _user_line()
                 raise EagerError(
@@ -430,7 +433,7 @@ class _Recorder(TorchDispatchMode):
                 self._set_pending(target._real, new._vid)
             else:
                 target._vid = new._vid
-                target._alias = [weakref.ref(target)]
+                target._alias = None
         else:
             self._set_pending(target, new._vid)
         return target
@@ -531,6 +534,8 @@ class _Recorder(TorchDispatchMode):
         _counters["ops_recorded"] += 1
         alias = None
         if s.view and pos and isinstance(args[0], DeferredTensor) and args[0]._real is None:
+            if args[0]._alias is None:
+                args[0]._alias = [weakref.ref(args[0])]
             alias = args[0]._alias
         outs = [self._wrap(v, alias) for v in op.outs]
         self._after_record(op)
