@@ -270,6 +270,12 @@ def _geometry(t: torch.Tensor) -> tuple:
 
 
 class _Recorder(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ in a Dynamo-disabling frame (several µs per
+        # op); this mode never runs under torch.compile, so it needs none.
+        return False
+
     def __init__(self, mode: str) -> None:
         super().__init__()
         if mode not in ("defer", "strict", "strict_blocking"):
@@ -380,7 +386,7 @@ class _Recorder(TorchDispatchMode):
             return self._inplace(func, s, args, kwargs)
         return self._record(func, s, args, kwargs)
 
-    def _eager(self, func, s: _Schema, args, kwargs, warn: bool = False):
+    def _eager(self, func, s: _Schema, args, kwargs):
         if s.mutable and self.queue:
             tgt = args[0] if args else None
             if type(tgt) is torch.Tensor and _storage_key(tgt) in self.ext_storages:
@@ -577,10 +583,7 @@ class _Recorder(TorchDispatchMode):
         if target not in self.warned:
             self.warned.add(target)
             file, line = _user_line()
-            warnings.warn(
-                f"ember.eager: `{target}` has no Ember lowering; it runs with torch eager (first at {file}:{line})",
-                stacklevel=2,
-            )
+            _warn(target, file, line)
 
     def _after_record(self, op: _Op) -> None:
         if self.mode != "defer":
@@ -668,10 +671,13 @@ class _Recorder(TorchDispatchMode):
         results = self._run(ops, list(need))
         for w in live_wrappers:
             w._real = results[w._vid]
+        # A result that a wrapper or a later op also reads is copied, never shared with the
+        # tensor the write targets (a later in-place write there must not reach them).
+        shared = {w._vid for w in live_wrappers} | {v for op in rest for v in op.ins}
         for sk in list(self.pending):
             t, g, v = self.pending[sk]
             if v in results:
-                _assign(t, results[v])
+                _assign(t, results[v], may_share=v not in shared)
                 del self.pending[sk]
         # Later ops read flushed values as region inputs.
         self.queue = rest
@@ -775,7 +781,7 @@ class _Recorder(TorchDispatchMode):
     def _warn_unsupported(self, op: _Op) -> None:
         if op.target not in self.warned:
             self.warned.add(op.target)
-            warnings.warn(f"ember.eager: `{op.target}` has no Ember CPU lowering; it runs with torch eager (first at {op.file}:{op.line})", stacklevel=3)
+            _warn(op.target, op.file, op.line)
 
     def _interpret(self, ops: list[_Op], outputs: list[int]) -> dict[int, torch.Tensor]:
         """Runs a region op by op with torch eager (a region holding an op Ember cannot compile)."""
@@ -844,12 +850,18 @@ _FAST = {
 }
 
 
-def _assign(t: torch.Tensor, value: torch.Tensor) -> None:
+def _warn(target: str, file: str, line: int) -> None:
+    """The one warning per op Ember cannot run, shown at the user's line that first issued it."""
+    msg = f"ember.eager: `{target}` has no Ember CPU lowering; it runs with torch eager (first at {file}:{line})"
+    warnings.warn_explicit(msg, UserWarning, file, line, module="ember.eager")
+
+
+def _assign(t: torch.Tensor, value: torch.Tensor, may_share: bool) -> None:
     """Writes a region's result into the real tensor an in-place op targeted. When nothing else
     shares its memory, the tensor takes over the result's memory instead of copying it."""
     st = t.untyped_storage()
     # 2 = `t` itself plus the `st` handle taken just above.
-    if t.storage_offset() == 0 and t.is_contiguous() and st.nbytes() == value.nbytes and torch._C._storage_Use_Count(st._cdata) == 2:
+    if may_share and t.storage_offset() == 0 and t.is_contiguous() and st.nbytes() == value.nbytes and torch._C._storage_Use_Count(st._cdata) == 2:
         t.set_(value)
     else:
         t.copy_(value)
