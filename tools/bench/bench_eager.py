@@ -52,6 +52,15 @@ class Null:
         return None
 
 
+class OneThread:
+    def __enter__(self):
+        torch.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(2)
+
+
 def inference_case():
     torch.manual_seed(0)
     block, (x0,) = cases.gpt2_block()
@@ -192,6 +201,8 @@ def main() -> None:
         print(f"== {name}", flush=True)
         variants = {}
         variants["torch eager"] = run_variant(loop, Null, False)
+        # Reference: on a loaded machine torch's OpenMP threads lose the most from sharing cores.
+        variants["torch eager, 1 thread"] = run_variant(loop, OneThread, False)
         variants["Ember strict"] = run_variant(loop, lambda: ember.eager(mode="strict"), True)
         variants["Ember defer"] = run_variant(loop, lambda: ember.eager(mode="defer"), True)
         try:
@@ -231,6 +242,7 @@ def write(path, rows, load0, load1):
         f"- per iteration = median of {REPEATS} timed {ITERS}-iteration loops after one warm-up loop, divided by {ITERS}; speedup = torch eager time / variant time",
         "- Ember compile = plan-cache compile time during the warm-up loop (every region compiled once); torch.compile compile = warm-up loop minus a steady loop",
         "- hit rate = plan-cache hits / lookups over the timed loops (steady state); regions/iter = lookups per iteration",
+        "- `torch eager, 1 thread` is a reference row (same loop with torch.set_num_threads(1)): under load, torch's 2 OpenMP threads can be slower than one; speedups stay relative to 2-thread torch eager as specified",
         f"- rel diff = max|variant - torch eager| / max|torch eager| of the loop's final tensor (training: all parameters), after 1 iteration / after {ITERS}",
         "",
         "| loop | variant | ms / iter | speedup vs eager | hit rate | regions / iter | compile s | rel diff |",
