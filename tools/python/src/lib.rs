@@ -172,8 +172,9 @@ impl EagerPlans {
                 .iter()
                 .zip(&region.inputs)
                 .zip(&shapes)
-                // SAFETY: the Python caller passes live, contiguous buffers of `len` bytes.
-                .map(|(((ptr, len), m), shape)| TensorView { dtype: m.dtype, shape, data: unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } })
+                // SAFETY: the Python caller passes live, contiguous buffers of `len` bytes (an empty
+                // tensor's address may be null, so it gets an empty slice instead).
+                .map(|(((ptr, len), m), shape)| TensorView { dtype: m.dtype, shape, data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } } })
                 .collect();
             let outs: Vec<*mut u8> = out_ptrs.iter().map(|&p| p as *mut u8).collect();
             // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.

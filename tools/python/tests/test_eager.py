@@ -206,3 +206,27 @@ def test_inplace_on_a_view_of_a_deferred_tensor_is_an_error() -> None:
             v = y.view(16)
             y.add_(1.0)
             del v
+
+
+def test_results_nobody_holds_are_not_materialized() -> None:
+    x = torch.randn(32, 32)
+    before = deferred.stats()
+    with ember.eager():
+        a = x * 2.0
+        b = torch.exp(a) + 1.0
+        unused = torch.tanh(b)  # dropped below: neither written nor computed
+        c = torch.relu(b - 3.0)
+        del a, b, unused
+    after = deferred.stats()
+    torch.testing.assert_close(c.cpu(), torch.relu(torch.exp(x * 2.0) + 1.0 - 3.0), rtol=RTOL, atol=ATOL)
+    assert after["values_written"] - before["values_written"] == 1
+
+
+def test_empty_and_non_contiguous_inputs() -> None:
+    x = torch.randn(8, 6).t()  # a real, non-contiguous input
+    e = torch.randn(0, 6)
+    with ember.eager():
+        y = x * 3.0 + 1.0
+        z = e * 2.0
+    torch.testing.assert_close(y.cpu(), x * 3.0 + 1.0)
+    assert z.cpu().shape == (0, 6)

@@ -29,6 +29,7 @@ aliases (a view) raises ``EagerError`` instead of silently splitting them.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import tempfile
@@ -95,7 +96,7 @@ def _plan_cache():
     return _plans
 
 
-_counters = {"flushes": 0, "ops_recorded": 0, "ops_eager": 0}
+_counters = {"flushes": 0, "ops_recorded": 0, "ops_eager": 0, "values_written": 0}
 
 
 def stats() -> dict[str, Any]:
@@ -287,6 +288,7 @@ class _Recorder(TorchDispatchMode):
         self.ext: dict[int, torch.Tensor] = {}
         self.ext_of: dict[int, int] = {}
         self.ext_storages: set[int] = set()
+        self.ext_keep: list[torch.Tensor] = []
         #: Pending in-place writes to real tensors: storage -> (tensor, geometry, value id).
         self.pending: dict[int, tuple[torch.Tensor, tuple, int]] = {}
         self.wrappers: list[weakref.ref] = []
@@ -321,11 +323,12 @@ class _Recorder(TorchDispatchMode):
                 self.flush("aliased read")
         v = self.ext_of.get(id(t))
         if v is None:
-            if not t.is_contiguous():
-                t = t.contiguous()
-            v = self._new_vid((tuple(t.shape), t.stride(), t.dtype))
-            self.ext[v] = t
+            # The runtime reads dense inputs; `t` stays referenced (by ext_keep) so its id is stable.
+            dense = t if t.is_contiguous() else t.contiguous()
+            v = self._new_vid((tuple(t.shape), dense.stride(), t.dtype))
+            self.ext[v] = dense
             self.ext_of[id(t)] = v
+            self.ext_keep.append(t)
             self.ext_storages.add(_storage_key(t))
         return v
 
@@ -669,6 +672,7 @@ class _Recorder(TorchDispatchMode):
                 want.update(op.ins)
         ops = [op for i, op in enumerate(queue) if keep[i]]
         results = self._run(ops, list(need))
+        _counters["values_written"] += len(results)
         for w in live_wrappers:
             w._real = results[w._vid]
         # A result that a wrapper or a later op also reads is copied, never shared with the
@@ -683,7 +687,7 @@ class _Recorder(TorchDispatchMode):
         self.queue = rest
         self.wrappers = [r for r in self.wrappers if r() is not None and r()._real is None]
         old_ext = self.ext
-        self.ext, self.ext_of, self.ext_storages = {}, {}, set()
+        self.ext, self.ext_of, self.ext_storages, self.ext_keep = {}, {}, set(), []
         for op in rest:
             for v in op.ins:
                 if v in results:
@@ -695,6 +699,7 @@ class _Recorder(TorchDispatchMode):
                 if v not in self.ext:
                     self.ext[v] = t
                     self.ext_of[id(t)] = v
+                    self.ext_keep.append(t)
                     self.ext_storages.add(_storage_key(t))
         keep_vids = set(self.ext) | {v for op in rest for v in op.outs} | {p[2] for p in self.pending.values()}
         keep_vids |= {r()._vid for r in self.wrappers if r() is not None}
@@ -910,6 +915,13 @@ class eager:
         self._rec = _Recorder(mode)
 
     def __enter__(self) -> "eager":
+        # Recording allocates a few Python objects per op that live until the flush, so they
+        # reach the oldest generation and trigger full collections over the whole heap (~150 ms
+        # each with torch loaded). Objects alive at entry are moved out of the cycle collector's
+        # way for the block (gc.freeze) and handed back at exit.
+        self._froze = gc.get_freeze_count() == 0
+        if self._froze:
+            gc.freeze()
         self._rec.__enter__()
         # The end of an optimizer step is an iteration boundary: flush there, so every training
         # step is one region and replays one plan.
@@ -930,6 +942,8 @@ class eager:
         finally:
             self._hook.remove()
             self._rec.__exit__(*exc)
+            if self._froze:
+                gc.unfreeze()
 
     def flush(self) -> None:
         """Runs every deferred op now (a sync point)."""
