@@ -9,7 +9,8 @@ Three loops, in one run, 2 threads (torch.set_num_threads and RAYON_NUM_THREADS 
   50 iterations.
 
 Each variant runs the 50-iteration loop once to warm up (compiles happen here), then REPEATS
-timed loops; the table gives the median time per iteration. Ember's compile time is the plan
+timed loops, interleaved round by round with the other variants; the table gives the median time
+per iteration. Ember's compile time is the plan
 cache's compile time during warm-up; Inductor's is its warm-up loop minus a steady loop. The
 cache hit rate is over the timed loops (steady state). Results are checked against torch eager.
 
@@ -41,7 +42,7 @@ import ember  # noqa: E402
 from ember import deferred  # noqa: E402
 
 ITERS = int(os.environ.get("BENCH_ITERS", "50"))
-REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 
 
 class Null:
@@ -160,26 +161,39 @@ def timed(loop, ctx):
     return time.perf_counter() - t0, out
 
 
-def run_variant(loop, ctx, is_ember, compiled=False):
-    s0 = deferred.stats()
-    warm, _ = timed(loop, ctx)
-    s1 = deferred.stats()
-    times = []
-    out = None
-    for _ in range(REPEATS):
-        t, out = timed(loop, ctx)
-        times.append(t)
-    s2 = deferred.stats()
-    res = dict(per_iter=statistics.median(times) / ITERS, warm=warm, out=out, out1=loop(ctx, 1))
-    if is_ember:
-        hits, misses = s2["hits"] - s1["hits"], s2["misses"] - s1["misses"]
-        res["hit_rate"] = hits / (hits + misses) if hits + misses else float("nan")
-        res["regions"] = (hits + misses) / (REPEATS * ITERS)
-        res["compile"] = s1["compile_seconds"] - s0["compile_seconds"]
-        res["warm_misses"] = s1["misses"] - s0["misses"]
-    elif compiled:
-        res["compile"] = max(0.0, warm - statistics.median(times))
-    return res
+class Variant:
+    """One way to run a loop: warm-up once, then timed loops interleaved with the other variants."""
+
+    def __init__(self, loop, ctx, is_ember=False, compiled=False):
+        self.loop, self.ctx, self.is_ember, self.compiled = loop, ctx, is_ember, compiled
+        self.times: list[float] = []
+        self.hits = self.misses = 0
+        self.res: dict = {}
+
+    def warm_up(self):
+        s0 = deferred.stats()
+        self.warm, _ = timed(self.loop, self.ctx)
+        s1 = deferred.stats()
+        if self.is_ember:
+            self.res["compile"] = s1["compile_seconds"] - s0["compile_seconds"]
+
+    def time_once(self):
+        s0 = deferred.stats()
+        t, self.out = timed(self.loop, self.ctx)
+        s1 = deferred.stats()
+        self.times.append(t)
+        self.hits += s1["hits"] - s0["hits"]
+        self.misses += s1["misses"] - s0["misses"]
+
+    def result(self):
+        res = dict(self.res, per_iter=statistics.median(self.times) / ITERS, out=self.out, out1=self.loop(self.ctx, 1))
+        if self.is_ember:
+            n = self.hits + self.misses
+            res["hit_rate"] = self.hits / n if n else float("nan")
+            res["regions"] = n / (len(self.times) * ITERS)
+        elif self.compiled:
+            res["compile"] = max(0.0, self.warm - statistics.median(self.times))
+        return res
 
 
 def rel(got, want) -> float:
@@ -199,16 +213,21 @@ def main() -> None:
             continue
         loop, compiled_factory = factory()
         print(f"== {name}", flush=True)
-        variants = {}
-        variants["torch eager"] = run_variant(loop, Null, False)
-        # Reference: on a loaded machine torch's OpenMP threads lose the most from sharing cores.
-        variants["torch eager, 1 thread"] = run_variant(loop, OneThread, False)
-        variants["Ember strict"] = run_variant(loop, lambda: ember.eager(mode="strict"), True)
-        variants["Ember defer"] = run_variant(loop, lambda: ember.eager(mode="defer"), True)
-        try:
-            variants["torch.compile"] = run_variant(compiled_factory(), Null, False, compiled=True)
-        except Exception as exc:  # noqa: BLE001 - report, do not hide
-            print(f"torch.compile failed: {exc}", flush=True)
+        runs = {
+            "torch eager": Variant(loop, Null),
+            # Reference: on a loaded machine torch's OpenMP threads lose the most from sharing cores.
+            "torch eager, 1 thread": Variant(loop, OneThread),
+            "Ember strict": Variant(loop, lambda: ember.eager(mode="strict"), is_ember=True),
+            "Ember defer": Variant(loop, lambda: ember.eager(mode="defer"), is_ember=True),
+            "torch.compile": Variant(compiled_factory(), Null, compiled=True),
+        }
+        for v in runs.values():
+            v.warm_up()
+        # Interleaved rounds, so load changes on the shared machine hit every variant alike.
+        for _ in range(REPEATS):
+            for v in runs.values():
+                v.time_once()
+        variants = {k: v.result() for k, v in runs.items()}
         ref, ref1 = variants["torch eager"]["out"], variants["torch eager"]["out1"]
         for v, r in variants.items():
             r["rel"] = rel(r["out"], ref)
@@ -239,7 +258,7 @@ def write(path, rows, load0, load1):
         f"- date: {time.strftime('%Y-%m-%d %H:%M')} UTC; machine: {cpu}, {os.cpu_count()} logical CPUs; tree {tree}",
         f"- torch {torch.__version__}, 2 threads (torch.set_num_threads, RAYON_NUM_THREADS={os.environ.get('RAYON_NUM_THREADS')}); ember extension: {ember_build()}",
         f"- **loaded machine**: other agents share the 2 cores; 1-min load average {load0:.2f} at start, {load1:.2f} at end. Compare ratios within this run only.",
-        f"- per iteration = median of {REPEATS} timed {ITERS}-iteration loops after one warm-up loop, divided by {ITERS}; speedup = torch eager time / variant time",
+        f"- per iteration = median of {REPEATS} timed {ITERS}-iteration loops (rounds interleaved across variants) after one warm-up loop, divided by {ITERS}; speedup = torch eager time / variant time",
         "- Ember compile = plan-cache compile time during the warm-up loop (every region compiled once); torch.compile compile = warm-up loop minus a steady loop",
         "- hit rate = plan-cache hits / lookups over the timed loops (steady state); regions/iter = lookups per iteration",
         "- `torch eager, 1 thread` is a reference row (same loop with torch.set_num_threads(1)): under load, torch's 2 OpenMP threads can be slower than one; speedups stay relative to 2-thread torch eager as specified",
