@@ -459,8 +459,7 @@ class _Recorder(TorchDispatchMode):
     def _record(self, func, s: _Schema, args, kwargs):
         fast = _FAST.get(s.target)
         if fast is not None:
-            with self:
-                return fast(*args, **kwargs)
+            return fast(self._op, *args, **kwargs)
         if not s.known or s.target in self.unsupported:
             if s.decomp is not None:
                 with self:
@@ -551,6 +550,10 @@ class _Recorder(TorchDispatchMode):
         if s.returns_list:
             return outs
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _op(self, func, *args):
+        """Records one op from inside the recorder (a decomposition), skipping the dispatcher."""
+        return self._record(func, _schema(func), args, {})
 
     def _to(self, args, kwargs):
         """`Tensor.to(dtype)`: the tensor itself when nothing changes, else `_to_copy`."""
@@ -808,40 +811,44 @@ class _Recorder(TorchDispatchMode):
 
 # Decompositions of the ops a training step spends most recording time in (torch's reference
 # decompositions cost ~1 ms each in Python wrappers). Each follows its ATen CPU kernel's formula
-# and evaluation order, so results match torch eager.
+# and evaluation order, so results match torch eager; `op(func, *args)` records one ATen op.
 
 
-def _lerp(x, end, weight):
+def _lerp(op, x, end, weight):
+    d = op(aten.sub.Tensor, end, x)
     if abs(weight) < 0.5:
-        return x + (end - x) * weight
-    return end - (end - x) * (1 - weight)
+        return op(aten.add.Tensor, x, op(aten.mul.Tensor, d, weight))
+    return op(aten.sub.Tensor, end, op(aten.mul.Tensor, d, 1 - weight))
 
 
-def _addcmul(x, t1, t2, value=1):
-    return x + (t1 * value) * t2 if value != 1 else x + t1 * t2
+def _addcmul(op, x, t1, t2, value=1):
+    m = op(aten.mul.Tensor, t1, value) if value != 1 else t1
+    return op(aten.add.Tensor, x, op(aten.mul.Tensor, m, t2))
 
 
-def _addcdiv(x, t1, t2, value=1):
-    return x + (t1 * value) / t2 if value != 1 else x + t1 / t2
+def _addcdiv(op, x, t1, t2, value=1):
+    m = op(aten.mul.Tensor, t1, value) if value != 1 else t1
+    return op(aten.add.Tensor, x, op(aten.div.Tensor, m, t2))
 
 
-def _mse_loss(a, b, reduction=1):
-    d = a - b
-    sq = d * d
-    return sq.mean() if reduction == 1 else sq.sum() if reduction == 2 else sq
+def _mse_loss(op, a, b, reduction=1):
+    d = op(aten.sub.Tensor, a, b)
+    sq = op(aten.mul.Tensor, d, d)
+    return op(aten.mean.default, sq) if reduction == 1 else op(aten.sum.default, sq) if reduction == 2 else sq
 
 
-def _mse_loss_backward(grad, a, b, reduction):
+def _mse_loss_backward(op, grad, a, b, reduction):
     norm = 2.0 / a.numel() if reduction == 1 else 2.0
-    return (a - b) * norm * grad
+    return op(aten.mul.Tensor, op(aten.mul.Tensor, op(aten.sub.Tensor, a, b), norm), grad)
 
 
-def _threshold_backward(grad, x, threshold):
-    return torch.where(x <= threshold, torch.zeros((), dtype=grad.dtype), grad)
+def _threshold_backward(op, grad, x, threshold):
+    zero = torch.zeros((), dtype=grad.dtype)
+    return op(aten.where.self, op(aten.le.Scalar, x, threshold), zero, grad)
 
 
-def _t(x):
-    return x.transpose(0, 1) if x.dim() == 2 else aten.alias.default(x)
+def _t(op, x):
+    return op(aten.transpose.int, x, 0, 1) if x.dim() == 2 else op(aten.alias.default, x)
 
 
 _FAST = {
