@@ -23,8 +23,10 @@ Modes: ``defer`` (default), ``strict`` (every op is its own region, compiled and
 ``strict_blocking`` (``strict`` plus a NaN/Inf check after every op, raised at the op's line).
 Ops Ember has no lowering or decomposition for run with torch eager, listed once in a warning.
 
-Known limits: CPU float tensors; an in-place op on a deferred tensor that another live tensor
-aliases (a view) raises ``EagerError`` instead of silently splitting them.
+Views of deferred tensors are recorded as values; an in-place write to a tensor that a live view
+aliases (or to the view) first materializes them, the views as real views of their base, so the
+write reaches every alias as in torch. Known limits: CPU tensors of the dtypes Ember models (others
+run with torch eager).
 """
 
 from __future__ import annotations
@@ -146,6 +148,9 @@ class DeferredTensor(torch.Tensor):
     #: Weak references to every wrapper sharing this value's memory in torch's eyes (the base and
     #: its views); None until a view of it is taken.
     _alias: list | None
+    #: ((parent wrapper, view op, other args, kwargs), result index): how to re-create this view
+    #: from its parent's memory when it is materialized; the parent is held, as torch's ._base is.
+    _view: tuple | None
 
     @staticmethod
     def __new__(cls, desc: tuple, vid: int, rec: "_Recorder", alias: list | None = None):
@@ -154,6 +159,7 @@ class DeferredTensor(torch.Tensor):
         r._real = None
         r._rec = rec
         r._alias = alias
+        r._view = None
         if alias is not None:
             alias.append(weakref.ref(r))
         return r
@@ -382,9 +388,12 @@ class _Recorder(TorchDispatchMode):
             # more than recording, and keeps `.item()` on them from forcing a flush.
             if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
                 return self._eager(func, s, args, kwargs)
-        if s.view and all(type(t) is torch.Tensor for t in tensors):
-            if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
-                return self._eager(func, s, args, kwargs)  # a view of real memory is free
+        if s.view and not lists and all(type(t) is not DeferredTensor or t._real is not None for t in tensors):
+            # A view of real memory is a real view (free, and writes through it reach the base);
+            # a pending write to that memory lands first.
+            if self.pending and any(_storage_key(t._real if type(t) is DeferredTensor else t) in self.pending for t in tensors):
+                self.flush("view of a pending write")
+            return self._eager(func, s, args, kwargs)
         if s.mutable:
             return self._inplace(func, s, args, kwargs)
         return self._record(func, s, args, kwargs)
@@ -420,12 +429,9 @@ class _Recorder(TorchDispatchMode):
         if isinstance(target, DeferredTensor) and target._real is None:
             alive = [r for r in target._alias or () if r() is not None]
             if len(alive) > 1:
-                file, line = _user_line()
-                raise EagerError(
-                    f"{file}:{line}: in-place `{s.target}` on a deferred tensor that another live tensor aliases (a view or "
-                    "detach of it); ember.eager records views as copies, so the write would not reach the alias. "
-                    "Use the out-of-place op, or call .clone() before writing."
-                )
+                # A write another live tensor must see (a view, its base): materialize them, the
+                # views as real views of their base, and write through memory like torch does.
+                self.flush("write through an alias")
         new = self.__torch_dispatch__(s.functional, (), args, kwargs) if fs.known or fs.decomp else None
         if new is None:
             return self._eager(func, s, args, kwargs)
@@ -540,12 +546,18 @@ class _Recorder(TorchDispatchMode):
         op.sig = hash(key_t)
         self.queue.append(op)
         _counters["ops_recorded"] += 1
-        alias = None
+        alias = view_of = None
         if s.view and pos and isinstance(args[0], DeferredTensor) and args[0]._real is None:
             if args[0]._alias is None:
                 args[0]._alias = [weakref.ref(args[0])]
             alias = args[0]._alias
+            rest = list(args[1:]) + list(kwargs.values())
+            if not any(isinstance(a, torch.Tensor) for a in rest):
+                view_of = (args[0], func, tuple(args[1:]), dict(kwargs))
         outs = [self._wrap(v, alias) for v in op.outs]
+        if view_of is not None:
+            for i, w in enumerate(outs):
+                w._view = (view_of, i if len(outs) > 1 else None)
         self._after_record(op)
         if s.returns_list:
             return outs
@@ -652,12 +664,16 @@ class _Recorder(TorchDispatchMode):
                 produced[v] = (i, k)
         # Values somebody still needs: live wrappers, pending writes, later queued ops.
         live_wrappers = []
+        views = []
         need: dict[int, None] = {}
         for r in self.wrappers:
             w = r()
             if w is not None and w._real is None and w._vid in produced:
-                live_wrappers.append(w)
-                need[w._vid] = None
+                if w._view is not None:
+                    views.append(w)  # re-created from its parent below, not written by the region
+                else:
+                    live_wrappers.append(w)
+                    need[w._vid] = None
         for sk, (t, g, v) in self.pending.items():
             if v in produced:
                 need[v] = None
@@ -678,6 +694,12 @@ class _Recorder(TorchDispatchMode):
         _counters["values_written"] += len(results)
         for w in live_wrappers:
             w._real = results[w._vid]
+        for w in sorted(views, key=lambda w: w._vid):  # parents before their views
+            (parent, func, vargs, vkw), i = w._view
+            if parent._real is None:
+                raise EagerError(f"ember.eager internal error: the base of a view ({func}) was not materialized with it")
+            out = func(parent._real, *vargs, **vkw)
+            w._real = out if i is None else out[i]
         # A result that a wrapper or a later op also reads is copied, never shared with the
         # tensor the write targets (a later in-place write there must not reach them).
         shared = {w._vid for w in live_wrappers} | {v for op in rest for v in op.ins}
