@@ -88,7 +88,7 @@ def inference_case():
 
         return loop
 
-    return loop, compiled
+    return lambda: loop, compiled
 
 
 def training_case():
@@ -103,9 +103,17 @@ def training_case():
     x, y = torch.randn(64, 256), torch.randn(64, 256)
 
     def runner(step_fn_factory):
+        # One model, optimizer and step function per variant (torch.compile keeps its graphs);
+        # every loop starts from the same weights and an empty optimizer state.
+        model, opt = make()
+        init = [p.detach().clone() for p in model.parameters()]
+        step = step_fn_factory(model, opt)
+
         def loop(ctx, iters=ITERS):
-            model, opt = make()
-            step = step_fn_factory(model, opt)
+            with torch.no_grad():
+                for p, p0 in zip(model.parameters(), init):
+                    p.copy_(p0)
+            opt.state.clear()
             with ctx():
                 for _ in range(iters):
                     step()
@@ -125,7 +133,7 @@ def training_case():
         # The whole step (forward, backward, optimizer) under torch.compile.
         return runner(lambda model, opt: torch.compile(plain(model, opt)))
 
-    return runner(plain), compiled
+    return lambda: runner(plain), compiled
 
 
 def elementwise_case():
@@ -151,7 +159,7 @@ def elementwise_case():
 
         return loop
 
-    return loop, compiled
+    return lambda: loop, compiled
 
 
 CASES = {"inference (GPT-2 block)": inference_case, "training (MLP 3x256, AdamW)": training_case, "elementwise (20-op chain)": elementwise_case}
@@ -217,14 +225,14 @@ def main() -> None:
     for name, factory in CASES.items():
         if args.only and args.only not in name:
             continue
-        loop, compiled_factory = factory()
+        loop_factory, compiled_factory = factory()
         print(f"== {name}", flush=True)
         runs = {
-            "torch eager": Variant(loop, Null),
+            "torch eager": Variant(loop_factory(), Null),
             # Reference: on a loaded machine torch's OpenMP threads lose the most from sharing cores.
-            "torch eager, 1 thread": Variant(loop, OneThread),
-            "Ember strict": Variant(loop, lambda: ember.eager(mode="strict"), is_ember=True),
-            "Ember defer": Variant(loop, lambda: ember.eager(mode="defer"), is_ember=True),
+            "torch eager, 1 thread": Variant(loop_factory(), OneThread),
+            "Ember strict": Variant(loop_factory(), lambda: ember.eager(mode="strict"), is_ember=True),
+            "Ember defer": Variant(loop_factory(), lambda: ember.eager(mode="defer"), is_ember=True),
             "torch.compile": Variant(compiled_factory(), Null, compiled=True),
         }
         for v in runs.values():
