@@ -35,7 +35,6 @@ import gc
 import os
 import sys
 import tempfile
-import time
 import warnings
 import weakref
 from typing import Any
@@ -74,10 +73,6 @@ _DEBUG = bool(os.environ.get("EMBER_EAGER_DEBUG"))
 
 class EagerError(RuntimeError):
     """An error in a deferred op, reported with the user's line that issued it."""
-
-
-class _Stats:
-    __slots__ = ("flushes", "ops_recorded", "ops_eager", "hits", "misses", "compile_s", "run_s", "plans")
 
 
 def _native():
@@ -499,9 +494,9 @@ class _Recorder(TorchDispatchMode):
                 break
         for i, (name, kind, kwonly) in enumerate(s.params):
             if i < len(args):
-                v, given = args[i], True
+                v = args[i]
             elif name in kwargs:
-                v, given = kwargs[name], True
+                v = kwargs[name]
             else:
                 continue
             dest_kw = kwonly or i >= len(args)
