@@ -243,3 +243,20 @@ def test_empty_and_non_contiguous_inputs() -> None:
         z = e * 2.0
     torch.testing.assert_close(y.cpu(), x * 3.0 + 1.0)
     assert z.cpu().shape == (0, 6)
+
+
+def test_sync_points_give_real_values(capsys: pytest.CaptureFixture[str]) -> None:
+    x = torch.tensor([[1.0, -2.0], [3.0, 0.5]])
+    with ember.eager():
+        y = x * 2.0 + 1.0
+        flushes = deferred.stats()["flushes"]
+        print(y)  # printing is a sync point
+        assert deferred.stats()["flushes"] == flushes + 1
+        assert y.numpy().tolist() == [[3.0, -3.0], [7.0, 2.0]]
+        assert y.tolist() == [[3.0, -3.0], [7.0, 2.0]]
+        assert (y.sum() * 1.0).item() == 9.0
+        assert bool((y > 0).all()) is False
+        assert type(y.cpu()) is torch.Tensor
+    assert "7." in capsys.readouterr().out
+    z = y + 1.0  # a deferred result used after the block runs with torch eager
+    assert type(z) is torch.Tensor and z.tolist() == [[4.0, -2.0], [8.0, 3.0]]
