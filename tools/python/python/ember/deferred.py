@@ -9,7 +9,8 @@ once with the CPU target and replays from its plan cache; only values somebody s
 written out, straight into fresh torch tensors.
 
 Flushes happen on sync points (``.item()``/``bool()``/``.tolist()``, ``.cpu()``/``.numpy()``,
-printing, an op Ember cannot run), at a queue cap, when leaving the ``with`` block, and by the
+printing, an op Ember cannot run), at the end of every ``optimizer.step()`` (the training-step
+boundary; ``backward()`` itself does not flush), at a queue cap, when leaving the block, and by the
 repeated-subsequence heuristic: once the queue holds the same op sequence twice in a row it is cut
 after the first copy, and later queues are cut at that same point, so every loop iteration
 replays one cached plan (and a loop-carried chain never grows beyond one iteration).
