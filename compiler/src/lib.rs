@@ -3,6 +3,7 @@
 
 pub mod artifact;
 pub mod cpu;
+pub mod eager;
 pub mod frontend;
 pub mod npz;
 pub mod tpu;

@@ -11,6 +11,7 @@
 mod bad_input;
 mod cpu;
 mod cases;
+mod eager;
 mod egraph;
 mod tpu;
 mod trainium;

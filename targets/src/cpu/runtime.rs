@@ -263,6 +263,25 @@ impl Program {
     }
 
     pub fn run_views(&self, inputs: &[TensorView]) -> Result<Vec<HostTensor>, String> {
+        self.run_inner(inputs, None)
+    }
+
+    /// Runs with every output written into caller memory (`outputs[i]` holds output i's bytes,
+    /// dense row-major), so an embedding runtime (the eager scheduler) hands its own tensors
+    /// to the kernels and nothing is copied back. Returns the output shapes.
+    ///
+    /// # Safety
+    /// Each `outputs[i]` must point at writable memory of output i's byte size, aligned to 16
+    /// bytes, not overlapping an input or another output.
+    pub unsafe fn run_into(&self, inputs: &[TensorView], outputs: &[*mut u8]) -> Result<Vec<Vec<usize>>, String> {
+        if outputs.len() != self.manifest.outputs.len() {
+            return Err(format!("the model has {} outputs, got {} output buffers", self.manifest.outputs.len(), outputs.len()));
+        }
+        Ok(self.run_inner(inputs, Some(outputs))?.into_iter().map(|t| t.shape).collect())
+    }
+
+    /// With `into`, outputs go to the caller's memory and the returned tensors carry shapes only.
+    fn run_inner(&self, inputs: &[TensorView], into: Option<&[*mut u8]>) -> Result<Vec<HostTensor>, String> {
         let env = self.bind(inputs)?;
         for (i, t) in inputs.iter().enumerate() {
             let need = t.shape.iter().product::<usize>() * t.dtype.byte_size();
@@ -283,7 +302,14 @@ impl Program {
         // Kernels write outputs straight into the memory handed back to the caller (no copy);
         // malloc's alignment (16 bytes) covers every element type.
         let mut out_data: HashMap<usize, Vec<u8>> = HashMap::new();
-        for o in &man.outputs {
+        let mut out_ptr: HashMap<usize, *mut u8> = HashMap::new();
+        for (oi, o) in man.outputs.iter().enumerate() {
+            if let Some(into) = into {
+                if man.buffers[o.buf].kind == BufKind::Temp {
+                    out_ptr.entry(o.buf).or_insert(into[oi]);
+                }
+                continue;
+            }
             if man.buffers[o.buf].kind == BufKind::Temp && !out_data.contains_key(&o.buf) {
                 let bytes = shapes[o.buf].iter().product::<i64>().max(0) as usize * self.dtypes[o.buf].byte_size();
                 let v = vec![0u8; bytes.max(1)];
@@ -305,6 +331,7 @@ impl Program {
                     unsafe { self.weights.as_ref().unwrap().as_ptr().add(w.offset as usize) as *mut u8 }
                 }
                 BufKind::Temp if out_data.contains_key(&b) => out_data.get_mut(&b).unwrap().as_mut_ptr(),
+                BufKind::Temp if out_ptr.contains_key(&b) => out_ptr[&b],
                 BufKind::Temp => match arena.slot_of[b] {
                     Some(s) => arena.slots[s].as_mut_ptr() as *mut u8,
                     None => return Err(format!("buffer {b} ({bytes} bytes) is never written")),
@@ -330,6 +357,19 @@ impl Program {
                 };
                 eprintln!("step {si:>3} {kind:<6} out {:?} {:.3} ms", shapes[out], t0.elapsed().as_secs_f64() * 1e3);
             }
+        }
+        if let Some(into) = into {
+            // An argument returned as is, or a value returned twice, is copied to its slot.
+            let mut shapes_out = Vec::new();
+            for (oi, o) in man.outputs.iter().enumerate() {
+                let shape: Vec<usize> = shapes[o.buf].iter().map(|&d| d as usize).collect();
+                let bytes = shape.iter().product::<usize>() * self.dtypes[o.buf].byte_size();
+                if ptrs[o.buf] != into[oi] && bytes > 0 {
+                    unsafe { std::ptr::copy_nonoverlapping(ptrs[o.buf], into[oi], bytes) };
+                }
+                shapes_out.push(HostTensor { dtype: self.dtypes[o.buf], shape, data: Vec::new() });
+            }
+            return Ok(shapes_out);
         }
         Ok(man
             .outputs

@@ -90,6 +90,119 @@ impl Program {
     }
 }
 
+/// The eager scheduler's plan cache (`ember.eager`): compiles recorded regions once and
+/// replays them, reading inputs and writing outputs in place.
+#[pyclass(frozen)]
+struct EagerPlans {
+    inner: std::sync::Mutex<ember_compiler::eager::PlanCache>,
+}
+
+fn eager_arg(tag: &str, v: &Bound<'_, PyAny>) -> PyResult<ember_compiler::eager::Arg> {
+    use ember_compiler::eager::Arg;
+    Ok(match tag {
+        "n" => Arg::None,
+        "t" => Arg::Tensor(v.extract()?),
+        "ts" => Arg::Tensors(v.extract()?),
+        "ots" => Arg::OptTensors(v.extract()?),
+        "i" => Arg::Int(v.extract()?),
+        "f" => Arg::Float(v.extract()?),
+        "b" => Arg::Bool(v.extract()?),
+        "is" => Arg::Ints(v.extract()?),
+        "fs" => Arg::Floats(v.extract()?),
+        "bs" => Arg::Bools(v.extract()?),
+        "s" => Arg::Str(v.extract()?),
+        "dt" => {
+            let d: String = v.extract()?;
+            Arg::DType(DType::from_mlir_name(&d).ok_or_else(|| err(format!("unknown dtype `{d}`")))?)
+        }
+        t => return Err(err(format!("unknown argument tag `{t}`"))),
+    })
+}
+
+fn eager_meta((shape, dtype): (Vec<i64>, String)) -> PyResult<ember_compiler::eager::Meta> {
+    Ok(ember_compiler::eager::Meta { shape, dtype: DType::from_mlir_name(&dtype).ok_or_else(|| err(format!("unknown dtype `{dtype}`")))? })
+}
+
+/// Whether Ember's torch dialect defines an ATen op (`aten.add.Tensor`).
+#[pyfunction]
+fn eager_op_known(target: &str) -> bool {
+    ember_compiler::eager::known(target)
+}
+
+type EagerOp<'py> = (String, Vec<(String, String, Bound<'py, PyAny>)>, Vec<(Vec<i64>, String)>, String, u32);
+
+fn eager_region(ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>, outputs: Vec<usize>) -> PyResult<ember_compiler::eager::Region> {
+    use ember_compiler::eager::{QueuedOp, Region};
+    let mut region = Region { inputs: inputs.into_iter().map(eager_meta).collect::<PyResult<_>>()?, ops: Vec::with_capacity(ops.len()), outputs };
+    for (target, args, outs, file, line) in ops {
+        let args = args.iter().map(|(n, t, v)| Ok((n.clone(), eager_arg(t, v)?))).collect::<PyResult<_>>()?;
+        let outs = outs.into_iter().map(eager_meta).collect::<PyResult<_>>()?;
+        region.ops.push(QueuedOp { target, args, outs, file, line });
+    }
+    Ok(region)
+}
+
+#[pymethods]
+impl EagerPlans {
+    #[new]
+    fn new(dir: &str) -> Self {
+        EagerPlans { inner: std::sync::Mutex::new(ember_compiler::eager::PlanCache::new(dir.into())) }
+    }
+
+    /// Runs a region: `ops` are (target, [(param, tag, value)], [(shape, dtype)], file, line),
+    /// `inputs` (shape, dtype) with `in_ptrs` (address, bytes) of contiguous tensors, `outputs` the
+    /// value ids to write to `out_ptrs` (contiguous, 16-byte aligned). Returns (cache hit, ops
+    /// without a lowering); when that list is not empty nothing ran.
+    fn run(&self, py: Python<'_>, ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>, outputs: Vec<usize>, in_ptrs: Vec<(usize, usize)>, out_ptrs: Vec<usize>) -> PyResult<(bool, Vec<String>)> {
+        use ember_compiler::eager::RegionError;
+        let region = eager_region(ops, inputs, outputs)?;
+        if in_ptrs.len() != region.inputs.len() || out_ptrs.len() != region.outputs.len() {
+            return Err(err("eager region: buffer count does not match the region's inputs and outputs"));
+        }
+        py.detach(|| {
+            let mut cache = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let (program, hit) = match cache.get(&region) {
+                Ok(x) => x,
+                Err(RegionError::Unsupported(ops)) => return Ok((false, ops)),
+                Err(RegionError::Failed(m)) => return Err(err(m)),
+            };
+            let t0 = std::time::Instant::now();
+            let shapes: Vec<Vec<usize>> = region.inputs.iter().map(|m| m.shape.iter().map(|&d| d as usize).collect()).collect();
+            let views: Vec<TensorView> = in_ptrs
+                .iter()
+                .zip(&region.inputs)
+                .zip(&shapes)
+                // SAFETY: the Python caller passes live, contiguous buffers of `len` bytes (an empty
+                // tensor's address may be null, so it gets an empty slice instead).
+                .map(|(((ptr, len), m), shape)| TensorView { dtype: m.dtype, shape, data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } } })
+                .collect();
+            let outs: Vec<*mut u8> = out_ptrs.iter().map(|&p| p as *mut u8).collect();
+            // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.
+            unsafe { program.run_into(&views, &outs) }.map_err(err)?;
+            cache.stats.run_seconds += t0.elapsed().as_secs_f64();
+            Ok((hit, vec![]))
+        })
+    }
+
+    /// Ops of a region (same form as `run`, no outputs) without a CPU lowering.
+    #[staticmethod]
+    fn unlowered(py: Python<'_>, ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>) -> PyResult<Vec<String>> {
+        let region = eager_region(ops, inputs, vec![])?;
+        py.detach(|| ember_compiler::eager::unlowered(&region)).map_err(err)
+    }
+
+    /// (hits, misses, compile seconds, run seconds, cached plans).
+    fn stats(&self) -> (u64, u64, f64, f64, usize) {
+        let c = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        (c.stats.hits, c.stats.misses, c.stats.compile_seconds, c.stats.run_seconds, c.len())
+    }
+
+    /// Forgets every plan and zeroes the stats.
+    fn clear(&self) {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
 #[pymodule]
 fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
@@ -97,6 +210,8 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(unlowered_ops, m)?)?;
     m.add_class::<Program>()?;
+    m.add_class::<EagerPlans>()?;
+    m.add_function(wrap_pyfunction!(eager_op_known, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["version", "import_model", "compile", "Program"]
+__all__ = ["version", "import_model", "compile", "Program", "eager"]
 
 # Attributes re-exported from the native extension module `ember._ember`.
 _NATIVE_ATTRS = frozenset({"version", "import_model", "compile", "Program"})
@@ -33,6 +33,11 @@ def _native() -> Any:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "eager":  # DeferAndFuse eager mode (ember/deferred.py)
+        from .deferred import eager
+
+        globals()["eager"] = eager
+        return eager
     if name in _NATIVE_ATTRS:
         value = getattr(_native(), name)
         globals()[name] = value  # cache: later lookups skip __getattr__

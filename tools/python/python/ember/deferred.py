@@ -1,0 +1,975 @@
+"""``with ember.eager():`` — DeferAndFuse eager mode on Ember's CPU target.
+
+Ordinary PyTorch code (inference loops, training steps with backward and an optimizer) runs with
+its ATen ops *recorded* instead of executed. A ``TorchDispatchMode`` sees every op; shapes and
+dtypes are inferred at once on the meta device (cached per op signature), so a bad op raises at
+the user's line. Results are ``DeferredTensor`` wrappers. At a flush, the queued ops become a
+region that the Rust scheduler (``ember._ember.EagerPlans``, ``compiler/src/eager.rs``) compiles
+once with the CPU target and replays from its plan cache; only values somebody still holds are
+written out, straight into fresh torch tensors.
+
+Flushes happen on sync points (``.item()``/``bool()``/``.tolist()``, ``.cpu()``/``.numpy()``,
+printing, an op Ember cannot run), at the end of every ``optimizer.step()`` (the training-step
+boundary; ``backward()`` itself does not flush), at a queue cap, when leaving the block, and by the
+repeated-subsequence heuristic: once the queue holds the same op sequence twice in a row it is cut
+after the first copy, and later queues are cut at that same point, so every loop iteration
+replays one cached plan (and a loop-carried chain never grows beyond one iteration).
+
+Python numbers that scale tensors (``lr``, ``1 - beta1``, ``alpha``) are passed as rank-0 input
+buffers, so changing them does not recompile. In-place ops are recorded as their functional form;
+an in-place op on a real tensor (a parameter in ``optimizer.step()``) becomes a pending write,
+applied at the flush, and later reads see the pending value.
+
+Modes: ``defer`` (default), ``strict`` (every op is its own region, compiled and run at once) and
+``strict_blocking`` (``strict`` plus a NaN/Inf check after every op, raised at the op's line).
+Ops Ember has no lowering or decomposition for run with torch eager, listed once in a warning.
+
+Views of deferred tensors are recorded as values; an in-place write to a tensor that a live view
+aliases (or to the view) first materializes them, the views as real views of their base, so the
+write reaches every alias as in torch. Known limits: CPU tensors of the dtypes Ember models (others
+run with torch eager).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import tempfile
+import warnings
+import weakref
+from typing import Any
+
+import torch
+import torch.optim.optimizer as _optim
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+
+from .backend import _DTYPES
+
+__all__ = ["eager", "EagerError", "DeferredTensor", "stats", "reset_stats"]
+
+aten = torch.ops.aten
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_EMBER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+_LIFT_DTYPES = (torch.float32, torch.float64)
+#: Ops whose results depend on torch's RNG stream: always torch eager, so seeds reproduce.
+_RANDOM = {
+    "aten::rand", "aten::randn", "aten::randint", "aten::randperm", "aten::normal", "aten::normal_",
+    "aten::uniform", "aten::uniform_", "aten::bernoulli", "aten::bernoulli_", "aten::native_dropout",
+    "aten::multinomial", "aten::exponential_", "aten::random_", "aten::rand_like", "aten::randn_like",
+    "aten::randint_like", "aten::cauchy_", "aten::geometric_", "aten::log_normal_",
+}
+#: Ops that only look at their inputs' metadata: run at once on placeholders.
+_LIKE = {
+    "aten::empty_like", "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::new_empty",
+    "aten::new_empty_strided", "aten::new_zeros", "aten::new_ones", "aten::new_full",
+}
+_QUEUE_CAP = 4096
+#: Shorter repeats are layers of one model (two equal Linear+ReLU), not loop iterations.
+_MIN_PERIOD = 8
+_DEBUG = bool(os.environ.get("EMBER_EAGER_DEBUG"))
+
+
+class EagerError(RuntimeError):
+    """An error in a deferred op, reported with the user's line that issued it."""
+
+
+def _native():
+    from . import _ember
+
+    return _ember
+
+
+_plans = None
+
+
+def _plan_cache():
+    global _plans
+    if _plans is None:
+        d = os.path.join(tempfile.gettempdir(), f"ember-eager-{os.getpid()}")
+        os.makedirs(d, exist_ok=True)
+        _plans = _native().EagerPlans(d)
+    return _plans
+
+
+_counters = {"flushes": 0, "ops_recorded": 0, "ops_eager": 0, "values_written": 0}
+
+
+def stats() -> dict[str, Any]:
+    """Plan-cache and recorder counters since the last ``reset_stats()``."""
+    hits, misses, compile_s, run_s, plans = _plan_cache().stats()
+    total = hits + misses
+    return dict(
+        _counters,
+        hits=hits,
+        misses=misses,
+        hit_rate=(hits / total) if total else 1.0,
+        compile_seconds=compile_s,
+        run_seconds=run_s,
+        plans=plans,
+    )
+
+
+def reset_stats(clear_plans: bool = False) -> None:
+    """Zeroes the recorder counters; with ``clear_plans`` also forgets every compiled plan and
+    zeroes the cache counters (otherwise compare two ``stats()`` snapshots)."""
+    for k in _counters:
+        _counters[k] = 0
+    if clear_plans:
+        _plan_cache().clear()
+
+
+def _user_line() -> tuple[str, int]:
+    """The innermost frame outside torch and ember: the user's line that issued an op."""
+    f = sys._getframe(2)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not (fn.startswith(_TORCH_DIR) or fn.startswith(_EMBER_DIR) or fn.startswith("<frozen")):
+            return fn, f.f_lineno
+        f = f.f_back
+    return "<unknown>", 0
+
+
+# ----------------------------------------------------------------------------- values
+
+
+class DeferredTensor(torch.Tensor):
+    """A tensor whose value is a pending op result (or, after a flush, a real CPU tensor)."""
+
+    _vid: int
+    _real: torch.Tensor | None
+    _rec: "_Recorder"
+    #: Weak references to every wrapper sharing this value's memory in torch's eyes (the base and
+    #: its views); None until a view of it is taken.
+    _alias: list | None
+    #: ((parent wrapper, view op, other args, kwargs), result index): how to re-create this view
+    #: from its parent's memory when it is materialized; the parent is held, as torch's ._base is.
+    _view: tuple | None
+
+    @staticmethod
+    def __new__(cls, desc: tuple, vid: int, rec: "_Recorder", alias: list | None = None):
+        r = torch.Tensor._make_wrapper_subclass(cls, desc[0], strides=desc[1], dtype=desc[2], device="cpu", requires_grad=False)
+        r._vid = vid
+        r._real = None
+        r._rec = rec
+        r._alias = alias
+        r._view = None
+        if alias is not None:
+            alias.append(weakref.ref(r))
+        return r
+
+    def _materialize(self) -> torch.Tensor:
+        if self._real is None:
+            self._rec.flush("sync")
+        assert self._real is not None, "flush left a live deferred tensor unmaterialized"
+        return self._real
+
+    # Sync points that bypass the dispatcher.
+    def numpy(self, *a, **k):
+        return self._materialize().numpy(*a, **k)
+
+    def cpu(self, *a, **k):
+        return self._materialize().cpu(*a, **k)
+
+    def tolist(self):
+        return self._materialize().tolist()
+
+    def __array__(self, *a, **k):
+        return self._materialize().__array__(*a, **k)
+
+    def __repr__(self, *, tensor_contents=None):
+        return repr(self._materialize())
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        # Outside ember.eager(): materialize and run with torch eager.
+        def real(x):
+            return x._materialize() if isinstance(x, DeferredTensor) else x
+
+        args = torch.utils._pytree.tree_map(real, args)
+        kwargs = torch.utils._pytree.tree_map(real, kwargs or {})
+        with _disable_current_modes():
+            return func(*args, **kwargs)
+
+
+class _Ref:
+    """A tensor argument of a queued op: the value id it reads."""
+
+    __slots__ = ("vid",)
+
+    def __init__(self, vid: int) -> None:
+        self.vid = vid
+
+
+class _Op:
+    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "file", "line", "sig")
+
+
+class _Schema:
+    """Per-OpOverload facts, computed once."""
+
+    __slots__ = ("params", "target", "mutable", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list")
+
+    def __init__(self, func) -> None:
+        s = func._schema
+        self.name = s.name
+        base = s.name.split("::", 1)[1]
+        self.target = f"{func.namespace}.{base}.{func._overloadname}"
+        self.params = []
+        for a in s.arguments:
+            t = str(a.type)
+            kind = "tensor" if t in ("Tensor", "Optional[Tensor]") else "tensors" if t == "List[Tensor]" else "opt_tensors" if t == "List[Optional[Tensor]]" else "other"
+            self.params.append((a.name, kind, a.kwarg_only))
+        first = s.arguments[0] if s.arguments else None
+        self.mutable = bool(first is not None and first.alias_info is not None and first.alias_info.is_write)
+        self.view = bool(s.returns and s.returns[0].alias_info is not None and not self.mutable)
+        self.returns_tensors = bool(s.returns) and all(str(r.type) in ("Tensor", "List[Tensor]") for r in s.returns)
+        self.returns_list = len(s.returns) == 1 and str(s.returns[0].type) == "List[Tensor]"
+        self.known = func.namespace == "aten" and _native().eager_op_known(self.target)
+        self.functional = None
+        if self.mutable and base.endswith("_") and not base.startswith("_"):
+            pkt = getattr(aten, base[:-1], None)
+            self.functional = getattr(pkt, func._overloadname, None) if pkt is not None else None
+        self.decomp = _decompositions().get(func)
+
+
+_schemas: dict[Any, _Schema] = {}
+#: Ops the CPU target could not lower (learned from regions), and ops already warned about.
+_unsupported: dict[str, str] = {}
+_warned: set[str] = set()
+_lowered: dict[str, bool] = {}
+_decomp_table: dict | None = None
+
+
+def _decompositions() -> dict:
+    global _decomp_table
+    if _decomp_table is None:
+        from torch._decomp import core_aten_decompositions
+
+        _decomp_table = dict(core_aten_decompositions())
+    return _decomp_table
+
+
+def _schema(func) -> _Schema:
+    s = _schemas.get(func)
+    if s is None:
+        s = _schemas[func] = _Schema(func)
+    return s
+
+
+def _storage_key(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def _geometry(t: torch.Tensor) -> tuple:
+    return (t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
+
+
+# ----------------------------------------------------------------------------- recorder
+
+
+class _Recorder(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ in a Dynamo-disabling frame (several µs per
+        # op); this mode never runs under torch.compile, so it needs none.
+        return False
+
+    def __init__(self, mode: str) -> None:
+        super().__init__()
+        if mode not in ("defer", "strict", "strict_blocking"):
+            raise ValueError(f"ember.eager: unknown mode {mode!r} (use 'defer', 'strict' or 'strict_blocking')")
+        self.mode = mode
+        self.queue: list[_Op] = []
+        self.next_vid = 0
+        #: Real tensors the queue reads, by value id, and the value id of each by id().
+        self.ext: dict[int, torch.Tensor] = {}
+        self.ext_of: dict[int, int] = {}
+        self.ext_storages: set[int] = set()
+        self.ext_keep: list[torch.Tensor] = []
+        #: Pending in-place writes to real tensors: storage -> (tensor, geometry, value id).
+        self.pending: dict[int, tuple[torch.Tensor, tuple, int]] = {}
+        self.wrappers: list[weakref.ref] = []
+        #: (shape, stride, dtype) of every value the queue or a live wrapper refers to.
+        self.metas: dict[int, tuple] = {}
+        self.meta_cache: dict[Any, tuple] = {}
+        self.unsupported = _unsupported
+        self.warned = _warned
+        # Repeated-subsequence heuristic.
+        self.sigs: list[int] = []
+        self.prefix = 0
+        self.cuts: set[int] = set()
+        self.candidates: list[int] = []
+        self.cut = 0
+
+    # -- value helpers --------------------------------------------------------------------
+
+    def _new_vid(self, meta: tuple) -> int:
+        v = self.next_vid
+        self.next_vid += 1
+        self.metas[v] = meta
+        return v
+
+    def _input_vid(self, t: torch.Tensor) -> int:
+        """The value id a real tensor reads as: a pending write to it, or a region input."""
+        if self.pending:
+            sk = _storage_key(t)
+            p = self.pending.get(sk)
+            if p is not None:
+                if _geometry(t) == p[1]:
+                    return p[2]
+                self.flush("aliased read")
+        v = self.ext_of.get(id(t))
+        if v is None:
+            # The runtime reads dense inputs; `t` stays referenced (by ext_keep) so its id is stable.
+            dense = t if t.is_contiguous() else t.contiguous()
+            v = self._new_vid((tuple(t.shape), dense.stride(), t.dtype))
+            self.ext[v] = dense
+            self.ext_of[id(t)] = v
+            self.ext_keep.append(t)
+            self.ext_storages.add(_storage_key(t))
+        return v
+
+    def _vid_of(self, x: torch.Tensor) -> int:
+        if isinstance(x, DeferredTensor):
+            if x._real is not None:
+                return self._input_vid(x._real)
+            if x._rec is not self:
+                return self._input_vid(x._materialize())
+            return x._vid
+        return self._input_vid(x)
+
+    def _wrap(self, vid: int, alias: list | None = None) -> DeferredTensor:
+        w = DeferredTensor(self.metas[vid], vid, self, alias)
+        self.wrappers.append(weakref.ref(w))
+        return w
+
+    def _real(self, x):
+        """A real tensor for x (flushing when it is pending); other values unchanged."""
+        if isinstance(x, DeferredTensor):
+            return x._materialize()
+        if isinstance(x, torch.Tensor) and self.pending:
+            p = self.pending.get(_storage_key(x))
+            if p is not None:
+                self.flush("read of a pending write")
+        return x
+
+    def _realize(self, args, kwargs):
+        tm = torch.utils._pytree.tree_map
+        return tm(self._real, args), tm(self._real, kwargs)
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.cut:
+            # A cut decided at the previous op runs now, after Python dropped that statement's
+            # temporaries, so they are not materialized.
+            self._flush_cut()
+        kwargs = kwargs or {}
+        s = _schema(func)
+        if func.namespace != "aten" or not s.returns_tensors or s.name in _RANDOM:
+            return self._eager(func, s, args, kwargs)
+        if s.name in _LIKE:
+            return self._like(func, args, kwargs)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)] + [a for a in kwargs.values() if isinstance(a, torch.Tensor)]
+        lists = any(isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor) for a in args)
+        if not tensors and not lists:
+            return self._eager(func, s, args, kwargs)  # factories: cheap, and their values are real
+        if not lists and all(type(t) is torch.Tensor and t.numel() <= 1 for t in tensors):
+            # Bookkeeping on real scalars (an optimizer's step counter): torch eager costs no
+            # more than recording, and keeps `.item()` on them from forcing a flush.
+            if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
+                return self._eager(func, s, args, kwargs)
+        if s.view and not lists and all(type(t) is not DeferredTensor or t._real is not None for t in tensors):
+            # A view of real memory is a real view (free, and writes through it reach the base);
+            # a pending write to that memory lands first.
+            if self.pending and any(_storage_key(t._real if type(t) is DeferredTensor else t) in self.pending for t in tensors):
+                self.flush("view of a pending write")
+            return self._eager(func, s, args, kwargs)
+        if s.mutable:
+            return self._inplace(func, s, args, kwargs)
+        return self._record(func, s, args, kwargs)
+
+    def _eager(self, func, s: _Schema, args, kwargs):
+        if s.mutable and self.queue:
+            tgt = args[0] if args else None
+            if type(tgt) is torch.Tensor and _storage_key(tgt) in self.ext_storages:
+                self.flush("eager write to a queued input")
+        rargs, rkwargs = self._realize(args, kwargs)
+        _counters["ops_eager"] += 1
+        out = func(*rargs, **rkwargs)
+        if s.mutable and args and isinstance(args[0], DeferredTensor):
+            # In-place on a materialized wrapper: its real tensor was updated in place.
+            return args[0]
+        return out
+
+    def _like(self, func, args, kwargs):
+        def placeholder(x):
+            if isinstance(x, DeferredTensor):
+                return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype)
+            return x
+
+        tm = torch.utils._pytree.tree_map
+        _counters["ops_eager"] += 1
+        return func(*tm(placeholder, args), **tm(placeholder, kwargs))
+
+    def _inplace(self, func, s: _Schema, args, kwargs):
+        target = args[0]
+        if s.functional is None:
+            return self._eager(func, s, args, kwargs)
+        fs = _schema(s.functional)
+        if isinstance(target, DeferredTensor) and target._real is None:
+            alive = [r for r in target._alias or () if r() is not None]
+            if len(alive) > 1:
+                # A write another live tensor must see (a view, its base): materialize them, the
+                # views as real views of their base, and write through memory like torch does.
+                self.flush("write through an alias")
+        new = self.__torch_dispatch__(s.functional, (), args, kwargs) if fs.known or fs.decomp else None
+        if new is None:
+            return self._eager(func, s, args, kwargs)
+        if tuple(new.shape) != tuple(target.shape) or new.dtype != target.dtype:
+            raise EagerError(f"in-place `{s.target}`: result {tuple(new.shape)} {new.dtype} does not fit into {tuple(target.shape)} {target.dtype}")
+        if not isinstance(new, DeferredTensor) or new._real is not None:
+            # The functional form ran eagerly: write its value the ordinary way.
+            rnew = self._real(new)
+            with torch.no_grad():
+                self._real(target).copy_(rnew)
+            return target
+        if isinstance(target, DeferredTensor):
+            if target._real is not None:
+                self._set_pending(target._real, new._vid)
+            else:
+                target._vid = new._vid
+                target._alias = None
+        else:
+            self._set_pending(target, new._vid)
+        return target
+
+    def _set_pending(self, t: torch.Tensor, vid: int) -> None:
+        sk = _storage_key(t)
+        p = self.pending.get(sk)
+        if p is not None and p[1] != _geometry(t):
+            self.flush("partial in-place write")
+        self.pending[sk] = (t, _geometry(t), vid)
+
+    # -- recording -------------------------------------------------------------------------
+
+    def _record(self, func, s: _Schema, args, kwargs):
+        fast = _FAST.get(s.target)
+        if fast is not None:
+            return fast(self._op, *args, **kwargs)
+        if not s.known or s.target in self.unsupported:
+            if s.decomp is not None:
+                with self:
+                    return s.decomp(*args, **kwargs)
+            if s.name == "aten::to":
+                return self._to(args, kwargs)
+            if s.name == "aten::contiguous":
+                # Deferred values have no layout of their own: a contiguous copy is a clone.
+                c = aten.clone.default
+                return self._record(c, _schema(c), (args[0],), {"memory_format": torch.contiguous_format})
+            self._note_unsupported(s.target)
+            return self._eager(func, s, args, kwargs)
+        # alpha scales a tensor: record it as mul by a rank-0 buffer so its value is not compiled in.
+        if s.target in ("aten.add.Tensor", "aten.sub.Tensor"):
+            alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+            if alpha != 1:
+                other = self._record(aten.mul.Tensor, _schema(aten.mul.Tensor), (args[1], alpha), {})
+                return self._record(func, s, (args[0], other), {})
+        file, line = _user_line()
+        op = _Op()
+        op.func, op.target, op.file, op.line = func, s.target, file, line
+        pos: list = []
+        kw: dict = {}
+        spec: list = []
+        ins: list[int] = []
+        key: list = [func]
+        float_dtype = None
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, torch.Tensor) and a.dtype in _LIFT_DTYPES:
+                float_dtype = a.dtype
+                break
+        for i, (name, kind, kwonly) in enumerate(s.params):
+            if i < len(args):
+                v = args[i]
+            elif name in kwargs:
+                v = kwargs[name]
+            else:
+                continue
+            dest_kw = kwonly or i >= len(args)
+            if kind == "tensor" and isinstance(v, (int, float)) and not isinstance(v, bool) and float_dtype is not None:
+                v = torch.tensor(v, dtype=float_dtype)  # a Python number scaling a tensor: a buffer
+            if isinstance(v, torch.Tensor):
+                if v.dtype not in _DTYPES or v.device.type != "cpu":
+                    return self._eager(func, s, args, kwargs)  # complex, half precision, devices: torch
+                vid = self._vid_of(v)
+                ins.append(vid)
+                spec.append((name, "t", vid))
+                key.append((name, self.metas[vid]))
+                val = _Ref(vid)
+            elif kind in ("tensors", "opt_tensors") and isinstance(v, (list, tuple)):
+                vids = [None if t is None else self._vid_of(t) for t in v]
+                ins.extend(x for x in vids if x is not None)
+                spec.append((name, "ts" if kind == "tensors" else "ots", vids))
+                key.append((name, tuple(None if x is None else self.metas[x] for x in vids)))
+                val = [None if x is None else _Ref(x) for x in vids]
+            else:
+                tagged = _tag(v)
+                if tagged is not None:
+                    spec.append((name, tagged[0], tagged[1]))
+                key.append((name, _hashable(v)))
+                val = v
+            if dest_kw:
+                kw[name] = val
+            else:
+                pos.append(val)
+        key_t = tuple(key)
+        cached = self.meta_cache.get(key_t)
+        if cached is None:
+            descs = self._infer(func, pos, kw)
+            if descs is None:  # a result dtype Ember does not model
+                return self._eager(func, s, args, kwargs)
+            cached = self.meta_cache[key_t] = (descs, [(list(d[0]), _DTYPES[d[2]]) for d in descs])
+        op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
+        op.descs, op.native_outs = cached
+        op.outs = [self._new_vid(d) for d in op.descs]
+        if not self._lowers(op):
+            return self._record(func, s, args, kwargs)  # now decomposed or run eagerly
+        op.sig = hash(key_t)
+        self.queue.append(op)
+        _counters["ops_recorded"] += 1
+        alias = view_of = None
+        if s.view and pos and isinstance(args[0], DeferredTensor) and args[0]._real is None:
+            if args[0]._alias is None:
+                args[0]._alias = [weakref.ref(args[0])]
+            alias = args[0]._alias
+            rest = list(args[1:]) + list(kwargs.values())
+            if not any(isinstance(a, torch.Tensor) for a in rest):
+                view_of = (args[0], func, tuple(args[1:]), dict(kwargs))
+        outs = [self._wrap(v, alias) for v in op.outs]
+        if view_of is not None:
+            for i, w in enumerate(outs):
+                w._view = (view_of, i if len(outs) > 1 else None)
+        self._after_record(op)
+        if s.returns_list:
+            return outs
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _op(self, func, *args):
+        """Records one op from inside the recorder (a decomposition), skipping the dispatcher."""
+        return self._record(func, _schema(func), args, {})
+
+    def _to(self, args, kwargs):
+        """`Tensor.to(dtype)`: the tensor itself when nothing changes, else `_to_copy`."""
+        x = args[0]
+        dtype = kwargs.get("dtype")
+        for a in args[1:]:
+            if isinstance(a, torch.dtype):
+                dtype = a
+        if dtype is None or dtype == x.dtype:
+            if not kwargs.get("copy", False):
+                return x
+        return self._record(aten._to_copy.default, _schema(aten._to_copy.default), (x,), {"dtype": dtype or x.dtype})
+
+    def _infer(self, func, pos, kw):
+        """Result metas from torch's meta kernels: a bad op raises here, at the user's line."""
+
+        def meta(x):
+            if isinstance(x, _Ref):
+                shape, stride, dtype = self.metas[x.vid]
+                return torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+            if isinstance(x, list):
+                return [meta(y) for y in x]
+            return x
+
+        with _disable_current_modes():
+            out = func(*[meta(p) for p in pos], **{k: meta(v) for k, v in kw.items()})
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if any(o.dtype not in _DTYPES for o in outs):
+            return None
+        return tuple((tuple(o.shape), o.stride(), o.dtype) for o in outs)
+
+    def _note_unsupported(self, target: str) -> None:
+        if target not in self.warned:
+            self.warned.add(target)
+            file, line = _user_line()
+            _warn(target, file, line)
+
+    def _after_record(self, op: _Op) -> None:
+        if self.mode != "defer":
+            self.flush("strict")
+            return
+        self.sigs.append(op.sig)
+        self.prefix = hash((self.prefix, op.sig))
+        n = len(self.sigs)
+        if self.prefix in self.cuts:
+            self.cut = n
+            return
+        if n > _MIN_PERIOD and op.sig == self.sigs[0]:
+            self.candidates.append(n - 1)
+        for p in self.candidates:
+            if n == 2 * p:
+                if self.sigs[:p] == self.sigs[p:]:
+                    h = 0
+                    for sg in self.sigs[:p]:
+                        h = hash((h, sg))
+                    self.cuts.add(h)
+                    self.cut = p
+                    return
+        self.candidates = [p for p in self.candidates if 2 * p > n]
+        if n >= _QUEUE_CAP:
+            self.flush("cap")
+
+    # -- flushing ---------------------------------------------------------------------------
+
+    def flush(self, reason: str = "sync", upto: int | None = None) -> None:
+        if _DEBUG and self.queue:
+            file, line = _user_line()
+            print(f"ember.eager flush ({reason}) of {len(self.queue) if upto is None else upto} ops at {file}:{line}", file=sys.stderr)
+        if not self.queue:
+            self._reset_heuristic([])
+            return
+        with _disable_current_modes(), torch.no_grad():
+            self._flush(upto)
+
+    def _flush_cut(self) -> None:
+        upto, self.cut = self.cut, 0
+        self.flush("repeat", upto=upto if upto < len(self.queue) else None)
+        if self.queue and self.prefix in self.cuts:  # the rest is the next iteration, complete
+            self.flush("repeat")
+
+    def _reset_heuristic(self, rest: list[_Op]) -> None:
+        self.cut = 0
+        self.sigs = []
+        self.prefix = 0
+        self.candidates = []
+        for op in rest:
+            self.sigs.append(op.sig)
+            self.prefix = hash((self.prefix, op.sig))
+
+    def _flush(self, upto: int | None) -> None:
+        queue = self.queue if upto is None else self.queue[:upto]
+        rest = [] if upto is None else self.queue[upto:]
+        produced = {}
+        for i, op in enumerate(queue):
+            for k, v in enumerate(op.outs):
+                produced[v] = (i, k)
+        # Values somebody still needs: live wrappers, pending writes, later queued ops.
+        live_wrappers = []
+        views = []
+        need: dict[int, None] = {}
+        for r in self.wrappers:
+            w = r()
+            if w is not None and w._real is None and w._vid in produced:
+                if w._view is not None:
+                    views.append(w)  # re-created from its parent below, not written by the region
+                else:
+                    live_wrappers.append(w)
+                    need[w._vid] = None
+        for sk, (t, g, v) in self.pending.items():
+            if v in produced:
+                need[v] = None
+        for op in rest:
+            for v in op.ins:
+                if v in produced:
+                    need[v] = None
+        # Dead ops (results nobody holds) are dropped.
+        keep = [False] * len(queue)
+        want = set(need)
+        for i in range(len(queue) - 1, -1, -1):
+            op = queue[i]
+            if any(v in want for v in op.outs):
+                keep[i] = True
+                want.update(op.ins)
+        ops = [op for i, op in enumerate(queue) if keep[i]]
+        results = self._run(ops, list(need))
+        _counters["values_written"] += len(results)
+        for w in live_wrappers:
+            w._real = results[w._vid]
+        for w in sorted(views, key=lambda w: w._vid):  # parents before their views
+            (parent, func, vargs, vkw), i = w._view
+            if parent._real is None:
+                raise EagerError(f"ember.eager internal error: the base of a view ({func}) was not materialized with it")
+            out = func(parent._real, *vargs, **vkw)
+            w._real = out if i is None else out[i]
+        # A result that a wrapper or a later op also reads is copied, never shared with the
+        # tensor the write targets (a later in-place write there must not reach them).
+        shared = {w._vid for w in live_wrappers} | {v for op in rest for v in op.ins}
+        for sk in list(self.pending):
+            t, g, v = self.pending[sk]
+            if v in results:
+                _assign(t, results[v], may_share=v not in shared)
+                del self.pending[sk]
+        # Later ops read flushed values as region inputs.
+        self.queue = rest
+        self.wrappers = [r for r in self.wrappers if r() is not None and r()._real is None]
+        old_ext = self.ext
+        self.ext, self.ext_of, self.ext_storages, self.ext_keep = {}, {}, set(), []
+        for op in rest:
+            for v in op.ins:
+                if v in results:
+                    t = results[v]
+                elif v in old_ext:
+                    t = old_ext[v]
+                else:
+                    continue
+                if v not in self.ext:
+                    self.ext[v] = t
+                    self.ext_of[id(t)] = v
+                    self.ext_keep.append(t)
+                    self.ext_storages.add(_storage_key(t))
+        keep_vids = set(self.ext) | {v for op in rest for v in op.outs} | {p[2] for p in self.pending.values()}
+        keep_vids |= {r()._vid for r in self.wrappers if r() is not None}
+        self.metas = {v: m for v, m in self.metas.items() if v in keep_vids}
+        _counters["flushes"] += 1
+        self._reset_heuristic(rest)
+
+    def _native(self, ops: list[_Op]):
+        """The scheduler's plain-data form of `ops`: value ids made region-relative (inputs first)."""
+        rel: dict[int, int] = {}
+        inputs: list[int] = []
+        produced = {v for op in ops for v in op.outs}
+        for op in ops:
+            for v in op.ins:
+                if v not in produced and v not in rel:
+                    rel[v] = len(inputs)
+                    inputs.append(v)
+        for op in ops:
+            for v in op.outs:
+                rel[v] = len(rel)
+        native_ops = []
+        for op in ops:
+            args = []
+            for a in op.spec:
+                tag = a[1]
+                if tag == "t":
+                    args.append((a[0], "t", rel[a[2]]))
+                elif tag == "ts":
+                    args.append((a[0], "ts", [rel[x] for x in a[2]]))
+                elif tag == "ots":
+                    args.append((a[0], "ots", [None if x is None else rel[x] for x in a[2]]))
+                else:
+                    args.append(a)
+            native_ops.append((op.target, args, op.native_outs, op.file, op.line))
+        return native_ops, inputs, rel
+
+    def _lowers(self, op: _Op) -> bool:
+        """Whether the CPU target lowers `op`'s kind (asked once per op kind, import + lowering only)."""
+        ok = _lowered.get(op.target)
+        if ok is None:
+            native_ops, inputs, _ = self._native([op])
+            in_meta = [(list(self.metas[v][0]), _DTYPES[self.metas[v][2]]) for v in inputs]
+            try:
+                ok = not _plan_cache().unlowered(native_ops, in_meta)
+            except ValueError:
+                ok = False
+            _lowered[op.target] = ok
+            if not ok:
+                self.unsupported[op.target] = f"{op.file}:{op.line}"
+        return ok
+
+    def _run(self, ops: list[_Op], outputs: list[int]) -> dict[int, torch.Tensor]:
+        """Runs `ops` as one region; returns the values of `outputs`."""
+        if not ops:
+            return {}
+        native_ops, inputs, rel = self._native(ops)
+        in_tensors = [self.ext[v] for v in inputs]
+        in_meta = [(list(t.shape), _DTYPES[t.dtype]) for t in in_tensors]
+        in_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in in_tensors]
+        out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
+        out_ptrs = [t.data_ptr() for t in out_tensors]
+        try:
+            hit, missing = _plan_cache().run(native_ops, in_meta, [rel[v] for v in outputs], in_ptrs, out_ptrs)
+        except ValueError as exc:
+            raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
+        if missing:
+            if _DEBUG:
+                print(f"ember.eager: region of {len(ops)} ops has no lowering for {missing}; running it with torch eager", file=sys.stderr)
+            # Learned once: later records decompose these ops, or run them with torch eager.
+            for op in ops:
+                t = op.target.removesuffix(".default")
+                if t in missing and op.target not in self.unsupported:
+                    self.unsupported[op.target] = f"{op.file}:{op.line}"
+                    if _schema(op.func).decomp is None:
+                        self._warn_unsupported(op)
+            return self._interpret(ops, outputs)
+        if self.mode == "strict_blocking":
+            for v, t in zip(outputs, out_tensors):
+                if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                    op = next(o for o in ops if v in o.outs)
+                    raise EagerError(f"{op.file}:{op.line}: `{op.target}` produced NaN or Inf (ember.eager strict_blocking)")
+        return dict(zip(outputs, out_tensors))
+
+    def _warn_unsupported(self, op: _Op) -> None:
+        if op.target not in self.warned:
+            self.warned.add(op.target)
+            _warn(op.target, op.file, op.line)
+
+    def _interpret(self, ops: list[_Op], outputs: list[int]) -> dict[int, torch.Tensor]:
+        """Runs a region op by op with torch eager (a region holding an op Ember cannot compile)."""
+        env: dict[int, torch.Tensor] = dict(self.ext)
+
+        def sub(x):
+            if isinstance(x, _Ref):
+                return env[x.vid]
+            if isinstance(x, list):
+                return [sub(y) for y in x]
+            return x
+
+        for op in ops:
+            out = op.func(*[sub(p) for p in op.pos], **{k: sub(v) for k, v in op.kw.items()})
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            for v, t in zip(op.outs, outs):
+                env[v] = t
+        return {v: env[v].contiguous() for v in outputs}
+
+# Decompositions of the ops a training step spends most recording time in (torch's reference
+# decompositions cost ~1 ms each in Python wrappers). Each follows its ATen CPU kernel's formula
+# and evaluation order, so results match torch eager; `op(func, *args)` records one ATen op.
+
+
+def _lerp(op, x, end, weight):
+    d = op(aten.sub.Tensor, end, x)
+    if abs(weight) < 0.5:
+        return op(aten.add.Tensor, x, op(aten.mul.Tensor, d, weight))
+    return op(aten.sub.Tensor, end, op(aten.mul.Tensor, d, 1 - weight))
+
+
+def _addcmul(op, x, t1, t2, value=1):
+    m = op(aten.mul.Tensor, t1, value) if value != 1 else t1
+    return op(aten.add.Tensor, x, op(aten.mul.Tensor, m, t2))
+
+
+def _addcdiv(op, x, t1, t2, value=1):
+    m = op(aten.mul.Tensor, t1, value) if value != 1 else t1
+    return op(aten.add.Tensor, x, op(aten.div.Tensor, m, t2))
+
+
+def _mse_loss(op, a, b, reduction=1):
+    d = op(aten.sub.Tensor, a, b)
+    sq = op(aten.mul.Tensor, d, d)
+    return op(aten.mean.default, sq) if reduction == 1 else op(aten.sum.default, sq) if reduction == 2 else sq
+
+
+def _mse_loss_backward(op, grad, a, b, reduction):
+    norm = 2.0 / a.numel() if reduction == 1 else 2.0
+    return op(aten.mul.Tensor, op(aten.mul.Tensor, op(aten.sub.Tensor, a, b), norm), grad)
+
+
+def _threshold_backward(op, grad, x, threshold):
+    zero = torch.zeros((), dtype=grad.dtype)
+    return op(aten.where.self, op(aten.le.Scalar, x, threshold), zero, grad)
+
+
+def _t(op, x):
+    return op(aten.transpose.int, x, 0, 1) if x.dim() == 2 else op(aten.alias.default, x)
+
+
+_FAST = {
+    "aten.lerp.Scalar": _lerp,
+    "aten.addcmul.default": _addcmul,
+    "aten.addcdiv.default": _addcdiv,
+    "aten.mse_loss.default": _mse_loss,
+    "aten.mse_loss_backward.default": _mse_loss_backward,
+    "aten.threshold_backward.default": _threshold_backward,
+    "aten.t.default": _t,
+}
+
+
+def _warn(target: str, file: str, line: int) -> None:
+    """The one warning per op Ember cannot run, shown at the user's line that first issued it."""
+    msg = f"ember.eager: `{target}` has no Ember CPU lowering; it runs with torch eager (first at {file}:{line})"
+    warnings.warn_explicit(msg, UserWarning, file, line, module="ember.eager")
+
+
+def _assign(t: torch.Tensor, value: torch.Tensor, may_share: bool) -> None:
+    """Writes a region's result into the real tensor an in-place op targeted. When nothing else
+    shares its memory, the tensor takes over the result's memory instead of copying it."""
+    st = t.untyped_storage()
+    # 2 = `t` itself plus the `st` handle taken just above.
+    if may_share and t.storage_offset() == 0 and t.is_contiguous() and st.nbytes() == value.nbytes and torch._C._storage_Use_Count(st._cdata) == 2:
+        t.set_(value)
+    else:
+        t.copy_(value)
+
+
+def _tag(v):
+    """The scheduler's (tag, value) for a non-tensor argument, or None to leave it out."""
+    if v is None:
+        return ("n", None)
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, int):
+        return ("i", v)
+    if isinstance(v, float):
+        return ("f", v)
+    if isinstance(v, str):
+        return ("s", v)
+    if isinstance(v, torch.dtype):
+        return ("dt", _DTYPES[v]) if v in _DTYPES else None
+    if isinstance(v, (list, tuple)):
+        if all(isinstance(x, bool) for x in v) and v:
+            return ("bs", list(v))
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            return ("is", [int(x) for x in v])
+        if all(isinstance(x, (int, float)) for x in v):
+            return ("fs", [float(x) for x in v])
+    return None  # device, layout, memory_format: placement only
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, float) and v != v:
+        return "nan"
+    return v
+
+
+class eager:
+    """``with ember.eager(mode="defer"):`` runs the block's PyTorch ops deferred and fused.
+
+    ``mode``: ``"defer"`` (record, fuse, compile once, replay), ``"strict"`` (op by op through
+    Ember) or ``"strict_blocking"`` (op by op, synchronized, NaN/Inf checked after every op).
+    """
+
+    def __init__(self, mode: str = "defer") -> None:
+        self._rec = _Recorder(mode)
+
+    def __enter__(self) -> "eager":
+        # Recording allocates a few Python objects per op that live until the flush, so they
+        # reach the oldest generation and trigger full collections over the whole heap (~150 ms
+        # each with torch loaded). Objects alive at entry are moved out of the cycle collector's
+        # way for the block (gc.freeze) and handed back at exit.
+        self._froze = gc.get_freeze_count() == 0
+        if self._froze:
+            gc.freeze()
+        self._rec.__enter__()
+        # The end of an optimizer step is an iteration boundary: flush there, so every training
+        # step is one region and replays one plan.
+        self._hook = _optim.register_optimizer_step_post_hook(lambda *a: self._rec.flush("optimizer step"))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # Leaving the block is a sync point. After an exception the ops recorded before it still
+        # run (as they would have in torch eager); the exception raised is the user's.
+        try:
+            if exc[0] is None:
+                self._rec.flush("exit")
+            else:
+                try:
+                    self._rec.flush("exit")
+                except Exception:  # noqa: BLE001 - the original exception is the one to report
+                    self._rec.queue, self._rec.pending = [], {}
+        finally:
+            self._hook.remove()
+            self._rec.__exit__(*exc)
+            if self._froze:
+                gc.unfreeze()
+
+    def flush(self) -> None:
+        """Runs every deferred op now (a sync point)."""
+        self._rec.flush("user")

@@ -1,0 +1,113 @@
+//! The eager scheduler's compiler half (`compiler/src/eager.rs`): regions of recorded ops become
+//! torch-dialect modules, compile once for the CPU, and replay from the plan cache.
+
+use ember_compiler::eager::{unlowered, Arg, Meta, PlanCache, QueuedOp, Region, RegionError};
+use ember_ir::DType;
+use ember_targets::cpu::TensorView;
+
+fn meta(shape: &[i64]) -> Meta {
+    Meta { shape: shape.to_vec(), dtype: DType::F32 }
+}
+
+fn op(target: &str, args: Vec<(&str, Arg)>, outs: Vec<Meta>, line: u32) -> QueuedOp {
+    QueuedOp { target: target.into(), args: args.into_iter().map(|(n, a)| (n.to_string(), a)).collect(), outs, file: "user.py".into(), line }
+}
+
+/// relu(x @ w * s + 1.0): inputs x [4, 8], w [8, 3], s (a rank-0 scalar buffer).
+fn region(line: u32) -> Region {
+    Region {
+        inputs: vec![meta(&[4, 8]), meta(&[8, 3]), meta(&[])],
+        ops: vec![
+            op("aten.mm.default", vec![("self", Arg::Tensor(0)), ("mat2", Arg::Tensor(1))], vec![meta(&[4, 3])], line),
+            op("aten.mul.Tensor", vec![("self", Arg::Tensor(3)), ("other", Arg::Tensor(2))], vec![meta(&[4, 3])], line + 1),
+            op("aten.add.Tensor", vec![("self", Arg::Tensor(4)), ("other", Arg::Float(1.0))], vec![meta(&[4, 3])], line + 2),
+            op("aten.relu.default", vec![("self", Arg::Tensor(5))], vec![meta(&[4, 3])], line + 3),
+        ],
+        outputs: vec![6],
+    }
+}
+
+#[test]
+fn eager_region_imports_with_user_lines() {
+    let text = region(10).to_export_json().unwrap();
+    let m = ember_compiler::frontend::import_json(&text, None, "eager region").unwrap().module;
+    insta::assert_snapshot!(m.to_string());
+}
+
+#[test]
+fn eager_key_ignores_lines_and_keeps_shapes() {
+    assert_eq!(region(10).key(), region(99).key());
+    let mut other = region(10);
+    other.inputs[0] = meta(&[5, 8]);
+    other.ops[0].outs[0] = meta(&[5, 3]);
+    assert_ne!(region(10).key(), other.key());
+    let mut fewer = region(10);
+    fewer.outputs = vec![5];
+    assert_ne!(region(10).key(), fewer.key());
+}
+
+fn bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[test]
+fn eager_plan_cache_compiles_once_and_replays_bit_identically() {
+    let dir = std::env::temp_dir().join(format!("ember-eager-test-{}", std::process::id()));
+    let mut cache = PlanCache::new(dir);
+    let x: Vec<f32> = (0..32).map(|i| (i as f32 - 13.0) * 0.25).collect();
+    let w: Vec<f32> = (0..24).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.125).collect();
+    let mut results = Vec::new();
+    for (i, s) in [0.5f32, 0.5, -2.0].into_iter().enumerate() {
+        let r = region(10 + i as u32);
+        let (p, hit) = cache.get(&r).unwrap();
+        assert_eq!(hit, i > 0, "the second and third runs replay the first plan");
+        let (xb, wb, sb) = (bytes(&x), bytes(&w), bytes(&[s]));
+        let inputs = [
+            TensorView { dtype: DType::F32, shape: &[4, 8], data: &xb },
+            TensorView { dtype: DType::F32, shape: &[8, 3], data: &wb },
+            TensorView { dtype: DType::F32, shape: &[], data: &sb },
+        ];
+        let mut out = vec![0f32; 12];
+        // SAFETY: `out` holds 12 f32 (the output's size), Vec memory is 16-byte aligned here.
+        let shapes = unsafe { p.run_into(&inputs, &[out.as_mut_ptr() as *mut u8]) }.unwrap();
+        assert_eq!(shapes, vec![vec![4, 3]]);
+        for r in 0..4 {
+            for c in 0..3 {
+                let dot: f32 = (0..8).map(|k| x[r * 8 + k] * w[k * 3 + c]).sum();
+                let want = (dot * s + 1.0).max(0.0);
+                assert!((out[r * 3 + c] - want).abs() <= 1e-5 * (1.0 + want.abs()), "[{r},{c}] {} vs {want}", out[r * 3 + c]);
+            }
+        }
+        results.push(out);
+    }
+    assert_eq!(results[0].iter().map(|f| f.to_bits()).collect::<Vec<_>>(), results[1].iter().map(|f| f.to_bits()).collect::<Vec<_>>());
+    assert_eq!((cache.stats.hits, cache.stats.misses), (2, 1));
+}
+
+#[test]
+fn eager_ops_without_a_lowering_are_named() {
+    let r = Region {
+        inputs: vec![meta(&[3, 4])],
+        ops: vec![op(
+            "aten.sort.default",
+            vec![("self", Arg::Tensor(0)), ("dim", Arg::Int(1))],
+            vec![meta(&[3, 4]), Meta { shape: vec![3, 4], dtype: DType::I64 }],
+            7,
+        )],
+        outputs: vec![1],
+    };
+    assert_eq!(unlowered(&r).unwrap(), vec!["aten.sort".to_string()]);
+    let dir = std::env::temp_dir().join(format!("ember-eager-test-u-{}", std::process::id()));
+    match PlanCache::new(dir).get(&r) {
+        Err(RegionError::Unsupported(ops)) => assert_eq!(ops, vec!["aten.sort".to_string()]),
+        other => panic!("expected Unsupported, got {:?}", other.map(|(_, hit)| hit)),
+    }
+}
+
+#[test]
+fn eager_bad_region_is_an_error_not_a_panic() {
+    let mut r = region(1);
+    r.ops[1].args[0].1 = Arg::Tensor(42);
+    let e = r.to_export_json().unwrap_err();
+    assert!(e.contains("value 42"), "{e}");
+}
