@@ -186,6 +186,24 @@ for rule, masked in [("attention", True), ("attention-unmasked", False)]:
     p = softmax(f, s, S, SR, "0, 1")
     cases[rule] = f.text(f.op("ten.dot_general", [p, "%v"], [S, Q], Q, B2), Q, rule)
 
+# torch.export's SDPA decomposition: matmuls on flattened batch dims [B*H, T, D], a
+# pre-transposed k, the mask and torch's _safe_softmax on [B, H, T, T].
+Q3, S4, S3, R4, R4K = "tensor<4x8x16xf32>", "tensor<2x2x8x8xf32>", "tensor<4x8x8xf32>", "tensor<2x2x8xf32>", "tensor<2x2x8x1xi1>"
+KT, B4, B3 = "tensor<4x16x8xf32>", "tensor<2x2x8x8xi1>", "tensor<2x2x8xi1>"
+BT = "lhs_batch = array<i64: 0>, lhs_contract = array<i64: 2>, rhs_batch = array<i64: 0>, rhs_contract = array<i64: 1>"
+f = F([("q", Q3), ("kt", KT), ("v", Q3), ("mask", S4)])
+d = f.op("ten.reshape", [f.op("ten.dot_general", ["%q", "%kt"], [Q3, KT], S3, BT)], [S3], S4, "shape = array<i64: 2, 2, 8, 8>")
+s4 = f.op("ten.add", [f.op("ten.mul", [d, f.const("0.25", S4)], [S4, S4], S4), "%mask"], [S4, S4], S4)
+sm = softmax(f, s4, S4, R4, "0, 1, 2")
+eq = f.op("ten.compare", [s4, f.const("0xFFF0000000000000 : f64", S4)], [S4, S4], B4, 'direction = "EQ"')
+anyv = f.op("ten.reduce", [f.op("ten.not", [eq], [B4], B4)], [B4], B3, 'dims = array<i64: 3>, kind = "or"')
+guard = f.op("ten.not", [f.op("ten.reshape", [anyv], [B3], R4K, "shape = array<i64: 2, 2, 8, 1>")], [R4K], R4K)
+g4 = f.op("ten.broadcast", [guard], [R4K], B4, "dims = array<i64: 0, 1, 2, 3>, shape = array<i64: 2, 2, 8, 8>")
+safe = f.op("ten.select", [g4, f.const("0.0", S4), sm], [B4, S4, S4], S4)
+p3 = f.op("ten.reshape", [safe], [S4], S3, "shape = array<i64: 4, 8, 8>")
+out = f.op("ten.dot_general", [p3, "%v"], [S3, Q3], Q3, BT)
+cases["safe-softmax"] = f.text(out, Q3, "safe-softmax")
+
 for rule, text in cases.items():
     (OUT / f"{rule}.mlir").write_text(text)
 print(f"wrote {len(cases)} cases")

@@ -311,6 +311,7 @@ struct Writer<'a> {
     done: HashMap<Id, Value>,
     group_rules: HashMap<OpId, Vec<String>>,
     eg: &'a EG,
+    table: &'static cost::CostTable,
 }
 
 impl<'a> Writer<'a> {
@@ -321,6 +322,7 @@ impl<'a> Writer<'a> {
             done: HashMap::new(),
             group_rules: HashMap::new(),
             eg,
+            table,
         }
     }
 
@@ -375,18 +377,63 @@ impl<'a> Writer<'a> {
     /// class, reading the composite's operands (and any other outside value it needs) as block
     /// arguments.
     fn emit_group(&mut self, m: &mut Module, b: &Block, id: Id, n: &ENode, out: &mut Vec<OpId>) -> Value {
-        let mut inputs: Vec<Id> = n.args.iter().map(|&a| self.eg.find(a)).collect();
+        let args: Vec<Id> = n.args.iter().map(|&a| self.eg.find(a)).collect();
+        // A composite operand may be a layout view the rule made for the contract (k transposed
+        // back to [.., Tk, D], a mask reshaped to the scores' shape) while the decomposition reads
+        // the value under it: the body recomputes that value from the operand (the inverse view),
+        // so the group's operands stay exactly the contract's.
+        let mut derived: Vec<(Id, usize, ENode)> = Vec::new();
+        for (i, &a) in args.iter().enumerate() {
+            for view in &self.eg[a].nodes {
+                if matches!(view.op.as_str(), "ten.transpose" | "ten.reshape") {
+                    let under = self.eg.find(view.args[0]);
+                    if !args.contains(&under) && !derived.iter().any(|(u, _, _)| *u == under) {
+                        derived.push((under, i, view.clone()));
+                    }
+                }
+            }
+        }
+        let mut inputs = args.clone();
+        let mut stops: Vec<Id> = derived.iter().map(|(u, _, _)| *u).collect();
+        // The body: a decomposition of the class that reads only the operands (the cheapest such
+        // one, searched within a budget), else the cheapest plain one with its outside reads as
+        // extra operands.
+        let avail: Vec<Id> = args.iter().chain(&stops).copied().collect();
+        let choice = self.constrained_body(id, &avail);
         // Discover the body's outside reads first: they must be emitted before the group.
         let mut body_order: Vec<Id> = Vec::new();
         let mut seen: HashMap<Id, ()> = HashMap::new();
-        self.body_walk(id, &mut inputs, &mut body_order, &mut seen);
+        self.body_walk(id, &choice, &mut inputs, &mut stops, &mut body_order, &mut seen);
+        let node_of = |c: Id| -> ENode { choice.get(&c).cloned().unwrap_or_else(|| self.plain.find_best_node(c).clone()) };
+        let read: Vec<Id> = body_order.iter().flat_map(|&c| node_of(c).args.iter().map(|&a| self.eg.find(a)).collect::<Vec<_>>()).collect();
+        derived.retain(|(u, _, _)| read.contains(u));
         let vals: Vec<Value> = inputs.clone().iter().map(|&a| self.emit(m, b, a, out)).collect();
         let types: Vec<Type> = vals.iter().map(|&v| m.ty(v).clone()).collect();
         let block = m.new_block(&types);
-        let mut local: HashMap<Id, Value> = inputs.iter().zip(m.block(block).args.clone()).map(|(&i, v)| (i, v)).collect();
+        let block_args = m.block(block).args.clone();
+        let mut local: HashMap<Id, Value> = inputs.iter().zip(block_args.iter()).map(|(&i, &v)| (i, v)).collect();
         let mut body_ops = Vec::new();
+        for (under, i, view) in &derived {
+            let ty = type_of(self.eg, *under);
+            let mut attrs = Attrs::new();
+            let name = if view.op.as_str() == "ten.transpose" {
+                let perm = attrs_of(self.eg, view).get("dims").and_then(|a| a.as_ints().map(|v| v.to_vec())).unwrap_or_default();
+                let mut inv = vec![0i64; perm.len()];
+                for (j, &p) in perm.iter().enumerate() {
+                    inv[p as usize] = j as i64;
+                }
+                attrs.insert("dims".into(), Attr::Ints(inv));
+                "ten.transpose"
+            } else {
+                attrs.insert("shape".into(), Attr::dims(ty.dims.clone()));
+                "ten.reshape"
+            };
+            let op = m.create_op(name, vec![block_args[*i]], vec![ty.into()], attrs, vec![], self.loc(*under));
+            body_ops.push(op);
+            local.insert(*under, m.op(op).results[0]);
+        }
         for &c in &body_order {
-            let bn = self.plain.find_best_node(c).clone();
+            let bn = choice.get(&c).cloned().unwrap_or_else(|| self.plain.find_best_node(c).clone());
             let args: Vec<Value> = bn.args.iter().map(|a| local[&self.eg.find(*a)]).collect();
             let ty = self.eg.analysis.types[&bn.ty].clone();
             let op = m.create_op(bn.op.as_str(), args, vec![ty.into()], attrs_of(self.eg, &bn).clone(), vec![], self.loc(c));
@@ -410,15 +457,78 @@ impl<'a> Writer<'a> {
         m.op(op).results[0]
     }
 
-    /// Post-order walk of the plain decomposition below `id`, stopping at `inputs`; classes
+    /// For each class under `root`, a plain node whose operands all reach `avail` or constants
+    /// (cheapest first), or None when the search exceeds its budget or finds no such form.
+    fn constrained_body(&self, root: Id, avail: &[Id]) -> HashMap<Id, ENode> {
+        struct Search<'s, 'a> {
+            w: &'s Writer<'a>,
+            avail: &'s [Id],
+            memo: HashMap<Id, Option<(f64, ENode)>>,
+            active: Vec<Id>,
+            budget: usize,
+        }
+        impl Search<'_, '_> {
+            fn go(&mut self, c: Id) -> Option<f64> {
+                let c = self.w.eg.find(c);
+                if self.avail.contains(&c) {
+                    return Some(0.0);
+                }
+                if let Some(r) = self.memo.get(&c) {
+                    return r.as_ref().map(|(t, _)| *t);
+                }
+                if self.active.contains(&c) || self.budget == 0 {
+                    return None;
+                }
+                self.budget -= 1;
+                self.active.push(c);
+                let mut best: Option<(f64, ENode)> = None;
+                for n in self.w.eg[c].nodes.clone() {
+                    let op = n.op.as_str();
+                    if op.starts_with("ember.") || matches!(op, "input" | "result" | "opaque") {
+                        continue;
+                    }
+                    let mut t = cost::node_time(self.w.eg, &n, self.w.table);
+                    let mut ok = true;
+                    for &a in &n.args {
+                        match self.go(a) {
+                            Some(x) => t += x,
+                            None => {
+                                ok = false;
+                                break;
+                            }
+                        }
+                    }
+                    if ok && best.as_ref().is_none_or(|(b, _)| t < *b) {
+                        best = Some((t, n));
+                    }
+                }
+                self.active.pop();
+                let r = best.as_ref().map(|(t, _)| *t);
+                // A failure while a cycle was open may be spurious: only successes and
+                // failures at the top of the search are remembered.
+                if best.is_some() || self.active.is_empty() {
+                    self.memo.insert(c, best);
+                }
+                r
+            }
+        }
+        let mut s = Search { w: self, avail, memo: HashMap::new(), active: Vec::new(), budget: 4096 };
+        if s.go(root).is_none() {
+            return HashMap::new();
+        }
+        s.memo.into_iter().filter_map(|(c, r)| r.map(|(_, n)| (c, n))).collect()
+    }
+
+    /// Post-order walk of the body below `id` (nodes from `choice`, else the plain extraction),
+    /// stopping at `inputs` and at `stops` (values the body derives from its inputs); classes
     /// that are not cheap leaves and not below the composite become extra inputs.
-    fn body_walk(&self, id: Id, inputs: &mut Vec<Id>, order: &mut Vec<Id>, seen: &mut HashMap<Id, ()>) {
+    fn body_walk(&self, id: Id, choice: &HashMap<Id, ENode>, inputs: &mut Vec<Id>, stops: &mut Vec<Id>, order: &mut Vec<Id>, seen: &mut HashMap<Id, ()>) {
         let id = self.eg.find(id);
-        if inputs.contains(&id) || seen.contains_key(&id) {
+        if inputs.contains(&id) || stops.contains(&id) || seen.contains_key(&id) {
             return;
         }
         seen.insert(id, ());
-        let n = self.plain.find_best_node(id);
+        let n = choice.get(&id).cloned().unwrap_or_else(|| self.plain.find_best_node(id).clone());
         match n.op.as_str() {
             "ten.constant" | "ten.iota" => {}
             "input" | "result" | "opaque" => {
@@ -427,8 +537,8 @@ impl<'a> Writer<'a> {
             }
             _ => {}
         }
-        for &a in &n.args.clone() {
-            self.body_walk(a, inputs, order, seen);
+        for &a in &n.args {
+            self.body_walk(a, choice, inputs, stops, order, seen);
         }
         order.push(id);
     }

@@ -108,6 +108,10 @@ fn read_group(m: &Module, op: OpId, name: String, kind: String) -> Result<Group,
     }
     g.output = shape(d.results[0])?;
     let attr_f = |k: &str| d.attrs.get(k).and_then(|a| a.as_float());
+    if d.attrs.get("safe").and_then(|a| a.as_bool()) == Some(true) {
+        // The kernels divide by the row sum; a fully masked row would give NaN, not 0.
+        return Err(format!("{what}: a `safe` softmax (fully masked rows give 0) has no NKI kernel yet"));
+    }
     let need = |n: usize| -> Result<(), String> {
         if g.inputs.len() < n {
             return Err(format!("{what}: needs at least {n} operands, found {}", g.inputs.len()));

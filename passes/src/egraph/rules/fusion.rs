@@ -118,26 +118,47 @@ fn gelu_erf(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
 }
 
 /// softmax(q·kᵀ·c [+ mask])·v with batch dims leading: the dot products contract q's and k's
-/// last dims, then the softmax's last dim with v's second-to-last. `k` enters the composite as
-/// `[..., Tk, D]` (the contract's layout), so a pre-transposed k is transposed back (and
-/// `transpose-transpose` cancels the pair). Everything is read from the matched nodes.
-fn attention(eg: &mut EG, root: Id, s: &Subst, masked: bool) -> Option<Id> {
-    let v = var(s, "?v");
-    let outer = pick(eg, root, "ten.dot_general", &[None, Some(v)])?;
-    let sm = pick(eg, outer.args[0], "ember.softmax", &[None])?;
+/// last dims, then the softmax's last dim with v's second-to-last. torch.export's SDPA
+/// decomposition runs the matmuls on flattened batch dims and the mask and softmax on the
+/// unflattened ones (`reshape`s in between, which keep the last two dims): the rule looks
+/// through them and builds the composite on the matmuls' rank, with the mask reshaped to it.
+/// `k` enters as `[..., Tk, D]` (the contract's layout), so a pre-transposed k is transposed
+/// back. Everything is read from the matched nodes; the softmax's `safe` (rows that are all
+/// -inf give 0, torch's `_safe_softmax`) carries over.
+fn attention(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let (p, v) = (var(s, "?p"), var(s, "?v"));
+    let outer = pick(eg, root, "ten.dot_general", &[Some(p), Some(v)])?;
+    let through_reshape = |eg: &EG, c: Id, op: &str| -> Option<(crate::egraph::lang::ENode, bool)> {
+        if let Some(n) = pick(eg, c, op, &[None]).or_else(|| pick(eg, c, op, &[None, None])) {
+            return Some((n, false));
+        }
+        let r = pick(eg, c, "ten.reshape", &[None])?;
+        let n = pick(eg, r.args[0], op, &[None]).or_else(|| pick(eg, r.args[0], op, &[None, None]))?;
+        Some((n, true))
+    };
+    let (sm, reshaped) = through_reshape(eg, p, "ember.softmax")?;
     let mut scores = sm.args[0];
     let mut mask = None;
-    if masked {
-        let add = pick(eg, scores, "ten.add", &[None, Some(var(s, "?mask"))])?;
+    if let Some(add) = pick(eg, scores, "ten.add", &[None, None]) {
         mask = Some(add.args[1]);
         scores = add.args[0];
     }
-    let mul = pick(eg, scores, "ten.mul", &[None, Some(var(s, "?c"))])?;
-    let scale = konst(eg, mul.args[1])?;
-    let inner = pick(eg, mul.args[0], "ten.dot_general", &[Some(var(s, "?q")), Some(var(s, "?k"))])?;
+    let (scale, scores) = match eg[scores].nodes.iter().find(|n| n.op.as_str() == "ten.mul" && n.args.len() == 2 && konst(eg, n.args[1]).is_some()).cloned() {
+        Some(mul) => (konst(eg, mul.args[1])?, mul.args[0]),
+        None => (1.0, scores),
+    };
+    let (inner, inner_reshaped) = through_reshape(eg, scores, "ten.dot_general")?;
+    if inner.args.len() != 2 || reshaped != inner_reshaped {
+        return None;
+    }
     let (q, kt) = (inner.args[0], inner.args[1]);
     let r = rank(eg, q);
-    if r < 2 || rank(eg, v) != r || rank(eg, kt) != r {
+    let pt = type_of(eg, p);
+    // The scores the composite sees are the matmul's: same shape as the softmax's input seen
+    // through the reshape, whose last two dims it keeps.
+    let st = type_of(eg, inner.args[0]);
+    let inner_ty = eg.analysis.types[&inner.ty].clone();
+    if r < 2 || rank(eg, v) != r || rank(eg, kt) != r || inner_ty != pt || st.dtype != pt.dtype {
         return None;
     }
     let batch: Vec<i64> = (0..r as i64 - 2).collect();
@@ -161,8 +182,40 @@ fn attention(eg: &mut EG, root: Id, s: &Subst, masked: bool) -> Option<Id> {
         kt
     };
     let mut args = vec![q, k, v];
-    args.extend(mask);
-    Some(composite(eg, root, "ember.attention", vec![("scale", Attr::Float(scale))], args))
+    if let Some(m) = mask {
+        let mt = type_of(eg, m);
+        let m = if mt.dims == pt.dims { m } else { super::reshape(eg, m, &pt.dims) };
+        args.push(m);
+    }
+    let mut attrs = vec![("scale", Attr::Float(scale))];
+    if let Some(safe) = super::attr(eg, &sm, "safe") {
+        attrs.push(("safe", safe));
+    }
+    Some(composite(eg, root, "ember.attention", attrs, args))
+}
+
+/// select(no row element > -inf, 0, softmax(x)) = safe_softmax(x): torch's `_safe_softmax`,
+/// which maps rows that are entirely -inf (fully masked) to 0 instead of NaN.
+fn safe_softmax(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    let x = var(s, "?x");
+    let sm = pick(eg, var(s, "?sm"), "ember.softmax", &[Some(x)])?;
+    if super::attr(eg, &sm, "safe").is_some() || konst(eg, var(s, "?zero")) != Some(0.0) || konst(eg, var(s, "?ninf")) != Some(f64::NEG_INFINITY) {
+        return None;
+    }
+    let sel = pick(eg, root, "ten.select", &[None, Some(var(s, "?zero")), Some(var(s, "?sm"))])?;
+    let b = pick(eg, sel.args[0], "ten.broadcast", &[None])?;
+    let not1 = pick(eg, b.args[0], "ten.not", &[None])?;
+    let resh = pick(eg, not1.args[0], "ten.reshape", &[None])?;
+    let any = pick(eg, resh.args[0], "ten.reduce", &[None])?;
+    let not2 = pick(eg, any.args[0], "ten.not", &[None])?;
+    let eq = pick(eg, not2.args[0], "ten.compare", &[Some(x), Some(var(s, "?ninf"))])?;
+    let r = rank(eg, x);
+    let ok = str_attr(eg, &any, "kind").as_deref() == Some("or")
+        && reduces_last(eg, &any, r)
+        && str_attr(eg, &eq, "direction").as_deref() == Some("EQ")
+        && super::ints(eg, &b, "dims") == (0..r as i64).collect::<Vec<_>>();
+    let dim = super::attr(eg, &sm, "dim")?;
+    ok.then(|| composite(eg, root, "ember.softmax", vec![("dim", dim), ("safe", Attr::Bool(true))], vec![x]))
 }
 
 #[rustfmt::skip]
@@ -195,10 +248,10 @@ pub static RULES: &[Rule] = &[
         rhs: Rhs::Apply(|eg, r, s| same(eg, s, &["?x", "?x1"]).then(|| composite(eg, r, "ember.silu", vec![], vec![var(s, "?x")]))) },
     Rule { name: "silu-swapped", math: "σ(x)·x = silu(x)", lhs: "(ten.mul (ten.sigmoid ?x1) ?x)",
         rhs: Rhs::Apply(|eg, r, s| same(eg, s, &["?x", "?x1"]).then(|| composite(eg, r, "ember.silu", vec![], vec![var(s, "?x")]))) },
-    Rule { name: "attention", math: "softmax(q·kᵀ·c + m)·v = attention(q, k, v, m; c)",
-        lhs: "(ten.dot_general (ember.softmax (ten.add (ten.mul (ten.dot_general ?q ?k) ?c) ?mask)) ?v)",
-        rhs: Rhs::Apply(|eg, r, s| attention(eg, r, s, true)) },
-    Rule { name: "attention-unmasked", math: "softmax(q·kᵀ·c)·v = attention(q, k, v; c)",
-        lhs: "(ten.dot_general (ember.softmax (ten.mul (ten.dot_general ?q ?k) ?c)) ?v)",
-        rhs: Rhs::Apply(|eg, r, s| attention(eg, r, s, false)) },
+    Rule { name: "safe-softmax", math: "select(all(x = −inf), 0, softmax(x)) = safe_softmax(x) (rows)",
+        lhs: "(ten.select (ten.broadcast (ten.not (ten.reshape (ten.reduce{kind=or} (ten.not (ten.compare{direction=EQ} ?x ?ninf)))))) ?zero ?sm)",
+        rhs: Rhs::Apply(safe_softmax) },
+    Rule { name: "attention", math: "softmax(q·kᵀ·c [+ m])·v = attention(q, k, v[, m]; c), also through batch-flattening reshapes",
+        lhs: "(ten.dot_general ?p ?v)",
+        rhs: Rhs::Apply(attention) },
 ];
