@@ -82,6 +82,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "var.correction" | "var.dim" | "var_mean.correction" => reduce::variance(cx, &name),
         "_softmax" | "_log_softmax" => reduce::softmax(cx, name == "_log_softmax"),
         "native_layer_norm" => reduce::layer_norm(cx),
+        "native_group_norm" => reduce::group_norm(cx),
         "_native_batch_norm_legit_no_training" | "_native_batch_norm_legit" => reduce::batch_norm(cx, &name),
         "cumsum" => reduce::cumsum(cx),
         "argmax" | "argmin" | "max.dim" | "min.dim" => reduce::arg_reduction(cx, &name),
@@ -104,8 +105,11 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "flip" => shape::flip(cx),
         "repeat" => shape::repeat(cx),
         "embedding" | "index_select" | "index.Tensor" => shape::gather(cx, &name),
+        "gather" => shape::gather_dim(cx),
+        "diagonal" | "diagonal_copy" => shape::diagonal(cx),
         // Constants, conversions, identities.
-        "full" | "full_like" | "scalar_tensor" | "zeros" | "zeros_like" | "ones" | "ones_like" | "fill.Scalar" => create::fill(cx, &name),
+        "full" | "full_like" | "scalar_tensor" | "zeros" | "zeros_like" | "ones" | "ones_like" | "fill.Scalar"
+        | "empty.memory_format" | "empty_strided" | "empty_permuted" => create::fill(cx, &name),
         "arange" | "arange.start" | "arange.start_step" => create::arange(cx),
         "_to_copy" | "copy" => create::to_copy(cx, &name),
         "clone" | "alias" | "alias_copy" | "detach" | "lift_fresh_copy" => create::identity(cx),

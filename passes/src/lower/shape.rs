@@ -239,3 +239,94 @@ fn index_tensor(cx: &mut Cx) -> Lowered {
     let linear = linear.expect("at least one index");
     Ok(Some(vec![cx.emit("ten.gather", vec![xr, linear], vec![("dim", Attr::Int(first as i64))])?]))
 }
+
+/// The row-major element strides of static `dims` (None when a dim is symbolic).
+fn static_strides(dims: &[SymExpr]) -> Option<Vec<i64>> {
+    let sizes: Vec<i64> = dims.iter().map(SymExpr::as_const).collect::<Option<_>>()?;
+    let mut strides = vec![1i64; sizes.len()];
+    for d in (0..sizes.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * sizes[d + 1];
+    }
+    Some(strides)
+}
+
+/// gather(self, dim, index): out[..i_d..] = self[..index[..]..], one `ten.gather` from the
+/// flattened input with the linear index sum_k (k == dim ? index : iota_k) * stride_k over the
+/// index's shape (smaller than self's in the other dims, as torch allows). Negative indices wrap
+/// like index.Tensor (torch raises on them). Symbolic input dims stay a torch op.
+pub fn gather_dim(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let index = cx.arg("index")?;
+    let (xt, it) = (cx.tt(x), cx.tt(index));
+    if xt.rank() == 0 {
+        // A 0-d input has one element; its index must be 0 (torch checks), so it is every result.
+        return Ok(Some(vec![cx.bcast(x, &t.dims)?]));
+    }
+    if it.dims.iter().any(|d| *d == c(0)) {
+        // Nothing to gather (torch accepts an empty index of any rank).
+        return Ok(Some(vec![cx.constf(0.0, t.dtype, &t.dims)?]));
+    }
+    if it.rank() != xt.rank() {
+        return Err(cx.err(&format!("index has rank {} but the input has rank {}", it.rank(), xt.rank())));
+    }
+    let d = norm_dim(cx.int("dim")?, xt.rank()).map_err(|e| cx.err(&e))?;
+    let Some(strides) = static_strides(&xt.dims) else { return Ok(None) };
+    let n = strides[0] * xt.dims[0].as_const().expect("static");
+    let mut linear: Option<Value> = None;
+    for (k, &stride) in strides.iter().enumerate() {
+        let term = if k == d {
+            let i = cx.convert(index, DType::I64)?;
+            let zero = cx.splat_like(0.0, i)?;
+            let neg = cx.compare("LT", i, zero)?;
+            let size = xt.dims[d].as_const().expect("static") as f64;
+            let wrapped = cx.binary_scalar("ten.add", i, size)?;
+            cx.select(neg, wrapped, i)?
+        } else {
+            cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(it.dims.clone())), ("dim", Attr::Int(k as i64)), ("dtype", Attr::DType(DType::I64))])?
+        };
+        let term = if stride != 1 { cx.binary_scalar("ten.mul", term, stride as f64)? } else { term };
+        linear = Some(match linear {
+            Some(l) => cx.emit("ten.add", vec![l, term], vec![])?,
+            None => term,
+        });
+    }
+    let flat = cx.reshape(x, &[c(n)])?;
+    let linear = linear.expect("rank >= 1");
+    Ok(Some(vec![cx.emit("ten.gather", vec![flat, linear], vec![("dim", Attr::Int(0))])?]))
+}
+
+/// diagonal(self, offset, dim1, dim2): dim1 and dim2 moved last and merged, then a strided
+/// `ten.slice` from the first diagonal element with step (size of dim2) + 1. Needs a static dim2.
+pub fn diagonal(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let rank = xt.rank();
+    let err = |e: String| cx.err(&e);
+    let (d1, d2) = (norm_dim(cx.int_or("dim1", 0)?, rank).map_err(err)?, norm_dim(cx.int_or("dim2", 1)?, rank).map_err(err)?);
+    if d1 == d2 {
+        return Err(cx.err("diagonal dimensions cannot be identical"));
+    }
+    let offset = cx.int_or("offset", 0)?;
+    let Some(b) = xt.dims[d2].as_const() else { return Ok(None) };
+    let mut perm: Vec<usize> = (0..rank).filter(|&k| k != d1 && k != d2).collect();
+    perm.extend([d1, d2]);
+    let len = t.dims[rank - 2].clone();
+    let mut merged: Vec<SymExpr> = perm[..rank - 2].iter().map(|&k| xt.dims[k].clone()).collect();
+    merged.push(SymExpr::mul(xt.dims[d1].clone(), c(b)));
+    let tx = if perm.iter().enumerate().all(|(i, &k)| i == k) {
+        x
+    } else {
+        cx.emit("ten.transpose", vec![x], vec![("dims", Attr::Ints(perm.iter().map(|&k| k as i64).collect()))])?
+    };
+    let flat = cx.reshape(tx, &merged)?;
+    // An empty diagonal starts at 0 so the slice stays in bounds.
+    let start = if len == c(0) { 0 } else if offset >= 0 { offset } else { -offset * b };
+    let mut starts = vec![c(0); rank - 1];
+    starts[rank - 2] = c(start);
+    let mut steps = vec![1; rank - 1];
+    steps[rank - 2] = b + 1;
+    let v = cx.emit("ten.slice", vec![flat], vec![("start", Attr::dims(starts)), ("shape", Attr::dims(t.dims.clone())), ("step", Attr::Ints(steps))])?;
+    Ok(Some(vec![v]))
+}
