@@ -46,6 +46,7 @@ pub static OPS: &[OpDef] = &[
     op("ten.reverse",   "(Tensor x, *, int[] dims) -> Tensor", Elementwise, "Reverse the order along `dims`. ten.reverse([1., 2.], [0]) = [2., 1.]"),
     op("ten.round",     "(Tensor x) -> Tensor", Elementwise, "Round half to even. ten.round([2.5]) = [2.]"),
     op("ten.rsqrt",     "(Tensor x) -> Tensor", Elementwise, "1/sqrt(x). ten.rsqrt([4.]) = [0.5]"),
+    op("ten.scatter",   "(Tensor x, Tensor index, Tensor updates, *, str kind) -> Tensor", ScatterFlat, "Copy of the 1-D `x` with each updates[s] combined into element index[s], in row-major order of s: kind set (which of several writes to one element wins is unspecified, as in torch), sum, prod, max or min (NaN-propagating); out-of-range indices are skipped. ten.scatter([0., 0.], [1, 1], [2., 3.], \"sum\") = [0., 5.]"),
     op("ten.select",    "(Tensor pred, Tensor on_true, Tensor on_false) -> Tensor", SelectStrict, "pred ? on_true : on_false, same shapes. ten.select([true], [1.], [2.]) = [1.]"),
     op("ten.sigmoid",   "(Tensor x) -> Tensor", Elementwise, "1/(1+e^-x). ten.sigmoid([0.]) = [0.5]"),
     op("ten.sign",      "(Tensor x) -> Tensor", Elementwise, "-1, 0 or 1. ten.sign([-2.]) = [-1.]"),

@@ -182,6 +182,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.round", "(Tensor self) -> Tensor", Same, "Elementwise round half to even. round([2.5]) = [2.]"),
     op("torch.aten.rsqrt", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise 1/sqrt(x). rsqrt([4.]) = [0.5]"),
     op("torch.aten.scalar_tensor", "(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", ScalarTensor, "Rank-0 tensor holding `s`. scalar_tensor(3.) = 3."),
+    op("torch.aten.scatter.reduce", "(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor", Same, "scatter.src combining with `reduce` (add or multiply) instead of overwriting. scatter([0., 0.], 0, [1, 1], [2., 3.], reduce='add') = [0., 5.]"),
     op("torch.aten.scatter.src", "(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", Same, "Copy of `self` with self[index[i]][j] = src[i][j] along `dim`. scatter(zeros(3), 0, [2], [1.]) = [0., 0., 1.]"),
     op("torch.aten.scatter.value", "(Tensor self, int dim, Tensor index, Scalar value) -> Tensor", Same, "Copy of `self` with `value` written at `index` along `dim`. scatter(zeros(3), 0, [0], 9.) = [9., 0., 0.]"),
     op("torch.aten.scatter_add", "(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", Same, "Copy of `self` with `src` added at `index` along `dim`. scatter_add(zeros(2), 0, [1, 1], [1., 2.]) = [0., 3.]"),

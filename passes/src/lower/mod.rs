@@ -13,6 +13,7 @@ mod create;
 mod elementwise;
 mod matmul;
 mod reduce;
+mod scatter;
 mod shape;
 mod window;
 
@@ -107,6 +108,9 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "embedding" | "index_select" | "index.Tensor" => shape::gather(cx, &name),
         "gather" => shape::gather_dim(cx),
         "diagonal" | "diagonal_copy" => shape::diagonal(cx),
+        // Scatters: `ten.scatter` into the flattened input.
+        "scatter.src" | "scatter.value" | "scatter.reduce" | "scatter_add" | "scatter_reduce.two" => scatter::scatter_dim(cx, &name),
+        "index_put" => scatter::index_put(cx),
         // Constants, conversions, identities.
         "full" | "full_like" | "scalar_tensor" | "zeros" | "zeros_like" | "ones" | "ones_like" | "fill.Scalar"
         | "empty.memory_format" | "empty_strided" | "empty_permuted" => create::fill(cx, &name),

@@ -4,7 +4,7 @@
 use super::build::{c, norm_dim, Cx, Lowered};
 use ember_ir::attr::Attr;
 use ember_ir::dialect::infer;
-use ember_ir::{DType, SymExpr, Value};
+use ember_ir::{DType, SymExpr, TensorType, Value};
 
 /// view/_unsafe_view/reshape/unsqueeze/squeeze: `ten.reshape` to the result shape.
 pub fn reshape(cx: &mut Cx) -> Lowered {
@@ -198,10 +198,30 @@ pub fn gather(cx: &mut Cx, name: &str) -> Lowered {
 fn index_tensor(cx: &mut Cx) -> Lowered {
     let x = cx.arg("self")?;
     let xt = cx.tt(x);
+    let Some(ix) = adjacent_index(cx, &xt)? else { return Ok(None) };
+    let mut merged = xt.dims[..ix.first].to_vec();
+    merged.push(c(ix.count));
+    merged.extend_from_slice(&xt.dims[ix.last + 1..]);
+    let xr = cx.reshape(x, &merged)?;
+    Ok(Some(vec![cx.emit("ten.gather", vec![xr, ix.linear], vec![("dim", Attr::Int(ix.first as i64))])?]))
+}
+
+/// The `indices` of index.Tensor / index_put when Ember can express them: adjacent integer
+/// indices over static dims `first..=last`, merged into one row-major index of shape `shape`
+/// (the broadcast of the indices; negative entries wrap) into those dims' `count` elements.
+pub(super) struct AdjacentIndex {
+    pub first: usize,
+    pub last: usize,
+    pub count: i64,
+    pub shape: Vec<SymExpr>,
+    pub linear: Value,
+}
+
+/// None for what stays a torch op: no index, non-adjacent indices (torch moves the result dims
+/// to the front), boolean masks (data-dependent shapes) and symbolic indexed dims.
+pub(super) fn adjacent_index(cx: &mut Cx, xt: &TensorType) -> Result<Option<AdjacentIndex>, String> {
     let idx = cx.operand_list("indices")?;
     let present: Vec<(usize, Value)> = idx.iter().enumerate().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
-    // Not lowered: no index, non-adjacent indices (torch moves the result dims to the front),
-    // boolean masks (data-dependent shapes) and symbolic indexed dims.
     let adjacent = present.windows(2).all(|w| w[1].0 == w[0].0 + 1);
     let sizes: Option<Vec<i64>> = present.iter().map(|&(k, _)| xt.dims.get(k).and_then(|d| d.as_const())).collect();
     let int_indices = present.iter().all(|&(_, v)| {
@@ -209,8 +229,6 @@ fn index_tensor(cx: &mut Cx) -> Lowered {
         dt.is_int() && dt != DType::U8
     });
     let (Some(sizes), true, true, false) = (sizes, adjacent, int_indices, present.is_empty()) else { return Ok(None) };
-    let first = present[0].0;
-    let last = present[present.len() - 1].0;
     let shapes: Vec<Vec<SymExpr>> = present.iter().map(|&(_, v)| cx.tt(v).dims).collect();
     let refs: Vec<&[SymExpr]> = shapes.iter().map(|s| s.as_slice()).collect();
     let bshape = infer::broadcast(&refs).map_err(|e| cx.err(&e.0))?;
@@ -219,10 +237,7 @@ fn index_tensor(cx: &mut Cx) -> Lowered {
     let mut stride = 1i64;
     for (&(_, v), &n) in present.iter().zip(&sizes).rev() {
         let i = cx.coerce(v, DType::I64, &bshape)?;
-        let zero = cx.splat_like(0.0, i)?;
-        let neg = cx.compare("LT", i, zero)?;
-        let wrapped = cx.binary_scalar("ten.add", i, n as f64)?;
-        let mut i = cx.select(neg, wrapped, i)?;
+        let mut i = wrap_index(cx, i, n)?;
         if stride != 1 {
             i = cx.binary_scalar("ten.mul", i, stride as f64)?;
         }
@@ -232,12 +247,15 @@ fn index_tensor(cx: &mut Cx) -> Lowered {
         });
         stride *= n;
     }
-    let mut merged = xt.dims[..first].to_vec();
-    merged.push(c(stride));
-    merged.extend_from_slice(&xt.dims[last + 1..]);
-    let xr = cx.reshape(x, &merged)?;
-    let linear = linear.expect("at least one index");
-    Ok(Some(vec![cx.emit("ten.gather", vec![xr, linear], vec![("dim", Attr::Int(first as i64))])?]))
+    Ok(Some(AdjacentIndex { first: present[0].0, last: present[present.len() - 1].0, count: stride, shape: bshape, linear: linear.expect("at least one index") }))
+}
+
+/// An i64 index into a dim of size `n` with negative entries counted from the end.
+fn wrap_index(cx: &mut Cx, i: Value, n: i64) -> Result<Value, String> {
+    let zero = cx.splat_like(0.0, i)?;
+    let neg = cx.compare("LT", i, zero)?;
+    let wrapped = cx.binary_scalar("ten.add", i, n as f64)?;
+    cx.select(neg, wrapped, i)
 }
 
 /// The row-major element strides of static `dims` (None when a dim is symbolic).
@@ -248,6 +266,29 @@ fn static_strides(dims: &[SymExpr]) -> Option<Vec<i64>> {
         strides[d] = strides[d + 1] * sizes[d + 1];
     }
     Some(strides)
+}
+
+/// The flat (row-major) position in a static tensor of shape `xdims` of every element of an
+/// index tensor used along `dim` (torch.gather/scatter): sum_k (k == dim ? wrap(index) : iota_k)
+/// * stride_k over the index's shape. None when `xdims` is symbolic.
+pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: usize) -> Result<Option<Value>, String> {
+    let Some(strides) = static_strides(xdims) else { return Ok(None) };
+    let it = cx.tt(index);
+    let mut linear: Option<Value> = None;
+    for (k, &stride) in strides.iter().enumerate() {
+        let term = if k == dim {
+            let i = cx.convert(index, DType::I64)?;
+            wrap_index(cx, i, xdims[dim].as_const().expect("static"))?
+        } else {
+            cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(it.dims.clone())), ("dim", Attr::Int(k as i64)), ("dtype", Attr::DType(DType::I64))])?
+        };
+        let term = if stride != 1 { cx.binary_scalar("ten.mul", term, stride as f64)? } else { term };
+        linear = Some(match linear {
+            Some(l) => cx.emit("ten.add", vec![l, term], vec![])?,
+            None => term,
+        });
+    }
+    Ok(linear)
 }
 
 /// gather(self, dim, index): out[..i_d..] = self[..index[..]..], one `ten.gather` from the
@@ -271,28 +312,8 @@ pub fn gather_dim(cx: &mut Cx) -> Lowered {
         return Err(cx.err(&format!("index has rank {} but the input has rank {}", it.rank(), xt.rank())));
     }
     let d = norm_dim(cx.int("dim")?, xt.rank()).map_err(|e| cx.err(&e))?;
-    let Some(strides) = static_strides(&xt.dims) else { return Ok(None) };
-    let n = strides[0] * xt.dims[0].as_const().expect("static");
-    let mut linear: Option<Value> = None;
-    for (k, &stride) in strides.iter().enumerate() {
-        let term = if k == d {
-            let i = cx.convert(index, DType::I64)?;
-            let zero = cx.splat_like(0.0, i)?;
-            let neg = cx.compare("LT", i, zero)?;
-            let size = xt.dims[d].as_const().expect("static") as f64;
-            let wrapped = cx.binary_scalar("ten.add", i, size)?;
-            cx.select(neg, wrapped, i)?
-        } else {
-            cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(it.dims.clone())), ("dim", Attr::Int(k as i64)), ("dtype", Attr::DType(DType::I64))])?
-        };
-        let term = if stride != 1 { cx.binary_scalar("ten.mul", term, stride as f64)? } else { term };
-        linear = Some(match linear {
-            Some(l) => cx.emit("ten.add", vec![l, term], vec![])?,
-            None => term,
-        });
-    }
-    let flat = cx.reshape(x, &[c(n)])?;
-    let linear = linear.expect("rank >= 1");
+    let Some(linear) = linear_along(cx, &xt.dims, index, d)? else { return Ok(None) };
+    let flat = cx.reshape(x, &[xt.numel()])?;
     Ok(Some(vec![cx.emit("ten.gather", vec![flat, linear], vec![("dim", Attr::Int(0))])?]))
 }
 

@@ -321,6 +321,11 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             self.b.build_return(None).map_err(le)?;
             return Ok(());
         }
+        if self.m.op(root_op).name == "ten.scatter" {
+            self.scatter(root_op, out, start)?;
+            self.b.build_return(None).map_err(le)?;
+            return Ok(());
+        }
         if dims.is_empty() {
             // Rank 0: the runtime calls with [0, 1).
             let v = if is_reduce { self.reduce(root_op, &[])? } else { self.emit(root, &[])? };
@@ -399,6 +404,66 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         };
         let mut idx = Vec::new();
         self.nest(&others, outer, &mut idx, &mut |k, o| k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt))
+    }
+
+    /// `ten.scatter`: the call that starts at 0 copies `x` into the result, then applies the
+    /// updates one at a time in row-major order (so several updates of one element combine in a
+    /// fixed order and the last `set` wins); out-of-range indices are skipped. The other calls
+    /// return: the updates cannot be split by output rows.
+    fn scatter(&mut self, op: ember_ir::OpId, out: usize, start: IntValue<'ctx>) -> R<()> {
+        let d = self.m.op(op);
+        let (x, index, upd) = (d.operands[0], d.operands[1], d.operands[2]);
+        let kind = d.attrs.get("kind").and_then(|a| a.as_str()).ok_or("scatter without kind")?.to_string();
+        let binop = match kind.as_str() {
+            "set" => None,
+            "sum" => Some("add"),
+            "prod" => Some("mul"),
+            "max" => Some("max"),
+            "min" => Some("min"),
+            k => return Err(format!("unknown scatter kind `{k}`")),
+        };
+        let dims = self.dims(d.results[0]);
+        let udims = self.dims(upd);
+        let (dt, idt) = (self.dtype(x), self.dtype(index));
+        let go = self.ctx.append_basic_block(self.f, "scatter");
+        let done = self.ctx.append_basic_block(self.f, "done");
+        let first = self.b.build_int_compare(IntPredicate::EQ, start, self.i64c(0), "").map_err(le)?;
+        self.b.build_conditional_branch(first, go, done).map_err(le)?;
+        self.b.position_at_end(go);
+        let mut idx = Vec::new();
+        self.nest(&dims, None, &mut idx, &mut |k, i| {
+            let v = k.emit(x, i)?;
+            let lin = k.linear(i, &dims)?;
+            k.store(out, lin, dt, v)
+        })?;
+        let n = self.sym(&dims[0])?;
+        let mut idx = Vec::new();
+        self.nest(&udims, None, &mut idx, &mut |k, s| {
+            let iv = k.emit(index, s)?;
+            let iv = k.convert(iv, idt, DType::I64)?.into_int_value();
+            let u = k.emit(upd, s)?;
+            let lo = k.b.build_int_compare(IntPredicate::SGE, iv, k.i64c(0), "").map_err(le)?;
+            let hi = k.b.build_int_compare(IntPredicate::SLT, iv, n, "").map_err(le)?;
+            let ok = k.b.build_and(lo, hi, "").map_err(le)?;
+            let then = k.ctx.append_basic_block(k.f, "update");
+            let next = k.ctx.append_basic_block(k.f, "next");
+            k.b.build_conditional_branch(ok, then, next).map_err(le)?;
+            k.b.position_at_end(then);
+            let v = match binop {
+                None => u,
+                Some(b) => {
+                    let a = k.load(out, iv, dt)?;
+                    k.binary(b, dt, a, u)?
+                }
+            };
+            k.store(out, iv, dt, v)?;
+            k.b.build_unconditional_branch(next).map_err(le)?;
+            k.b.position_at_end(next);
+            Ok(())
+        })?;
+        self.b.build_unconditional_branch(done).map_err(le)?;
+        self.b.position_at_end(done);
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
