@@ -81,6 +81,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.detach", "(Tensor(a) self) -> Tensor(a)", Same, "The input itself (no copy semantics in a value IR). alias(x) == x"),
     op("torch.aten.diagonal", "(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", Diagonal, "Diagonal of dims dim1, dim2 at `offset`, appended as the last dim. diagonal(eye(2)) = [1., 1.]"),
     op("torch.aten.diagonal_copy", "(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor", Diagonal, "Copy of diagonal(self, offset, dim1, dim2). diagonal_copy(eye(2)) = [1., 1.]"),
+    op("torch.aten.diagonal_scatter", "(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor", Same, "self with its diagonal(offset, dim1, dim2) replaced by src. diagonal_scatter(zeros(2, 2), ones(2)) = eye(2)"),
     op("torch.aten.div.Scalar", "(Tensor self, Scalar other) -> Tensor", BinaryFloat, "Elementwise true division; integers give float32. div([1, 3], 2) = [0.5, 1.5]"),
     op("torch.aten.div.Scalar_mode", "(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor", Binary, "Elementwise division with rounding_mode \"trunc\" or \"floor\" (None: true division). div([7], 2, \"floor\") = [3]"),
     op("torch.aten.div.Tensor", "(Tensor self, Tensor other) -> Tensor", BinaryFloat, "Elementwise true division; integers give float32. div([1, 3], 2) = [0.5, 1.5]"),

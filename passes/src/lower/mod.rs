@@ -111,6 +111,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         // Scatters: `ten.scatter` into the flattened input.
         "scatter.src" | "scatter.value" | "scatter.reduce" | "scatter_add" | "scatter_reduce.two" => scatter::scatter_dim(cx, &name),
         "index_put" => scatter::index_put(cx),
+        "slice_scatter" | "select_scatter" | "diagonal_scatter" => scatter::view_scatter(cx, &name),
         // Constants, conversions, identities.
         "full" | "full_like" | "scalar_tensor" | "zeros" | "zeros_like" | "ones" | "ones_like" | "fill.Scalar"
         | "empty.memory_format" | "empty_strided" | "empty_permuted" => create::fill(cx, &name),

@@ -154,3 +154,88 @@ pub fn index_put(cx: &mut Cx) -> Lowered {
     let r = scatter(cx, flat, lin, values, if accumulate { "sum" } else { "set" })?;
     Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
 }
+
+/// The row-major position in a static tensor of shape `xdims` of elements whose coordinate
+/// along x dim k is `coords[k]` (i64 tensors of one shape).
+fn positions(cx: &mut Cx, xdims: &[SymExpr], coords: Vec<Value>) -> Result<Value, String> {
+    let sizes: Vec<i64> = xdims.iter().map(|d| d.as_const().expect("static")).collect();
+    let mut lin: Option<Value> = None;
+    for (k, coord) in coords.into_iter().enumerate() {
+        let stride: i64 = sizes[k + 1..].iter().product();
+        let term = if stride != 1 { cx.binary_scalar("ten.mul", coord, stride as f64)? } else { coord };
+        lin = Some(match lin {
+            Some(l) => cx.emit("ten.add", vec![l, term], vec![])?,
+            None => term,
+        });
+    }
+    Ok(lin.expect("rank >= 1"))
+}
+
+fn iota(cx: &mut Cx, shape: &[SymExpr], dim: usize) -> Result<Value, String> {
+    cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(dim as i64)), ("dtype", Attr::DType(DType::I64))])
+}
+
+/// slice_scatter, select_scatter and diagonal_scatter: `src` written over the view of `self`
+/// that slice/select/diagonal read, with one `ten.scatter` (the view's positions are distinct).
+pub fn view_scatter(cx: &mut Cx, name: &str) -> Lowered {
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let src = cx.arg("src")?;
+    let src = cx.convert(src, xt.dtype)?;
+    let st = cx.tt(src);
+    if !xt.is_static() || !st.is_static() || xt.rank() == 0 {
+        return Ok(None);
+    }
+    if st.dims.iter().any(|d| *d == c(0)) {
+        return Ok(Some(vec![x]));
+    }
+    let rank = xt.rank();
+    let err = |e: String| cx.err(&e);
+    let (src, coords) = if name == "diagonal_scatter" {
+        let (d1, d2) = (norm_dim(cx.int_or("dim1", 0)?, rank).map_err(err)?, norm_dim(cx.int_or("dim2", 1)?, rank).map_err(err)?);
+        let offset = cx.int_or("offset", 0)?;
+        let diag = st.rank() - 1;
+        let mut others = (0..diag).map(|k| iota(cx, &st.dims, k)).collect::<Result<Vec<_>, _>>()?.into_iter();
+        let mut coords = Vec::new();
+        for k in 0..rank {
+            coords.push(if k == d1 || k == d2 {
+                let l = iota(cx, &st.dims, diag)?;
+                let shift = if k == d1 { (-offset).max(0) } else { offset.max(0) };
+                if shift != 0 { cx.binary_scalar("ten.add", l, shift as f64)? } else { l }
+            } else {
+                others.next().ok_or_else(|| cx.err("src has the wrong rank"))?
+            });
+        }
+        (src, coords)
+    } else {
+        let d = norm_dim(cx.int_or("dim", 0)?, rank).map_err(err)?;
+        let size = xt.dims[d].clone();
+        let (src, start, step) = if name == "select_scatter" {
+            let i = cx.attr("index").and_then(|a| a.as_sym()).and_then(|s| s.as_const()).ok_or_else(|| cx.err("attribute `index` must be a static integer"))?;
+            let n = size.as_const().expect("static");
+            let mut dims = st.dims.clone();
+            dims.insert(d, c(1));
+            (cx.reshape(src, &dims)?, if i < 0 { i + n } else { i }, 1)
+        } else {
+            let start = super::shape::clamp_bound(cx.attr("start").and_then(|a| a.as_sym()), &size, c(0));
+            let Some(start) = start.as_const() else { return Ok(None) };
+            (src, start, cx.int_or("step", 1)?)
+        };
+        let sdims = cx.tt(src).dims;
+        let mut coords = Vec::new();
+        for k in 0..rank {
+            let io = iota(cx, &sdims, k)?;
+            coords.push(if k != d {
+                io
+            } else {
+                let v = if step != 1 { cx.binary_scalar("ten.mul", io, step as f64)? } else { io };
+                if start != 0 { cx.binary_scalar("ten.add", v, start as f64)? } else { v }
+            });
+        }
+        (src, coords)
+    };
+    let lin = positions(cx, &xt.dims, coords)?;
+    let flat = cx.reshape(x, &[xt.numel()])?;
+    let r = scatter(cx, flat, lin, src, "set")?;
+    Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
+}

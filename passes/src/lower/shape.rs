@@ -44,7 +44,7 @@ pub fn expand(cx: &mut Cx) -> Lowered {
 }
 
 /// A slice bound as torch normalizes it: negative counts from the end, past-the-end clamps.
-fn clamp_bound(v: Option<SymExpr>, size: &SymExpr, dflt: SymExpr) -> SymExpr {
+pub(super) fn clamp_bound(v: Option<SymExpr>, size: &SymExpr, dflt: SymExpr) -> SymExpr {
     let Some(v) = v else { return dflt };
     match (v.as_const(), size.as_const()) {
         (Some(v), Some(n)) => c(if v < 0 { (v + n).max(0) } else { v.min(n) }),
