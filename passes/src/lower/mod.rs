@@ -93,6 +93,8 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "avg_pool2d" | "avg_pool3d" => window::avg_pool(cx),
         "_adaptive_avg_pool2d" | "_adaptive_avg_pool3d" => window::adaptive_avg_pool(cx),
         "constant_pad_nd" => window::constant_pad(cx),
+        "upsample_bilinear2d.vec" => window::upsample_bilinear(cx),
+        "upsample_nearest2d.vec" => window::upsample_nearest(cx),
         // Matrix products.
         "mm" | "bmm" | "addmm" => matmul::matmul(cx, &name),
         // Layout: reshapes, transposes, broadcasts, slices, concatenation, gathers.

@@ -1,4 +1,5 @@
-//! Sliding-window ops: convolution, max/avg pooling, adaptive average pooling, constant padding.
+//! Sliding-window ops: convolution, max/avg pooling, adaptive average pooling, constant padding,
+//! and bilinear/nearest resampling.
 //!
 //! Padding is `ten.pad`; windows are `ten.windows` (`[.., S] -> [.., K, O]`, an index remap).
 //! Convolution is im2col: the windows of the padded input are transposed to
@@ -370,4 +371,116 @@ pub fn constant_pad(cx: &mut Cx) -> Lowered {
     let value = super::build::scalar_as(&value, t.dtype).ok_or_else(|| cx.err("`value` must be a number"))?;
     let y = pad(cx, x, low, high, value)?;
     Ok(Some(vec![cx.reshape(y, &t.dims)?]))
+}
+
+/// upsample_bilinear2d.vec: per spatial dim, torch's CPU source coordinate (f32 arithmetic:
+/// `src = scale * dst` with align_corners, else `max(scale * (dst + 0.5) - 0.5, 0)`, scale
+/// `(in - 1) / (out - 1)`, `1 / scale_factor` or `in / out`), the two neighbours
+/// `i0 = floor(src)`, `i1 = min(i0 + 1, in - 1)` gathered along the dim and blended with
+/// `l1 = clamp(src - i0, 0, 1)`, `l0 = 1 - l1`; width first, then height, as torch sums.
+/// Half floats compute in f32. Symbolic spatial sizes stay a torch op.
+pub fn upsample_bilinear(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("input")?;
+    let xt = cx.tt(x);
+    if xt.rank() != 4 || !t.dtype.is_float() {
+        return Ok(None);
+    }
+    let (Some(ins), Some(outs)) = (xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(), t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>()) else {
+        return Ok(None);
+    };
+    let align = cx.bool_or("align_corners", false);
+    let factors: Option<Vec<f64>> = match cx.attr("scale_factors") {
+        Some(Attr::Floats(v)) => Some(v),
+        _ => None,
+    };
+    let acc = acc_dtype(t.dtype);
+    let mut y = cx.convert(x, acc)?;
+    for dim in [3usize, 2] {
+        let (n_in, n_out) = (ins[dim - 2], outs[dim - 2]);
+        let factor = factors.as_ref().and_then(|f| f.get(dim - 2).copied()).filter(|&s| s > 0.0);
+        // torch's area_pixel_compute_scale, in f32 like its kernel's opmath.
+        let scale = if align {
+            if n_out > 1 { (n_in - 1) as f32 / (n_out - 1) as f32 } else { 0.0 }
+        } else {
+            match factor {
+                Some(s) => (1.0 / s) as f32,
+                None => n_in as f32 / n_out as f32,
+            }
+        };
+        let shape = [c(n_out)];
+        let dst = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::F32))])?;
+        let src = if align {
+            cx.binary_scalar("ten.mul", dst, scale as f64)?
+        } else {
+            let s = cx.binary_scalar("ten.add", dst, 0.5)?;
+            let s = cx.binary_scalar("ten.mul", s, scale as f64)?;
+            let s = cx.binary_scalar("ten.sub", s, 0.5)?;
+            cx.binary_scalar("ten.max", s, 0.0)?
+        };
+        let i0 = cx.convert(src, DType::I64)?;
+        let i1 = cx.binary_scalar("ten.add", i0, 1.0)?;
+        let i1 = cx.binary_scalar("ten.min", i1, (n_in - 1) as f64)?;
+        let f0 = cx.convert(i0, DType::F32)?;
+        let l1 = cx.emit("ten.sub", vec![src, f0], vec![])?;
+        let l1 = cx.binary_scalar("ten.max", l1, 0.0)?;
+        let l1 = cx.binary_scalar("ten.min", l1, 1.0)?;
+        let one = cx.splat_like(1.0, l1)?;
+        let l0 = cx.emit("ten.sub", vec![one, l1], vec![])?;
+        let g0 = cx.emit("ten.gather", vec![y, i0], vec![("dim", Attr::Int(dim as i64))])?;
+        let g1 = cx.emit("ten.gather", vec![y, i1], vec![("dim", Attr::Int(dim as i64))])?;
+        let gshape = cx.tt(g0).dims;
+        let l0 = cx.convert(l0, acc)?;
+        let l1 = cx.convert(l1, acc)?;
+        let l0 = cx.bcast_in_dim(l0, &gshape, &[dim])?;
+        let l1 = cx.bcast_in_dim(l1, &gshape, &[dim])?;
+        let a = cx.emit("ten.mul", vec![g0, l0], vec![])?;
+        let b = cx.emit("ten.mul", vec![g1, l1], vec![])?;
+        y = cx.emit("ten.add", vec![a, b], vec![])?;
+    }
+    Ok(Some(vec![cx.convert(y, t.dtype)?]))
+}
+
+/// upsample_nearest2d.vec: torch's `nearest_idx` per spatial dim, `min(floor(dst * scale), in - 1)`
+/// with the f32 scale `1 / scale_factor` or `in / out` (exact `dst` for equal sizes, `dst / 2`
+/// for doubling), one gather per dim. Symbolic spatial sizes stay a torch op.
+pub fn upsample_nearest(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("input")?;
+    let xt = cx.tt(x);
+    if xt.rank() != 4 {
+        return Ok(None);
+    }
+    let (Some(ins), Some(outs)) = (xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(), t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>()) else {
+        return Ok(None);
+    };
+    let factors: Option<Vec<f64>> = match cx.attr("scale_factors") {
+        Some(Attr::Floats(v)) => Some(v),
+        _ => None,
+    };
+    let mut y = x;
+    for dim in [2usize, 3] {
+        let (n_in, n_out) = (ins[dim - 2], outs[dim - 2]);
+        if n_in == n_out {
+            continue;
+        }
+        let shape = [c(n_out)];
+        let idx = if n_out == 2 * n_in {
+            let dst = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))])?;
+            cx.binary_scalar("ten.div", dst, 2.0)?
+        } else {
+            let factor = factors.as_ref().and_then(|f| f.get(dim - 2).copied()).filter(|&s| s > 0.0);
+            let scale = match factor {
+                Some(s) => (1.0 / s) as f32,
+                None => n_in as f32 / n_out as f32,
+            };
+            let dst = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::F32))])?;
+            let s = cx.binary_scalar("ten.mul", dst, scale as f64)?;
+            let s = cx.unary("ten.floor", s)?;
+            let i = cx.convert(s, DType::I64)?;
+            cx.binary_scalar("ten.min", i, (n_in - 1) as f64)?
+        };
+        y = cx.emit("ten.gather", vec![y, idx], vec![("dim", Attr::Int(dim as i64))])?;
+    }
+    Ok(Some(vec![y]))
 }
