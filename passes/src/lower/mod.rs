@@ -109,6 +109,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "repeat" => shape::repeat(cx),
         "embedding" | "index_select" | "index.Tensor" => shape::gather(cx, &name),
         "gather" => shape::gather_dim(cx),
+        "as_strided" => shape::as_strided(cx),
         "diagonal" | "diagonal_copy" => shape::diagonal(cx),
         // Scatters: `ten.scatter` into the flattened input.
         "scatter.src" | "scatter.value" | "scatter.reduce" | "scatter_add" | "scatter_reduce.two" => scatter::scatter_dim(cx, &name),

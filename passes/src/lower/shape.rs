@@ -351,3 +351,36 @@ pub fn diagonal(cx: &mut Cx) -> Lowered {
     let v = cx.emit("ten.slice", vec![flat], vec![("start", Attr::dims(starts)), ("shape", Attr::dims(t.dims.clone())), ("step", Attr::Ints(steps))])?;
     Ok(Some(vec![v]))
 }
+
+/// as_strided(self, size, stride, storage_offset) of a function input: one `ten.gather` from the
+/// flattened input at `offset + sum_k iota_k * stride_k`. The input's storage is taken to be its
+/// row-major elements (Ember's inputs are dense); a computed operand (whose eager storage may be
+/// laid out differently) or symbolic sizes stay a torch op.
+pub fn as_strided(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    if cx.m.defining_op(x).is_some() || !xt.is_static() || !t.is_static() {
+        return Ok(None);
+    }
+    let Some(strides) = cx.attr("stride").and_then(|a| a.as_dims()).and_then(|v| v.iter().map(SymExpr::as_const).collect::<Option<Vec<i64>>>()) else { return Ok(None) };
+    let offset = match cx.attr("storage_offset").map(|a| a.as_sym().and_then(|s| s.as_const())) {
+        Some(Some(o)) => o,
+        Some(None) => return Ok(None),
+        None => 0,
+    };
+    if strides.len() != t.rank() {
+        return Err(cx.err(&format!("{} strides for {} sizes", strides.len(), t.rank())));
+    }
+    let mut lin = cx.constf(offset as f64, DType::I64, &t.dims)?;
+    for (k, &s) in strides.iter().enumerate() {
+        if s == 0 || t.dims[k] == c(1) {
+            continue;
+        }
+        let io = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(t.dims.clone())), ("dim", Attr::Int(k as i64)), ("dtype", Attr::DType(DType::I64))])?;
+        let term = if s != 1 { cx.binary_scalar("ten.mul", io, s as f64)? } else { io };
+        lin = cx.emit("ten.add", vec![lin, term], vec![])?;
+    }
+    let flat = cx.reshape(x, &[xt.numel()])?;
+    Ok(Some(vec![cx.emit("ten.gather", vec![flat, lin], vec![("dim", Attr::Int(0))])?]))
+}
