@@ -404,3 +404,31 @@ fn scatter_matches_reference() {
         assert_eq!(&f32s(&outs[k]), w, "output {k}");
     }
 }
+
+/// The inline f32 `ten.atan2` against f64 over a grid of (y, x) in [-8, 8]² (every octant and
+/// the axes) plus signed zeros, infinities, NaN and huge/tiny ratios: within 4 ulp of the
+/// reference, exact quadrant and sign for the special values.
+#[test]
+fn atan2_matches_f64_reference() {
+    let special = [0.0f32, -0.0, 1e-30, -1e-30, 1.0, -1.0, 3e30, -3e30, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    let grid: Vec<f32> = (0..161).map(|i| -8.0 + i as f32 * 0.1).collect();
+    let mut pairs: Vec<(f32, f32)> = grid.iter().flat_map(|&y| grid.iter().map(move |&x| (y, x))).collect();
+    pairs.extend(special.iter().flat_map(|&y| special.iter().map(move |&x| (y, x))));
+    let n = pairs.len();
+    let t = format!("tensor<{n}xf32>");
+    let text = format!("func.func @main(%y: {t} {{ember.input = \"y\"}}, %x: {t} {{ember.input = \"x\"}}) -> {t} {{\n  %0 = \"ten.atan2\"(%y, %x) : ({t}, {t}) -> {t}\n  return %0 : {t}\n}}\n");
+    let prog = compile_text(&text, "atan2");
+    let ys: Vec<f32> = pairs.iter().map(|p| p.0).collect();
+    let xs: Vec<f32> = pairs.iter().map(|p| p.1).collect();
+    let out = prog.run(&[f32_tensor(&ys), f32_tensor(&xs)]).unwrap();
+    for (&(y, x), &got) in pairs.iter().zip(&f32_values(&out[0])) {
+        let want = (y as f64).atan2(x as f64);
+        if want.is_nan() {
+            assert!(got.is_nan(), "atan2({y}, {x}): got {got}, want NaN");
+            continue;
+        }
+        assert_eq!(got.is_sign_negative(), want.is_sign_negative(), "atan2({y}, {x}): got {got}, want {want}");
+        let tol = 4.0 * f32::EPSILON as f64 * want.abs() + f32::MIN_POSITIVE as f64;
+        assert!((got as f64 - want).abs() <= tol, "atan2({y}, {x}): got {got}, want {want}");
+    }
+}

@@ -65,7 +65,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         // Arithmetic with broadcasting, promotion, wrapped scalars and `alpha`.
         "add.Tensor" | "add.Scalar" | "sub.Tensor" | "sub.Scalar" | "mul.Tensor" | "mul.Scalar" | "div.Tensor" | "div.Scalar"
         | "maximum" | "minimum" | "pow.Tensor_Tensor" | "pow.Scalar" | "fmod.Tensor" | "fmod.Scalar" | "bitwise_and.Tensor"
-        | "bitwise_and.Scalar" | "bitwise_or.Tensor" | "bitwise_or.Scalar" | "bitwise_xor.Tensor" | "bitwise_xor.Scalar" => ew::arith(cx, &name),
+        | "atan2" | "bitwise_and.Scalar" | "bitwise_or.Tensor" | "bitwise_or.Scalar" | "bitwise_xor.Tensor" | "bitwise_xor.Scalar" => ew::arith(cx, &name),
         "div.Tensor_mode" | "div.Scalar_mode" => ew::div_mode(cx),
         "remainder.Tensor" | "remainder.Scalar" => ew::remainder(cx),
         "pow.Tensor_Scalar" => ew::pow_scalar(cx),

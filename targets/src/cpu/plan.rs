@@ -310,7 +310,7 @@ fn expr_rows(m: &Module, v: Value, map: &[Option<usize>], internal: &[Value], bu
         d.name.as_str(),
         "ten.abs" | "ten.neg" | "ten.exp" | "ten.log" | "ten.sqrt" | "ten.rsqrt" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.tanh"
             | "ten.erf" | "ten.log1p" | "ten.sigmoid" | "ten.floor" | "ten.ceil" | "ten.trunc" | "ten.round" | "ten.sign" | "ten.not"
-            | "ten.add" | "ten.sub" | "ten.mul" | "ten.div" | "ten.rem" | "ten.max" | "ten.min" | "ten.pow" | "ten.and" | "ten.or"
+            | "ten.add" | "ten.sub" | "ten.mul" | "ten.div" | "ten.rem" | "ten.max" | "ten.min" | "ten.pow" | "ten.atan2" | "ten.and" | "ten.or"
             | "ten.xor" | "ten.compare" | "ten.select" | "ten.convert"
     );
     let child_map: Vec<Option<usize>> = if same_shape {
@@ -348,7 +348,7 @@ fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut HashMap<
     let d = m.op(op);
     let own = match d.name.as_str() {
         n if is_remap(n) => 0,
-        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" => 4,
+        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" | "ten.atan2" => 4,
         "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.scatter" | "ten.windows" => u32::MAX / 4,
         _ => 1,
     };

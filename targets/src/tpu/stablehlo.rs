@@ -8,7 +8,7 @@
 //!
 //! | ten | StableHLO |
 //! |---|---|
-//! | add sub mul div max min pow rem and or xor | add subtract multiply divide maximum minimum power remainder and or xor |
+//! | add sub mul div max min pow atan2 rem and or xor | add subtract multiply divide maximum minimum power atan2 remainder and or xor |
 //! | abs neg exp log log1p sqrt rsqrt tanh sin cos tan floor ceil round sign sigmoid not | abs negate exponential log log_plus_one sqrt rsqrt tanh sine cosine tan floor ceil round_nearest_even sign logistic not |
 //! | erf | `chlo.erf` (XLA expands it) |
 //! | trunc | select(x < 0, ceil x, floor x) |
@@ -642,6 +642,7 @@ impl<'a> Emitter<'a> {
             "max" => Some("maximum"),
             "min" => Some("minimum"),
             "pow" => Some("power"),
+            "atan2" => Some("atan2"),
             "rem" => Some("remainder"),
             "and" => Some("and"),
             "or" => Some("or"),
