@@ -74,12 +74,13 @@ fn lowest(dtype: DType) -> Attr {
     })
 }
 
-/// convolution (N-d, any groups; transposed convolutions are an error).
+/// convolution (N-d, any groups). A transposed convolution is the plain convolution (stride 1)
+/// of the input dilated by `stride` (each element followed by stride - 1 zeros: a size-1 dim
+/// padded and merged), padded by dilation * (kernel - 1) - padding on both sides (plus
+/// output_padding after; negative amounts crop), with the weight's in/out channels swapped per
+/// group and its spatial dims reversed.
 pub fn convolution(cx: &mut Cx) -> Lowered {
     let t = cx.out(0)?;
-    if cx.bool_or("transposed", false) {
-        return Err(cx.err("transposed convolution is not supported yet"));
-    }
     let (x, w) = (cx.arg("input")?, cx.arg("weight")?);
     let (xt, wt) = (cx.tt(x), cx.tt(w));
     if xt.rank() < 3 || wt.rank() != xt.rank() || t.rank() != xt.rank() {
@@ -90,21 +91,64 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
     if groups < 1 {
         return Err(cx.err("`groups` must be positive"));
     }
-    let stride = int_list(cx, "stride", sp, Some(&vec![1; sp]))?;
+    let mut stride = int_list(cx, "stride", sp, Some(&vec![1; sp]))?;
     let padding = int_list(cx, "padding", sp, Some(&vec![0; sp]))?;
     let dilation = int_list(cx, "dilation", sp, Some(&vec![1; sp]))?;
     let kernel: Vec<i64> = wt.dims[2..].iter().map(|d| d.as_const().ok_or_else(|| cx.err("convolution kernel sizes must be static"))).collect::<Result<_, _>>()?;
     let x = cx.convert(x, t.dtype)?;
-    let w = cx.convert(w, t.dtype)?;
+    let mut w = cx.convert(w, t.dtype)?;
     let mut low = vec![c(0), c(0)];
-    low.extend(padding.iter().map(|&p| c(p)));
-    let cols = if kernel.iter().chain(&stride).all(|&k| k == 1) && padding.iter().all(|&p| p == 0) {
+    let mut high = vec![c(0), c(0)];
+    let mut x = x;
+    if cx.bool_or("transposed", false) {
+        let out_pad = int_list(cx, "output_padding", sp, Some(&vec![0; sp]))?;
+        if stride.iter().any(|&s| s > 1) {
+            // [N, C, S..] -> [N, C, S, 1, ..] padded to [N, C, S, s, ..] -> [N, C, S*s, ..].
+            let mut split = xt.dims[..2].to_vec();
+            let mut merged = xt.dims[..2].to_vec();
+            let mut hi = vec![c(0), c(0)];
+            for (i, &s) in stride.iter().enumerate() {
+                split.extend([xt.dims[2 + i].clone(), c(1)]);
+                merged.push(SymExpr::mul(xt.dims[2 + i].clone(), c(s)));
+                hi.extend([c(0), c(s - 1)]);
+            }
+            let r = cx.reshape(x, &split)?;
+            let p = pad(cx, r, vec![c(0); split.len()], hi, Attr::Float(0.0))?;
+            x = cx.reshape(p, &merged)?;
+        }
+        for i in 0..sp {
+            let edge = dilation[i] * (kernel[i] - 1) - padding[i];
+            low.push(c(edge));
+            // The merged dim ends with stride - 1 zeros the dilation does not have.
+            high.push(c(edge + out_pad[i] - (stride[i] - 1)));
+        }
+        // [Cin, Cout/g, K..] -> [g, Cin/g, Cout/g, K..] -> [g, Cout/g, Cin/g, K..] -> [Cout, Cin/g, K..], K reversed.
+        let Some(cin) = wt.dims[0].as_const() else { return Ok(None) };
+        let Some(cog) = wt.dims[1].as_const() else { return Ok(None) };
+        let g = groups;
+        let mut split = vec![c(g), c(cin / g), c(cog)];
+        split.extend(wt.dims[2..].iter().cloned());
+        let wr = cx.reshape(w, &split)?;
+        let mut perm = vec![0, 2, 1];
+        perm.extend(3..3 + sp);
+        let wr = transpose(cx, wr, &perm)?;
+        let mut wshape = vec![c(cog * g), c(cin / g)];
+        wshape.extend(wt.dims[2..].iter().cloned());
+        let wr = cx.reshape(wr, &wshape)?;
+        w = cx.emit("ten.reverse", vec![wr], vec![("dims", Attr::Ints((2..2 + sp as i64).collect()))])?;
+        stride = vec![1; sp];
+    } else {
+        low.extend(padding.iter().map(|&p| c(p)));
+        high = low.clone();
+    }
+    let (xt, wt) = (cx.tt(x), cx.tt(w));
+    let cols = if kernel.iter().chain(&stride).all(|&k| k == 1) && low.iter().chain(&high).all(|p| *p == c(0)) {
         // 1x1, stride 1: the columns are the input itself, [C, N, S..] (no copy when N is 1).
         let mut perm = vec![1, 0];
         perm.extend(2..2 + sp);
         transpose(cx, x, &perm)?
     } else {
-        let xp = pad(cx, x, low.clone(), low, Attr::Float(0.0))?;
+        let xp = pad(cx, x, low, high, Attr::Float(0.0))?;
         let win = windows(cx, xp, &kernel, &stride, &dilation)?;
         // [N, C, K.., O..] -> [C, K.., N, O..]
         let mut perm = vec![1];
