@@ -95,6 +95,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "constant_pad_nd" => window::constant_pad(cx),
         "upsample_bilinear2d.vec" => window::upsample_bilinear(cx),
         "upsample_nearest2d.vec" => window::upsample_nearest(cx),
+        "grid_sampler_2d" => window::grid_sampler(cx),
         // Matrix products.
         "mm" | "bmm" | "addmm" => matmul::matmul(cx, &name),
         // Layout: reshapes, transposes, broadcasts, slices, concatenation, gathers.

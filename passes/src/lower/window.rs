@@ -1,5 +1,5 @@
 //! Sliding-window ops: convolution, max/avg pooling, adaptive average pooling, constant padding,
-//! and bilinear/nearest resampling.
+//! bilinear/nearest resampling and grid sampling.
 //!
 //! Padding is `ten.pad`; windows are `ten.windows` (`[.., S] -> [.., K, O]`, an index remap).
 //! Convolution is im2col: the windows of the padded input are transposed to
@@ -527,4 +527,108 @@ pub fn upsample_nearest(cx: &mut Cx) -> Lowered {
         y = cx.emit("ten.gather", vec![y, idx], vec![("dim", Attr::Int(dim as i64))])?;
     }
     Ok(Some(vec![y]))
+}
+
+/// grid_sampler_2d with bilinear or nearest interpolation and zeros or border padding (f32,
+/// static shapes), as torch's CPU kernel: grid coordinates unnormalized to pixels
+/// (`(g + 1) / 2 * (size - 1)` with align_corners, else `((g + 1) * size - 1) / 2`), clipped to
+/// [0, size - 1] for border padding; bilinear reads the four neighbours `floor`, `floor + 1`
+/// weighted `(1 - t) / t` per axis, nearest the `round`-half-even one; neighbours outside the
+/// input read 0. Each read is one `ten.gather` from the flattened input at
+/// `((n * C + c) * H + y) * W + x`. Reflection padding and bicubic stay a torch op.
+pub fn grid_sampler(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let (x, grid) = (cx.arg("input")?, cx.arg("grid")?);
+    let (xt, gt) = (cx.tt(x), cx.tt(grid));
+    let (mode, padding, align) = (cx.int("interpolation_mode")?, cx.int("padding_mode")?, cx.bool_or("align_corners", false));
+    if t.dtype != DType::F32 || gt.dtype != DType::F32 || mode > 1 || padding > 1 || xt.rank() != 4 || gt.rank() != 4 {
+        return Ok(None);
+    }
+    let (Some(xs), Some(gs)) = (xt.static_shape(), gt.static_shape()) else { return Ok(None) };
+    let (n, ch, h, w) = (xs[0], xs[1], xs[2], xs[3]);
+    let (ho, wo) = (gs[1], gs[2]);
+    if xs.iter().chain(&gs).any(|&d| d == 0) {
+        return Ok(Some(vec![cx.constf(0.0, t.dtype, &t.dims)?]));
+    }
+    let pshape = [c(n), c(ho), c(wo)];
+    // Pixel coordinate along grid component `k` (0 = x over W, 1 = y over H).
+    let coord = |cx: &mut Cx, k: i64, size: i64| -> Result<Value, String> {
+        let g = cx.emit("ten.slice", vec![grid], vec![("start", Attr::Ints(vec![0, 0, 0, k])), ("shape", Attr::Ints(vec![n, ho, wo, 1])), ("step", Attr::Ints(vec![1; 4]))])?;
+        let g = cx.reshape(g, &pshape)?;
+        let g1 = cx.binary_scalar("ten.add", g, 1.0)?;
+        let mut p = if align {
+            let half = cx.binary_scalar("ten.div", g1, 2.0)?;
+            cx.binary_scalar("ten.mul", half, (size - 1) as f64)?
+        } else {
+            let s = cx.binary_scalar("ten.mul", g1, size as f64)?;
+            let s = cx.binary_scalar("ten.sub", s, 1.0)?;
+            cx.binary_scalar("ten.div", s, 2.0)?
+        };
+        if padding == 1 {
+            p = cx.binary_scalar("ten.max", p, 0.0)?;
+            p = cx.binary_scalar("ten.min", p, (size - 1) as f64)?;
+        }
+        Ok(p)
+    };
+    let ix = coord(cx, 0, w)?;
+    let iy = coord(cx, 1, h)?;
+    let flat = cx.reshape(x, &[c(n * ch * h * w)])?;
+    let oshape = t.dims.clone();
+    let io_n = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(oshape.clone())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))])?;
+    let io_c = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(oshape.clone())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))])?;
+    let nc = cx.binary_scalar("ten.mul", io_n, ch as f64)?;
+    let nc = cx.emit("ten.add", vec![nc, io_c], vec![])?;
+    let base = cx.binary_scalar("ten.mul", nc, (h * w) as f64)?;
+    // The input value at integer-valued f32 pixel coordinates (xc, yc), 0 outside the input.
+    let read = |cx: &mut Cx, xc: Value, yc: Value| -> Result<Value, String> {
+        let xi = cx.convert(xc, DType::I64)?;
+        let yi = cx.convert(yc, DType::I64)?;
+        let mut inside: Option<Value> = None;
+        for (v, size) in [(xi, w), (yi, h)] {
+            let zero = cx.splat_like(0.0, v)?;
+            let lo = cx.compare("GE", v, zero)?;
+            let top = cx.splat_like(size as f64, v)?;
+            let hi = cx.compare("LT", v, top)?;
+            let both = cx.emit("ten.and", vec![lo, hi], vec![])?;
+            inside = Some(match inside {
+                Some(a) => cx.emit("ten.and", vec![a, both], vec![])?,
+                None => both,
+            });
+        }
+        let inside = inside.expect("two axes");
+        let zero = cx.splat_like(0.0, xi)?;
+        let pos = cx.binary_scalar("ten.mul", yi, w as f64)?;
+        let pos = cx.emit("ten.add", vec![pos, xi], vec![])?;
+        let pos = cx.select(inside, pos, zero)?;
+        let pos = cx.bcast_in_dim(pos, &oshape, &[0, 2, 3])?;
+        let pos = cx.emit("ten.add", vec![base, pos], vec![])?;
+        let v = cx.emit("ten.gather", vec![flat, pos], vec![("dim", Attr::Int(0))])?;
+        let inside = cx.bcast_in_dim(inside, &oshape, &[0, 2, 3])?;
+        let z = cx.splat_like(0.0, v)?;
+        cx.select(inside, v, z)
+    };
+    if mode == 1 {
+        let xr = cx.unary("ten.round", ix)?;
+        let yr = cx.unary("ten.round", iy)?;
+        return Ok(Some(vec![read(cx, xr, yr)?]));
+    }
+    let (xw, yn) = (cx.unary("ten.floor", ix)?, cx.unary("ten.floor", iy)?);
+    let xe = cx.binary_scalar("ten.add", xw, 1.0)?;
+    let ys = cx.binary_scalar("ten.add", yn, 1.0)?;
+    let tw = cx.emit("ten.sub", vec![ix, xw], vec![])?;
+    let te = cx.emit("ten.sub", vec![xe, ix], vec![])?;
+    let tn = cx.emit("ten.sub", vec![iy, yn], vec![])?;
+    let ts = cx.emit("ten.sub", vec![ys, iy], vec![])?;
+    let mut out: Option<Value> = None;
+    for (xc, yc, a, b) in [(xw, yn, ts, te), (xe, yn, ts, tw), (xw, ys, tn, te), (xe, ys, tn, tw)] {
+        let wgt = cx.emit("ten.mul", vec![a, b], vec![])?;
+        let wgt = cx.bcast_in_dim(wgt, &oshape, &[0, 2, 3])?;
+        let v = read(cx, xc, yc)?;
+        let term = cx.emit("ten.mul", vec![v, wgt], vec![])?;
+        out = Some(match out {
+            Some(o) => cx.emit("ten.add", vec![o, term], vec![])?,
+            None => term,
+        });
+    }
+    Ok(Some(vec![out.expect("four neighbours")]))
 }
