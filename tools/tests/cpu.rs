@@ -361,3 +361,74 @@ fn unused_symbols_are_not_bound() {
     let out = prog.run(&[HostTensor { dtype: ember_ir::DType::F32, shape: vec![3, 2], data: vec![0; 24] }]).unwrap();
     assert_eq!(out[0].shape, vec![3, 2]);
 }
+
+/// `ten.scatter` against a sequential reference: a 65536-element operand (so the runtime splits
+/// the result's rows across threads and only the first call may scatter), duplicate indices for
+/// the combining kinds, out-of-range and negative indices skipped, two scatters chained, and an
+/// elementwise consumer of a scatter.
+#[test]
+fn scatter_matches_reference() {
+    let n = 1usize << 16;
+    let text = format!(
+        r#"func.func @main(%x: tensor<{n}xf32> {{ember.input = "x"}}, %i: tensor<64x8xi64> {{ember.input = "i"}}, %u: tensor<64x8xf32> {{ember.input = "u"}}) -> (tensor<{n}xf32>, tensor<{n}xf32>, tensor<{n}xf32>, tensor<{n}xf32>, tensor<{n}xf32>, tensor<{n}xf32>) {{
+  %0 = "ten.scatter"(%x, %i, %u) {{kind = "set"}} : (tensor<{n}xf32>, tensor<64x8xi64>, tensor<64x8xf32>) -> tensor<{n}xf32>
+  %1 = "ten.scatter"(%x, %i, %u) {{kind = "sum"}} : (tensor<{n}xf32>, tensor<64x8xi64>, tensor<64x8xf32>) -> tensor<{n}xf32>
+  %2 = "ten.scatter"(%x, %i, %u) {{kind = "prod"}} : (tensor<{n}xf32>, tensor<64x8xi64>, tensor<64x8xf32>) -> tensor<{n}xf32>
+  %3 = "ten.scatter"(%0, %i, %u) {{kind = "max"}} : (tensor<{n}xf32>, tensor<64x8xi64>, tensor<64x8xf32>) -> tensor<{n}xf32>
+  %4 = "ten.scatter"(%x, %i, %u) {{kind = "min"}} : (tensor<{n}xf32>, tensor<64x8xi64>, tensor<64x8xf32>) -> tensor<{n}xf32>
+  %5 = "ten.neg"(%1) : (tensor<{n}xf32>) -> tensor<{n}xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<{n}xf32>, tensor<{n}xf32>, tensor<{n}xf32>, tensor<{n}xf32>, tensor<{n}xf32>, tensor<{n}xf32>
+}}
+"#
+    );
+    let prog = compile_text(&text, "scatter");
+    let x: Vec<f32> = (0..n).map(|k| ((k * 37 % 101) as f32 - 50.0) * 0.125).collect();
+    // Every 7th entry repeats an earlier position; a few fall outside [0, n).
+    let idx: Vec<i64> = (0..512i64).map(|k| if k % 61 == 5 { -3 } else if k % 67 == 9 { n as i64 + k } else if k % 7 == 0 { (k / 7) * 13 } else { k * 13 % n as i64 }).collect();
+    let u: Vec<f32> = (0..512).map(|k| ((k * 29 % 43) as f32 - 21.0) * 0.25).collect();
+    let it = HostTensor { dtype: ember_ir::DType::I64, shape: vec![64, 8], data: idx.iter().flat_map(|v| v.to_le_bytes()).collect() };
+    let outs = prog.run(&[f32_nd(&[n], &x), it, f32_nd(&[64, 8], &u)]).unwrap();
+    let reference = |base: &[f32], f: &dyn Fn(f32, f32) -> f32| -> Vec<f32> {
+        let mut r = base.to_vec();
+        for (&j, &v) in idx.iter().zip(&u) {
+            if (0..n as i64).contains(&j) {
+                r[j as usize] = f(r[j as usize], v);
+            }
+        }
+        r
+    };
+    let set = reference(&x, &|_, v| v);
+    let sum = reference(&x, &|a, v| a + v);
+    let want = [set.clone(), sum.clone(), reference(&x, &|a, v| a * v), reference(&set, &|a, v| a.max(v)), reference(&x, &|a, v| a.min(v)), sum.iter().map(|v| -v).collect()];
+    for (k, w) in want.iter().enumerate() {
+        assert_eq!(&f32s(&outs[k]), w, "output {k}");
+    }
+}
+
+/// The inline f32 `ten.atan2` against f64 over a grid of (y, x) in [-8, 8]² (every octant and
+/// the axes) plus signed zeros, infinities, NaN and huge/tiny ratios: within 4 ulp of the
+/// reference, exact quadrant and sign for the special values.
+#[test]
+fn atan2_matches_f64_reference() {
+    let special = [0.0f32, -0.0, 1e-30, -1e-30, 1.0, -1.0, 3e30, -3e30, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    let grid: Vec<f32> = (0..161).map(|i| -8.0 + i as f32 * 0.1).collect();
+    let mut pairs: Vec<(f32, f32)> = grid.iter().flat_map(|&y| grid.iter().map(move |&x| (y, x))).collect();
+    pairs.extend(special.iter().flat_map(|&y| special.iter().map(move |&x| (y, x))));
+    let n = pairs.len();
+    let t = format!("tensor<{n}xf32>");
+    let text = format!("func.func @main(%y: {t} {{ember.input = \"y\"}}, %x: {t} {{ember.input = \"x\"}}) -> {t} {{\n  %0 = \"ten.atan2\"(%y, %x) : ({t}, {t}) -> {t}\n  return %0 : {t}\n}}\n");
+    let prog = compile_text(&text, "atan2");
+    let ys: Vec<f32> = pairs.iter().map(|p| p.0).collect();
+    let xs: Vec<f32> = pairs.iter().map(|p| p.1).collect();
+    let out = prog.run(&[f32_tensor(&ys), f32_tensor(&xs)]).unwrap();
+    for (&(y, x), &got) in pairs.iter().zip(&f32_values(&out[0])) {
+        let want = (y as f64).atan2(x as f64);
+        if want.is_nan() {
+            assert!(got.is_nan(), "atan2({y}, {x}): got {got}, want NaN");
+            continue;
+        }
+        assert_eq!(got.is_sign_negative(), want.is_sign_negative(), "atan2({y}, {x}): got {got}, want {want}");
+        let tol = 4.0 * f32::EPSILON as f64 * want.abs() + f32::MIN_POSITIVE as f64;
+        assert!((got as f64 - want).abs() <= tol, "atan2({y}, {x}): got {got}, want {want}");
+    }
+}

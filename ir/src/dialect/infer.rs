@@ -148,6 +148,8 @@ pub enum Rule {
     Windows,
     /// `ten.cumsum`: the operand's type; `dim` must be in range.
     Scan,
+    /// `ten.scatter`: the type of the 1-D `x`; `updates` has `index`'s shape and `x`'s dtype.
+    ScatterFlat,
     /// Broadcast of `self` and `mask`, dtype of `self` (masked_scatter, masked_fill).
     MaskedLike,
     /// No inference: result types come from the importer's metadata and are trusted. Used only for
@@ -1070,6 +1072,23 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 dims.push(SymExpr::add(SymExpr::floordiv(SymExpr::add(src.clone(), c(-span)), c(s[i])), c(1)));
             }
             one(tt(dims, t.dtype))
+        }
+        ScatterFlat => {
+            let (x, idx, upd) = (cx.t("x")?, cx.t("index")?, cx.t("updates")?);
+            if x.rank() != 1 {
+                return err(format!("`x` must be 1-D, found rank {}", x.rank()));
+            }
+            if idx.dtype.is_float() || idx.dtype == DType::Bool {
+                return err("`index` must be an integer tensor");
+            }
+            if upd.dims != idx.dims || upd.dtype != x.dtype {
+                return err("`updates` must have the shape of `index` and the dtype of `x`");
+            }
+            let kind = cx.attr("kind").and_then(|a| a.as_str()).unwrap_or("");
+            if !matches!(kind, "set" | "sum" | "prod" | "max" | "min") {
+                return err(format!("unknown scatter kind `{kind}` (set, sum, prod, max or min)"));
+            }
+            one(Type::Tensor(x.clone()))
         }
         Scan => {
             let t = cx.first()?;

@@ -4,14 +4,15 @@ use super::build::{Cx, Lowered};
 use ember_ir::attr::Attr;
 use ember_ir::DType;
 
-/// full/full_like/scalar_tensor/zeros/ones(_like)/fill.Scalar: a splat of the result type.
+/// full/full_like/scalar_tensor/zeros/ones(_like)/fill.Scalar: a splat of the result type; the
+/// empty family is zero-filled (any value is valid for uninitialized memory, zeros are deterministic).
 pub fn fill(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
     let value = match name {
         "full" | "full_like" => cx.attr("fill_value"),
         "scalar_tensor" => cx.attr("s"),
         "fill.Scalar" => cx.attr("value"),
-        "zeros" | "zeros_like" => Some(Attr::Int(0)),
+        "zeros" | "zeros_like" | "empty.memory_format" | "empty_strided" | "empty_permuted" => Some(Attr::Int(0)),
         _ => Some(Attr::Int(1)),
     };
     let value = value.ok_or_else(|| cx.err("missing fill value"))?;

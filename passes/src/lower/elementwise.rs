@@ -62,6 +62,7 @@ pub fn arith(cx: &mut Cx, name: &str) -> Lowered {
         "maximum" => "ten.max",
         "minimum" => "ten.min",
         "pow" => "ten.pow",
+        "atan2" => "ten.atan2",
         "fmod" => "ten.rem",
         "bitwise_and" => "ten.and",
         "bitwise_or" => "ten.or",

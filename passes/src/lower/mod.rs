@@ -13,6 +13,7 @@ mod create;
 mod elementwise;
 mod matmul;
 mod reduce;
+mod scatter;
 mod shape;
 mod window;
 
@@ -64,7 +65,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         // Arithmetic with broadcasting, promotion, wrapped scalars and `alpha`.
         "add.Tensor" | "add.Scalar" | "sub.Tensor" | "sub.Scalar" | "mul.Tensor" | "mul.Scalar" | "div.Tensor" | "div.Scalar"
         | "maximum" | "minimum" | "pow.Tensor_Tensor" | "pow.Scalar" | "fmod.Tensor" | "fmod.Scalar" | "bitwise_and.Tensor"
-        | "bitwise_and.Scalar" | "bitwise_or.Tensor" | "bitwise_or.Scalar" | "bitwise_xor.Tensor" | "bitwise_xor.Scalar" => ew::arith(cx, &name),
+        | "atan2" | "bitwise_and.Scalar" | "bitwise_or.Tensor" | "bitwise_or.Scalar" | "bitwise_xor.Tensor" | "bitwise_xor.Scalar" => ew::arith(cx, &name),
         "div.Tensor_mode" | "div.Scalar_mode" => ew::div_mode(cx),
         "remainder.Tensor" | "remainder.Scalar" => ew::remainder(cx),
         "pow.Tensor_Scalar" => ew::pow_scalar(cx),
@@ -82,6 +83,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "var.correction" | "var.dim" | "var_mean.correction" => reduce::variance(cx, &name),
         "_softmax" | "_log_softmax" => reduce::softmax(cx, name == "_log_softmax"),
         "native_layer_norm" => reduce::layer_norm(cx),
+        "native_group_norm" => reduce::group_norm(cx),
         "_native_batch_norm_legit_no_training" | "_native_batch_norm_legit" => reduce::batch_norm(cx, &name),
         "cumsum" => reduce::cumsum(cx),
         "argmax" | "argmin" | "max.dim" | "min.dim" => reduce::arg_reduction(cx, &name),
@@ -91,6 +93,9 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "avg_pool2d" | "avg_pool3d" => window::avg_pool(cx),
         "_adaptive_avg_pool2d" | "_adaptive_avg_pool3d" => window::adaptive_avg_pool(cx),
         "constant_pad_nd" => window::constant_pad(cx),
+        "upsample_bilinear2d.vec" => window::upsample_bilinear(cx),
+        "upsample_nearest2d.vec" => window::upsample_nearest(cx),
+        "grid_sampler_2d" => window::grid_sampler(cx),
         // Matrix products.
         "mm" | "bmm" | "addmm" => matmul::matmul(cx, &name),
         // Layout: reshapes, transposes, broadcasts, slices, concatenation, gathers.
@@ -104,8 +109,16 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "flip" => shape::flip(cx),
         "repeat" => shape::repeat(cx),
         "embedding" | "index_select" | "index.Tensor" => shape::gather(cx, &name),
+        "gather" => shape::gather_dim(cx),
+        "as_strided" => shape::as_strided(cx),
+        "diagonal" | "diagonal_copy" => shape::diagonal(cx),
+        // Scatters: `ten.scatter` into the flattened input.
+        "scatter.src" | "scatter.value" | "scatter.reduce" | "scatter_add" | "scatter_reduce.two" => scatter::scatter_dim(cx, &name),
+        "index_put" => scatter::index_put(cx),
+        "slice_scatter" | "select_scatter" | "diagonal_scatter" => scatter::view_scatter(cx, &name),
         // Constants, conversions, identities.
-        "full" | "full_like" | "scalar_tensor" | "zeros" | "zeros_like" | "ones" | "ones_like" | "fill.Scalar" => create::fill(cx, &name),
+        "full" | "full_like" | "scalar_tensor" | "zeros" | "zeros_like" | "ones" | "ones_like" | "fill.Scalar"
+        | "empty.memory_format" | "empty_strided" | "empty_permuted" => create::fill(cx, &name),
         "arange" | "arange.start" | "arange.start_step" => create::arange(cx),
         "_to_copy" | "copy" => create::to_copy(cx, &name),
         "clone" | "alias" | "alias_copy" | "detach" | "lift_fresh_copy" => create::identity(cx),

@@ -160,6 +160,55 @@ pub fn layer_norm(cx: &mut Cx) -> Lowered {
     Ok(Some(vec![out, mean, rstd]))
 }
 
+/// native_group_norm: the input [N, C, *] viewed as [N, group, C/group * HxW], normalized per
+/// row like layer norm (biased variance), then per-channel weight and bias. Needs static C and
+/// spatial dims (N may be symbolic).
+pub fn group_norm(cx: &mut Cx) -> Lowered {
+    let (t_out, t_mean, t_rstd) = (cx.out(0)?, cx.out(1)?, cx.out(2)?);
+    let x = cx.arg("input")?;
+    let xt = cx.tt(x);
+    let g = cx.int("group")?;
+    let eps = cx.attr("eps").and_then(|a| a.as_float()).ok_or_else(|| cx.err("attribute `eps` must be a float"))?;
+    if xt.rank() < 2 {
+        return Err(cx.err("group norm needs an input of rank >= 2 (channels are dim 1)"));
+    }
+    let Some(inner) = xt.dims[1..].iter().map(SymExpr::as_const).collect::<Option<Vec<i64>>>() else { return Ok(None) };
+    let ch = inner[0];
+    if g <= 0 || ch % g != 0 {
+        return Err(cx.err(&format!("{ch} channels do not split into {g} groups")));
+    }
+    let hxw: i64 = inner[1..].iter().product();
+    let n = xt.dims[0].clone();
+    let acc = t_mean.dtype;
+    let rows = [n.clone(), c(g), c(ch / g * hxw)];
+    let xa = cx.convert(x, acc)?;
+    let xr = cx.reshape(xa, &rows)?;
+    let s = cx.reduce(xr, "sum", &[2])?;
+    let cnt = cx.count(&rows, &[2], acc, &rows[..2])?;
+    let mean = cx.emit("ten.div", vec![s, cnt], vec![])?;
+    let mean_b = cx.bcast_in_dim(mean, &rows, &[0, 1])?;
+    let d = cx.emit("ten.sub", vec![xr, mean_b], vec![])?;
+    let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
+    let ss = cx.reduce(sq, "sum", &[2])?;
+    let var = cx.emit("ten.div", vec![ss, cnt], vec![])?;
+    let var_eps = cx.binary_scalar("ten.add", var, eps)?;
+    let rstd = cx.unary("ten.rsqrt", var_eps)?;
+    let rstd_b = cx.bcast_in_dim(rstd, &rows, &[0, 1])?;
+    let y = cx.emit("ten.mul", vec![d, rstd_b], vec![])?;
+    let mut y = cx.reshape(y, &xt.dims)?;
+    for (param, op) in [("weight", "ten.mul"), ("bias", "ten.add")] {
+        if let Some(p) = cx.operand(param) {
+            let p = cx.convert(p, acc)?;
+            let p = cx.bcast_in_dim(p, &xt.dims, &[1])?;
+            y = cx.emit(op, vec![y, p], vec![])?;
+        }
+    }
+    let out = cx.convert(y, t_out.dtype)?;
+    let mean = cx.reshape(mean, &t_mean.dims)?;
+    let rstd = cx.reshape(rstd, &t_rstd.dims)?;
+    Ok(Some(vec![out, mean, rstd]))
+}
+
 /// Inference batch norm (`_native_batch_norm_legit_no_training`, and `_native_batch_norm_legit`
 /// with training false) per channel (dim 1), as torch's CPU kernel computes it:
 /// alpha = weight * rsqrt(running_var + eps), beta = bias - running_mean * alpha,

@@ -4,7 +4,7 @@
 use super::build::{c, norm_dim, Cx, Lowered};
 use ember_ir::attr::Attr;
 use ember_ir::dialect::infer;
-use ember_ir::{DType, SymExpr, Value};
+use ember_ir::{DType, SymExpr, TensorType, Value};
 
 /// view/_unsafe_view/reshape/unsqueeze/squeeze: `ten.reshape` to the result shape.
 pub fn reshape(cx: &mut Cx) -> Lowered {
@@ -44,7 +44,7 @@ pub fn expand(cx: &mut Cx) -> Lowered {
 }
 
 /// A slice bound as torch normalizes it: negative counts from the end, past-the-end clamps.
-fn clamp_bound(v: Option<SymExpr>, size: &SymExpr, dflt: SymExpr) -> SymExpr {
+pub(super) fn clamp_bound(v: Option<SymExpr>, size: &SymExpr, dflt: SymExpr) -> SymExpr {
     let Some(v) = v else { return dflt };
     match (v.as_const(), size.as_const()) {
         (Some(v), Some(n)) => c(if v < 0 { (v + n).max(0) } else { v.min(n) }),
@@ -198,10 +198,30 @@ pub fn gather(cx: &mut Cx, name: &str) -> Lowered {
 fn index_tensor(cx: &mut Cx) -> Lowered {
     let x = cx.arg("self")?;
     let xt = cx.tt(x);
+    let Some(ix) = adjacent_index(cx, &xt)? else { return Ok(None) };
+    let mut merged = xt.dims[..ix.first].to_vec();
+    merged.push(c(ix.count));
+    merged.extend_from_slice(&xt.dims[ix.last + 1..]);
+    let xr = cx.reshape(x, &merged)?;
+    Ok(Some(vec![cx.emit("ten.gather", vec![xr, ix.linear], vec![("dim", Attr::Int(ix.first as i64))])?]))
+}
+
+/// The `indices` of index.Tensor / index_put when Ember can express them: adjacent integer
+/// indices over static dims `first..=last`, merged into one row-major index of shape `shape`
+/// (the broadcast of the indices; negative entries wrap) into those dims' `count` elements.
+pub(super) struct AdjacentIndex {
+    pub first: usize,
+    pub last: usize,
+    pub count: i64,
+    pub shape: Vec<SymExpr>,
+    pub linear: Value,
+}
+
+/// None for what stays a torch op: no index, non-adjacent indices (torch moves the result dims
+/// to the front), boolean masks (data-dependent shapes) and symbolic indexed dims.
+pub(super) fn adjacent_index(cx: &mut Cx, xt: &TensorType) -> Result<Option<AdjacentIndex>, String> {
     let idx = cx.operand_list("indices")?;
     let present: Vec<(usize, Value)> = idx.iter().enumerate().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
-    // Not lowered: no index, non-adjacent indices (torch moves the result dims to the front),
-    // boolean masks (data-dependent shapes) and symbolic indexed dims.
     let adjacent = present.windows(2).all(|w| w[1].0 == w[0].0 + 1);
     let sizes: Option<Vec<i64>> = present.iter().map(|&(k, _)| xt.dims.get(k).and_then(|d| d.as_const())).collect();
     let int_indices = present.iter().all(|&(_, v)| {
@@ -209,8 +229,6 @@ fn index_tensor(cx: &mut Cx) -> Lowered {
         dt.is_int() && dt != DType::U8
     });
     let (Some(sizes), true, true, false) = (sizes, adjacent, int_indices, present.is_empty()) else { return Ok(None) };
-    let first = present[0].0;
-    let last = present[present.len() - 1].0;
     let shapes: Vec<Vec<SymExpr>> = present.iter().map(|&(_, v)| cx.tt(v).dims).collect();
     let refs: Vec<&[SymExpr]> = shapes.iter().map(|s| s.as_slice()).collect();
     let bshape = infer::broadcast(&refs).map_err(|e| cx.err(&e.0))?;
@@ -219,10 +237,7 @@ fn index_tensor(cx: &mut Cx) -> Lowered {
     let mut stride = 1i64;
     for (&(_, v), &n) in present.iter().zip(&sizes).rev() {
         let i = cx.coerce(v, DType::I64, &bshape)?;
-        let zero = cx.splat_like(0.0, i)?;
-        let neg = cx.compare("LT", i, zero)?;
-        let wrapped = cx.binary_scalar("ten.add", i, n as f64)?;
-        let mut i = cx.select(neg, wrapped, i)?;
+        let mut i = wrap_index(cx, i, n)?;
         if stride != 1 {
             i = cx.binary_scalar("ten.mul", i, stride as f64)?;
         }
@@ -232,10 +247,140 @@ fn index_tensor(cx: &mut Cx) -> Lowered {
         });
         stride *= n;
     }
-    let mut merged = xt.dims[..first].to_vec();
-    merged.push(c(stride));
-    merged.extend_from_slice(&xt.dims[last + 1..]);
-    let xr = cx.reshape(x, &merged)?;
-    let linear = linear.expect("at least one index");
-    Ok(Some(vec![cx.emit("ten.gather", vec![xr, linear], vec![("dim", Attr::Int(first as i64))])?]))
+    Ok(Some(AdjacentIndex { first: present[0].0, last: present[present.len() - 1].0, count: stride, shape: bshape, linear: linear.expect("at least one index") }))
+}
+
+/// An i64 index into a dim of size `n` with negative entries counted from the end.
+fn wrap_index(cx: &mut Cx, i: Value, n: i64) -> Result<Value, String> {
+    let zero = cx.splat_like(0.0, i)?;
+    let neg = cx.compare("LT", i, zero)?;
+    let wrapped = cx.binary_scalar("ten.add", i, n as f64)?;
+    cx.select(neg, wrapped, i)
+}
+
+/// The row-major element strides of static `dims` (None when a dim is symbolic).
+fn static_strides(dims: &[SymExpr]) -> Option<Vec<i64>> {
+    let sizes: Vec<i64> = dims.iter().map(SymExpr::as_const).collect::<Option<_>>()?;
+    let mut strides = vec![1i64; sizes.len()];
+    for d in (0..sizes.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * sizes[d + 1];
+    }
+    Some(strides)
+}
+
+/// The flat (row-major) position in a static tensor of shape `xdims` of every element of an
+/// index tensor used along `dim` (torch.gather/scatter): sum_k (k == dim ? wrap(index) : iota_k)
+/// * stride_k over the index's shape. None when `xdims` is symbolic.
+pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: usize) -> Result<Option<Value>, String> {
+    let Some(strides) = static_strides(xdims) else { return Ok(None) };
+    let it = cx.tt(index);
+    let mut linear: Option<Value> = None;
+    for (k, &stride) in strides.iter().enumerate() {
+        let term = if k == dim {
+            let i = cx.convert(index, DType::I64)?;
+            wrap_index(cx, i, xdims[dim].as_const().expect("static"))?
+        } else {
+            cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(it.dims.clone())), ("dim", Attr::Int(k as i64)), ("dtype", Attr::DType(DType::I64))])?
+        };
+        let term = if stride != 1 { cx.binary_scalar("ten.mul", term, stride as f64)? } else { term };
+        linear = Some(match linear {
+            Some(l) => cx.emit("ten.add", vec![l, term], vec![])?,
+            None => term,
+        });
+    }
+    Ok(linear)
+}
+
+/// gather(self, dim, index): out[..i_d..] = self[..index[..]..], one `ten.gather` from the
+/// flattened input with the linear index sum_k (k == dim ? index : iota_k) * stride_k over the
+/// index's shape (smaller than self's in the other dims, as torch allows). Negative indices wrap
+/// like index.Tensor (torch raises on them). Symbolic input dims stay a torch op.
+pub fn gather_dim(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let index = cx.arg("index")?;
+    let (xt, it) = (cx.tt(x), cx.tt(index));
+    if xt.rank() == 0 {
+        // A 0-d input has one element; its index must be 0 (torch checks), so it is every result.
+        return Ok(Some(vec![cx.bcast(x, &t.dims)?]));
+    }
+    if it.dims.iter().any(|d| *d == c(0)) {
+        // Nothing to gather (torch accepts an empty index of any rank).
+        return Ok(Some(vec![cx.constf(0.0, t.dtype, &t.dims)?]));
+    }
+    if it.rank() != xt.rank() {
+        return Err(cx.err(&format!("index has rank {} but the input has rank {}", it.rank(), xt.rank())));
+    }
+    let d = norm_dim(cx.int("dim")?, xt.rank()).map_err(|e| cx.err(&e))?;
+    let Some(linear) = linear_along(cx, &xt.dims, index, d)? else { return Ok(None) };
+    let flat = cx.reshape(x, &[xt.numel()])?;
+    Ok(Some(vec![cx.emit("ten.gather", vec![flat, linear], vec![("dim", Attr::Int(0))])?]))
+}
+
+/// diagonal(self, offset, dim1, dim2): dim1 and dim2 moved last and merged, then a strided
+/// `ten.slice` from the first diagonal element with step (size of dim2) + 1. Needs a static dim2.
+pub fn diagonal(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let rank = xt.rank();
+    let err = |e: String| cx.err(&e);
+    let (d1, d2) = (norm_dim(cx.int_or("dim1", 0)?, rank).map_err(err)?, norm_dim(cx.int_or("dim2", 1)?, rank).map_err(err)?);
+    if d1 == d2 {
+        return Err(cx.err("diagonal dimensions cannot be identical"));
+    }
+    let offset = cx.int_or("offset", 0)?;
+    let Some(b) = xt.dims[d2].as_const() else { return Ok(None) };
+    let mut perm: Vec<usize> = (0..rank).filter(|&k| k != d1 && k != d2).collect();
+    perm.extend([d1, d2]);
+    let len = t.dims[rank - 2].clone();
+    let mut merged: Vec<SymExpr> = perm[..rank - 2].iter().map(|&k| xt.dims[k].clone()).collect();
+    merged.push(SymExpr::mul(xt.dims[d1].clone(), c(b)));
+    let tx = if perm.iter().enumerate().all(|(i, &k)| i == k) {
+        x
+    } else {
+        cx.emit("ten.transpose", vec![x], vec![("dims", Attr::Ints(perm.iter().map(|&k| k as i64).collect()))])?
+    };
+    let flat = cx.reshape(tx, &merged)?;
+    // An empty diagonal starts at 0 so the slice stays in bounds.
+    let start = if len == c(0) { 0 } else if offset >= 0 { offset } else { -offset * b };
+    let mut starts = vec![c(0); rank - 1];
+    starts[rank - 2] = c(start);
+    let mut steps = vec![1; rank - 1];
+    steps[rank - 2] = b + 1;
+    let v = cx.emit("ten.slice", vec![flat], vec![("start", Attr::dims(starts)), ("shape", Attr::dims(t.dims.clone())), ("step", Attr::Ints(steps))])?;
+    Ok(Some(vec![v]))
+}
+
+/// as_strided(self, size, stride, storage_offset) of a function input: one `ten.gather` from the
+/// flattened input at `offset + sum_k iota_k * stride_k`. The input's storage is taken to be its
+/// row-major elements (Ember's inputs are dense); a computed operand (whose eager storage may be
+/// laid out differently) or symbolic sizes stay a torch op.
+pub fn as_strided(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    if cx.m.defining_op(x).is_some() || !xt.is_static() || !t.is_static() {
+        return Ok(None);
+    }
+    let Some(strides) = cx.attr("stride").and_then(|a| a.as_dims()).and_then(|v| v.iter().map(SymExpr::as_const).collect::<Option<Vec<i64>>>()) else { return Ok(None) };
+    let offset = match cx.attr("storage_offset").map(|a| a.as_sym().and_then(|s| s.as_const())) {
+        Some(Some(o)) => o,
+        Some(None) => return Ok(None),
+        None => 0,
+    };
+    if strides.len() != t.rank() {
+        return Err(cx.err(&format!("{} strides for {} sizes", strides.len(), t.rank())));
+    }
+    let mut lin = cx.constf(offset as f64, DType::I64, &t.dims)?;
+    for (k, &s) in strides.iter().enumerate() {
+        if s == 0 || t.dims[k] == c(1) {
+            continue;
+        }
+        let io = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(t.dims.clone())), ("dim", Attr::Int(k as i64)), ("dtype", Attr::DType(DType::I64))])?;
+        let term = if s != 1 { cx.binary_scalar("ten.mul", io, s as f64)? } else { io };
+        lin = cx.emit("ten.add", vec![lin, term], vec![])?;
+    }
+    let flat = cx.reshape(x, &[xt.numel()])?;
+    Ok(Some(vec![cx.emit("ten.gather", vec![flat, lin], vec![("dim", Attr::Int(0))])?]))
 }

@@ -1,4 +1,5 @@
-//! Sliding-window ops: convolution, max/avg pooling, adaptive average pooling, constant padding.
+//! Sliding-window ops: convolution, max/avg pooling, adaptive average pooling, constant padding,
+//! bilinear/nearest resampling and grid sampling.
 //!
 //! Padding is `ten.pad`; windows are `ten.windows` (`[.., S] -> [.., K, O]`, an index remap).
 //! Convolution is im2col: the windows of the padded input are transposed to
@@ -73,12 +74,13 @@ fn lowest(dtype: DType) -> Attr {
     })
 }
 
-/// convolution (N-d, any groups; transposed convolutions are an error).
+/// convolution (N-d, any groups). A transposed convolution is the plain convolution (stride 1)
+/// of the input dilated by `stride` (each element followed by stride - 1 zeros: a size-1 dim
+/// padded and merged), padded by dilation * (kernel - 1) - padding on both sides (plus
+/// output_padding after; negative amounts crop), with the weight's in/out channels swapped per
+/// group and its spatial dims reversed.
 pub fn convolution(cx: &mut Cx) -> Lowered {
     let t = cx.out(0)?;
-    if cx.bool_or("transposed", false) {
-        return Err(cx.err("transposed convolution is not supported yet"));
-    }
     let (x, w) = (cx.arg("input")?, cx.arg("weight")?);
     let (xt, wt) = (cx.tt(x), cx.tt(w));
     if xt.rank() < 3 || wt.rank() != xt.rank() || t.rank() != xt.rank() {
@@ -89,21 +91,64 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
     if groups < 1 {
         return Err(cx.err("`groups` must be positive"));
     }
-    let stride = int_list(cx, "stride", sp, Some(&vec![1; sp]))?;
+    let mut stride = int_list(cx, "stride", sp, Some(&vec![1; sp]))?;
     let padding = int_list(cx, "padding", sp, Some(&vec![0; sp]))?;
     let dilation = int_list(cx, "dilation", sp, Some(&vec![1; sp]))?;
     let kernel: Vec<i64> = wt.dims[2..].iter().map(|d| d.as_const().ok_or_else(|| cx.err("convolution kernel sizes must be static"))).collect::<Result<_, _>>()?;
     let x = cx.convert(x, t.dtype)?;
-    let w = cx.convert(w, t.dtype)?;
+    let mut w = cx.convert(w, t.dtype)?;
     let mut low = vec![c(0), c(0)];
-    low.extend(padding.iter().map(|&p| c(p)));
-    let cols = if kernel.iter().chain(&stride).all(|&k| k == 1) && padding.iter().all(|&p| p == 0) {
+    let mut high = vec![c(0), c(0)];
+    let mut x = x;
+    if cx.bool_or("transposed", false) {
+        let out_pad = int_list(cx, "output_padding", sp, Some(&vec![0; sp]))?;
+        if stride.iter().any(|&s| s > 1) {
+            // [N, C, S..] -> [N, C, S, 1, ..] padded to [N, C, S, s, ..] -> [N, C, S*s, ..].
+            let mut split = xt.dims[..2].to_vec();
+            let mut merged = xt.dims[..2].to_vec();
+            let mut hi = vec![c(0), c(0)];
+            for (i, &s) in stride.iter().enumerate() {
+                split.extend([xt.dims[2 + i].clone(), c(1)]);
+                merged.push(SymExpr::mul(xt.dims[2 + i].clone(), c(s)));
+                hi.extend([c(0), c(s - 1)]);
+            }
+            let r = cx.reshape(x, &split)?;
+            let p = pad(cx, r, vec![c(0); split.len()], hi, Attr::Float(0.0))?;
+            x = cx.reshape(p, &merged)?;
+        }
+        for i in 0..sp {
+            let edge = dilation[i] * (kernel[i] - 1) - padding[i];
+            low.push(c(edge));
+            // The merged dim ends with stride - 1 zeros the dilation does not have.
+            high.push(c(edge + out_pad[i] - (stride[i] - 1)));
+        }
+        // [Cin, Cout/g, K..] -> [g, Cin/g, Cout/g, K..] -> [g, Cout/g, Cin/g, K..] -> [Cout, Cin/g, K..], K reversed.
+        let Some(cin) = wt.dims[0].as_const() else { return Ok(None) };
+        let Some(cog) = wt.dims[1].as_const() else { return Ok(None) };
+        let g = groups;
+        let mut split = vec![c(g), c(cin / g), c(cog)];
+        split.extend(wt.dims[2..].iter().cloned());
+        let wr = cx.reshape(w, &split)?;
+        let mut perm = vec![0, 2, 1];
+        perm.extend(3..3 + sp);
+        let wr = transpose(cx, wr, &perm)?;
+        let mut wshape = vec![c(cog * g), c(cin / g)];
+        wshape.extend(wt.dims[2..].iter().cloned());
+        let wr = cx.reshape(wr, &wshape)?;
+        w = cx.emit("ten.reverse", vec![wr], vec![("dims", Attr::Ints((2..2 + sp as i64).collect()))])?;
+        stride = vec![1; sp];
+    } else {
+        low.extend(padding.iter().map(|&p| c(p)));
+        high = low.clone();
+    }
+    let (xt, wt) = (cx.tt(x), cx.tt(w));
+    let cols = if kernel.iter().chain(&stride).all(|&k| k == 1) && low.iter().chain(&high).all(|p| *p == c(0)) {
         // 1x1, stride 1: the columns are the input itself, [C, N, S..] (no copy when N is 1).
         let mut perm = vec![1, 0];
         perm.extend(2..2 + sp);
         transpose(cx, x, &perm)?
     } else {
-        let xp = pad(cx, x, low.clone(), low, Attr::Float(0.0))?;
+        let xp = pad(cx, x, low, high, Attr::Float(0.0))?;
         let win = windows(cx, xp, &kernel, &stride, &dilation)?;
         // [N, C, K.., O..] -> [C, K.., N, O..]
         let mut perm = vec![1];
@@ -370,4 +415,220 @@ pub fn constant_pad(cx: &mut Cx) -> Lowered {
     let value = super::build::scalar_as(&value, t.dtype).ok_or_else(|| cx.err("`value` must be a number"))?;
     let y = pad(cx, x, low, high, value)?;
     Ok(Some(vec![cx.reshape(y, &t.dims)?]))
+}
+
+/// upsample_bilinear2d.vec: per spatial dim, torch's CPU source coordinate (f32 arithmetic:
+/// `src = scale * dst` with align_corners, else `max(scale * (dst + 0.5) - 0.5, 0)`, scale
+/// `(in - 1) / (out - 1)`, `1 / scale_factor` or `in / out`), the two neighbours
+/// `i0 = floor(src)`, `i1 = min(i0 + 1, in - 1)` gathered along the dim and blended with
+/// `l1 = clamp(src - i0, 0, 1)`, `l0 = 1 - l1`; width first, then height, as torch sums.
+/// Half floats compute in f32. Symbolic spatial sizes stay a torch op.
+pub fn upsample_bilinear(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("input")?;
+    let xt = cx.tt(x);
+    if xt.rank() != 4 || !t.dtype.is_float() {
+        return Ok(None);
+    }
+    let (Some(ins), Some(outs)) = (xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(), t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>()) else {
+        return Ok(None);
+    };
+    let align = cx.bool_or("align_corners", false);
+    let factors: Option<Vec<f64>> = match cx.attr("scale_factors") {
+        Some(Attr::Floats(v)) => Some(v),
+        _ => None,
+    };
+    let acc = acc_dtype(t.dtype);
+    let mut y = cx.convert(x, acc)?;
+    for dim in [3usize, 2] {
+        let (n_in, n_out) = (ins[dim - 2], outs[dim - 2]);
+        let factor = factors.as_ref().and_then(|f| f.get(dim - 2).copied()).filter(|&s| s > 0.0);
+        // torch's area_pixel_compute_scale, in f32 like its kernel's opmath.
+        let scale = if align {
+            if n_out > 1 { (n_in - 1) as f32 / (n_out - 1) as f32 } else { 0.0 }
+        } else {
+            match factor {
+                Some(s) => (1.0 / s) as f32,
+                None => n_in as f32 / n_out as f32,
+            }
+        };
+        let shape = [c(n_out)];
+        let dst = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::F32))])?;
+        let src = if align {
+            cx.binary_scalar("ten.mul", dst, scale as f64)?
+        } else {
+            let s = cx.binary_scalar("ten.add", dst, 0.5)?;
+            let s = cx.binary_scalar("ten.mul", s, scale as f64)?;
+            let s = cx.binary_scalar("ten.sub", s, 0.5)?;
+            cx.binary_scalar("ten.max", s, 0.0)?
+        };
+        let i0 = cx.convert(src, DType::I64)?;
+        let i1 = cx.binary_scalar("ten.add", i0, 1.0)?;
+        let i1 = cx.binary_scalar("ten.min", i1, (n_in - 1) as f64)?;
+        let f0 = cx.convert(i0, DType::F32)?;
+        let l1 = cx.emit("ten.sub", vec![src, f0], vec![])?;
+        let l1 = cx.binary_scalar("ten.max", l1, 0.0)?;
+        let l1 = cx.binary_scalar("ten.min", l1, 1.0)?;
+        let one = cx.splat_like(1.0, l1)?;
+        let l0 = cx.emit("ten.sub", vec![one, l1], vec![])?;
+        let g0 = cx.emit("ten.gather", vec![y, i0], vec![("dim", Attr::Int(dim as i64))])?;
+        let g1 = cx.emit("ten.gather", vec![y, i1], vec![("dim", Attr::Int(dim as i64))])?;
+        let gshape = cx.tt(g0).dims;
+        let l0 = cx.convert(l0, acc)?;
+        let l1 = cx.convert(l1, acc)?;
+        let l0 = cx.bcast_in_dim(l0, &gshape, &[dim])?;
+        let l1 = cx.bcast_in_dim(l1, &gshape, &[dim])?;
+        let a = cx.emit("ten.mul", vec![g0, l0], vec![])?;
+        let b = cx.emit("ten.mul", vec![g1, l1], vec![])?;
+        y = cx.emit("ten.add", vec![a, b], vec![])?;
+    }
+    Ok(Some(vec![cx.convert(y, t.dtype)?]))
+}
+
+/// upsample_nearest2d.vec: torch's `nearest_idx` per spatial dim, `min(floor(dst * scale), in - 1)`
+/// with the f32 scale `1 / scale_factor` or `in / out` (exact `dst` for equal sizes, `dst / 2`
+/// for doubling), one gather per dim. Symbolic spatial sizes stay a torch op.
+pub fn upsample_nearest(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("input")?;
+    let xt = cx.tt(x);
+    if xt.rank() != 4 {
+        return Ok(None);
+    }
+    let (Some(ins), Some(outs)) = (xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(), t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>()) else {
+        return Ok(None);
+    };
+    let factors: Option<Vec<f64>> = match cx.attr("scale_factors") {
+        Some(Attr::Floats(v)) => Some(v),
+        _ => None,
+    };
+    let mut y = x;
+    for dim in [2usize, 3] {
+        let (n_in, n_out) = (ins[dim - 2], outs[dim - 2]);
+        if n_in == n_out {
+            continue;
+        }
+        let shape = [c(n_out)];
+        let idx = if n_out == 2 * n_in {
+            let dst = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))])?;
+            cx.binary_scalar("ten.div", dst, 2.0)?
+        } else {
+            let factor = factors.as_ref().and_then(|f| f.get(dim - 2).copied()).filter(|&s| s > 0.0);
+            let scale = match factor {
+                Some(s) => (1.0 / s) as f32,
+                None => n_in as f32 / n_out as f32,
+            };
+            let dst = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::F32))])?;
+            let s = cx.binary_scalar("ten.mul", dst, scale as f64)?;
+            let s = cx.unary("ten.floor", s)?;
+            let i = cx.convert(s, DType::I64)?;
+            cx.binary_scalar("ten.min", i, (n_in - 1) as f64)?
+        };
+        y = cx.emit("ten.gather", vec![y, idx], vec![("dim", Attr::Int(dim as i64))])?;
+    }
+    Ok(Some(vec![y]))
+}
+
+/// grid_sampler_2d with bilinear or nearest interpolation and zeros or border padding (f32,
+/// static shapes), as torch's CPU kernel: grid coordinates unnormalized to pixels
+/// (`(g + 1) / 2 * (size - 1)` with align_corners, else `((g + 1) * size - 1) / 2`), clipped to
+/// [0, size - 1] for border padding; bilinear reads the four neighbours `floor`, `floor + 1`
+/// weighted `(1 - t) / t` per axis, nearest the `round`-half-even one; neighbours outside the
+/// input read 0. Each read is one `ten.gather` from the flattened input at
+/// `((n * C + c) * H + y) * W + x`. Reflection padding and bicubic stay a torch op.
+pub fn grid_sampler(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let (x, grid) = (cx.arg("input")?, cx.arg("grid")?);
+    let (xt, gt) = (cx.tt(x), cx.tt(grid));
+    let (mode, padding, align) = (cx.int("interpolation_mode")?, cx.int("padding_mode")?, cx.bool_or("align_corners", false));
+    if t.dtype != DType::F32 || gt.dtype != DType::F32 || mode > 1 || padding > 1 || xt.rank() != 4 || gt.rank() != 4 {
+        return Ok(None);
+    }
+    let (Some(xs), Some(gs)) = (xt.static_shape(), gt.static_shape()) else { return Ok(None) };
+    let (n, ch, h, w) = (xs[0], xs[1], xs[2], xs[3]);
+    let (ho, wo) = (gs[1], gs[2]);
+    if xs.iter().chain(&gs).any(|&d| d == 0) {
+        return Ok(Some(vec![cx.constf(0.0, t.dtype, &t.dims)?]));
+    }
+    let pshape = [c(n), c(ho), c(wo)];
+    // Pixel coordinate along grid component `k` (0 = x over W, 1 = y over H).
+    let coord = |cx: &mut Cx, k: i64, size: i64| -> Result<Value, String> {
+        let g = cx.emit("ten.slice", vec![grid], vec![("start", Attr::Ints(vec![0, 0, 0, k])), ("shape", Attr::Ints(vec![n, ho, wo, 1])), ("step", Attr::Ints(vec![1; 4]))])?;
+        let g = cx.reshape(g, &pshape)?;
+        let g1 = cx.binary_scalar("ten.add", g, 1.0)?;
+        let mut p = if align {
+            let half = cx.binary_scalar("ten.div", g1, 2.0)?;
+            cx.binary_scalar("ten.mul", half, (size - 1) as f64)?
+        } else {
+            let s = cx.binary_scalar("ten.mul", g1, size as f64)?;
+            let s = cx.binary_scalar("ten.sub", s, 1.0)?;
+            cx.binary_scalar("ten.div", s, 2.0)?
+        };
+        if padding == 1 {
+            p = cx.binary_scalar("ten.max", p, 0.0)?;
+            p = cx.binary_scalar("ten.min", p, (size - 1) as f64)?;
+        }
+        Ok(p)
+    };
+    let ix = coord(cx, 0, w)?;
+    let iy = coord(cx, 1, h)?;
+    let flat = cx.reshape(x, &[c(n * ch * h * w)])?;
+    let oshape = t.dims.clone();
+    let io_n = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(oshape.clone())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))])?;
+    let io_c = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(oshape.clone())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))])?;
+    let nc = cx.binary_scalar("ten.mul", io_n, ch as f64)?;
+    let nc = cx.emit("ten.add", vec![nc, io_c], vec![])?;
+    let base = cx.binary_scalar("ten.mul", nc, (h * w) as f64)?;
+    // The input value at integer-valued f32 pixel coordinates (xc, yc), 0 outside the input.
+    let read = |cx: &mut Cx, xc: Value, yc: Value| -> Result<Value, String> {
+        let xi = cx.convert(xc, DType::I64)?;
+        let yi = cx.convert(yc, DType::I64)?;
+        let mut inside: Option<Value> = None;
+        for (v, size) in [(xi, w), (yi, h)] {
+            let zero = cx.splat_like(0.0, v)?;
+            let lo = cx.compare("GE", v, zero)?;
+            let top = cx.splat_like(size as f64, v)?;
+            let hi = cx.compare("LT", v, top)?;
+            let both = cx.emit("ten.and", vec![lo, hi], vec![])?;
+            inside = Some(match inside {
+                Some(a) => cx.emit("ten.and", vec![a, both], vec![])?,
+                None => both,
+            });
+        }
+        let inside = inside.expect("two axes");
+        let zero = cx.splat_like(0.0, xi)?;
+        let pos = cx.binary_scalar("ten.mul", yi, w as f64)?;
+        let pos = cx.emit("ten.add", vec![pos, xi], vec![])?;
+        let pos = cx.select(inside, pos, zero)?;
+        let pos = cx.bcast_in_dim(pos, &oshape, &[0, 2, 3])?;
+        let pos = cx.emit("ten.add", vec![base, pos], vec![])?;
+        let v = cx.emit("ten.gather", vec![flat, pos], vec![("dim", Attr::Int(0))])?;
+        let inside = cx.bcast_in_dim(inside, &oshape, &[0, 2, 3])?;
+        let z = cx.splat_like(0.0, v)?;
+        cx.select(inside, v, z)
+    };
+    if mode == 1 {
+        let xr = cx.unary("ten.round", ix)?;
+        let yr = cx.unary("ten.round", iy)?;
+        return Ok(Some(vec![read(cx, xr, yr)?]));
+    }
+    let (xw, yn) = (cx.unary("ten.floor", ix)?, cx.unary("ten.floor", iy)?);
+    let xe = cx.binary_scalar("ten.add", xw, 1.0)?;
+    let ys = cx.binary_scalar("ten.add", yn, 1.0)?;
+    let tw = cx.emit("ten.sub", vec![ix, xw], vec![])?;
+    let te = cx.emit("ten.sub", vec![xe, ix], vec![])?;
+    let tn = cx.emit("ten.sub", vec![iy, yn], vec![])?;
+    let ts = cx.emit("ten.sub", vec![ys, iy], vec![])?;
+    let mut out: Option<Value> = None;
+    for (xc, yc, a, b) in [(xw, yn, ts, te), (xe, yn, ts, tw), (xw, ys, tn, te), (xe, ys, tn, tw)] {
+        let wgt = cx.emit("ten.mul", vec![a, b], vec![])?;
+        let wgt = cx.bcast_in_dim(wgt, &oshape, &[0, 2, 3])?;
+        let v = read(cx, xc, yc)?;
+        let term = cx.emit("ten.mul", vec![v, wgt], vec![])?;
+        out = Some(match out {
+            Some(o) => cx.emit("ten.add", vec![o, term], vec![])?,
+            None => term,
+        });
+    }
+    Ok(Some(vec![out.expect("four neighbours")]))
 }

@@ -321,6 +321,11 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             self.b.build_return(None).map_err(le)?;
             return Ok(());
         }
+        if self.m.op(root_op).name == "ten.scatter" {
+            self.scatter(root_op, out, start)?;
+            self.b.build_return(None).map_err(le)?;
+            return Ok(());
+        }
         if dims.is_empty() {
             // Rank 0: the runtime calls with [0, 1).
             let v = if is_reduce { self.reduce(root_op, &[])? } else { self.emit(root, &[])? };
@@ -399,6 +404,66 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         };
         let mut idx = Vec::new();
         self.nest(&others, outer, &mut idx, &mut |k, o| k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt))
+    }
+
+    /// `ten.scatter`: the call that starts at 0 copies `x` into the result, then applies the
+    /// updates one at a time in row-major order (so several updates of one element combine in a
+    /// fixed order and the last `set` wins); out-of-range indices are skipped. The other calls
+    /// return: the updates cannot be split by output rows.
+    fn scatter(&mut self, op: ember_ir::OpId, out: usize, start: IntValue<'ctx>) -> R<()> {
+        let d = self.m.op(op);
+        let (x, index, upd) = (d.operands[0], d.operands[1], d.operands[2]);
+        let kind = d.attrs.get("kind").and_then(|a| a.as_str()).ok_or("scatter without kind")?.to_string();
+        let binop = match kind.as_str() {
+            "set" => None,
+            "sum" => Some("add"),
+            "prod" => Some("mul"),
+            "max" => Some("max"),
+            "min" => Some("min"),
+            k => return Err(format!("unknown scatter kind `{k}`")),
+        };
+        let dims = self.dims(d.results[0]);
+        let udims = self.dims(upd);
+        let (dt, idt) = (self.dtype(x), self.dtype(index));
+        let go = self.ctx.append_basic_block(self.f, "scatter");
+        let done = self.ctx.append_basic_block(self.f, "done");
+        let first = self.b.build_int_compare(IntPredicate::EQ, start, self.i64c(0), "").map_err(le)?;
+        self.b.build_conditional_branch(first, go, done).map_err(le)?;
+        self.b.position_at_end(go);
+        let mut idx = Vec::new();
+        self.nest(&dims, None, &mut idx, &mut |k, i| {
+            let v = k.emit(x, i)?;
+            let lin = k.linear(i, &dims)?;
+            k.store(out, lin, dt, v)
+        })?;
+        let n = self.sym(&dims[0])?;
+        let mut idx = Vec::new();
+        self.nest(&udims, None, &mut idx, &mut |k, s| {
+            let iv = k.emit(index, s)?;
+            let iv = k.convert(iv, idt, DType::I64)?.into_int_value();
+            let u = k.emit(upd, s)?;
+            let lo = k.b.build_int_compare(IntPredicate::SGE, iv, k.i64c(0), "").map_err(le)?;
+            let hi = k.b.build_int_compare(IntPredicate::SLT, iv, n, "").map_err(le)?;
+            let ok = k.b.build_and(lo, hi, "").map_err(le)?;
+            let then = k.ctx.append_basic_block(k.f, "update");
+            let next = k.ctx.append_basic_block(k.f, "next");
+            k.b.build_conditional_branch(ok, then, next).map_err(le)?;
+            k.b.position_at_end(then);
+            let v = match binop {
+                None => u,
+                Some(b) => {
+                    let a = k.load(out, iv, dt)?;
+                    k.binary(b, dt, a, u)?
+                }
+            };
+            k.store(out, iv, dt, v)?;
+            k.b.build_unconditional_branch(next).map_err(le)?;
+            k.b.position_at_end(next);
+            Ok(())
+        })?;
+        self.b.build_unconditional_branch(done).map_err(le)?;
+        self.b.position_at_end(done);
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -572,6 +637,49 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(self.b.build_call(f, &[x.into()], "").map_err(le)?.try_as_basic_value().basic().ok_or("libm returned void")?)
     }
 
+    fn libm2(&self, name: &str, x: FloatValue<'ctx>, y: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        let ft = x.get_type();
+        let sym = if ft == self.ctx.f32_type() { format!("{name}f") } else { name.to_string() };
+        let f = self.module.get_function(&sym).unwrap_or_else(|| self.module.add_function(&sym, ft.fn_type(&[ft.into(), ft.into()], false), Some(Linkage::External)));
+        Ok(self.b.build_call(f, &[x.into(), y.into()], "").map_err(le)?.try_as_basic_value().basic().ok_or("libm returned void")?)
+    }
+
+    /// atan2(y, x) in f32 without a libm call: t = min(|x|, |y|) / max(|x|, |y|) in [0, 1]
+    /// (0 when both are 0, 1 when they are equal, so two infinities give pi/4), reduced to
+    /// |z| <= tan(pi/8) by z = (t - 1) / (t + 1) above tan(pi/8), Cephes' atanf polynomial, then
+    /// the octant and quadrant fix-ups: pi/2 - r when |y| > |x|, pi - r when x has its sign bit
+    /// set (so atan2(0, -0) = pi), and the sign of y. NaN in either operand gives NaN.
+    fn atan2_f32(&self, y: FloatValue<'ctx>, x: FloatValue<'ctx>) -> R<FloatValue<'ctx>> {
+        let b = &self.b;
+        let ty = x.get_type().as_basic_type_enum();
+        let fabs = |v: FloatValue<'ctx>| -> R<FloatValue<'ctx>> { Ok(self.intrinsic("llvm.fabs", ty, &[v.into()])?.into_float_value()) };
+        let sel = |c, a: FloatValue<'ctx>, e: FloatValue<'ctx>| -> R<FloatValue<'ctx>> { Ok(b.build_select(c, a, e, "").map_err(le)?.into_float_value()) };
+        let (ax, ay) = (fabs(x)?, fabs(y)?);
+        let swap = b.build_float_compare(FloatPredicate::OGT, ay, ax, "").map_err(le)?;
+        let mx = sel(swap, ay, ax)?;
+        let mn = sel(swap, ax, ay)?;
+        let q = b.build_float_div(mn, mx, "").map_err(le)?;
+        let eq = b.build_float_compare(FloatPredicate::OEQ, ax, ay, "").map_err(le)?;
+        let t = sel(eq, self.fconst(1.0), q)?;
+        let zero = b.build_float_compare(FloatPredicate::OEQ, mx, self.fconst(0.0), "").map_err(le)?;
+        let t = sel(zero, self.fconst(0.0), t)?;
+        let big = b.build_float_compare(FloatPredicate::OGT, t, self.fconst(0.414_213_562_373_095_03), "").map_err(le)?;
+        let zb = b.build_float_div(b.build_float_sub(t, self.fconst(1.0), "").map_err(le)?, b.build_float_add(t, self.fconst(1.0), "").map_err(le)?, "").map_err(le)?;
+        let z = sel(big, zb, t)?;
+        let z2 = b.build_float_mul(z, z, "").map_err(le)?;
+        let p = self.horner(z2, &[-3.333_294_915_39e-1, 1.997_771_064_78e-1, -1.387_768_560_32e-1, 8.053_744_495_38e-2])?;
+        let r = b.build_float_add(z, b.build_float_mul(b.build_float_mul(z, z2, "").map_err(le)?, p, "").map_err(le)?, "").map_err(le)?;
+        let r = sel(big, b.build_float_add(r, self.fconst(std::f64::consts::FRAC_PI_4), "").map_err(le)?, r)?;
+        let r = sel(swap, b.build_float_sub(self.fconst(std::f64::consts::FRAC_PI_2), r, "").map_err(le)?, r)?;
+        let i32t = self.ctx.i32_type();
+        let xbits = b.build_bit_cast(x, i32t, "").map_err(le)?.into_int_value();
+        let xneg = b.build_int_compare(IntPredicate::SLT, xbits, i32t.const_zero(), "").map_err(le)?;
+        let r = sel(xneg, b.build_float_sub(self.fconst(std::f64::consts::PI), r, "").map_err(le)?, r)?;
+        let r = self.intrinsic("llvm.copysign", ty, &[r.into(), y.into()])?.into_float_value();
+        let nan = b.build_float_compare(FloatPredicate::UNO, x, y, "").map_err(le)?;
+        sel(nan, b.build_float_add(x, y, "").map_err(le)?, r)
+    }
+
     fn unary(&self, name: &str, dt: DType, x: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
         let b = &self.b;
         if let BasicValueEnum::FloatValue(f) = x {
@@ -735,6 +843,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 "max" => self.intrinsic("llvm.maximum", ty, &[a, c])?,
                 "min" => self.intrinsic("llvm.minimum", ty, &[a, c])?,
                 "pow" => self.intrinsic("llvm.pow", ty, &[a, c])?,
+                "atan2" if dt == DType::F32 => self.atan2_f32(x, y)?.into(),
+                "atan2" => self.libm2("atan2", x, y)?,
                 n => return Err(format!("`ten.{n}` is not supported for {}", dt.torch_name())),
             });
         }
@@ -847,7 +957,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 let x = self.emit(ops[0], idx)?;
                 self.unary(&name, dt, x)
             }
-            "add" | "sub" | "mul" | "div" | "rem" | "max" | "min" | "pow" | "and" | "or" | "xor" => {
+            "add" | "sub" | "mul" | "div" | "rem" | "max" | "min" | "pow" | "atan2" | "and" | "or" | "xor" => {
                 let x = self.emit(ops[0], idx)?;
                 let y = self.emit(ops[1], idx)?;
                 self.binary(&name, dt, x, y)

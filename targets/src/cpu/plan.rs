@@ -9,7 +9,7 @@
 //! A GEMM operand that is a transpose/broadcast/reshape chain over a computed value materializes
 //! only that value (e.g. convolution's im2col windows in `[C, K.., N, O..]` order, without the
 //! reshape's index arithmetic) and reads it through strides. `ten.cumsum` results are kernel roots
-//! (a running sum per line), and so are computed inputs of `ten.windows`, which reads each element
+//! (a running sum per line), so are `ten.scatter` results (a copy, then sequential updates), and so are computed inputs of `ten.windows`, which reads each element
 //! up to kernel-size times.
 
 use ember_ir::module::{Module, OpId, Value, ValueDef};
@@ -156,7 +156,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
                     }
                 }
             }
-            "ten.reduce" | "ten.cumsum" => want(d.results[0], &mut materialize),
+            "ten.reduce" | "ten.cumsum" | "ten.scatter" => want(d.results[0], &mut materialize),
             "ten.windows" => {
                 let mut src = d.operands[0];
                 while let Some(p) = m.defining_op(src).filter(|&p| m.op(p).name == "ten.pad") {
@@ -270,7 +270,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
 /// Kernel roots that may share loops with others: plain index functions and reductions.
 fn groupable(m: &Module, r: Value) -> bool {
     let Some(op) = m.defining_op(r) else { return false };
-    !matches!(m.op(op).name.as_str(), "ten.cumsum") && m.ty(r).tensor().is_some_and(|t| t.rank() >= 1)
+    !matches!(m.op(op).name.as_str(), "ten.cumsum" | "ten.scatter") && m.ty(r).tensor().is_some_and(|t| t.rank() >= 1)
 }
 
 /// Whether every member reads earlier members' values only at its own row (the same index in
@@ -310,7 +310,7 @@ fn expr_rows(m: &Module, v: Value, map: &[Option<usize>], internal: &[Value], bu
         d.name.as_str(),
         "ten.abs" | "ten.neg" | "ten.exp" | "ten.log" | "ten.sqrt" | "ten.rsqrt" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.tanh"
             | "ten.erf" | "ten.log1p" | "ten.sigmoid" | "ten.floor" | "ten.ceil" | "ten.trunc" | "ten.round" | "ten.sign" | "ten.not"
-            | "ten.add" | "ten.sub" | "ten.mul" | "ten.div" | "ten.rem" | "ten.max" | "ten.min" | "ten.pow" | "ten.and" | "ten.or"
+            | "ten.add" | "ten.sub" | "ten.mul" | "ten.div" | "ten.rem" | "ten.max" | "ten.min" | "ten.pow" | "ten.atan2" | "ten.and" | "ten.or"
             | "ten.xor" | "ten.compare" | "ten.select" | "ten.convert"
     );
     let child_map: Vec<Option<usize>> = if same_shape {
@@ -348,8 +348,8 @@ fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut HashMap<
     let d = m.op(op);
     let own = match d.name.as_str() {
         n if is_remap(n) => 0,
-        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" => 4,
-        "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.windows" => u32::MAX / 4,
+        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" | "ten.atan2" => 4,
+        "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.scatter" | "ten.windows" => u32::MAX / 4,
         _ => 1,
     };
     let operands = d.operands.clone();

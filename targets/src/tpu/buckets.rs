@@ -233,6 +233,8 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
         "reverse" => on(&ints("dims"), "reverses"),
         "cumsum" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "accumulates along"),
         "gather" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "gathers along"),
+        // Padded index entries would update real elements.
+        "scatter" if d.operands.iter().any(|&o| sym_dims(m, o).iter().any(|&s| s)) => Err("it scatters with a symbolic size".into()),
         "windows" => {
             let n = ints("kernel").len();
             on(&((xs.len() - n) as i64..xs.len() as i64).collect::<Vec<_>>(), "slides windows along")

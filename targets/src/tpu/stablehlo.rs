@@ -8,7 +8,7 @@
 //!
 //! | ten | StableHLO |
 //! |---|---|
-//! | add sub mul div max min pow rem and or xor | add subtract multiply divide maximum minimum power remainder and or xor |
+//! | add sub mul div max min pow atan2 rem and or xor | add subtract multiply divide maximum minimum power atan2 remainder and or xor |
 //! | abs neg exp log log1p sqrt rsqrt tanh sin cos tan floor ceil round sign sigmoid not | abs negate exponential log log_plus_one sqrt rsqrt tanh sine cosine tan floor ceil round_nearest_even sign logistic not |
 //! | erf | `chlo.erf` (XLA expands it) |
 //! | trunc | select(x < 0, ceil x, floor x) |
@@ -19,6 +19,7 @@
 //! | reduce argmax/argmin | variadic reduce over (x, row-major index within the dims), first extreme wins, NaN is the extreme |
 //! | dot_general | dot_general, `precision = [HIGHEST, HIGHEST]` for floats (TPUs default to bf16 passes; `--precision` sets it for f32) |
 //! | gather | gather with `collapsed_slice_dims = start_index_map = [dim]`, `index_vector_dim = rank(index)` |
+//! | scatter | scatter with `inserted_window_dims = scatter_dims_to_operand_dims = [0]`, `index_vector_dim = rank(index)`, the kind's combiner as the update region (set returns the update) |
 //! | cumsum | reduce_window add, window = the dim's size, padded low by size-1 |
 //! | windows | per window dim: kernel-size strided slices stacked with concatenate, then one transpose |
 //! | ember.fusion_group softmax/layer_norm/rms_norm/attention, gemm with an activation | `stablehlo.composite "ember.<kind>"`, parameters in `composite_attributes`, body in `func.func private @ember.<kind>.<n>` |
@@ -641,6 +642,7 @@ impl<'a> Emitter<'a> {
             "max" => Some("maximum"),
             "min" => Some("minimum"),
             "pow" => Some("power"),
+            "atan2" => Some("atan2"),
             "rem" => Some("remainder"),
             "and" => Some("and"),
             "or" => Some("or"),
@@ -806,6 +808,36 @@ impl<'a> Emitter<'a> {
                     ops[1],
                     array_i64(&sizes)
                 ))
+            }
+            // No updates: the operand itself (a zero-size update tensor gains nothing from XLA).
+            "scatter" if tys[2].shape.contains(&0) => x,
+            "scatter" => {
+                let kind = attrs.get("kind").and_then(|a| a.as_str()).ok_or("missing attribute `kind`")?;
+                let body = match kind {
+                    "set" => None,
+                    "sum" => Some("add"),
+                    "prod" => Some("multiply"),
+                    "max" => Some("maximum"),
+                    "min" => Some("minimum"),
+                    k => return Err(format!("unknown scatter kind `{k}`")),
+                };
+                let (it, ut) = (&tys[1], &tys[2]);
+                let r = self.fresh();
+                self.line(format!(
+                    "{r} = \"stablehlo.scatter\"({x}, {}, {}) <{{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = {}>, unique_indices = false}}> ({{",
+                    ops[1],
+                    ops[2],
+                    it.rank()
+                ));
+                let st = T::scalar(xt.dt);
+                let (a, b) = (self.fresh(), self.fresh());
+                self.region_start(&[(a.clone(), st.clone()), (b.clone(), st.clone())]);
+                let v = match body {
+                    None => b,
+                    Some(f) => self.binary(f, &a, &b, &st),
+                };
+                self.region_end(&[(v, st.clone())], format!("}}) : ({xt}, {it}, {ut}) -> {rt}"));
+                r
             }
             "reduce" => self.reduce(op, &x, &xt, &rt)?,
             "cumsum" => {

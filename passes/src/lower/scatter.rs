@@ -1,0 +1,241 @@
+//! Scatters: every torch scatter becomes `ten.scatter` into the flattened input at row-major
+//! positions computed like the gathers' (`shape::linear_along`, `shape::adjacent_index`), then a
+//! reshape back. Inputs with symbolic dims stay torch ops (the positions need static strides).
+
+use super::build::{c, norm_dim, Cx, Lowered};
+use super::shape::{adjacent_index, linear_along};
+use ember_ir::attr::Attr;
+use ember_ir::{DType, SymExpr, Value};
+
+/// The identity of a scatter kind as a splat of `dtype` (what an excluded `self` is replaced by).
+fn identity(kind: &str, dtype: DType) -> Attr {
+    match (kind, dtype.is_float()) {
+        ("prod", _) => Attr::Int(1),
+        ("max", true) => Attr::Float(f64::NEG_INFINITY),
+        ("min", true) => Attr::Float(f64::INFINITY),
+        ("max", false) => Attr::Int(int_bounds(dtype).0),
+        ("min", false) => Attr::Int(int_bounds(dtype).1),
+        _ => Attr::Int(0),
+    }
+}
+
+fn int_bounds(dtype: DType) -> (i64, i64) {
+    match dtype {
+        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        DType::U8 => (0, u8::MAX as i64),
+        _ => (i64::MIN, i64::MAX),
+    }
+}
+
+fn scatter(cx: &mut Cx, x: Value, index: Value, updates: Value, kind: &str) -> Result<Value, String> {
+    cx.emit("ten.scatter", vec![x, index, updates], vec![("kind", Attr::Str(kind.into()))])
+}
+
+/// scatter.src/.value (set), scatter_add (sum), scatter.reduce (add/multiply) and
+/// scatter_reduce.two (sum/prod/mean/amax/amin, `include_self`). An excluded `self` is first
+/// overwritten with the kind's identity where updates land; mean divides the sum by the number
+/// of contributions (self included), untouched elements keep their value, as torch computes it.
+/// Not lowered: symbolic shapes, bool accumulation, integer mean (torch floors).
+pub fn scatter_dim(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let index = cx.arg("index")?;
+    let (xt, it) = (cx.tt(x), cx.tt(index));
+    if it.dims.iter().any(|d| *d == c(0)) {
+        return Ok(Some(vec![x]));
+    }
+    if xt.rank() == 0 || !it.is_static() {
+        return Ok(None);
+    }
+    if it.rank() != xt.rank() {
+        return Err(cx.err(&format!("index has rank {} but the input has rank {}", it.rank(), xt.rank())));
+    }
+    let d = norm_dim(cx.int("dim")?, xt.rank()).map_err(|e| cx.err(&e))?;
+    let (kind, include_self) = match name {
+        "scatter.src" | "scatter.value" => ("set", true),
+        "scatter_add" => ("sum", true),
+        "scatter.reduce" => match cx.str_attr("reduce").as_deref() {
+            Some("add") => ("sum", true),
+            Some("multiply") => ("prod", true),
+            r => return Err(cx.err(&format!("unknown reduce `{}`", r.unwrap_or("")))),
+        },
+        _ => {
+            let k = match cx.str_attr("reduce").as_deref() {
+                Some("sum") => "sum",
+                Some("prod") => "prod",
+                Some("mean") => "mean",
+                Some("amax") => "max",
+                Some("amin") => "min",
+                r => return Err(cx.err(&format!("unknown reduce `{}`", r.unwrap_or("")))),
+            };
+            (k, cx.bool_or("include_self", true))
+        }
+    };
+    if (t.dtype == DType::Bool && kind != "set") || (kind == "mean" && !t.dtype.is_float()) {
+        return Ok(None);
+    }
+    let src = if name == "scatter.value" {
+        let v = cx.attr("value").ok_or_else(|| cx.err("missing attribute `value`"))?;
+        cx.constant(&v, t.dtype, &it.dims)?
+    } else {
+        // src may be larger than index in every dim; only its leading index-shaped part is used.
+        let s = cx.arg("src")?;
+        let st = cx.tt(s);
+        let s = if st.dims == it.dims {
+            s
+        } else {
+            let start = Attr::dims(vec![c(0); st.rank()]);
+            cx.emit("ten.slice", vec![s], vec![("start", start), ("shape", Attr::dims(it.dims.clone())), ("step", Attr::Ints(vec![1; st.rank()]))])?
+        };
+        cx.convert(s, t.dtype)?
+    };
+    let Some(lin) = linear_along(cx, &xt.dims, index, d)? else { return Ok(None) };
+    let flat_shape = [xt.numel()];
+    let flat = cx.reshape(x, &flat_shape)?;
+    let combine = if kind == "mean" { "sum" } else { kind };
+    let base = if include_self || kind == "set" {
+        flat
+    } else {
+        let id = cx.constant(&identity(combine, t.dtype), t.dtype, &it.dims)?;
+        scatter(cx, flat, lin, id, "set")?
+    };
+    let mut r = scatter(cx, base, lin, src, combine)?;
+    if kind == "mean" {
+        let start = cx.constf(if include_self { 1.0 } else { 0.0 }, t.dtype, &flat_shape)?;
+        let ones = cx.constf(1.0, t.dtype, &it.dims)?;
+        let count = scatter(cx, start, lin, ones, "sum")?;
+        let one = cx.splat_like(1.0, count)?;
+        let count = cx.emit("ten.max", vec![count, one], vec![])?;
+        r = cx.emit("ten.div", vec![r, count], vec![])?;
+    }
+    Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
+}
+
+/// index_put(self, indices, values, accumulate): `values` broadcast to the shape of
+/// self[indices] and written (or, with `accumulate`, added) at the positions that indexing
+/// reads. The same index forms as index.Tensor (adjacent integer indices over static dims).
+pub fn index_put(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let accumulate = cx.bool_or("accumulate", false);
+    if !xt.is_static() || (accumulate && t.dtype == DType::Bool) {
+        return Ok(None);
+    }
+    let Some(ix) = adjacent_index(cx, &xt)? else { return Ok(None) };
+    let k = ix.shape.len();
+    let mut rshape = xt.dims[..ix.first].to_vec();
+    rshape.extend(ix.shape.iter().cloned());
+    rshape.extend_from_slice(&xt.dims[ix.last + 1..]);
+    if rshape.iter().any(|d| *d == c(0)) {
+        return Ok(Some(vec![x]));
+    }
+    if !rshape.iter().all(|d| d.as_const().is_some()) {
+        return Ok(None);
+    }
+    let sizes: Vec<i64> = xt.dims.iter().map(|d| d.as_const().expect("static")).collect();
+    let stride = |k: usize| sizes[k + 1..].iter().product::<i64>();
+    // Row-major position: leading dims' iotas, the merged index, trailing dims' iotas.
+    let map: Vec<usize> = (ix.first..ix.first + k).collect();
+    let merged = cx.bcast_in_dim(ix.linear, &rshape, &map)?;
+    let mut lin = if stride(ix.last) != 1 { cx.binary_scalar("ten.mul", merged, stride(ix.last) as f64)? } else { merged };
+    let other: Vec<(usize, usize)> = (0..ix.first).map(|j| (j, j)).chain((ix.last + 1..xt.rank()).map(|j| (j, j - ix.last - 1 + ix.first + k))).collect();
+    for (xdim, rdim) in other {
+        let io = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(rshape.clone())), ("dim", Attr::Int(rdim as i64)), ("dtype", Attr::DType(DType::I64))])?;
+        let term = if stride(xdim) != 1 { cx.binary_scalar("ten.mul", io, stride(xdim) as f64)? } else { io };
+        lin = cx.emit("ten.add", vec![lin, term], vec![])?;
+    }
+    let values = cx.arg("values")?;
+    let values = cx.coerce(values, t.dtype, &rshape)?;
+    let flat_shape: [SymExpr; 1] = [xt.numel()];
+    let flat = cx.reshape(x, &flat_shape)?;
+    let r = scatter(cx, flat, lin, values, if accumulate { "sum" } else { "set" })?;
+    Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
+}
+
+/// The row-major position in a static tensor of shape `xdims` of elements whose coordinate
+/// along x dim k is `coords[k]` (i64 tensors of one shape).
+fn positions(cx: &mut Cx, xdims: &[SymExpr], coords: Vec<Value>) -> Result<Value, String> {
+    let sizes: Vec<i64> = xdims.iter().map(|d| d.as_const().expect("static")).collect();
+    let mut lin: Option<Value> = None;
+    for (k, coord) in coords.into_iter().enumerate() {
+        let stride: i64 = sizes[k + 1..].iter().product();
+        let term = if stride != 1 { cx.binary_scalar("ten.mul", coord, stride as f64)? } else { coord };
+        lin = Some(match lin {
+            Some(l) => cx.emit("ten.add", vec![l, term], vec![])?,
+            None => term,
+        });
+    }
+    Ok(lin.expect("rank >= 1"))
+}
+
+fn iota(cx: &mut Cx, shape: &[SymExpr], dim: usize) -> Result<Value, String> {
+    cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(dim as i64)), ("dtype", Attr::DType(DType::I64))])
+}
+
+/// slice_scatter, select_scatter and diagonal_scatter: `src` written over the view of `self`
+/// that slice/select/diagonal read, with one `ten.scatter` (the view's positions are distinct).
+pub fn view_scatter(cx: &mut Cx, name: &str) -> Lowered {
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let src = cx.arg("src")?;
+    let src = cx.convert(src, xt.dtype)?;
+    let st = cx.tt(src);
+    if !xt.is_static() || !st.is_static() || xt.rank() == 0 {
+        return Ok(None);
+    }
+    if st.dims.iter().any(|d| *d == c(0)) {
+        return Ok(Some(vec![x]));
+    }
+    let rank = xt.rank();
+    let err = |e: String| cx.err(&e);
+    let (src, coords) = if name == "diagonal_scatter" {
+        let (d1, d2) = (norm_dim(cx.int_or("dim1", 0)?, rank).map_err(err)?, norm_dim(cx.int_or("dim2", 1)?, rank).map_err(err)?);
+        let offset = cx.int_or("offset", 0)?;
+        let diag = st.rank() - 1;
+        let mut others = (0..diag).map(|k| iota(cx, &st.dims, k)).collect::<Result<Vec<_>, _>>()?.into_iter();
+        let mut coords = Vec::new();
+        for k in 0..rank {
+            coords.push(if k == d1 || k == d2 {
+                let l = iota(cx, &st.dims, diag)?;
+                let shift = if k == d1 { (-offset).max(0) } else { offset.max(0) };
+                if shift != 0 { cx.binary_scalar("ten.add", l, shift as f64)? } else { l }
+            } else {
+                others.next().ok_or_else(|| cx.err("src has the wrong rank"))?
+            });
+        }
+        (src, coords)
+    } else {
+        let d = norm_dim(cx.int_or("dim", 0)?, rank).map_err(err)?;
+        let size = xt.dims[d].clone();
+        let (src, start, step) = if name == "select_scatter" {
+            let i = cx.attr("index").and_then(|a| a.as_sym()).and_then(|s| s.as_const()).ok_or_else(|| cx.err("attribute `index` must be a static integer"))?;
+            let n = size.as_const().expect("static");
+            let mut dims = st.dims.clone();
+            dims.insert(d, c(1));
+            (cx.reshape(src, &dims)?, if i < 0 { i + n } else { i }, 1)
+        } else {
+            let start = super::shape::clamp_bound(cx.attr("start").and_then(|a| a.as_sym()), &size, c(0));
+            let Some(start) = start.as_const() else { return Ok(None) };
+            (src, start, cx.int_or("step", 1)?)
+        };
+        let sdims = cx.tt(src).dims;
+        let mut coords = Vec::new();
+        for k in 0..rank {
+            let io = iota(cx, &sdims, k)?;
+            coords.push(if k != d {
+                io
+            } else {
+                let v = if step != 1 { cx.binary_scalar("ten.mul", io, step as f64)? } else { io };
+                if start != 0 { cx.binary_scalar("ten.add", v, start as f64)? } else { v }
+            });
+        }
+        (src, coords)
+    };
+    let lin = positions(cx, &xt.dims, coords)?;
+    let flat = cx.reshape(x, &[xt.numel()])?;
+    let r = scatter(cx, flat, lin, src, "set")?;
+    Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
+}
