@@ -97,7 +97,7 @@ fn is_free(op: &str) -> bool {
 /// other targets costs similar), division and square roots a few; everything else one.
 pub fn flops_per_element(op: &str) -> f64 {
     match op.trim_start_matches("ten.") {
-        "exp" | "log" | "tanh" | "erf" | "sigmoid" | "pow" | "sin" | "cos" | "tan" => 20.0,
+        "exp" | "log" | "log1p" | "tanh" | "erf" | "sigmoid" | "pow" | "sin" | "cos" | "tan" | "atan2" => 20.0,
         "div" | "sqrt" | "rsqrt" | "rem" => 4.0,
         _ => 1.0,
     }

@@ -20,7 +20,7 @@ fn is_elementwise(name: &str) -> bool {
     matches!(
         name,
         "ten.add" | "ten.sub" | "ten.mul" | "ten.div" | "ten.max" | "ten.min" | "ten.pow" | "ten.atan2" | "ten.rem" | "ten.and" | "ten.or" | "ten.xor"
-            | "ten.abs" | "ten.neg" | "ten.exp" | "ten.log" | "ten.sqrt" | "ten.rsqrt" | "ten.tanh" | "ten.sigmoid" | "ten.erf"
+            | "ten.abs" | "ten.neg" | "ten.exp" | "ten.log" | "ten.log1p" | "ten.sqrt" | "ten.rsqrt" | "ten.tanh" | "ten.sigmoid" | "ten.erf"
             | "ten.sin" | "ten.cos" | "ten.tan" | "ten.floor" | "ten.ceil" | "ten.round" | "ten.trunc" | "ten.sign" | "ten.not"
             | "ten.compare" | "ten.select" | "ten.convert"
     )

@@ -65,7 +65,7 @@ fn dot_scale(eg: &mut EG, root: Id, s: &Subst, side: usize) -> Option<Id> {
     Some(op0(eg, "ten.mul", &ty, vec![unscaled, c]))
 }
 
-const UNARY: &[&str] = &["ten.exp", "ten.log", "ten.tanh", "ten.sigmoid", "ten.erf", "ten.neg", "ten.abs", "ten.sqrt", "ten.rsqrt", "ten.sin", "ten.cos", "ten.floor", "ten.ceil", "ten.round", "ten.sign", "ten.not"];
+const UNARY: &[&str] = &["ten.exp", "ten.log", "ten.log1p", "ten.tanh", "ten.sigmoid", "ten.erf", "ten.neg", "ten.abs", "ten.sqrt", "ten.rsqrt", "ten.sin", "ten.cos", "ten.floor", "ten.ceil", "ten.round", "ten.sign", "ten.not"];
 
 /// transpose(f(x)) = f(transpose(x)) for elementwise unary f: transposes move toward the inputs,
 /// where they cancel against other transposes or become strided reads.
