@@ -143,14 +143,28 @@ fn attention(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
         mask = Some(add.args[1]);
         scores = add.args[0];
     }
-    let (scale, scores) = match eg[scores].nodes.iter().find(|n| n.op.as_str() == "ten.mul" && n.args.len() == 2 && konst(eg, n.args[1]).is_some()).cloned() {
-        Some(mul) => (konst(eg, mul.args[1])?, mul.args[0]),
-        None => (1.0, scores),
-    };
-    let (inner, inner_reshaped) = through_reshape(eg, scores, "ten.dot_general")?;
-    if inner.args.len() != 2 || reshaped != inner_reshaped {
-        return None;
+    // Every way to read the scores as scale · (q·kᵀ) (the scale rules put each splat factor in
+    // several places); the one whose q and k carry no splat factor themselves wins, so the
+    // composite gets the whole scale and unscaled operands.
+    let scaled = |eg: &EG, c: Id| eg[c].nodes.iter().any(|n| n.op.as_str() == "ten.mul" && n.args.len() == 2 && konst(eg, n.args[1]).is_some());
+    let mut forms: Vec<(f64, Id)> = vec![(1.0, scores)];
+    for n in eg[scores].nodes.iter().filter(|n| n.op.as_str() == "ten.mul" && n.args.len() == 2) {
+        if let Some(c) = konst(eg, n.args[1]) {
+            forms.push((c, n.args[0]));
+        }
     }
+    let mut best: Option<(usize, f64, crate::egraph::lang::ENode)> = None;
+    for (c, sc) in forms {
+        let Some((inner, inner_reshaped)) = through_reshape(eg, sc, "ten.dot_general") else { continue };
+        if inner.args.len() != 2 || reshaped != inner_reshaped {
+            continue;
+        }
+        let bad = inner.args.iter().filter(|&&a| scaled(eg, a)).count();
+        if best.as_ref().is_none_or(|(b, _, _)| bad < *b) {
+            best = Some((bad, c, inner));
+        }
+    }
+    let (_, scale, inner) = best?;
     let (q, kt) = (inner.args[0], inner.args[1]);
     let r = rank(eg, q);
     let pt = type_of(eg, p);
