@@ -94,7 +94,8 @@ def _plan_cache():
     return _plans
 
 
-_counters = {"flushes": 0, "ops_recorded": 0, "ops_eager": 0, "values_written": 0}
+#: ops_replayed: recorded ops that matched the last region's op at their place (`_replay`).
+_counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "ops_eager": 0, "values_written": 0}
 
 
 def stats() -> dict[str, Any]:
@@ -121,13 +122,21 @@ def reset_stats(clear_plans: bool = False) -> None:
         _plan_cache().clear()
 
 
+#: Whether a code object is torch's or ember's (skipped when looking for the user's line), by code.
+_internal_code: dict = {}
+
+
 def _user_line() -> tuple[str, int]:
     """The innermost frame outside torch and ember: the user's line that issued an op."""
     f = sys._getframe(2)
     while f is not None:
-        fn = f.f_code.co_filename
-        if not (fn.startswith(_TORCH_DIR) or fn.startswith(_EMBER_DIR) or fn.startswith("<frozen")):
-            return fn, f.f_lineno
+        c = f.f_code
+        internal = _internal_code.get(c)
+        if internal is None:
+            fn = c.co_filename
+            internal = _internal_code[c] = fn.startswith(_TORCH_DIR) or fn.startswith(_EMBER_DIR) or fn.startswith("<frozen")
+        if not internal:
+            return c.co_filename, f.f_lineno
         f = f.f_back
     return "<unknown>", 0
 
@@ -206,7 +215,7 @@ class _Ref:
 
 
 class _Op:
-    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "file", "line", "sig")
+    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "file", "line", "sig", "expect")
 
 
 class _Schema:
@@ -305,6 +314,13 @@ class _Recorder(TorchDispatchMode):
         self.cuts: set[int] = set()
         self.candidates: list[int] = []
         self.cut = 0
+        # Replay fast path: the ops of the last region, which the next ops are matched against
+        # (`_replay`) instead of being recorded afresh. Value ids are compared relative to the
+        # first id of their region (`qbase`); `qclean` says the queue's ids all count from it.
+        self.trace: list[_Op] | None = None
+        self.rpos = -1
+        self.qbase = 0
+        self.qclean = True
 
     # -- value helpers --------------------------------------------------------------------
 
@@ -480,6 +496,11 @@ class _Recorder(TorchDispatchMode):
             if alpha != 1:
                 other = self._record(aten.mul.Tensor, _schema(aten.mul.Tensor), (args[1], alpha), {})
                 return self._record(func, s, (args[0], other), {})
+        if self.rpos >= 0:
+            op = self._replay(func, args, kwargs)
+            if op is not None:
+                return self._enqueue(op, s, func, args, kwargs)
+            self.rpos = -1  # a mismatch: the rest of this region is recorded afresh
         file, line = _user_line()
         op = _Op()
         op.func, op.target, op.file, op.line = func, s.target, file, line
@@ -488,6 +509,10 @@ class _Recorder(TorchDispatchMode):
         spec: list = []
         ins: list[int] = []
         key: list = [func]
+        # How `_replay` recognizes this op: each argument's source, and tensors as value ids
+        # relative to the region's first id (with the metas of region inputs).
+        expect: list = []
+        base = self.qbase
         float_dtype = None
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, torch.Tensor) and a.dtype in _LIFT_DTYPES:
@@ -496,12 +521,16 @@ class _Recorder(TorchDispatchMode):
         for i, (name, kind, kwonly) in enumerate(s.params):
             if i < len(args):
                 v = args[i]
+                src = i
             elif name in kwargs:
                 v = kwargs[name]
+                src = name
             else:
                 continue
             dest_kw = kwonly or i >= len(args)
+            lifted = None
             if kind == "tensor" and isinstance(v, (int, float)) and not isinstance(v, bool) and float_dtype is not None:
+                lifted = type(v)
                 v = torch.tensor(v, dtype=float_dtype)  # a Python number scaling a tensor: a buffer
             if isinstance(v, torch.Tensor):
                 if v.dtype not in _DTYPES or v.device.type != "cpu":
@@ -511,22 +540,30 @@ class _Recorder(TorchDispatchMode):
                 spec.append((name, "t", vid))
                 key.append((name, self.metas[vid]))
                 val = _Ref(vid)
+                if lifted is not None:
+                    expect.append((src, name, dest_kw, "l", (lifted, vid - base)))
+                else:
+                    expect.append((src, name, dest_kw, "t", (vid - base, self.metas[vid] if vid in self.ext else None)))
             elif kind in ("tensors", "opt_tensors") and isinstance(v, (list, tuple)):
                 vids = [None if t is None else self._vid_of(t) for t in v]
                 ins.extend(x for x in vids if x is not None)
                 spec.append((name, "ts" if kind == "tensors" else "ots", vids))
                 key.append((name, tuple(None if x is None else self.metas[x] for x in vids)))
                 val = [None if x is None else _Ref(x) for x in vids]
+                expect.append((src, name, dest_kw, spec[-1][1], (type(v), tuple(None if x is None else (x - base, self.metas[x] if x in self.ext else None) for x in vids))))
             else:
                 tagged = _tag(v)
                 if tagged is not None:
                     spec.append((name, tagged[0], tagged[1]))
                 key.append((name, _hashable(v)))
                 val = v
+                expect.append((src, name, dest_kw, "o", (_replay_key(v), v)))
             if dest_kw:
                 kw[name] = val
             else:
                 pos.append(val)
+        if any(v < base for v in ins):
+            self.qclean = False  # reads a value of an earlier region (a flush inside this op)
         key_t = tuple(key)
         cached = self.meta_cache.get(key_t)
         if cached is None:
@@ -540,10 +577,98 @@ class _Recorder(TorchDispatchMode):
         if not self._lowers(op):
             return self._record(func, s, args, kwargs)  # now decomposed or run eagerly
         op.sig = hash(key_t)
+        op.expect = (len(args), tuple(kwargs), float_dtype, tuple(expect))
+        return self._enqueue(op, s, func, args, kwargs)
+
+    def _replay(self, func, args, kwargs) -> _Op | None:
+        """The op as the next op of the last region, when it is that op again: same op, same
+        non-tensor arguments, tensors at the same relative value ids (region inputs with the same
+        metas). Its result metas, key signature and lowering status are the last region's, so
+        none is recomputed; None on any difference (the caller records it afresh)."""
+        tr = self.trace[self.rpos]
+        if tr.func is not func:
+            return None
+        nargs, kwkeys, float_dtype, entries = tr.expect
+        if nargs != len(args) or kwkeys != tuple(kwargs):
+            return None
+        flushes = _counters["flushes"]
+        base = self.qbase
+        pos: list = []
+        kw: dict = {}
+        spec: list = []
+        ins: list[int] = []
+        for src, name, dest_kw, kind, x in entries:
+            v = args[src] if type(src) is int else kwargs[src]
+            if kind == "t":
+                if type(v) is DeferredTensor and v._real is None and v._rec is self:
+                    vid = v._vid
+                elif isinstance(v, torch.Tensor) and v.is_cpu and v.dtype in _DTYPES:
+                    vid = self._vid_of(v)
+                else:
+                    return None
+                if vid - base != x[0] or (x[1] is not None and self.metas[vid] != x[1]):
+                    return None
+                ins.append(vid)
+                spec.append((name, "t", vid))
+                val = _Ref(vid)
+            elif kind == "o":
+                if _replay_key(v) != x[0] or v != x[1]:
+                    return None
+                tagged = _tag(v)
+                if tagged is not None:
+                    spec.append((name, tagged[0], tagged[1]))
+                val = v
+            elif kind == "l":
+                if type(v) is not x[0]:
+                    return None
+                vid = self._input_vid(torch.tensor(v, dtype=float_dtype))
+                if vid - base != x[1]:
+                    return None
+                ins.append(vid)
+                spec.append((name, "t", vid))
+                val = _Ref(vid)
+            else:  # "ts" / "ots"
+                if type(v) is not x[0] or len(v) != len(x[1]):
+                    return None
+                vids = []
+                for t, e in zip(v, x[1]):
+                    if t is None or e is None:
+                        if t is not e:
+                            return None
+                        vids.append(None)
+                        continue
+                    if not (isinstance(t, torch.Tensor) and t.is_cpu and t.dtype in _DTYPES):
+                        return None
+                    vid = self._vid_of(t)
+                    if vid - base != e[0] or (e[1] is not None and self.metas[vid] != e[1]):
+                        return None
+                    vids.append(vid)
+                ins.extend(y for y in vids if y is not None)
+                spec.append((name, kind, vids))
+                val = [None if y is None else _Ref(y) for y in vids]
+            if dest_kw:
+                kw[name] = val
+            else:
+                pos.append(val)
+        if _counters["flushes"] != flushes:
+            return None  # reading an argument flushed (an aliased read): the ids moved
+        op = _Op()
+        op.func, op.target, op.file, op.line = func, tr.target, *_user_line()
+        op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
+        op.descs, op.native_outs, op.sig, op.expect = tr.descs, tr.native_outs, tr.sig, tr.expect
+        op.outs = [self._new_vid(d) for d in op.descs]
+        _counters["ops_replayed"] += 1
+        self.rpos += 1
+        if self.rpos == len(self.trace):
+            self.rpos = -1
+        return op
+
+    def _enqueue(self, op: _Op, s: _Schema, func, args, kwargs):
+        """Queues a recorded op and returns its result wrappers."""
         self.queue.append(op)
         _counters["ops_recorded"] += 1
         alias = view_of = None
-        if s.view and pos and isinstance(args[0], DeferredTensor) and args[0]._real is None:
+        if s.view and op.pos and isinstance(args[0], DeferredTensor) and args[0]._real is None:
             if args[0]._alias is None:
                 args[0]._alias = [weakref.ref(args[0])]
             alias = args[0]._alias
@@ -727,6 +852,15 @@ class _Recorder(TorchDispatchMode):
         self.metas = {v: m for v, m in self.metas.items() if v in keep_vids}
         _counters["flushes"] += 1
         self._reset_heuristic(rest)
+        # The region just flushed is what the next one is matched against, when it was recorded
+        # whole (not the tail of a cut queue) in defer mode.
+        if rest:
+            self.trace, self.rpos, self.qclean = None, -1, False
+        else:
+            self.trace = queue if self.qclean and self.mode == "defer" else None
+            self.rpos = 0 if self.trace else -1
+            self.qclean = True
+            self.qbase = self.next_vid
 
     def _native(self, ops: list[_Op]):
         """The scheduler's plain-data form of `ops`: value ids made region-relative (inputs first)."""
@@ -921,6 +1055,14 @@ def _tag(v):
     return None  # device, layout, memory_format: placement only
 
 
+def _replay_key(v):
+    """What `==` leaves out when `_replay` compares non-tensor arguments: 1, 1.0 and True differ
+    in the compiled code."""
+    if isinstance(v, (list, tuple)):
+        return (type(v), tuple(map(type, v)))
+    return type(v)
+
+
 def _hashable(v):
     if isinstance(v, list):
         return tuple(_hashable(x) for x in v)
@@ -964,6 +1106,7 @@ class eager:
                     self._rec.flush("exit")
                 except Exception:  # noqa: BLE001 - the original exception is the one to report
                     self._rec.queue, self._rec.pending = [], {}
+                    self._rec.trace, self._rec.rpos, self._rec.qclean = None, -1, False
         finally:
             self._hook.remove()
             self._rec.__exit__(*exc)
