@@ -391,15 +391,22 @@ class _Recorder(TorchDispatchMode):
             return self._eager(func, s, args, kwargs)
         if s.name in _LIKE:
             return self._like(func, args, kwargs)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)] + [a for a in kwargs.values() if isinstance(a, torch.Tensor)]
-        lists = any(isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor) for a in args)
+        tensors = []
+        lists = False
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                tensors.append(a)
+            elif isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+                lists = True
+        if kwargs:
+            tensors += [a for a in kwargs.values() if isinstance(a, torch.Tensor)]
         if not tensors and not lists:
-            return self._eager(func, s, args, kwargs)  # factories: cheap, and their values are real
+            return self._eager(func, s, args, kwargs, real=True)  # factories: cheap, and their values are real
         if not lists and all(type(t) is torch.Tensor and t.numel() <= 1 for t in tensors):
             # Bookkeeping on real scalars (an optimizer's step counter): torch eager costs no
             # more than recording, and keeps `.item()` on them from forcing a flush.
             if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
-                return self._eager(func, s, args, kwargs)
+                return self._eager(func, s, args, kwargs, real=True)
         if s.view and not lists and all(type(t) is not DeferredTensor or t._real is not None for t in tensors):
             # A view of real memory is a real view (free, and writes through it reach the base);
             # a pending write to that memory lands first.
@@ -410,12 +417,14 @@ class _Recorder(TorchDispatchMode):
             return self._inplace(func, s, args, kwargs)
         return self._record(func, s, args, kwargs)
 
-    def _eager(self, func, s: _Schema, args, kwargs):
+    def _eager(self, func, s: _Schema, args, kwargs, real: bool = False):
+        """Runs `func` with torch eager; `real`: the arguments are known to hold no deferred or
+        pending tensor, so they need no realizing (its pytree walk costs more than a small op)."""
         if s.mutable and self.queue:
             tgt = args[0] if args else None
             if type(tgt) is torch.Tensor and _storage_key(tgt) in self.ext_storages:
                 self.flush("eager write to a queued input")
-        rargs, rkwargs = self._realize(args, kwargs)
+        rargs, rkwargs = (args, kwargs) if real else self._realize(args, kwargs)
         _counters["ops_eager"] += 1
         out = func(*rargs, **rkwargs)
         if s.mutable and args and isinstance(args[0], DeferredTensor):
