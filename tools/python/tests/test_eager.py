@@ -66,6 +66,7 @@ def test_mlp_training_matches_eager(opt_name: str) -> None:
     assert after["hits"] - before["hits"] >= 8, (before, after)
     recorded = after["ops_recorded"] - before["ops_recorded"]
     assert after["ops_replayed"] - before["ops_replayed"] >= 0.8 * recorded, (before, after)
+    assert after["regions_replayed"] - before["regions_replayed"] >= 7, (before, after)
 
 
 def test_gpt2_block_inference_loop() -> None:

@@ -94,8 +94,9 @@ def _plan_cache():
     return _plans
 
 
-#: ops_replayed: recorded ops that matched the last region's op at their place (`_replay`).
-_counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "ops_eager": 0, "values_written": 0}
+#: ops_replayed: recorded ops that matched the last region's op at their place (`_replay`);
+#: regions_replayed: regions run by the last region's plan handle, without conversion or key.
+_counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "regions_replayed": 0, "ops_eager": 0, "values_written": 0}
 
 
 def stats() -> dict[str, Any]:
@@ -321,6 +322,11 @@ class _Recorder(TorchDispatchMode):
         self.rpos = -1
         self.qbase = 0
         self.qclean = True
+        #: How the trace ran: ((kept ops, outputs relative to its first id), inputs relative to it,
+        #: plan handle). A region replayed op for op with the same kept ops and outputs runs that
+        #: plan again without being converted and keyed.
+        self.trace_plan: tuple | None = None
+        self.last_run: tuple | None = None
 
     # -- value helpers --------------------------------------------------------------------
 
@@ -824,7 +830,16 @@ class _Recorder(TorchDispatchMode):
                 keep[i] = True
                 want.update(op.ins)
         ops = [op for i, op in enumerate(queue) if keep[i]]
-        results = self._run(ops, list(need))
+        outputs = list(need)
+        shape = None
+        if self.qclean and not rest:
+            shape = (tuple(keep), tuple(v - self.qbase for v in outputs))
+        plan = None
+        if shape is not None and self.trace_plan is not None and self.trace_plan[0] == shape and len(queue) == len(self.trace):
+            if all(a.expect is b.expect for a, b in zip(queue, self.trace)):
+                plan = self.trace_plan
+        self.last_run = None
+        results = self._run(ops, outputs, plan)
         _counters["values_written"] += len(results)
         for w in live_wrappers:
             w._real = results[w._vid]
@@ -868,9 +883,10 @@ class _Recorder(TorchDispatchMode):
         # The region just flushed is what the next one is matched against, when it was recorded
         # whole (not the tail of a cut queue) in defer mode.
         if rest:
-            self.trace, self.rpos, self.qclean = None, -1, False
+            self.trace, self.rpos, self.qclean, self.trace_plan = None, -1, False, None
         else:
             self.trace = queue if self.qclean and self.mode == "defer" else None
+            self.trace_plan = (shape, *self.last_run) if self.trace and shape is not None and self.last_run else None
             self.rpos = 0 if self.trace else -1
             self.qclean = True
             self.qbase = self.next_vid
@@ -919,10 +935,24 @@ class _Recorder(TorchDispatchMode):
                 self.unsupported[op.target] = f"{op.file}:{op.line}"
         return ok
 
-    def _run(self, ops: list[_Op], outputs: list[int]) -> dict[int, torch.Tensor]:
-        """Runs `ops` as one region; returns the values of `outputs`."""
+    def _run(self, ops: list[_Op], outputs: list[int], plan: tuple | None = None) -> dict[int, torch.Tensor]:
+        """Runs `ops` as one region; returns the values of `outputs`. `plan`: the trace's plan
+        (`trace_plan`), when `ops` are the trace's ops again."""
         if not ops:
             return {}
+        if plan is not None:
+            _, in_rel, handle = plan
+            in_tensors = [self.ext[self.qbase + d] for d in in_rel]
+            out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
+            in_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in in_tensors]
+            try:
+                ran = _plan_cache().run_plan(handle, in_ptrs, [t.data_ptr() for t in out_tensors])
+            except ValueError as exc:
+                raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
+            if ran:
+                _counters["regions_replayed"] += 1
+                self.last_run = plan[1:]
+                return dict(zip(outputs, out_tensors))
         native_ops, inputs, rel = self._native(ops)
         in_tensors = [self.ext[v] for v in inputs]
         in_meta = [(list(t.shape), _DTYPES[t.dtype]) for t in in_tensors]
@@ -930,7 +960,7 @@ class _Recorder(TorchDispatchMode):
         out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
         out_ptrs = [t.data_ptr() for t in out_tensors]
         try:
-            hit, missing = _plan_cache().run(native_ops, in_meta, [rel[v] for v in outputs], in_ptrs, out_ptrs)
+            hit, missing, handle = _plan_cache().run(native_ops, in_meta, [rel[v] for v in outputs], in_ptrs, out_ptrs)
         except ValueError as exc:
             raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
         if missing:
@@ -944,6 +974,7 @@ class _Recorder(TorchDispatchMode):
                     if _schema(op.func).decomp is None:
                         self._warn_unsupported(op)
             return self._interpret(ops, outputs)
+        self.last_run = (tuple(v - self.qbase for v in inputs), handle)
         if self.mode == "strict_blocking":
             for v, t in zip(outputs, out_tensors):
                 if t.is_floating_point() and not bool(torch.isfinite(t).all()):
