@@ -392,7 +392,7 @@ class _Recorder(TorchDispatchMode):
             # temporaries, so they are not materialized.
             self._flush_cut()
         kwargs = kwargs or {}
-        s = _schema(func)
+        s = _schemas.get(func) or _schema(func)
         if func.namespace != "aten" or not s.returns_tensors or s.name in _RANDOM:
             return self._eager(func, s, args, kwargs)
         if s.name in _LIKE:
@@ -459,7 +459,9 @@ class _Recorder(TorchDispatchMode):
                 # A write another live tensor must see (a view, its base): materialize them, the
                 # views as real views of their base, and write through memory like torch does.
                 self.flush("write through an alias")
-        new = self.__torch_dispatch__(s.functional, (), args, kwargs) if fs.known or fs.decomp else None
+        # The functional form takes the in-place op's path through dispatch (same arguments, and
+        # it is neither in place nor a view), so it goes straight to recording.
+        new = self._record(s.functional, fs, args, kwargs) if fs.known or fs.decomp else None
         if new is None:
             return self._eager(func, s, args, kwargs)
         if tuple(new.shape) != tuple(target.shape) or new.dtype != target.dtype:
