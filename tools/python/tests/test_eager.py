@@ -137,6 +137,33 @@ def test_replay_falls_back_on_any_difference() -> None:
     assert 0 < replayed < after["ops_recorded"] - before["ops_recorded"], (before, after)
 
 
+def test_transposed_real_inputs_are_transposed_in_the_region() -> None:
+    """`weight.t()` of a real weight is read as the weight plus a recorded transpose (no dense
+    copy); replays match it, and writes to the weight between reads are seen."""
+    torch.manual_seed(0)
+    w, x = torch.randn(6, 8), torch.randn(4, 8)
+
+    def run():
+        outs = []
+        for i in range(5):
+            outs.append((x @ w.t() + F.linear(x, w) * 0.5).cpu())
+            if i == 2:
+                w.add_(1.0)  # real in place between regions: later reads see it
+        return outs
+
+    w0 = w.clone()
+    ref = run()
+    w.copy_(w0)
+    before = deferred.stats()
+    with ember.eager():
+        got = run()
+    after = deferred.stats()
+    for a, b in zip(ref, got):
+        torch.testing.assert_close(b, a, rtol=RTOL, atol=ATOL)
+    assert after["ops_replayed"] - before["ops_replayed"] > 0, (before, after)
+    assert after["regions_replayed"] - before["regions_replayed"] >= 2, (before, after)
+
+
 def test_error_after_replays_points_at_the_users_line() -> None:
     a, w, bad = torch.randn(4, 8), torch.randn(8, 8), torch.randn(5, 3)
     before = deferred.stats()

@@ -327,6 +327,8 @@ class _Recorder(TorchDispatchMode):
         #: plan again without being converted and keyed.
         self.trace_plan: tuple | None = None
         self.last_run: tuple | None = None
+        #: Recording a transpose that `_transposed_input` inserts before the op reading it.
+        self.inserting = False
 
     # -- value helpers --------------------------------------------------------------------
 
@@ -346,6 +348,8 @@ class _Recorder(TorchDispatchMode):
                     return p[2]
                 self.flush("aliased read")
         v = self.ext_of.get(id(t))
+        if v is None and self.mode == "defer" and t.dim() == 2 and t.shape[0] > 1 and t.shape[1] > 1 and t.stride() == (1, t.shape[0]):
+            v = self._transposed_input(t)
         if v is None:
             # The runtime reads dense inputs; `t` stays referenced (by ext_keep) so its id is stable.
             dense = t if t.is_contiguous() else t.contiguous()
@@ -355,6 +359,21 @@ class _Recorder(TorchDispatchMode):
             self.ext_keep.append(t)
             self.ext_storages.add(_storage_key(t))
         return v
+
+    def _transposed_input(self, t: torch.Tensor) -> int | None:
+        """A transposed real matrix (a Linear's `weight.t()`) read as its matrix plus a recorded
+        transpose: the region's GEMMs read transposed operands in place, where a dense copy costs
+        a pass over the weight per read. None when the transpose was not recorded."""
+        self.inserting = True
+        try:
+            w = self._record(aten.transpose.int, _schema(aten.transpose.int), (t.t(), 0, 1), {})
+        finally:
+            self.inserting = False
+        if type(w) is not DeferredTensor or w._real is not None:
+            return None  # ran eagerly, or a flush (queue cap) materialized it
+        self.ext_of[id(t)] = w._vid
+        self.ext_keep.append(t)
+        return w._vid
 
     def _vid_of(self, x: torch.Tensor) -> int:
         if isinstance(x, DeferredTensor):
@@ -598,7 +617,7 @@ class _Recorder(TorchDispatchMode):
         if not self._lowers(op):
             return self._record(func, s, args, kwargs)  # now decomposed or run eagerly
         op.sig = hash(key_t)
-        op.expect = (len(args), tuple(kwargs), float_dtype, tuple(expect))
+        op.expect = (len(args), tuple(kwargs), float_dtype, tuple(expect), self.inserting)
         return self._enqueue(op, s, func, args, kwargs)
 
     def _replay(self, func, args, kwargs) -> _Op | None:
@@ -607,10 +626,17 @@ class _Recorder(TorchDispatchMode):
         metas). Its result metas, key signature and lowering status are the last region's, so
         none is recomputed, nor the user's line; None on any difference (the caller records it
         afresh)."""
-        tr = self.trace[self.rpos]
+        j = self.rpos
+        if not self.inserting:
+            # Inserted transposes are replayed from inside the argument matching below, in order.
+            while j < len(self.trace) and self.trace[j].expect[4]:
+                j += 1
+            if j == len(self.trace):
+                return None
+        tr = self.trace[j]
         if tr.func is not func:
             return None
-        nargs, kwkeys, float_dtype, entries = tr.expect
+        nargs, kwkeys, float_dtype, entries, _ = tr.expect
         if nargs != len(args) or kwkeys != tuple(kwargs):
             return None
         flushes = _counters["flushes"]
@@ -674,6 +700,8 @@ class _Recorder(TorchDispatchMode):
                 pos.append(val)
         if _counters["flushes"] != flushes:
             return None  # reading an argument flushed (an aliased read): the ids moved
+        if self.rpos != j:
+            return None  # an inserted transpose did not replay in its place
         op = _Op()
         # The line of the op at this place in the last region: finding the user's frame costs
         # about a quarter of recording (measured), and no error is raised here (a mismatching
@@ -683,7 +711,7 @@ class _Recorder(TorchDispatchMode):
         op.descs, op.native_outs, op.sig, op.expect = tr.descs, tr.native_outs, tr.sig, tr.expect
         op.outs = [self._new_vid(d) for d in op.descs]
         _counters["ops_replayed"] += 1
-        self.rpos += 1
+        self.rpos = j + 1
         if self.rpos == len(self.trace):
             self.rpos = -1
         return op
