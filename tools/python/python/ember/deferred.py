@@ -6,7 +6,9 @@ dtypes are inferred at once on the meta device (cached per op signature), so a b
 the user's line. Results are ``DeferredTensor`` wrappers. At a flush, the queued ops become a
 region that the Rust scheduler (``ember._ember.EagerPlans``, ``compiler/src/eager.rs``) compiles
 once with the CPU target and replays from its plan cache; only values somebody still holds are
-written out, straight into fresh torch tensors.
+written out, straight into fresh torch tensors. Ops that repeat the last region op for op are
+matched against it instead of recorded afresh (no meta inference, key or frame walk), and a region
+that repeated it whole reruns its plan by handle; the first difference falls back to recording.
 
 Flushes happen on sync points (``.item()``/``bool()``/``.tolist()``, ``.cpu()``/``.numpy()``,
 printing, an op Ember cannot run), at the end of every ``optimizer.step()`` (the training-step
