@@ -976,7 +976,7 @@ class _Recorder(TorchDispatchMode):
         (`trace_plan`), when `ops` are the trace's ops again."""
         if not ops:
             return {}
-        if plan is not None:
+        if plan is not None and all(self.qbase + d in self.ext for d in plan[1]):
             _, in_rel, handle = plan
             in_tensors = [self.ext[self.qbase + d] for d in in_rel]
             out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
