@@ -95,6 +95,35 @@ impl Program {
 #[pyclass(frozen)]
 struct EagerPlans {
     inner: std::sync::Mutex<ember_compiler::eager::PlanCache>,
+    handles: std::sync::Mutex<PlanHandles>,
+}
+
+/// Plans handed to Python by number (`run` returns one, `run_plan` takes it), so a region replayed
+/// op for op skips its conversion and key. Numbers are never reused: after `clear` an old one is
+/// simply unknown.
+#[derive(Default)]
+struct PlanHandles {
+    next: u64,
+    /// handle -> (plan, input metas, output count)
+    plans: std::collections::HashMap<u64, (std::sync::Arc<CpuProgram>, Vec<ember_compiler::eager::Meta>, usize)>,
+    by_plan: std::collections::HashMap<usize, u64>,
+}
+
+/// Runs a loaded plan on caller-owned buffers (see `EagerPlans.run`).
+fn eager_run_program(program: &CpuProgram, inputs: &[ember_compiler::eager::Meta], in_ptrs: &[(usize, usize)], out_ptrs: &[usize]) -> PyResult<()> {
+    let shapes: Vec<Vec<usize>> = inputs.iter().map(|m| m.shape.iter().map(|&d| d as usize).collect()).collect();
+    let views: Vec<TensorView> = in_ptrs
+        .iter()
+        .zip(inputs)
+        .zip(&shapes)
+        // SAFETY: the Python caller passes live, contiguous buffers of `len` bytes (an empty
+        // tensor's address may be null, so it gets an empty slice instead).
+        .map(|(((ptr, len), m), shape)| TensorView { dtype: m.dtype, shape, data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } } })
+        .collect();
+    let outs: Vec<*mut u8> = out_ptrs.iter().map(|&p| p as *mut u8).collect();
+    // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.
+    unsafe { program.run_into(&views, &outs) }.map_err(err)?;
+    Ok(())
 }
 
 fn eager_arg(tag: &str, v: &Bound<'_, PyAny>) -> PyResult<ember_compiler::eager::Arg> {
@@ -146,14 +175,14 @@ fn eager_region(ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>, outputs:
 impl EagerPlans {
     #[new]
     fn new(dir: &str) -> Self {
-        EagerPlans { inner: std::sync::Mutex::new(ember_compiler::eager::PlanCache::new(dir.into())) }
+        EagerPlans { inner: std::sync::Mutex::new(ember_compiler::eager::PlanCache::new(dir.into())), handles: Default::default() }
     }
 
     /// Runs a region: `ops` are (target, [(param, tag, value)], [(shape, dtype)], file, line),
     /// `inputs` (shape, dtype) with `in_ptrs` (address, bytes) of contiguous tensors, `outputs` the
     /// value ids to write to `out_ptrs` (contiguous, 16-byte aligned). Returns (cache hit, ops
-    /// without a lowering); when that list is not empty nothing ran.
-    fn run(&self, py: Python<'_>, ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>, outputs: Vec<usize>, in_ptrs: Vec<(usize, usize)>, out_ptrs: Vec<usize>) -> PyResult<(bool, Vec<String>)> {
+    /// without a lowering, plan handle for `run_plan`); when that list is not empty nothing ran.
+    fn run(&self, py: Python<'_>, ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>, outputs: Vec<usize>, in_ptrs: Vec<(usize, usize)>, out_ptrs: Vec<usize>) -> PyResult<(bool, Vec<String>, u64)> {
         use ember_compiler::eager::RegionError;
         let region = eager_region(ops, inputs, outputs)?;
         if in_ptrs.len() != region.inputs.len() || out_ptrs.len() != region.outputs.len() {
@@ -163,24 +192,49 @@ impl EagerPlans {
             let mut cache = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             let (program, hit) = match cache.get(&region) {
                 Ok(x) => x,
-                Err(RegionError::Unsupported(ops)) => return Ok((false, ops)),
+                Err(RegionError::Unsupported(ops)) => return Ok((false, ops, 0)),
                 Err(RegionError::Failed(m)) => return Err(err(m)),
             };
             let t0 = std::time::Instant::now();
-            let shapes: Vec<Vec<usize>> = region.inputs.iter().map(|m| m.shape.iter().map(|&d| d as usize).collect()).collect();
-            let views: Vec<TensorView> = in_ptrs
-                .iter()
-                .zip(&region.inputs)
-                .zip(&shapes)
-                // SAFETY: the Python caller passes live, contiguous buffers of `len` bytes (an empty
-                // tensor's address may be null, so it gets an empty slice instead).
-                .map(|(((ptr, len), m), shape)| TensorView { dtype: m.dtype, shape, data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } } })
-                .collect();
-            let outs: Vec<*mut u8> = out_ptrs.iter().map(|&p| p as *mut u8).collect();
-            // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.
-            unsafe { program.run_into(&views, &outs) }.map_err(err)?;
+            eager_run_program(&program, &region.inputs, &in_ptrs, &out_ptrs)?;
             cache.stats.run_seconds += t0.elapsed().as_secs_f64();
-            Ok((hit, vec![]))
+            let mut h = self.handles.lock().unwrap_or_else(|e| e.into_inner());
+            let key = std::sync::Arc::as_ptr(&program) as usize;
+            let handle = match h.by_plan.get(&key) {
+                Some(&n) => n,
+                None => {
+                    h.next += 1;
+                    let n = h.next;
+                    h.plans.insert(n, (program, region.inputs.clone(), region.outputs.len()));
+                    h.by_plan.insert(key, n);
+                    n
+                }
+            };
+            Ok((hit, vec![], handle))
+        })
+    }
+
+    /// Runs the plan `run` returned as `handle` again, on new buffers (same form as `run`): for a
+    /// region equal to that one op for op. Returns False (nothing ran) for an unknown handle.
+    fn run_plan(&self, py: Python<'_>, handle: u64, in_ptrs: Vec<(usize, usize)>, out_ptrs: Vec<usize>) -> PyResult<bool> {
+        py.detach(|| {
+            let Some((program, inputs, n_out)) = self.handles.lock().unwrap_or_else(|e| e.into_inner()).plans.get(&handle).cloned() else {
+                return Ok(false);
+            };
+            if in_ptrs.len() != inputs.len() || out_ptrs.len() != n_out {
+                return Err(err("eager region: buffer count does not match the plan's inputs and outputs"));
+            }
+            for ((_, len), m) in in_ptrs.iter().zip(&inputs) {
+                if *len != m.shape.iter().product::<i64>() as usize * m.dtype.byte_size() {
+                    return Err(err("eager region: an input buffer's size does not match the plan"));
+                }
+            }
+            let t0 = std::time::Instant::now();
+            eager_run_program(&program, &inputs, &in_ptrs, &out_ptrs)?;
+            let mut cache = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            cache.stats.hits += 1;
+            cache.stats.run_seconds += t0.elapsed().as_secs_f64();
+            Ok(true)
         })
     }
 
@@ -200,6 +254,9 @@ impl EagerPlans {
     /// Forgets every plan and zeroes the stats.
     fn clear(&self) {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let mut h = self.handles.lock().unwrap_or_else(|e| e.into_inner());
+        h.plans.clear();
+        h.by_plan.clear();
     }
 }
 

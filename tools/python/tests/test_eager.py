@@ -61,8 +61,12 @@ def test_mlp_training_matches_eager(opt_name: str) -> None:
     for (name, a), b in zip(ref.named_parameters(), got.parameters()):
         assert type(b) is torch.nn.Parameter
         torch.testing.assert_close(b.detach(), a.detach(), rtol=RTOL, atol=ATOL, msg=name)
-    # One region per training step (the optimizer step ends it); steps 2..10 replay one plan.
+    # One region per training step (the optimizer step ends it); steps 2..10 replay one plan,
+    # and their ops are matched against the previous step's instead of recorded afresh.
     assert after["hits"] - before["hits"] >= 8, (before, after)
+    recorded = after["ops_recorded"] - before["ops_recorded"]
+    assert after["ops_replayed"] - before["ops_replayed"] >= 0.8 * recorded, (before, after)
+    assert after["regions_replayed"] - before["regions_replayed"] >= 7, (before, after)
 
 
 def test_gpt2_block_inference_loop() -> None:
@@ -106,6 +110,71 @@ def test_data_dependent_control_flow() -> None:
         got, got_trace = run()
     assert got_trace == ref_trace
     torch.testing.assert_close(got.cpu(), ref, rtol=RTOL, atol=ATOL)
+
+
+def test_replay_falls_back_on_any_difference() -> None:
+    """Each iteration is one region; the replay fast path matches it against the last one, and
+    whatever differs (an argument, a shape, a Python number's type, the op sequence) is recorded
+    afresh, with results equal to torch eager."""
+    torch.manual_seed(0)
+    w, w2 = torch.randn(16, 16), torch.randn(16, 12)
+    xs = [torch.randn(8, 16) for _ in range(3)] + [torch.randn(4, 16)] + [torch.randn(8, 16) for _ in range(4)]
+
+    def step(i, x):
+        h = torch.relu(x @ (w2 if i == 5 else w)) * (2 if i == 6 else 0.5)
+        h = h.sum(dim=1 if i == 2 else 0)
+        return h + 1.0 if i != 7 else h - 1.0
+
+    ref = [step(i, x) for i, x in enumerate(xs)]
+    before = deferred.stats()
+    with ember.eager():
+        got = [step(i, x).cpu() for i, x in enumerate(xs)]
+    after = deferred.stats()
+    for a, b in zip(ref, got):
+        torch.testing.assert_close(b, a, rtol=RTOL, atol=ATOL)
+    replayed = after["ops_replayed"] - before["ops_replayed"]
+    # Iteration 1 replays 0 whole, 2..7 each differ from the one before at some op.
+    assert 0 < replayed < after["ops_recorded"] - before["ops_recorded"], (before, after)
+
+
+def test_transposed_real_inputs_are_transposed_in_the_region() -> None:
+    """`weight.t()` of a real weight is read as the weight plus a recorded transpose (no dense
+    copy); replays match it, and writes to the weight between reads are seen."""
+    torch.manual_seed(0)
+    w, x = torch.randn(6, 8), torch.randn(4, 8)
+
+    def run():
+        outs = []
+        for i in range(5):
+            outs.append((x @ w.t() + F.linear(x, w) * 0.5).cpu())
+            if i == 2:
+                w.add_(1.0)  # real in place between regions: later reads see it
+        return outs
+
+    w0 = w.clone()
+    ref = run()
+    w.copy_(w0)
+    before = deferred.stats()
+    with ember.eager():
+        got = run()
+    after = deferred.stats()
+    for a, b in zip(ref, got):
+        torch.testing.assert_close(b, a, rtol=RTOL, atol=ATOL)
+    assert after["ops_replayed"] - before["ops_replayed"] > 0, (before, after)
+    assert after["regions_replayed"] - before["regions_replayed"] >= 2, (before, after)
+
+
+def test_error_after_replays_points_at_the_users_line() -> None:
+    a, w, bad = torch.randn(4, 8), torch.randn(8, 8), torch.randn(5, 3)
+    before = deferred.stats()
+    with pytest.raises(RuntimeError) as info:
+        with ember.eager():
+            for i in range(4):
+                c = (a * 2.0) @ (w if i < 3 else bad)  # REPLAY-MARK
+                c.cpu()
+    assert deferred.stats()["ops_replayed"] - before["ops_replayed"] >= 4
+    frames = [f for f in traceback.extract_tb(info.value.__traceback__) if f.filename == __file__]
+    assert frames and "REPLAY-MARK" in (frames[-1].line or ""), frames
 
 
 def test_shape_error_points_at_the_users_line() -> None:

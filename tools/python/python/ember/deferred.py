@@ -6,7 +6,9 @@ dtypes are inferred at once on the meta device (cached per op signature), so a b
 the user's line. Results are ``DeferredTensor`` wrappers. At a flush, the queued ops become a
 region that the Rust scheduler (``ember._ember.EagerPlans``, ``compiler/src/eager.rs``) compiles
 once with the CPU target and replays from its plan cache; only values somebody still holds are
-written out, straight into fresh torch tensors.
+written out, straight into fresh torch tensors. Ops that repeat the last region op for op are
+matched against it instead of recorded afresh (no meta inference, key or frame walk), and a region
+that repeated it whole reruns its plan by handle; the first difference falls back to recording.
 
 Flushes happen on sync points (``.item()``/``bool()``/``.tolist()``, ``.cpu()``/``.numpy()``,
 printing, an op Ember cannot run), at the end of every ``optimizer.step()`` (the training-step
@@ -94,7 +96,9 @@ def _plan_cache():
     return _plans
 
 
-_counters = {"flushes": 0, "ops_recorded": 0, "ops_eager": 0, "values_written": 0}
+#: ops_replayed: recorded ops that matched the last region's op at their place (`_replay`);
+#: regions_replayed: regions run by the last region's plan handle, without conversion or key.
+_counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "regions_replayed": 0, "ops_eager": 0, "values_written": 0}
 
 
 def stats() -> dict[str, Any]:
@@ -121,13 +125,21 @@ def reset_stats(clear_plans: bool = False) -> None:
         _plan_cache().clear()
 
 
+#: Whether a code object is torch's or ember's (skipped when looking for the user's line), by code.
+_internal_code: dict = {}
+
+
 def _user_line() -> tuple[str, int]:
     """The innermost frame outside torch and ember: the user's line that issued an op."""
     f = sys._getframe(2)
     while f is not None:
-        fn = f.f_code.co_filename
-        if not (fn.startswith(_TORCH_DIR) or fn.startswith(_EMBER_DIR) or fn.startswith("<frozen")):
-            return fn, f.f_lineno
+        c = f.f_code
+        internal = _internal_code.get(c)
+        if internal is None:
+            fn = c.co_filename
+            internal = _internal_code[c] = fn.startswith(_TORCH_DIR) or fn.startswith(_EMBER_DIR) or fn.startswith("<frozen")
+        if not internal:
+            return c.co_filename, f.f_lineno
         f = f.f_back
     return "<unknown>", 0
 
@@ -206,7 +218,7 @@ class _Ref:
 
 
 class _Op:
-    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "file", "line", "sig")
+    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "file", "line", "sig", "expect")
 
 
 class _Schema:
@@ -305,6 +317,20 @@ class _Recorder(TorchDispatchMode):
         self.cuts: set[int] = set()
         self.candidates: list[int] = []
         self.cut = 0
+        # Replay fast path: the ops of the last region, which the next ops are matched against
+        # (`_replay`) instead of being recorded afresh. Value ids are compared relative to the
+        # first id of their region (`qbase`); `qclean` says the queue's ids all count from it.
+        self.trace: list[_Op] | None = None
+        self.rpos = -1
+        self.qbase = 0
+        self.qclean = True
+        #: How the trace ran: ((kept ops, outputs relative to its first id), inputs relative to it,
+        #: plan handle). A region replayed op for op with the same kept ops and outputs runs that
+        #: plan again without being converted and keyed.
+        self.trace_plan: tuple | None = None
+        self.last_run: tuple | None = None
+        #: Recording a transpose that `_transposed_input` inserts before the op reading it.
+        self.inserting = False
 
     # -- value helpers --------------------------------------------------------------------
 
@@ -324,6 +350,8 @@ class _Recorder(TorchDispatchMode):
                     return p[2]
                 self.flush("aliased read")
         v = self.ext_of.get(id(t))
+        if v is None and self.mode == "defer" and t.dim() == 2 and t.shape[0] > 1 and t.shape[1] > 1 and t.stride() == (1, t.shape[0]):
+            v = self._transposed_input(t)
         if v is None:
             # The runtime reads dense inputs; `t` stays referenced (by ext_keep) so its id is stable.
             dense = t if t.is_contiguous() else t.contiguous()
@@ -333,6 +361,21 @@ class _Recorder(TorchDispatchMode):
             self.ext_keep.append(t)
             self.ext_storages.add(_storage_key(t))
         return v
+
+    def _transposed_input(self, t: torch.Tensor) -> int | None:
+        """A transposed real matrix (a Linear's `weight.t()`) read as its matrix plus a recorded
+        transpose: the region's GEMMs read transposed operands in place, where a dense copy costs
+        a pass over the weight per read. None when the transpose was not recorded."""
+        self.inserting = True
+        try:
+            w = self._record(aten.transpose.int, _schema(aten.transpose.int), (t.t(), 0, 1), {})
+        finally:
+            self.inserting = False
+        if type(w) is not DeferredTensor or w._real is not None:
+            return None  # ran eagerly, or a flush (queue cap) materialized it
+        self.ext_of[id(t)] = w._vid
+        self.ext_keep.append(t)
+        return w._vid
 
     def _vid_of(self, x: torch.Tensor) -> int:
         if isinstance(x, DeferredTensor):
@@ -359,8 +402,12 @@ class _Recorder(TorchDispatchMode):
         return x
 
     def _realize(self, args, kwargs):
+        r = self._real
+        nested = (list, tuple, dict)
+        if not any(isinstance(a, nested) for a in args) and not any(isinstance(v, nested) for v in kwargs.values()):
+            return tuple(r(a) for a in args), {k: r(v) for k, v in kwargs.items()}  # pytree costs ~10 µs
         tm = torch.utils._pytree.tree_map
-        return tm(self._real, args), tm(self._real, kwargs)
+        return tm(r, args), tm(r, kwargs)
 
     # -- dispatch ---------------------------------------------------------------------------
 
@@ -370,20 +417,27 @@ class _Recorder(TorchDispatchMode):
             # temporaries, so they are not materialized.
             self._flush_cut()
         kwargs = kwargs or {}
-        s = _schema(func)
+        s = _schemas.get(func) or _schema(func)
         if func.namespace != "aten" or not s.returns_tensors or s.name in _RANDOM:
             return self._eager(func, s, args, kwargs)
         if s.name in _LIKE:
             return self._like(func, args, kwargs)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)] + [a for a in kwargs.values() if isinstance(a, torch.Tensor)]
-        lists = any(isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor) for a in args)
+        tensors = []
+        lists = False
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                tensors.append(a)
+            elif isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+                lists = True
+        if kwargs:
+            tensors += [a for a in kwargs.values() if isinstance(a, torch.Tensor)]
         if not tensors and not lists:
-            return self._eager(func, s, args, kwargs)  # factories: cheap, and their values are real
+            return self._eager(func, s, args, kwargs, real=True)  # factories: cheap, and their values are real
         if not lists and all(type(t) is torch.Tensor and t.numel() <= 1 for t in tensors):
             # Bookkeeping on real scalars (an optimizer's step counter): torch eager costs no
             # more than recording, and keeps `.item()` on them from forcing a flush.
             if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
-                return self._eager(func, s, args, kwargs)
+                return self._eager(func, s, args, kwargs, real=True)
         if s.view and not lists and all(type(t) is not DeferredTensor or t._real is not None for t in tensors):
             # A view of real memory is a real view (free, and writes through it reach the base);
             # a pending write to that memory lands first.
@@ -394,12 +448,14 @@ class _Recorder(TorchDispatchMode):
             return self._inplace(func, s, args, kwargs)
         return self._record(func, s, args, kwargs)
 
-    def _eager(self, func, s: _Schema, args, kwargs):
+    def _eager(self, func, s: _Schema, args, kwargs, real: bool = False):
+        """Runs `func` with torch eager; `real`: the arguments are known to hold no deferred or
+        pending tensor, so they need no realizing (its pytree walk costs more than a small op)."""
         if s.mutable and self.queue:
             tgt = args[0] if args else None
             if type(tgt) is torch.Tensor and _storage_key(tgt) in self.ext_storages:
                 self.flush("eager write to a queued input")
-        rargs, rkwargs = self._realize(args, kwargs)
+        rargs, rkwargs = (args, kwargs) if real else self._realize(args, kwargs)
         _counters["ops_eager"] += 1
         out = func(*rargs, **rkwargs)
         if s.mutable and args and isinstance(args[0], DeferredTensor):
@@ -428,7 +484,9 @@ class _Recorder(TorchDispatchMode):
                 # A write another live tensor must see (a view, its base): materialize them, the
                 # views as real views of their base, and write through memory like torch does.
                 self.flush("write through an alias")
-        new = self.__torch_dispatch__(s.functional, (), args, kwargs) if fs.known or fs.decomp else None
+        # The functional form takes the in-place op's path through dispatch (same arguments, and
+        # it is neither in place nor a view), so it goes straight to recording.
+        new = self._record(s.functional, fs, args, kwargs) if fs.known or fs.decomp else None
         if new is None:
             return self._eager(func, s, args, kwargs)
         if tuple(new.shape) != tuple(target.shape) or new.dtype != target.dtype:
@@ -480,6 +538,11 @@ class _Recorder(TorchDispatchMode):
             if alpha != 1:
                 other = self._record(aten.mul.Tensor, _schema(aten.mul.Tensor), (args[1], alpha), {})
                 return self._record(func, s, (args[0], other), {})
+        if self.rpos >= 0:
+            op = self._replay(func, args, kwargs)
+            if op is not None:
+                return self._enqueue(op, s, func, args, kwargs)
+            self.rpos = -1  # a mismatch: the rest of this region is recorded afresh
         file, line = _user_line()
         op = _Op()
         op.func, op.target, op.file, op.line = func, s.target, file, line
@@ -488,6 +551,10 @@ class _Recorder(TorchDispatchMode):
         spec: list = []
         ins: list[int] = []
         key: list = [func]
+        # How `_replay` recognizes this op: each argument's source, and tensors as value ids
+        # relative to the region's first id (with the metas of region inputs).
+        expect: list = []
+        base = self.qbase
         float_dtype = None
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, torch.Tensor) and a.dtype in _LIFT_DTYPES:
@@ -496,13 +563,17 @@ class _Recorder(TorchDispatchMode):
         for i, (name, kind, kwonly) in enumerate(s.params):
             if i < len(args):
                 v = args[i]
+                src = i
             elif name in kwargs:
                 v = kwargs[name]
+                src = name
             else:
                 continue
             dest_kw = kwonly or i >= len(args)
+            lifted = None
             if kind == "tensor" and isinstance(v, (int, float)) and not isinstance(v, bool) and float_dtype is not None:
-                v = torch.tensor(v, dtype=float_dtype)  # a Python number scaling a tensor: a buffer
+                lifted = type(v)
+                v = torch.scalar_tensor(v, dtype=float_dtype)  # a Python number scaling a tensor: a buffer
             if isinstance(v, torch.Tensor):
                 if v.dtype not in _DTYPES or v.device.type != "cpu":
                     return self._eager(func, s, args, kwargs)  # complex, half precision, devices: torch
@@ -511,22 +582,30 @@ class _Recorder(TorchDispatchMode):
                 spec.append((name, "t", vid))
                 key.append((name, self.metas[vid]))
                 val = _Ref(vid)
+                if lifted is not None:
+                    expect.append((src, name, dest_kw, "l", (lifted, vid - base)))
+                else:
+                    expect.append((src, name, dest_kw, "t", (vid - base, self.metas[vid] if vid in self.ext else None)))
             elif kind in ("tensors", "opt_tensors") and isinstance(v, (list, tuple)):
                 vids = [None if t is None else self._vid_of(t) for t in v]
                 ins.extend(x for x in vids if x is not None)
                 spec.append((name, "ts" if kind == "tensors" else "ots", vids))
                 key.append((name, tuple(None if x is None else self.metas[x] for x in vids)))
                 val = [None if x is None else _Ref(x) for x in vids]
+                expect.append((src, name, dest_kw, spec[-1][1], (type(v), tuple(None if x is None else (x - base, self.metas[x] if x in self.ext else None) for x in vids))))
             else:
                 tagged = _tag(v)
                 if tagged is not None:
                     spec.append((name, tagged[0], tagged[1]))
                 key.append((name, _hashable(v)))
                 val = v
+                expect.append((src, name, dest_kw, "o", (_replay_key(v), v)))
             if dest_kw:
                 kw[name] = val
             else:
                 pos.append(val)
+        if any(v < base for v in ins):
+            self.qclean = False  # reads a value of an earlier region (a flush inside this op)
         key_t = tuple(key)
         cached = self.meta_cache.get(key_t)
         if cached is None:
@@ -540,10 +619,111 @@ class _Recorder(TorchDispatchMode):
         if not self._lowers(op):
             return self._record(func, s, args, kwargs)  # now decomposed or run eagerly
         op.sig = hash(key_t)
+        op.expect = (len(args), tuple(kwargs), float_dtype, tuple(expect), self.inserting)
+        return self._enqueue(op, s, func, args, kwargs)
+
+    def _replay(self, func, args, kwargs) -> _Op | None:
+        """The op as the next op of the last region, when it is that op again: same op, same
+        non-tensor arguments, tensors at the same relative value ids (region inputs with the same
+        metas). Its result metas, key signature and lowering status are the last region's, so
+        none is recomputed, nor the user's line; None on any difference (the caller records it
+        afresh)."""
+        j = self.rpos
+        if not self.inserting:
+            # Inserted transposes are replayed from inside the argument matching below, in order.
+            while j < len(self.trace) and self.trace[j].expect[4]:
+                j += 1
+            if j == len(self.trace):
+                return None
+        tr = self.trace[j]
+        if tr.func is not func:
+            return None
+        nargs, kwkeys, float_dtype, entries, _ = tr.expect
+        if nargs != len(args) or kwkeys != tuple(kwargs):
+            return None
+        flushes = _counters["flushes"]
+        base = self.qbase
+        pos: list = []
+        kw: dict = {}
+        spec: list = []
+        ins: list[int] = []
+        for src, name, dest_kw, kind, x in entries:
+            v = args[src] if type(src) is int else kwargs[src]
+            if kind == "t":
+                if type(v) is DeferredTensor and v._real is None and v._rec is self:
+                    vid = v._vid
+                elif isinstance(v, torch.Tensor) and v.is_cpu and v.dtype in _DTYPES:
+                    vid = self._vid_of(v)
+                else:
+                    return None
+                if vid - base != x[0] or (x[1] is not None and self.metas[vid] != x[1]):
+                    return None
+                ins.append(vid)
+                spec.append((name, "t", vid))
+                val = _Ref(vid)
+            elif kind == "o":
+                if _replay_key(v) != x[0] or v != x[1]:
+                    return None
+                tagged = _tag(v)
+                if tagged is not None:
+                    spec.append((name, tagged[0], tagged[1]))
+                val = v
+            elif kind == "l":
+                if type(v) is not x[0]:
+                    return None
+                vid = self._input_vid(torch.scalar_tensor(v, dtype=float_dtype))
+                if vid - base != x[1]:
+                    return None
+                ins.append(vid)
+                spec.append((name, "t", vid))
+                val = _Ref(vid)
+            else:  # "ts" / "ots"
+                if type(v) is not x[0] or len(v) != len(x[1]):
+                    return None
+                vids = []
+                for t, e in zip(v, x[1]):
+                    if t is None or e is None:
+                        if t is not e:
+                            return None
+                        vids.append(None)
+                        continue
+                    if not (isinstance(t, torch.Tensor) and t.is_cpu and t.dtype in _DTYPES):
+                        return None
+                    vid = self._vid_of(t)
+                    if vid - base != e[0] or (e[1] is not None and self.metas[vid] != e[1]):
+                        return None
+                    vids.append(vid)
+                ins.extend(y for y in vids if y is not None)
+                spec.append((name, kind, vids))
+                val = [None if y is None else _Ref(y) for y in vids]
+            if dest_kw:
+                kw[name] = val
+            else:
+                pos.append(val)
+        if _counters["flushes"] != flushes:
+            return None  # reading an argument flushed (an aliased read): the ids moved
+        if self.rpos != j:
+            return None  # an inserted transpose did not replay in its place
+        op = _Op()
+        # The line of the op at this place in the last region: finding the user's frame costs
+        # about a quarter of recording (measured), and no error is raised here (a mismatching
+        # op is recorded afresh, with its own line).
+        op.func, op.target, op.file, op.line = func, tr.target, tr.file, tr.line
+        op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
+        op.descs, op.native_outs, op.sig, op.expect = tr.descs, tr.native_outs, tr.sig, tr.expect
+        op.outs = [self._new_vid(d) for d in op.descs]
+        _counters["ops_replayed"] += 1
+        self.rpos = j + 1
+        if self.rpos == len(self.trace):
+            self.rpos = -1
+        return op
+
+    def _enqueue(self, op: _Op, s: _Schema, func, args, kwargs):
+        """Queues a recorded op and returns its result wrappers."""
         self.queue.append(op)
         _counters["ops_recorded"] += 1
         alias = view_of = None
-        if s.view and pos and isinstance(args[0], DeferredTensor) and args[0]._real is None:
+        if s.view and op.pos and isinstance(args[0], DeferredTensor) and args[0]._real is None:
             if args[0]._alias is None:
                 args[0]._alias = [weakref.ref(args[0])]
             alias = args[0]._alias
@@ -686,7 +866,16 @@ class _Recorder(TorchDispatchMode):
                 keep[i] = True
                 want.update(op.ins)
         ops = [op for i, op in enumerate(queue) if keep[i]]
-        results = self._run(ops, list(need))
+        outputs = list(need)
+        shape = None
+        if self.qclean and not rest:
+            shape = (tuple(keep), tuple(v - self.qbase for v in outputs))
+        plan = None
+        if shape is not None and self.trace_plan is not None and self.trace_plan[0] == shape and len(queue) == len(self.trace):
+            if all(a.expect is b.expect for a, b in zip(queue, self.trace)):
+                plan = self.trace_plan
+        self.last_run = None
+        results = self._run(ops, outputs, plan)
         _counters["values_written"] += len(results)
         for w in live_wrappers:
             w._real = results[w._vid]
@@ -727,6 +916,16 @@ class _Recorder(TorchDispatchMode):
         self.metas = {v: m for v, m in self.metas.items() if v in keep_vids}
         _counters["flushes"] += 1
         self._reset_heuristic(rest)
+        # The region just flushed is what the next one is matched against, when it was recorded
+        # whole (not the tail of a cut queue) in defer mode.
+        if rest:
+            self.trace, self.rpos, self.qclean, self.trace_plan = None, -1, False, None
+        else:
+            self.trace = queue if self.qclean and self.mode == "defer" else None
+            self.trace_plan = (shape, *self.last_run) if self.trace and shape is not None and self.last_run else None
+            self.rpos = 0 if self.trace else -1
+            self.qclean = True
+            self.qbase = self.next_vid
 
     def _native(self, ops: list[_Op]):
         """The scheduler's plain-data form of `ops`: value ids made region-relative (inputs first)."""
@@ -772,10 +971,24 @@ class _Recorder(TorchDispatchMode):
                 self.unsupported[op.target] = f"{op.file}:{op.line}"
         return ok
 
-    def _run(self, ops: list[_Op], outputs: list[int]) -> dict[int, torch.Tensor]:
-        """Runs `ops` as one region; returns the values of `outputs`."""
+    def _run(self, ops: list[_Op], outputs: list[int], plan: tuple | None = None) -> dict[int, torch.Tensor]:
+        """Runs `ops` as one region; returns the values of `outputs`. `plan`: the trace's plan
+        (`trace_plan`), when `ops` are the trace's ops again."""
         if not ops:
             return {}
+        if plan is not None and all(self.qbase + d in self.ext for d in plan[1]):
+            _, in_rel, handle = plan
+            in_tensors = [self.ext[self.qbase + d] for d in in_rel]
+            out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
+            in_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in in_tensors]
+            try:
+                ran = _plan_cache().run_plan(handle, in_ptrs, [t.data_ptr() for t in out_tensors])
+            except ValueError as exc:
+                raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
+            if ran:
+                _counters["regions_replayed"] += 1
+                self.last_run = plan[1:]
+                return dict(zip(outputs, out_tensors))
         native_ops, inputs, rel = self._native(ops)
         in_tensors = [self.ext[v] for v in inputs]
         in_meta = [(list(t.shape), _DTYPES[t.dtype]) for t in in_tensors]
@@ -783,7 +996,7 @@ class _Recorder(TorchDispatchMode):
         out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
         out_ptrs = [t.data_ptr() for t in out_tensors]
         try:
-            hit, missing = _plan_cache().run(native_ops, in_meta, [rel[v] for v in outputs], in_ptrs, out_ptrs)
+            hit, missing, handle = _plan_cache().run(native_ops, in_meta, [rel[v] for v in outputs], in_ptrs, out_ptrs)
         except ValueError as exc:
             raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
         if missing:
@@ -797,6 +1010,7 @@ class _Recorder(TorchDispatchMode):
                     if _schema(op.func).decomp is None:
                         self._warn_unsupported(op)
             return self._interpret(ops, outputs)
+        self.last_run = (tuple(v - self.qbase for v in inputs), handle)
         if self.mode == "strict_blocking":
             for v, t in zip(outputs, out_tensors):
                 if t.is_floating_point() and not bool(torch.isfinite(t).all()):
@@ -921,6 +1135,14 @@ def _tag(v):
     return None  # device, layout, memory_format: placement only
 
 
+def _replay_key(v):
+    """What `==` leaves out when `_replay` compares non-tensor arguments: 1, 1.0 and True differ
+    in the compiled code."""
+    if isinstance(v, (list, tuple)):
+        return (type(v), tuple(map(type, v)))
+    return type(v)
+
+
 def _hashable(v):
     if isinstance(v, list):
         return tuple(_hashable(x) for x in v)
@@ -964,6 +1186,7 @@ class eager:
                     self._rec.flush("exit")
                 except Exception:  # noqa: BLE001 - the original exception is the one to report
                     self._rec.queue, self._rec.pending = [], {}
+                    self._rec.trace, self._rec.rpos, self._rec.qclean = None, -1, False
         finally:
             self._hook.remove()
             self._rec.__exit__(*exc)
