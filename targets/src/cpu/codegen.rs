@@ -60,7 +60,7 @@ pub fn codegen(m: &Module, plan: &Plan, symbols: &[String]) -> R<Object> {
         if kd.roots.len() == 1 {
             k.body(kd.roots[0])?;
         } else {
-            k.group_body(&kd.roots, kd.outer)?;
+            k.group_body(&kd.roots, kd.outer, &kd.scratch)?;
         }
     }
     if let Ok(path) = std::env::var("EMBER_DUMP_LLVM") {
@@ -90,6 +90,8 @@ struct Kernel<'a, 'ctx> {
     root: Option<Value>,
     buf_ptrs: Vec<PointerValue<'ctx>>,
     sym_vals: HashMap<String, IntValue<'ctx>>,
+    /// Row-local values (`KernelDef::scratch`): their stack slot and the kernel's row prefix.
+    scratch: HashMap<Value, (PointerValue<'ctx>, usize)>,
 }
 
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
@@ -113,7 +115,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("noalias");
             f.add_attribute(inkwell::attributes::AttributeLoc::Param(i), ctx.create_enum_attribute(kind, 0));
         }
-        Kernel { ctx, b, module, f, m, plan, sym_index, bufs, syms, cache: HashMap::new(), root: None, buf_ptrs: Vec::new(), sym_vals: HashMap::new() }
+        Kernel { ctx, b, module, f, m, plan, sym_index, bufs, syms, cache: HashMap::new(), root: None, buf_ptrs: Vec::new(), sym_vals: HashMap::new(), scratch: HashMap::new() }
     }
 
     /// A stack slot in the entry block (so LLVM promotes it to registers even when the code that
@@ -244,8 +246,14 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(out)
     }
 
-    fn load(&self, buf: usize, lin: IntValue<'ctx>, d: DType) -> R<BasicValueEnum<'ctx>> {
-        let base = self.buf_ptr(buf)?;
+    /// The stack slot and in-row offset of a row-local value at `idx`.
+    fn slot(&self, v: Value, idx: &[IntValue<'ctx>]) -> R<Option<(PointerValue<'ctx>, IntValue<'ctx>)>> {
+        let Some(&(p, outer)) = self.scratch.get(&v) else { return Ok(None) };
+        let dims = self.dims(v);
+        Ok(Some((p, self.linear(&idx[outer..], &dims[outer..])?)))
+    }
+
+    fn load_at(&self, base: PointerValue<'ctx>, lin: IntValue<'ctx>, d: DType) -> R<BasicValueEnum<'ctx>> {
         let mt = self.mem_type(d)?;
         let p = unsafe { self.b.build_gep(mt, base, &[lin], "p") }.map_err(le)?;
         let v = self.b.build_load(mt, p, "").map_err(le)?;
@@ -255,13 +263,20 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(v)
     }
 
-    fn store(&self, buf: usize, lin: IntValue<'ctx>, d: DType, v: BasicValueEnum<'ctx>) -> R<()> {
-        let base = self.buf_ptr(buf)?;
+    fn store_at(&self, base: PointerValue<'ctx>, lin: IntValue<'ctx>, d: DType, v: BasicValueEnum<'ctx>) -> R<()> {
         let mt = self.mem_type(d)?;
         let p = unsafe { self.b.build_gep(mt, base, &[lin], "p") }.map_err(le)?;
         let v: BasicValueEnum = if d == DType::Bool { self.b.build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "").map_err(le)?.into() } else { v };
         self.b.build_store(p, v).map_err(le)?;
         Ok(())
+    }
+
+    fn load(&self, buf: usize, lin: IntValue<'ctx>, d: DType) -> R<BasicValueEnum<'ctx>> {
+        self.load_at(self.buf_ptr(buf)?, lin, d)
+    }
+
+    fn store(&self, buf: usize, lin: IntValue<'ctx>, d: DType, v: BasicValueEnum<'ctx>) -> R<()> {
+        self.store_at(self.buf_ptr(buf)?, lin, d, v)
     }
 
     fn for_loop(&mut self, lo: IntValue<'ctx>, hi: IntValue<'ctx>, body: &mut dyn FnMut(&mut Self, IntValue<'ctx>) -> R<()>) -> R<()> {
@@ -344,8 +359,14 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
 
     /// Several values computed row by row: loops over the shared first `outer` dims, and inside,
     /// each value's own remaining loops in order (later values read earlier ones' rows from cache).
-    fn group_body(&mut self, roots: &[Value], outer: usize) -> R<()> {
+    fn group_body(&mut self, roots: &[Value], outer: usize, scratch: &[Value]) -> R<()> {
         self.load_table()?;
+        for &v in scratch {
+            let n: i64 = self.dims(v)[outer..].iter().map(|d| d.as_const().unwrap_or(1)).product();
+            let slot = self.mem_type(self.dtype(v))?.array_type(n.max(1) as u32);
+            let p = self.entry_alloca(slot.into(), "row")?;
+            self.scratch.insert(v, (p, outer));
+        }
         let start = self.f.get_nth_param(2).unwrap().into_int_value();
         let end = self.f.get_nth_param(3).unwrap().into_int_value();
         let prefix: Vec<SymExpr> = self.dims(roots[0])[..outer].to_vec();
@@ -362,6 +383,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 let mut inner = row.to_vec();
                 k.nest(&dims, None, &mut inner, &mut |k, idx| {
                     let v = if is_reduce { k.reduce(op, idx)? } else { k.emit(r, idx)? };
+                    if let Some((p, lin)) = k.slot(r, idx)? {
+                        return k.store_at(p, lin, dt, v);
+                    }
                     let lin = k.linear(idx, &dims)?;
                     k.store(out, lin, dt, v)
                 })?;
@@ -940,6 +964,11 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     }
 
     fn emit_uncached(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> R<BasicValueEnum<'ctx>> {
+        if self.root != Some(v) {
+            if let Some((p, lin)) = self.slot(v, idx)? {
+                return self.load_at(p, lin, self.dtype(v));
+            }
+        }
         if let Some(&buf) = self.plan.buf_of.get(&v).filter(|_| self.root != Some(v)) {
             let lin = self.linear(idx, &self.dims(v))?;
             return self.load(buf, lin, self.dtype(v));

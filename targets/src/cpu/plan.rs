@@ -88,7 +88,13 @@ pub struct KernelDef {
     pub name: String,
     pub roots: Vec<Value>,
     pub outer: usize,
+    /// Roots only this kernel reads, each one row at a time: they live in a per-row stack slot
+    /// (`dims[outer..]`, static and small) instead of their memory buffer, which stays unused.
+    pub scratch: Vec<Value>,
 }
+
+/// Largest per-row slot (elements) a scratch value may take on the kernel's stack.
+const SCRATCH_LIMIT: i64 = 16384;
 
 #[derive(Debug)]
 pub struct PlanError(pub String);
@@ -226,7 +232,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         let outs: Vec<usize> = group.iter().map(|r| buf_of[r]).collect();
         args.retain(|a| !outs.contains(a));
         steps.push(Step::Kernel { name: name.clone(), out: outs[0], args, also: outs[1..].to_vec() });
-        kernels.push(KernelDef { name, roots: std::mem::take(group), outer });
+        kernels.push(KernelDef { name, roots: std::mem::take(group), outer, scratch: Vec::new() });
     };
     for &op in &ops {
         let r = m.op(op).results[0];
@@ -263,7 +269,30 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         outer = rank;
     }
     flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
-    let outputs = ret_vals.iter().map(|v| buf_of[v]).collect();
+    let outputs: Vec<usize> = ret_vals.iter().map(|v| buf_of[v]).collect();
+    // A row group's intermediate values that no other step reads never need memory: each row
+    // of them is produced and consumed inside the kernel's row loop.
+    let mut read_elsewhere: HashMap<usize, usize> = HashMap::new();
+    for st in &steps {
+        match st {
+            Step::Kernel { args, .. } => args.iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
+            Step::Gemm(g) => [g.lhs.buf, g.rhs.buf].iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
+        }
+    }
+    for k in &mut kernels {
+        if k.roots.len() < 2 || k.outer == 0 {
+            continue;
+        }
+        let last = *k.roots.last().unwrap();
+        for &r in &k.roots {
+            let b = buf_of[&r];
+            let t = m.ty(r).tensor().unwrap();
+            let row: Option<i64> = t.dims[k.outer.min(t.rank())..].iter().map(|d| d.as_const()).product();
+            if r != last && !outputs.contains(&b) && !read_elsewhere.contains_key(&b) && row.is_some_and(|n| n <= SCRATCH_LIMIT) {
+                k.scratch.push(r);
+            }
+        }
+    }
     Ok(Plan { buffers, steps, outputs, buf_of, kernels })
 }
 
