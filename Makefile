@@ -40,8 +40,9 @@ demo: setup build
 	@./target/debug/ember import testdata/models/gpt2_block.pt2 -o $(TMPDIR)/gpt2_block.mlir
 	@head -c 1200 $(TMPDIR)/gpt2_block.mlir; echo " ..."
 	@mlir-opt-22 --allow-unregistered-dialect $(TMPDIR)/gpt2_block.mlir -o /dev/null && echo "(mlir-opt-22 accepts it)"
-	@echo "== ember compile --target cpu"
-	@./target/debug/ember compile testdata/models/gpt2_block.pt2 --target cpu -o $(TMPDIR)/gpt2_block_cpu
+	@echo "== ember compile --target cpu --report  (the e-graph optimizer's kernels, first rows)"
+	@./target/debug/ember compile testdata/models/gpt2_block.pt2 --target cpu -o $(TMPDIR)/gpt2_block_cpu --report
+	@sed -n '3p;9,14p' $(TMPDIR)/gpt2_block_cpu/report/fusion.md | cut -c1-160
 	@echo "== ember run (20 timed runs), then compare with torch eager's outputs"
 	@./target/debug/ember run $(TMPDIR)/gpt2_block_cpu --inputs testdata/models/gpt2_block.npz --outputs $(TMPDIR)/gpt2_block_got.npz --repeat 20
 	@$(PY) -c "import numpy as np; g=np.load('$(TMPDIR)/gpt2_block_got.npz'); w=np.load('testdata/models/gpt2_block.npz'); print('out0', g['out0'].shape, 'max |ember - eager| =', float(np.abs(g['out0']-w['out0']).max()))"
