@@ -849,12 +849,17 @@ class CpuStage(Stage):
     @staticmethod
     def triage(sample: dict[str, Any], ctx: Context) -> None:
         """Reclassify a wrong result that torch's decomposed graph reproduces (needs torch)."""
+        reclassify_decomposition_mismatch(sample, ctx)
+
+
+def reclassify_decomposition_mismatch(sample: dict[str, Any], ctx: Context, got: Path | None = None) -> None:
+    """A wrong result that torch's decomposed graph reproduces is a decomposition mismatch."""
+    diff = decomposition_mismatch(sample, ctx, got)
+    if diff is not None:
         c = sample["check"]
-        diff = decomposition_mismatch(sample, ctx)
-        if diff is not None:
-            c["kind"] = "decomposition mismatch"
-            c["error"] = ("decomposition mismatch: torch's decomposed graph differs from eager "
-                          f"({diff}) and Ember matches the decomposed graph")
+        c["kind"] = "decomposition mismatch"
+        c["error"] = ("decomposition mismatch: torch's decomposed graph differs from eager "
+                      f"({diff}) and Ember matches the decomposed graph")
 
 
 class TpuStage(Stage):
@@ -910,12 +915,7 @@ class TpuStage(Stage):
     @staticmethod
     def triage(sample: dict[str, Any], ctx: Context) -> None:
         """Like CpuStage.triage, on the outputs XLA gave."""
-        c = sample["check"]
-        diff = decomposition_mismatch(sample, ctx, ctx.workdir / f"{sample['key']}.tpu" / "got.npz")
-        if diff is not None:
-            c["kind"] = "decomposition mismatch"
-            c["error"] = ("decomposition mismatch: torch's decomposed graph differs from eager "
-                          f"({diff}) and Ember matches the decomposed graph")
+        reclassify_decomposition_mismatch(sample, ctx, ctx.workdir / f"{sample['key']}.tpu" / "got.npz")
 
 
 STAGES: dict[str, type[Stage]] = {"import": ImportStage, "cpu": CpuStage, "tpu": TpuStage}

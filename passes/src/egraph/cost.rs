@@ -83,8 +83,20 @@ pub fn bytes(t: &TensorType) -> f64 {
     numel(t) * t.dtype.byte_size() as f64
 }
 
-fn dim(e: &SymExpr) -> f64 {
+pub fn dim(e: &SymExpr) -> f64 {
     e.eval(&|_| Some(SYMBOL_SIZE)).unwrap_or(SYMBOL_SIZE) as f64
+}
+
+/// FLOPs of a `dot_general` with result `out` contracting `lhs` over `contract`.
+pub fn dot_flops(out: &TensorType, lhs: &TensorType, contract: &[i64]) -> f64 {
+    2.0 * numel(out) * contract.iter().map(|&d| dim(&lhs.dims[d as usize])).product::<f64>()
+}
+
+impl CostTable {
+    /// Seconds of one kernel doing `matmul` and `vector` FLOPs and moving `bytes`.
+    pub fn time(&self, matmul: f64, vector: f64, bytes: f64) -> f64 {
+        self.kernel_overhead + (matmul / self.matmul_flops + vector / self.vector_flops).max(bytes / self.mem_bw)
+    }
 }
 
 /// Ops that cost nothing alone: values a consumer computes from indices.
@@ -110,11 +122,7 @@ pub fn work(eg: &EG, n: &ENode) -> (f64, f64) {
     let ins: f64 = n.args.iter().filter(|&&a| eg[a].data.konst.is_none()).map(|&a| bytes(&type_of(eg, a))).sum();
     let io = ins + bytes(ty);
     let flops = match op {
-        "ten.dot_general" => {
-            let lhs = type_of(eg, n.args[0]);
-            let contract: f64 = super::rules::ints(eg, n, "lhs_contract").iter().map(|&d| dim(&lhs.dims[d as usize])).product();
-            2.0 * numel(ty) * contract
-        }
+        "ten.dot_general" => dot_flops(ty, &type_of(eg, n.args[0]), &super::rules::ints(eg, n, "lhs_contract")),
         "ember.attention" => {
             let (q, k, v) = (type_of(eg, n.args[0]), type_of(eg, n.args[1]), type_of(eg, n.args[2]));
             let tk = dim(&k.dims[k.rank() - 2]);
@@ -134,8 +142,11 @@ pub fn node_time(eg: &EG, n: &ENode, t: &CostTable) -> f64 {
         return 1e-12;
     }
     let (flops, io) = work(eg, n);
-    let peak = if matches!(op, "ten.dot_general" | "ember.attention") { t.matmul_flops } else { t.vector_flops };
-    t.kernel_overhead + (flops / peak).max(io / t.mem_bw)
+    if matches!(op, "ten.dot_general" | "ember.attention") {
+        t.time(flops, 0.0, io)
+    } else {
+        t.time(0.0, flops, io)
+    }
 }
 
 /// egg cost function: the summed time of a node and the nodes below it.

@@ -37,6 +37,15 @@ pub struct Limits {
     pub time_limit: Duration,
 }
 
+/// E-nodes every block may grow to regardless of its size.
+const NODE_FLOOR: usize = 10_000;
+
+impl Limits {
+    fn node_limit(&self, ops: usize) -> usize {
+        NODE_FLOOR + self.nodes_per_op * ops
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits { iterations: 8, nodes_per_op: 8, block_ops: 4000, time_limit: Duration::from_secs(60) }
@@ -106,7 +115,7 @@ impl Trace {
     pub fn render(&self, l: &Limits) -> String {
         let mut s = format!(
             "fuse: target {}, {} ops -> {} ops after extraction, {} kernels\n  limits: {} iterations, {} + {}/op e-nodes, blocks of {} ops, {} s time limit (a safety stop)\n",
-            self.target, self.ops_before, self.ops_after, self.kernels, l.iterations, 10_000, l.nodes_per_op, l.block_ops, l.time_limit.as_secs()
+            self.target, self.ops_before, self.ops_after, self.kernels, l.iterations, NODE_FLOOR, l.nodes_per_op, l.block_ops, l.time_limit.as_secs()
         );
         for (i, b) in self.blocks.iter().enumerate() {
             s += &format!(
@@ -153,7 +162,7 @@ pub fn optimize(m: &mut Module, opts: &Options) -> Result<Trace, String> {
             let chunk = &ops[start..end];
             let mut b = Block::read(m, chunk, &remap);
             let t0 = Instant::now();
-            let node_limit = 10_000 + opts.limits.nodes_per_op * chunk.len();
+            let node_limit = opts.limits.node_limit(chunk.len());
             let runner = Runner::<ENode, Ember>::new(Ember::default())
                 .with_egraph(std::mem::take(&mut b.eg))
                 .with_iter_limit(opts.limits.iterations)

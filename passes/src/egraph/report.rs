@@ -9,8 +9,6 @@ use ember_ir::module::{OpId, ValueDef};
 use ember_ir::{Module, TensorType, Type, Value};
 use std::collections::HashMap;
 
-const SYMBOL_SIZE: i64 = 64;
-
 fn tensor(m: &Module, v: Value) -> Option<&TensorType> {
     match m.ty(v) {
         Type::Tensor(t) => Some(t),
@@ -18,12 +16,8 @@ fn tensor(m: &Module, v: Value) -> Option<&TensorType> {
     }
 }
 
-fn numel(t: &TensorType) -> f64 {
-    t.numel().eval(&|_| Some(SYMBOL_SIZE)).unwrap_or(SYMBOL_SIZE) as f64
-}
-
 fn bytes(m: &Module, v: Value) -> f64 {
-    tensor(m, v).map(|t| numel(t) * t.dtype.byte_size() as f64).unwrap_or(0.0)
+    tensor(m, v).map(super::cost::bytes).unwrap_or(0.0)
 }
 
 /// A value that costs no memory traffic to read (computed from indices).
@@ -38,25 +32,14 @@ fn is_free_value(m: &Module, v: Value) -> bool {
 fn op_work(m: &Module, op: OpId) -> (f64, f64, f64) {
     let d = m.op(op);
     let io: f64 = d.operands.iter().filter(|&&v| !is_free_value(m, v)).map(|&v| bytes(m, v)).sum::<f64>() + d.results.iter().map(|&r| bytes(m, r)).sum::<f64>();
-    let out = d.results.first().and_then(|&r| tensor(m, r)).map(numel).unwrap_or(0.0);
-    if d.name == "ten.dot_general" {
-        let lhs = tensor(m, d.operands[0]).cloned();
-        let contract: f64 = d
-            .attrs
-            .get("lhs_contract")
-            .and_then(|a| a.as_ints().map(|v| v.to_vec()))
-            .unwrap_or_default()
-            .iter()
-            .map(|&i| lhs.as_ref().map(|t| t.dims[i as usize].eval(&|_| Some(SYMBOL_SIZE)).unwrap_or(SYMBOL_SIZE) as f64).unwrap_or(1.0))
-            .product();
-        (2.0 * out * contract, 0.0, io)
-    } else {
-        (0.0, out * super::cost::flops_per_element(&d.name), io)
+    let out = d.results.first().and_then(|&r| tensor(m, r));
+    match (d.name.as_str(), out, d.operands.first().and_then(|&v| tensor(m, v))) {
+        ("ten.dot_general", Some(out), Some(lhs)) => {
+            let contract = d.attrs.get("lhs_contract").and_then(|a| a.as_ints()).unwrap_or(&[]);
+            (super::cost::dot_flops(out, lhs, contract), 0.0, io)
+        }
+        (name, out, _) => (0.0, out.map(super::cost::numel).unwrap_or(0.0) * super::cost::flops_per_element(name), io),
     }
-}
-
-fn time(t: &CostTable, mm: f64, other: f64, io: f64) -> f64 {
-    t.kernel_overhead + (mm / t.matmul_flops + other / t.vector_flops).max(io / t.mem_bw)
 }
 
 pub struct KernelReport {
@@ -92,7 +75,7 @@ pub fn kernels(m: &Module, f: OpId, t: &CostTable) -> Vec<KernelReport> {
         let mut names: Vec<String> = Vec::new();
         for &o in &body {
             let (a, b, io) = op_work(m, o);
-            before += time(t, a, b, io);
+            before += t.time(a, b, io);
             bytes_before += io;
             mm += a;
             other += b;
@@ -119,7 +102,7 @@ pub fn kernels(m: &Module, f: OpId, t: &CostTable) -> Vec<KernelReport> {
             bytes_after: io_after,
             flops: mm + other,
             est_before: before,
-            est_after: time(t, mm, other, io_after),
+            est_after: t.time(mm, other, io_after),
             op,
         });
     }

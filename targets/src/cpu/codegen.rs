@@ -246,6 +246,19 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(out)
     }
 
+    /// Computes kernel root `r` at `idx` and stores it: into its row slot when it has one,
+    /// else into its buffer.
+    fn store_root(&mut self, r: Value, idx: &[IntValue<'ctx>]) -> R<()> {
+        let op = self.m.defining_op(r).ok_or("kernel root is an argument")?;
+        let dt = self.dtype(r);
+        let v = if self.m.op(op).name == "ten.reduce" { self.reduce(op, idx)? } else { self.emit(r, idx)? };
+        if let Some((p, lin)) = self.slot(r, idx)? {
+            return self.store_at(p, lin, dt, v);
+        }
+        let lin = self.linear(idx, &self.dims(r))?;
+        self.store(self.plan.buf_of[&r], lin, dt, v)
+    }
+
     /// The stack slot and in-row offset of a row-local value at `idx`.
     fn slot(&self, v: Value, idx: &[IntValue<'ctx>]) -> R<Option<(PointerValue<'ctx>, IntValue<'ctx>)>> {
         let Some(&(p, outer)) = self.scratch.get(&v) else { return Ok(None) };
@@ -328,9 +341,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         self.root = Some(root);
         let out = self.plan.buf_of[&root];
         let dims = self.dims(root);
-        let dt = self.dtype(root);
         let root_op = self.m.defining_op(root).ok_or("kernel root is an argument")?;
-        let is_reduce = self.m.op(root_op).name == "ten.reduce";
         if self.m.op(root_op).name == "ten.cumsum" {
             self.cumsum(root_op, out, start, end)?;
             self.b.build_return(None).map_err(le)?;
@@ -343,15 +354,10 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         }
         if dims.is_empty() {
             // Rank 0: the runtime calls with [0, 1).
-            let v = if is_reduce { self.reduce(root_op, &[])? } else { self.emit(root, &[])? };
-            self.store(out, self.i64c(0), dt, v)?;
+            self.store_root(root, &[])?;
         } else {
             let mut idx = Vec::new();
-            self.nest(&dims, Some((start, end)), &mut idx, &mut |k, idx| {
-                let v = if is_reduce { k.reduce(root_op, idx)? } else { k.emit(root, idx)? };
-                let lin = k.linear(idx, &k.dims(root))?;
-                k.store(out, lin, dt, v)
-            })?;
+            self.nest(&dims, Some((start, end)), &mut idx, &mut |k, idx| k.store_root(root, idx))?;
         }
         self.b.build_return(None).map_err(le)?;
         Ok(())
@@ -375,20 +381,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         self.nest(&prefix, Some((start, end)), &mut idx, &mut |k, row| {
             for &r in &roots {
                 k.root = Some(r);
-                let out = k.plan.buf_of[&r];
                 let dims = k.dims(r);
-                let dt = k.dtype(r);
-                let op = k.m.defining_op(r).ok_or("kernel root is an argument")?;
-                let is_reduce = k.m.op(op).name == "ten.reduce";
                 let mut inner = row.to_vec();
-                k.nest(&dims, None, &mut inner, &mut |k, idx| {
-                    let v = if is_reduce { k.reduce(op, idx)? } else { k.emit(r, idx)? };
-                    if let Some((p, lin)) = k.slot(r, idx)? {
-                        return k.store_at(p, lin, dt, v);
-                    }
-                    let lin = k.linear(idx, &dims)?;
-                    k.store(out, lin, dt, v)
-                })?;
+                k.nest(&dims, None, &mut inner, &mut |k, idx| k.store_root(r, idx))?;
             }
             Ok(())
         })?;
