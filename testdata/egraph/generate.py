@@ -174,6 +174,14 @@ cases["silu"] = f.text(f.op("ten.mul", ["%x", f.op("ten.sigmoid", ["%x"], [T], T
 f = F([("x", T)])
 cases["silu-swapped"] = f.text(f.op("ten.mul", [f.op("ten.sigmoid", ["%x"], [T], T), "%x"], [T, T], T), T, "silu-swapped")
 
+# bmm on heads flattened into the batch: both operands are [2, 3, ...] merged into [6, ...].
+A4, B4D, A3, B3D, O3 = "tensor<2x3x4x8xf32>", "tensor<2x3x8x5xf32>", "tensor<6x4x8xf32>", "tensor<6x8x5xf32>", "tensor<6x4x5xf32>"
+f = F([("a", A4), ("b", B4D)])
+ra = f.op("ten.reshape", ["%a"], [A4], A3, "shape = array<i64: 6, 4, 8>")
+rb = f.op("ten.reshape", ["%b"], [B4D], B3D, "shape = array<i64: 6, 8, 5>")
+dot = f.op("ten.dot_general", [ra, rb], [A3, B3D], O3, "lhs_batch = array<i64: 0>, lhs_contract = array<i64: 2>, rhs_batch = array<i64: 0>, rhs_contract = array<i64: 1>")
+cases["dot-unflatten-batch"] = f.text(f.op("ten.reshape", [dot], [O3], "tensor<2x3x4x5xf32>", "shape = array<i64: 2, 3, 4, 5>"), "tensor<2x3x4x5xf32>", "dot-unflatten-batch")
+
 Q, S, SR = "tensor<2x8x16xf32>", "tensor<2x8x8xf32>", "tensor<2x8xf32>"
 B1 = "lhs_batch = array<i64: 0>, lhs_contract = array<i64: 2>, rhs_batch = array<i64: 0>, rhs_contract = array<i64: 2>"
 B2 = "lhs_batch = array<i64: 0>, lhs_contract = array<i64: 2>, rhs_batch = array<i64: 0>, rhs_contract = array<i64: 1>"

@@ -32,6 +32,10 @@ pub struct WeightInfo {
     pub buf: usize,
     pub offset: u64,
     pub bytes: u64,
+    /// weights.bin holds this 2-D weight's transpose: only GEMMs read it, and they read it
+    /// transposed (see `compiler::cpu::store_weights_for_gemm`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transposed: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -407,25 +411,52 @@ impl Program {
             unsafe { std::ptr::write_bytes(ptrs[g.out], 0, bytes) };
             return Ok(());
         }
-        let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
-        for bi in 0..nb.max(1) {
-            let (mut rem, mut lo, mut ro) = (bi, 0i64, 0i64);
+        // Batch dims the rhs broadcasts (stride 0) and the lhs walks contiguously extend m: one
+        // larger GEMM instead of several small ones (a Linear on a [b, t, d] input).
+        let (mut m, mut batch) = (m, batch);
+        let mut lbs: Vec<i64> = g.lhs_batch.iter().map(|&d| lstr[d]).collect();
+        let mut rbs: Vec<i64> = g.rhs_batch.iter().map(|&d| rstr[d]).collect();
+        while let (Some(&sz), Some(&ls), Some(&rs)) = (batch.last(), lbs.last(), rbs.last()) {
+            if rs != 0 || ls != m as i64 * lstr[g.lhs_free] {
+                break;
+            }
+            m *= sz as usize;
+            batch.pop();
+            lbs.pop();
+            rbs.pop();
+        }
+        let nb = batch.iter().product::<i64>().max(1) as usize;
+        let (lcs, lrs, rcs, rrs) = (lstr[g.lhs_contract] as isize, lstr[g.lhs_free] as isize, rstr[g.rhs_free] as isize, rstr[g.rhs_contract] as isize);
+        let (out, lhs, rhs) = (ptrs[g.out] as usize, ptrs[g.lhs.buf] as usize, ptrs[g.rhs.buf] as usize);
+        let one = |bi: usize, par: gemm::Parallelism| {
+            let (mut rem, mut lo, mut ro) = (bi as i64, 0i64, 0i64);
             for j in (0..batch.len()).rev() {
                 let ix = rem % batch[j];
                 rem /= batch[j];
-                lo += ix * lstr[g.lhs_batch[j]];
-                ro += ix * rstr[g.rhs_batch[j]];
+                lo += ix * lbs[j];
+                ro += ix * rbs[j];
             }
-            let oo = bi * (m * n) as i64;
+            let oo = bi * m * n;
             unsafe {
-                let (dst, lhs, rhs) = (ptrs[g.out].add(oo as usize * es), ptrs[g.lhs.buf].add(lo as usize * es), ptrs[g.rhs.buf].add(ro as usize * es));
-                let (lcs, lrs, rcs, rrs) = (lstr[g.lhs_contract] as isize, lstr[g.lhs_free] as isize, rstr[g.rhs_free] as isize, rstr[g.rhs_contract] as isize);
+                let (dst, lhs, rhs) = ((out as *mut u8).add(oo * es), (lhs as *const u8).offset(lo as isize * es as isize), (rhs as *const u8).offset(ro as isize * es as isize));
                 match dt {
                     DType::F32 => gemm::gemm(m, n, k, dst as *mut f32, 1, n as isize, false, lhs as *const f32, lcs, lrs, rhs as *const f32, rcs, rrs, 0.0f32, 1.0f32, false, false, false, par),
-                    DType::F64 => gemm::gemm(m, n, k, dst as *mut f64, 1, n as isize, false, lhs as *const f64, lcs, lrs, rhs as *const f64, rcs, rrs, 0.0f64, 1.0f64, false, false, false, par),
-                    d => return Err(format!("matmul in {} is not supported by the CPU target yet", d.torch_name())),
+                    _ => gemm::gemm(m, n, k, dst as *mut f64, 1, n as isize, false, lhs as *const f64, lcs, lrs, rhs as *const f64, rcs, rrs, 0.0f64, 1.0f64, false, false, false, par),
                 }
             }
+        };
+        if !matches!(dt, DType::F32 | DType::F64) {
+            return Err(format!("matmul in {} is not supported by the CPU target yet", dt.torch_name()));
+        }
+        let threads = rayon::current_num_threads();
+        if nb > 1 && threads > 1 && (nb % threads == 0 || nb >= 4 * threads) {
+            // Many small products (attention's per-head GEMMs): one per task, no split inside,
+            // so the pool synchronizes once instead of once per product.
+            use rayon::prelude::*;
+            (0..nb).into_par_iter().for_each(|bi| one(bi, gemm::Parallelism::None));
+        } else {
+            let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+            (0..nb).for_each(|bi| one(bi, par));
         }
         Ok(())
     }

@@ -79,6 +79,41 @@ fn transpose_through_unary(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     Some(crate::egraph::lang::add(eg, f.op.as_str(), &attrs, &ty, vec![x]))
 }
 
+/// dot(reshape(a), reshape(b)) = reshape(dot(a, b)) when both reshapes only merge the same
+/// leading dims into the dot's single batch dim (torch.export flattens heads into the batch
+/// for `bmm`). The batched product then reads a and b in their own layouts, e.g. q, k and v as
+/// strided head views of one projection, instead of materialized flattened copies.
+fn dot_unflatten_batch(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    use crate::egraph::lang::{attrs_of, nodes};
+    use ember_ir::Attr;
+    let (a, b) = (var(s, "?a"), var(s, "?b"));
+    let dot = nodes(eg, root, "ten.dot_general").into_iter().find(|d| {
+        super::pick(eg, d.args[0], "ten.reshape", &[Some(a)]).is_some() && super::pick(eg, d.args[1], "ten.reshape", &[Some(b)]).is_some()
+    })?;
+    if ints(eg, &dot, "lhs_batch") != [0] || ints(eg, &dot, "rhs_batch") != [0] {
+        return None;
+    }
+    let (ta, tb) = (type_of(eg, a), type_of(eg, b));
+    let (tl, tr, out) = (type_of(eg, dot.args[0]), type_of(eg, dot.args[1]), type_of(eg, root));
+    let j = ta.rank().checked_sub(tl.rank() - 1)?;
+    let merges = |t: &ember_ir::TensorType, flat: &ember_ir::TensorType| t.rank() == j + flat.rank() - 1 && t.dims[j..] == flat.dims[1..];
+    if j < 2 || !merges(&ta, &tl) || !merges(&tb, &tr) || ta.dims[..j] != tb.dims[..j] {
+        return None;
+    }
+    let mut attrs = attrs_of(eg, &dot).clone();
+    let batch: Vec<i64> = (0..j as i64).collect();
+    let shift = |k: &str| -> Vec<i64> { ints(eg, &dot, k).iter().map(|&c| c + j as i64 - 1).collect() };
+    let (lc, rc) = (shift("lhs_contract"), shift("rhs_contract"));
+    attrs.insert("lhs_batch".into(), Attr::Ints(batch.clone()));
+    attrs.insert("rhs_batch".into(), Attr::Ints(batch));
+    attrs.insert("lhs_contract".into(), Attr::Ints(lc));
+    attrs.insert("rhs_contract".into(), Attr::Ints(rc));
+    let dims: Vec<_> = ta.dims[..j].iter().chain(&out.dims[1..]).cloned().collect();
+    let ty = ember_ir::TensorType::new(dims, out.dtype);
+    let full = crate::egraph::lang::add(eg, "ten.dot_general", &attrs, &ty, vec![a, b]);
+    Some(reshape(eg, full, &out.dims))
+}
+
 /// broadcast(c) = c' for a splat constant c: a constant of the broadcast's shape.
 fn broadcast_const(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     let c = konst(eg, var(s, "?c"))?;
@@ -110,6 +145,7 @@ pub static RULES: &[Rule] = &[
     Rule { name: "transpose-unary", math: "f(x)ᵖ = f(xᵖ) for elementwise unary f", lhs: "(ten.transpose ?u)", rhs: Rhs::Apply(transpose_through_unary) },
     Rule { name: "broadcast-const", math: "broadcast(c) = c (splat constants of any shape)", lhs: "(ten.broadcast ?c)", rhs: Rhs::Apply(broadcast_const) },
     Rule { name: "dot-scale-lhs", math: "(x·c)·y = (x·y)·c", lhs: "(ten.dot_general (ten.mul ?x ?c) ?y)", rhs: Rhs::Apply(|eg, r, s| dot_scale(eg, r, s, 0)) },
+    Rule { name: "dot-unflatten-batch", math: "reshape(a)·reshape(b) = reshape(a·b) when both merge the same leading batch dims", lhs: "(ten.dot_general (ten.reshape ?a) (ten.reshape ?b))", rhs: Rhs::Apply(dot_unflatten_batch) },
     Rule { name: "dot-scale-rhs", math: "x·(y·c) = (x·y)·c", lhs: "(ten.dot_general ?y (ten.mul ?x ?c))", rhs: Rhs::Apply(|eg, r, s| dot_scale(eg, r, s, 1)) },
 ];
 
