@@ -234,9 +234,117 @@ pub fn math(cx: &mut Cx, name: &str) -> Lowered {
         }
         "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan" | "floor" | "ceil"
         | "round" | "trunc" | "sign" | "sigmoid" => cx.unary(&format!("ten.{name}"), x)?,
+        "expm1" => expm1(cx, x)?,
+        "log2" | "log10" => {
+            let l = cx.unary("ten.log", x)?;
+            cx.binary_scalar("ten.mul", l, if name == "log2" { std::f64::consts::LOG2_E } else { std::f64::consts::LOG10_E })?
+        }
+        "cosh" => {
+            // (eˣ + e⁻ˣ)/2: no cancellation, overflows to inf where cosh does.
+            let nx = cx.unary("ten.neg", x)?;
+            let (a, b) = (cx.unary("ten.exp", x)?, cx.unary("ten.exp", nx)?);
+            let s = cx.emit("ten.add", vec![a, b], vec![])?;
+            cx.binary_scalar("ten.mul", s, 0.5)?
+        }
+        "sinh" => {
+            // Near 0, (eˣ - e⁻ˣ)/2 cancels: use m(m+2)/(2(m+1)) with m = expm1(x) for |x| < 1.
+            let m = expm1(cx, x)?;
+            let m2 = cx.binary_scalar("ten.add", m, 2.0)?;
+            let num = cx.emit("ten.mul", vec![m, m2], vec![])?;
+            let m1 = cx.binary_scalar("ten.add", m, 1.0)?;
+            let small = cx.emit("ten.div", vec![num, m1], vec![])?;
+            let small = cx.binary_scalar("ten.mul", small, 0.5)?;
+            let nx = cx.unary("ten.neg", x)?;
+            let (a, b) = (cx.unary("ten.exp", x)?, cx.unary("ten.exp", nx)?);
+            let d = cx.emit("ten.sub", vec![a, b], vec![])?;
+            let big = cx.binary_scalar("ten.mul", d, 0.5)?;
+            let ax = cx.unary("ten.abs", x)?;
+            let one = cx.splat_like(1.0, x)?;
+            let is_small = cx.compare("LT", ax, one)?;
+            cx.select(is_small, small, big)?
+        }
+        "asinh" => {
+            // sign(x)·log1p(|x| + x²/(1 + √(x²+1))), accurate near 0; log|x| + ln 2 where x²
+            // would overflow.
+            let ax = cx.unary("ten.abs", x)?;
+            let x2 = cx.emit("ten.mul", vec![x, x], vec![])?;
+            let r = cx.binary_scalar("ten.add", x2, 1.0)?;
+            let r = cx.unary("ten.sqrt", r)?;
+            let r = cx.binary_scalar("ten.add", r, 1.0)?;
+            let q = cx.emit("ten.div", vec![x2, r], vec![])?;
+            let s = cx.emit("ten.add", vec![ax, q], vec![])?;
+            let near = cx.unary("ten.log1p", s)?;
+            let far = huge_log(cx, ax)?;
+            let v = cx.select(far.1, far.0, near)?;
+            let sg = cx.unary("ten.sign", x)?;
+            // sign(±0) is ±0 and asinh(±0) = ±0; NaN stays NaN through both factors.
+            let v = cx.emit("ten.mul", vec![sg, v], vec![])?;
+            let zero = cx.splat_like(0.0, x)?;
+            let is_zero = cx.compare("EQ", x, zero)?;
+            cx.select(is_zero, x, v)?
+        }
+        "acosh" => {
+            // log1p(t + √(t(t+2))) with t = x - 1, accurate near 1; NaN below 1.
+            let t1 = cx.binary_scalar("ten.sub", x, 1.0)?;
+            let t2 = cx.binary_scalar("ten.add", t1, 2.0)?;
+            let p = cx.emit("ten.mul", vec![t1, t2], vec![])?;
+            let r = cx.unary("ten.sqrt", p)?;
+            let s = cx.emit("ten.add", vec![t1, r], vec![])?;
+            let near = cx.unary("ten.log1p", s)?;
+            let far = huge_log(cx, x)?;
+            cx.select(far.1, far.0, near)?
+        }
+        "atanh" => {
+            // log1p(2x/(1-x))/2: ±inf at ±1, NaN beyond.
+            let two_x = cx.binary_scalar("ten.mul", x, 2.0)?;
+            let one = cx.splat_like(1.0, x)?;
+            let d = cx.emit("ten.sub", vec![one, x], vec![])?;
+            let q = cx.emit("ten.div", vec![two_x, d], vec![])?;
+            let l = cx.unary("ten.log1p", q)?;
+            cx.binary_scalar("ten.mul", l, 0.5)?
+        }
+        "atan" => {
+            let one = cx.splat_like(1.0, x)?;
+            cx.emit("ten.atan2", vec![x, one], vec![])?
+        }
+        "asin" | "acos" => {
+            // √((1-x)(1+x)) is the other side of the triangle; NaN for |x| > 1.
+            let one = cx.splat_like(1.0, x)?;
+            let a = cx.emit("ten.sub", vec![one, x], vec![])?;
+            let b = cx.binary_scalar("ten.add", x, 1.0)?;
+            let p = cx.emit("ten.mul", vec![a, b], vec![])?;
+            let c = cx.unary("ten.sqrt", p)?;
+            let (y, xx) = if name == "asin" { (x, c) } else { (c, x) };
+            cx.emit("ten.atan2", vec![y, xx], vec![])?
+        }
         _ => return Err(cx.err("no lowering for this unary op")),
     };
     Ok(Some(vec![out]))
+}
+
+/// eˣ - 1 without the cancellation near 0: 2t/(1 - t) with t = tanh(x/2) for |x| < 1 (tanh is
+/// accurate relative to x there; Kahan's (u - 1)·x/log u is not an option because XLA folds
+/// log(exp(x)) to x), eˣ - 1 elsewhere (-1 and +inf at the ends, NaN for NaN).
+fn expm1(cx: &mut Cx, x: Value) -> Result<Value, String> {
+    let half = cx.binary_scalar("ten.mul", x, 0.5)?;
+    let t = cx.unary("ten.tanh", half)?;
+    let two_t = cx.binary_scalar("ten.mul", t, 2.0)?;
+    let one = cx.splat_like(1.0, x)?;
+    let d = cx.emit("ten.sub", vec![one, t], vec![])?;
+    let near = cx.emit("ten.div", vec![two_t, d], vec![])?;
+    let u = cx.unary("ten.exp", x)?;
+    let far = cx.binary_scalar("ten.sub", u, 1.0)?;
+    let ax = cx.unary("ten.abs", x)?;
+    let small = cx.compare("LT", ax, one)?;
+    cx.select(small, near, far)
+}
+
+/// (log x + ln 2, x > 2²⁸): asinh and acosh of large x, where x² would lose everything.
+fn huge_log(cx: &mut Cx, x: Value) -> Result<(Value, Value), String> {
+    let l = cx.unary("ten.log", x)?;
+    let v = cx.binary_scalar("ten.add", l, std::f64::consts::LN_2)?;
+    let big = cx.splat_like(268435456.0, x)?;
+    Ok((v, cx.compare("GT", x, big)?))
 }
 
 /// Activations and clamps, as max/min/select/erf/tanh/sigmoid formulas.
@@ -277,6 +385,18 @@ pub fn activation(cx: &mut Cx, name: &str) -> Lowered {
                 y = cx.emit(ten, vec![y, b], vec![])?;
             }
             y
+        }
+        "elu" => {
+            // scale·x for x > 0, else scale·alpha·expm1(input_scale·x)
+            let f = |cx: &mut Cx, k: &str| cx.attr(k).and_then(|a| a.as_float()).unwrap_or(1.0);
+            let (alpha, scale, input_scale) = (f(cx, "alpha"), f(cx, "scale"), f(cx, "input_scale"));
+            let xs = cx.binary_scalar("ten.mul", x, input_scale)?;
+            let m = expm1(cx, xs)?;
+            let neg = cx.binary_scalar("ten.mul", m, alpha * scale)?;
+            let pos = cx.binary_scalar("ten.mul", x, scale)?;
+            let zero = cx.splat_like(0.0, x)?;
+            let gt = cx.compare("GT", x, zero)?;
+            cx.select(gt, pos, neg)?
         }
         "silu" => {
             let s = cx.unary("ten.sigmoid", x)?;

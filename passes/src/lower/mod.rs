@@ -74,8 +74,9 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "logical_and" | "logical_or" | "logical_xor" | "logical_not" => ew::logical(cx, &name),
         "bitwise_not" => ew::unary(cx, "ten.not"),
         "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan" | "floor" | "ceil"
-        | "round" | "trunc" | "sign" | "sigmoid" | "reciprocal" | "isnan" | "isinf" => ew::math(cx, &name),
-        "relu" | "leaky_relu" | "hardtanh" | "clamp" | "clamp.Tensor" | "gelu" | "silu" => ew::activation(cx, &name),
+        | "round" | "trunc" | "sign" | "sigmoid" | "reciprocal" | "isnan" | "isinf" | "expm1" | "log2" | "log10" | "sinh" | "cosh"
+        | "asinh" | "acosh" | "atanh" | "asin" | "acos" | "atan" => ew::math(cx, &name),
+        "relu" | "leaky_relu" | "hardtanh" | "clamp" | "clamp.Tensor" | "gelu" | "silu" | "elu" => ew::activation(cx, &name),
         "where.self" => ew::where_self(cx),
         // Reductions and normalizations.
         "sum" | "sum.dim_IntList" | "prod" | "prod.dim_int" | "amax" | "amin" | "any" | "any.dim" | "any.dims" | "mean"
