@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Eager references for the CPU target's unary math formulas (expm1, log2, log10, sinh, cosh,
-asinh, acosh, atanh, asin, acos, atan, elu/selu/celu).
+asinh, acosh, atanh, asin, acos, atan, elu/selu/celu) and cdist (p = 0, 1, 2, 3, inf, with
+broadcast batch dims and repeated rows).
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
         ~/.cache/ember/venv/bin/python -m ember.export testdata/cpu/math_ops.py:make \\
@@ -19,11 +20,12 @@ NEAR_ZERO = ("expm1", "sinh", "asinh", "atanh", "asin", "atan")
 
 
 class MathOps(torch.nn.Module):
-    def forward(self, x, u, big, s):
+    def forward(self, x, u, big, s, c1, c2):
         outs = [torch.expm1(x), torch.log2(big), torch.log10(big), torch.sinh(x), torch.cosh(x), torch.asinh(x),
                 torch.acosh(big), torch.atanh(u), torch.asin(u), torch.acos(u), torch.atan(x),
                 F.elu(x), F.elu(x, alpha=0.5), F.selu(x), F.celu(x, alpha=2.0)]
         outs += [getattr(torch, f)(s) / s for f in NEAR_ZERO]
+        outs += [torch.cdist(c1, c2, p=p) for p in (0.0, 1.0, 2.0, 3.0, float("inf"))]
         return tuple(outs)
 
 
@@ -37,4 +39,6 @@ def make():
     big = torch.cat([torch.tensor([1.0, 1.0 + 1e-6, 1.0001, 0.5, 0.0, -1.0, float("inf"), float("nan")]),
                      torch.logspace(0, 30, 1001)])
     s = torch.cat([torch.logspace(-30, -1, 600), -torch.logspace(-30, -1, 600)])
-    return MathOps(), (x, u, big, s)
+    c1 = torch.randn(2, 5, 3)
+    c2 = torch.cat([c1[:1, :2], torch.randn(1, 4, 3)], dim=1)  # [1, 6, 3]: batch broadcast, rows equal to c1's
+    return MathOps(), (x, u, big, s, c1, c2)

@@ -232,9 +232,9 @@ fn window_ops_match_eager() {
     }
 }
 
-/// expm1, log2, log10, sinh, cosh, asinh, acosh, atanh, asin, acos, atan and elu/selu/celu on a
+/// expm1, log2, log10, sinh, cosh, asinh, acosh, atanh, asin, acos, atan, elu/selu/celu on a
 /// grid with infinities, NaN and values outside each domain, plus f(s)/s on tiny s for the
-/// functions that behave like x near 0 (`testdata/cpu/math_ops.py`).
+/// functions that behave like x near 0, and cdist for p = 0, 1, 2, 3, inf (`testdata/cpu/math_ops.py`).
 #[test]
 fn math_ops_match_eager() {
     let errs = archive_errors(&testdata().join("cpu/math_ops.pt2"), "math-ops");

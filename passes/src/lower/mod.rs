@@ -87,6 +87,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "native_group_norm" => reduce::group_norm(cx),
         "_native_batch_norm_legit_no_training" | "_native_batch_norm_legit" => reduce::batch_norm(cx, &name),
         "cumsum" => reduce::cumsum(cx),
+        "_cdist_forward" => reduce::cdist(cx),
         "argmax" | "argmin" | "max.dim" | "min.dim" => reduce::arg_reduction(cx, &name),
         // Sliding windows: convolution, pooling, padding.
         "convolution" => window::convolution(cx),

@@ -300,3 +300,51 @@ pub fn arg_reduction(cx: &mut Cx, name: &str) -> Lowered {
     outs.push(idx);
     Ok(Some(outs))
 }
+
+/// _cdist_forward: the p-norm of x1[.., i, :] - x2[.., j, :] for every pair, over the difference
+/// broadcast to [.., P, R, M] (batch dims broadcast as torch does). p = 0 counts nonzero
+/// differences, p = ∞ takes the largest, p = 1 and 2 need no pow. torch may use a matmul form
+/// for p = 2 (`compute_mode`); the direct form is at least as accurate.
+pub fn cdist(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let (x1, x2) = (cx.arg("x1")?, cx.arg("x2")?);
+    let p = cx.attr("p").and_then(|a| a.as_float()).ok_or_else(|| cx.err("`p` must be a float"))?;
+    if p < 0.0 {
+        return Err(cx.err("cdist only supports non-negative p"));
+    }
+    let (a, b) = (cx.tt(x1), cx.tt(x2));
+    let nb = t.rank().checked_sub(2).ok_or_else(|| cx.err("the result needs rank >= 2"))?;
+    let m = a.dims.last().cloned().ok_or_else(|| cx.err("x1 needs rank >= 2"))?;
+    let mut full: Vec<SymExpr> = t.dims.clone();
+    full.push(m);
+    let place = |rank: usize, row: usize| -> Vec<usize> {
+        let mut map: Vec<usize> = (0..rank - 2).map(|i| nb + 2 - rank + i).collect();
+        map.extend([row, nb + 2]);
+        map
+    };
+    let x1 = cx.convert(x1, t.dtype)?;
+    let x2 = cx.convert(x2, t.dtype)?;
+    let x1 = cx.bcast_in_dim(x1, &full, &place(a.rank(), nb))?;
+    let x2 = cx.bcast_in_dim(x2, &full, &place(b.rank(), nb + 1))?;
+    let d = cx.emit("ten.sub", vec![x1, x2], vec![])?;
+    let last = [nb + 2];
+    let out = if p == 0.0 {
+        let zero = cx.splat_like(0.0, d)?;
+        let nz = cx.compare("NE", d, zero)?;
+        let nz = cx.convert(nz, t.dtype)?;
+        cx.reduce(nz, "sum", &last)?
+    } else if p.is_infinite() {
+        let ad = cx.unary("ten.abs", d)?;
+        cx.reduce(ad, "max", &last)?
+    } else if p == 2.0 {
+        let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
+        let s = cx.reduce(sq, "sum", &last)?;
+        cx.unary("ten.sqrt", s)?
+    } else {
+        let ad = cx.unary("ten.abs", d)?;
+        let powd = if p == 1.0 { ad } else { cx.binary_scalar("ten.pow", ad, p)? };
+        let s = cx.reduce(powd, "sum", &last)?;
+        if p == 1.0 { s } else { cx.binary_scalar("ten.pow", s, 1.0 / p)? }
+    };
+    Ok(Some(vec![cx.reshape(out, &t.dims)?]))
+}
