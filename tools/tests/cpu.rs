@@ -243,6 +243,16 @@ fn math_ops_match_eager() {
     }
 }
 
+/// sort/argsort/msort along every dim, both directions, with ties (stable order), NaN, ±inf
+/// and integers, and topk largest/smallest (`testdata/cpu/sort_ops.py`).
+#[test]
+fn sort_ops_match_eager() {
+    let errs = archive_errors(&testdata().join("cpu/sort_ops.pt2"), "sort-ops");
+    for (i, e) in errs.iter().enumerate() {
+        assert!(*e <= 1.0, "sort_ops out{i}: error {e:.3} x tolerance");
+    }
+}
+
 fn f32s(t: &HostTensor) -> Vec<f32> {
     assert_eq!(t.dtype, ember_ir::DType::F32);
     f32_values(t)

@@ -148,6 +148,8 @@ pub enum Rule {
     Windows,
     /// `ten.cumsum`: the operand's type; `dim` must be in range.
     Scan,
+    /// `ten.argsort`: the operand's shape, int64; `dim` must be in range.
+    ArgSort,
     /// `ten.scatter`: the type of the 1-D `x`; `updates` has `index`'s shape and `x`'s dtype.
     ScatterFlat,
     /// Broadcast of `self` and `mask`, dtype of `self` (masked_scatter, masked_fill).
@@ -1090,13 +1092,13 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             }
             one(Type::Tensor(x.clone()))
         }
-        Scan => {
+        Scan | ArgSort => {
             let t = cx.first()?;
             let d = cx.int("dim")?;
             if d < 0 || d as usize >= t.rank() {
                 return err(format!("dim {d} is outside rank {}", t.rank()));
             }
-            one(Type::Tensor(t.clone()))
+            one(if rule == ArgSort { tt(t.dims.clone(), DType::I64) } else { Type::Tensor(t.clone()) })
         }
         SymInt => one(Type::Scalar(DType::I64)),
         Scalar => one(Type::Scalar(cx.first()?.dtype)),

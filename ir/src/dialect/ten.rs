@@ -15,6 +15,7 @@ pub static OPS: &[OpDef] = &[
     op("ten.abs",       "(Tensor x) -> Tensor", Elementwise, "|x|. ten.abs([-1.]) = [1.]"),
     op("ten.add",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs + rhs, same shapes. ten.add([1.], [2.]) = [3.]"),
     op("ten.and",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Bitwise/logical AND. ten.and([true], [false]) = [false]"),
+    op("ten.argsort",   "(Tensor x, *, int dim, bool descending) -> Tensor", ArgSort, "int64 positions along `dim` that sort each row, stable (ties keep their order), NaN after every number (before it when descending). ten.argsort([3., 1., 2.], 0, false) = [1, 2, 0]"),
     op("ten.atan2",     "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Four-quadrant arctangent of lhs / rhs (lhs is y, rhs is x), same shapes. ten.atan2([1.], [-1.]) = [2.356]"),
     op("ten.broadcast", "(Tensor x, *, SymInt[] shape, int[] dims) -> Tensor", BroadcastInDim, "Operand dim i maps to result dim dims[i] (size 1 or equal); other dims repeat. ten.broadcast([1., 2.], shape=[3, 2], dims=[1])"),
     op("ten.ceil",      "(Tensor x) -> Tensor", Elementwise, "Round up. ten.ceil([1.2]) = [2.]"),

@@ -112,6 +112,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "repeat" => shape::repeat(cx),
         "embedding" | "index_select" | "index.Tensor" => shape::gather(cx, &name),
         "gather" => shape::gather_dim(cx),
+        "sort" | "sort.stable" | "topk" => shape::sort(cx, &name),
         "as_strided" => shape::as_strided(cx),
         "diagonal" | "diagonal_copy" => shape::diagonal(cx),
         // Scatters: `ten.scatter` into the flattened input.

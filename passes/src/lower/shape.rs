@@ -384,3 +384,38 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
     let flat = cx.reshape(x, &[xt.numel()])?;
     Ok(Some(vec![cx.emit("ten.gather", vec![flat, lin], vec![("dim", Attr::Int(0))])?]))
 }
+
+/// sort / sort.stable / topk: `ten.argsort` along the dim (stable, NaN last, or first when
+/// descending, as torch orders them), the values gathered at those positions; topk keeps the
+/// first k positions of a descending (`largest`) or ascending sort. Symbolic input dims stay a
+/// torch op.
+pub fn sort(cx: &mut Cx, name: &str) -> Lowered {
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let it = cx.out(1)?;
+    if xt.rank() == 0 {
+        if it.numel() == c(0) {
+            let v = cx.out(0)?;
+            return Ok(Some(vec![cx.constf(0.0, v.dtype, &v.dims)?, cx.constf(0.0, DType::I64, &it.dims)?]));
+        }
+        return Ok(Some(vec![x, cx.constf(0.0, DType::I64, &[])?]));
+    }
+    if static_strides(&xt.dims).is_none() {
+        return Ok(None);
+    }
+    let d = norm_dim(cx.int_or("dim", -1)?, xt.rank()).map_err(|e| cx.err(&e))?;
+    let descending = if name == "topk" { cx.bool_or("largest", true) } else { cx.bool_or("descending", false) };
+    let mut idx = cx.emit("ten.argsort", vec![x], vec![("dim", Attr::Int(d as i64)), ("descending", Attr::Bool(descending))])?;
+    if it.dims != xt.dims {
+        let rank = xt.rank();
+        idx = cx.emit(
+            "ten.slice",
+            vec![idx],
+            vec![("start", Attr::dims(vec![c(0); rank])), ("shape", Attr::dims(it.dims.clone())), ("step", Attr::Ints(vec![1; rank]))],
+        )?;
+    }
+    let Some(linear) = linear_along(cx, &xt.dims, idx, d)? else { return Ok(None) };
+    let flat = cx.reshape(x, &[xt.numel()])?;
+    let values = cx.emit("ten.gather", vec![flat, linear], vec![("dim", Attr::Int(0))])?;
+    Ok(Some(vec![values, idx]))
+}

@@ -68,6 +68,9 @@ pub enum Step {
         also: Vec<usize>,
     },
     Gemm(GemmStep),
+    /// Stable argsort of the dense buffer `src` along `dim` (NaN after every number, before them
+    /// when `descending`, as torch orders), int64 positions into `out` (run by the runtime).
+    Sort { out: usize, src: usize, dim: usize, descending: bool },
 }
 
 pub struct Plan {
@@ -163,6 +166,12 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
                 }
             }
             "ten.reduce" | "ten.cumsum" | "ten.scatter" => want(d.results[0], &mut materialize),
+            "ten.argsort" => {
+                want(d.results[0], &mut materialize);
+                if m.defining_op(d.operands[0]).is_some() {
+                    want(d.operands[0], &mut materialize);
+                }
+            }
             "ten.windows" => {
                 let mut src = d.operands[0];
                 while let Some(p) = m.defining_op(src).filter(|&p| m.op(p).name == "ten.pad") {
@@ -248,6 +257,14 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
             steps.push(Step::Gemm(gemm_step(m, op, id, &buf_of)?));
             continue;
         }
+        if m.op(op).name == "ten.argsort" {
+            flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
+            let d = m.op(op);
+            let dim = d.attrs.get("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
+            let descending = d.attrs.get("descending").and_then(|a| a.as_bool()).unwrap_or(false);
+            steps.push(Step::Sort { out: id, src: buf_of[&d.operands[0]], dim, descending });
+            continue;
+        }
         let rank = t.rank();
         let joinable = !group.is_empty() && groupable(m, r) && groupable(m, group[0]);
         if joinable {
@@ -277,6 +294,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         match st {
             Step::Kernel { args, .. } => args.iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
             Step::Gemm(g) => [g.lhs.buf, g.rhs.buf].iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
+            Step::Sort { src, .. } => *read_elsewhere.entry(*src).or_default() += 1,
         }
     }
     for k in &mut kernels {

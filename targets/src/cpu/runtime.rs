@@ -116,6 +116,7 @@ impl Arena {
                     (*out, args.clone())
                 }
                 Step::Gemm(g) => (g.out, vec![g.lhs.buf, g.rhs.buf]),
+                Step::Sort { out, src, .. } => (*out, vec![*src]),
             };
             first[out] = first[out].min(i);
             last[out] = last[out].max(i);
@@ -211,7 +212,7 @@ impl Program {
             .iter()
             .map(|st| match st {
                 Step::Gemm(g) => Ok(Some([parse_dims(&g.lhs.dims)?, parse_dims(&g.lhs.strides)?, parse_dims(&g.rhs.dims)?, parse_dims(&g.rhs.strides)?])),
-                Step::Kernel { .. } => Ok(None),
+                Step::Kernel { .. } | Step::Sort { .. } => Ok(None),
             })
             .collect::<Result<_, String>>()?;
         Ok(Program { manifest, _lib: lib, kernels, weights, dims, gemm_exprs, dtypes, arena: std::sync::Mutex::new(None) })
@@ -353,11 +354,13 @@ impl Program {
                     run_kernel(f, &ptrs, &sym_vals, outer, work);
                 }
                 Step::Gemm(g) => self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), &ptrs, &eval)?,
+                &Step::Sort { out, src, dim, descending } => argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?,
             }
             if let Some(t0) = t0 {
                 let (kind, out) = match step {
                     Step::Kernel { name, out, .. } => (name.clone(), *out),
                     Step::Gemm(g) => ("gemm".to_string(), g.out),
+                    Step::Sort { out, .. } => ("sort".to_string(), *out),
                 };
                 eprintln!("step {si:>3} {kind:<6} out {:?} {:.3} ms", shapes[out], t0.elapsed().as_secs_f64() * 1e3);
             }
@@ -460,6 +463,59 @@ impl Program {
         }
         Ok(())
     }
+}
+
+/// Stable argsort of each row along `dim` of the dense `[outer, n, inner]` view of `src`
+/// (torch's order: NaN after every number, before them when descending), written as int64.
+fn argsort(dt: DType, shape: &[i64], dim: usize, descending: bool, src: *const u8, out: *mut u8) -> Result<(), String> {
+    use rayon::prelude::*;
+    let n = shape[dim] as usize;
+    let outer: usize = shape[..dim].iter().product::<i64>() as usize;
+    let inner: usize = shape[dim + 1..].iter().product::<i64>() as usize;
+    let rows = outer * inner;
+    if n == 0 || rows == 0 {
+        return Ok(());
+    }
+    let (src, out) = (src as usize, out as usize);
+    fn sort_rows<T: Copy + PartialOrd + Send + Sync>(src: usize, out: usize, n: usize, inner: usize, rows: usize, descending: bool, nan: fn(T) -> bool) {
+        let run = |r: usize| {
+            let (o, i) = (r / inner, r % inner);
+            let base = o * n * inner + i;
+            let at = |k: usize| unsafe { *(src as *const T).add(base + k * inner) };
+            let mut idx: Vec<usize> = (0..n).collect();
+            // NaN sorts as the largest value; ties keep their order (a stable sort).
+            let key = |a: T, b: T| match (nan(a), nan(b)) {
+                (true, true) => std::cmp::Ordering::Equal,
+                (true, false) => std::cmp::Ordering::Greater,
+                (false, true) => std::cmp::Ordering::Less,
+                _ => a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal),
+            };
+            if descending {
+                idx.sort_by(|&a, &b| key(at(b), at(a)));
+            } else {
+                idx.sort_by(|&a, &b| key(at(a), at(b)));
+            }
+            for (k, &j) in idx.iter().enumerate() {
+                unsafe { *(out as *mut i64).add(base + k * inner) = j as i64 };
+            }
+        };
+        if rows * n >= 1 << 14 {
+            (0..rows).into_par_iter().for_each(run);
+        } else {
+            (0..rows).for_each(run);
+        }
+    }
+    match dt {
+        DType::F32 => sort_rows::<f32>(src, out, n, inner, rows, descending, f32::is_nan),
+        DType::F64 => sort_rows::<f64>(src, out, n, inner, rows, descending, f64::is_nan),
+        DType::I64 => sort_rows::<i64>(src, out, n, inner, rows, descending, |_| false),
+        DType::I32 => sort_rows::<i32>(src, out, n, inner, rows, descending, |_| false),
+        DType::I16 => sort_rows::<i16>(src, out, n, inner, rows, descending, |_| false),
+        DType::I8 => sort_rows::<i8>(src, out, n, inner, rows, descending, |_| false),
+        DType::U8 | DType::Bool => sort_rows::<u8>(src, out, n, inner, rows, descending, |_| false),
+        d => return Err(format!("sort of {} is not supported by the CPU target yet", d.torch_name())),
+    }
+    Ok(())
 }
 
 struct Shared(*const *mut u8, *const i64);

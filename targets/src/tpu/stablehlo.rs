@@ -21,6 +21,7 @@
 //! | gather | gather with `collapsed_slice_dims = start_index_map = [dim]`, `index_vector_dim = rank(index)` |
 //! | scatter | scatter with `inserted_window_dims = scatter_dims_to_operand_dims = [0]`, `index_vector_dim = rank(index)`, the kind's combiner as the update region (set returns the update) |
 //! | cumsum | reduce_window add, window = the dim's size, padded low by size-1 |
+//! | argsort | stable sort of (x, iota), comparator with NaN after numbers (before when descending); the sorted iota |
 //! | windows | per window dim: kernel-size strided slices stacked with concatenate, then one transpose |
 //! | ember.fusion_group softmax/layer_norm/rms_norm/attention, gemm with an activation | `stablehlo.composite "ember.<kind>"`, parameters in `composite_attributes`, body in `func.func private @ember.<kind>.<n>` |
 //! | ember.fusion_group loop, gemm without activation, other kinds | the body, inlined |
@@ -865,6 +866,11 @@ impl<'a> Emitter<'a> {
                     r
                 }
             }
+            "argsort" => {
+                let dim = int("dim")?;
+                let desc = self.m.op(op).attrs.get("descending").and_then(|a| a.as_bool()).unwrap_or(false);
+                self.argsort(&x, &xt, dim, desc, &rt)
+            }
             "windows" => {
                 let (k, s, dl) = (ints("kernel")?, ints("stride")?, ints("dilation")?);
                 self.windows(&x, &xt, &k, &s, &dl, &rt)
@@ -906,6 +912,30 @@ impl<'a> Emitter<'a> {
     /// wins, NaN beats numbers, ties (and two NaNs) keep the smaller index. The init pair is
     /// (the dtype's worst value, 0): it can only tie when every element equals it, and then index
     /// 0 is the answer anyway.
+    /// `ten.argsort`: a stable `stablehlo.sort` of (x, iota) whose comparator puts NaN after
+    /// every number (before them when descending); the result is the sorted iota.
+    fn argsort(&mut self, x: &str, xt: &T, dim: i64, descending: bool, rt: &T) -> String {
+        let io = self.def(format!("stablehlo.iota dim = {dim} : {rt}"));
+        let (sv, si, bt) = (T::scalar(xt.dt), T::scalar(DType::I64), T::scalar(DType::Bool));
+        let r = self.fresh();
+        self.line(format!("{r}:2 = \"stablehlo.sort\"({x}, {io}) <{{dimension = {dim} : i64, is_stable = true}}> ({{"));
+        let (a, b, ia, ib) = (self.fresh(), self.fresh(), self.fresh(), self.fresh());
+        self.region_start(&[(a.clone(), sv.clone()), (b.clone(), sv.clone()), (ia, si.clone()), (ib, si.clone())]);
+        // "a goes first": ascending a < b, descending b < a; a NaN is larger than any number.
+        let (lo, hi) = if descending { (&b, &a) } else { (&a, &b) };
+        let less = self.compare("LT", lo, hi, &sv);
+        let first = if xt.dt.is_float() {
+            let lo_num = self.compare("EQ", lo, lo, &sv);
+            let hi_nan = self.compare("NE", hi, hi, &sv);
+            let nan_after = self.binary("and", &lo_num, &hi_nan, &bt);
+            self.binary("or", &less, &nan_after, &bt)
+        } else {
+            less
+        };
+        self.region_end(&[(first, bt)], format!("}}) : ({xt}, {rt}) -> ({xt}, {rt})"));
+        format!("{r}#1")
+    }
+
     fn arg_reduce(&mut self, is_max: bool, x: &str, xt: &T, dims: &[i64], worst: Lit, rt: &T) -> String {
         let it = xt.with_dt(DType::I64);
         // Row-major index within `dims` (in the attribute's order).
