@@ -253,6 +253,17 @@ fn sort_ops_match_eager() {
     }
 }
 
+/// fmax/fmin and copysign with NaN and signed zeros, round(decimals) both ways, dist for
+/// p = 2, 1, inf, 0, 3, addbmm, searchsorted/bucketize (exact hits, NaN, right side, int32) and
+/// training batch norm with its running-stat outputs (`testdata/cpu/extra_ops.py`).
+#[test]
+fn extra_ops_match_eager() {
+    let errs = archive_errors(&testdata().join("cpu/extra_ops.pt2"), "extra-ops");
+    for (i, e) in errs.iter().enumerate() {
+        assert!(*e <= 1.0, "extra_ops out{i}: error {e:.3} x tolerance");
+    }
+}
+
 fn f32s(t: &HostTensor) -> Vec<f32> {
     assert_eq!(t.dtype, ember_ir::DType::F32);
     f32_values(t)

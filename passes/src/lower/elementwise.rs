@@ -438,3 +438,56 @@ pub fn where_self(cx: &mut Cx) -> Lowered {
     let b = cx.coerce(b, t.dtype, &t.dims)?;
     Ok(Some(vec![cx.select(c, a, b)?]))
 }
+
+/// fmax/fmin: max/min that ignore a NaN operand (NaN only where both are); copysign: |self|
+/// with other's sign, -0.0 counting as negative (found through 1/other = -inf; a NaN's sign bit
+/// cannot be read without a bitcast, so copysign(x, -NaN) is +|x|, where torch gives -|x|).
+pub fn binary_special(cx: &mut Cx, name: &str) -> Lowered {
+    let (a, b) = operands_as_result(cx)?;
+    let float = cx.tt(a).dtype.is_float();
+    let out = match name {
+        "fmax" | "fmin" => {
+            let m = cx.emit(if name == "fmax" { "ten.max" } else { "ten.min" }, vec![a, b], vec![])?;
+            if !float {
+                m
+            } else {
+                let a_nan = cx.compare("NE", a, a)?;
+                let b_nan = cx.compare("NE", b, b)?;
+                let m = cx.select(b_nan, a, m)?;
+                cx.select(a_nan, b, m)?
+            }
+        }
+        "copysign.Tensor" => {
+            let mag = cx.unary("ten.abs", a)?;
+            let neg = cx.unary("ten.neg", mag)?;
+            let zero = cx.splat_like(0.0, b)?;
+            let below = cx.compare("LT", b, zero)?;
+            let one = cx.splat_like(1.0, b)?;
+            let inv = cx.emit("ten.div", vec![one, b], vec![])?;
+            let neg_zero = cx.compare("LT", inv, zero)?;
+            let is_zero = cx.compare("EQ", b, zero)?;
+            let neg_zero = cx.emit("ten.and", vec![is_zero, neg_zero], vec![])?;
+            let negative = cx.emit("ten.or", vec![below, neg_zero], vec![])?;
+            cx.select(negative, neg, mag)?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(vec![out]))
+}
+
+/// round.decimals: round(x·10ᵈ)/10ᵈ, or round(x/10⁻ᵈ)·10⁻ᵈ for negative d, in the input's
+/// dtype as torch's kernel computes it.
+pub fn round_decimals(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let d = cx.int("decimals")?;
+    if !t.dtype.is_float() {
+        return Ok(None);
+    }
+    let x = cx.convert(x, t.dtype)?;
+    let p = 10f64.powi(d.unsigned_abs() as i32);
+    let (there, back) = if d >= 0 { ("ten.mul", "ten.div") } else { ("ten.div", "ten.mul") };
+    let y = cx.binary_scalar(there, x, p)?;
+    let y = cx.unary("ten.round", y)?;
+    Ok(Some(vec![cx.binary_scalar(back, y, p)?]))
+}

@@ -1,4 +1,4 @@
-//! mm, bmm and addmm as `ten.dot_general`.
+//! mm, bmm, addmm and addbmm as `ten.dot_general`.
 
 use super::build::{Cx, Lowered};
 use ember_ir::attr::Attr;
@@ -12,7 +12,7 @@ pub fn matmul(cx: &mut Cx, name: &str) -> Lowered {
     let rhs = cx.convert(rhs, t.dtype)?;
     let ints = |v: &[i64]| Attr::Ints(v.to_vec());
     let (batch, lc, rc): (&[i64], i64, i64) = if name == "bmm" { (&[0], 2, 1) } else { (&[], 1, 0) };
-    let mut p = cx.emit(
+    let p = cx.emit(
         "ten.dot_general",
         vec![lhs, rhs],
         vec![("lhs_batch", ints(batch)), ("rhs_batch", ints(batch)), ("lhs_contract", ints(&[lc])), ("rhs_contract", ints(&[rc]))],
@@ -20,6 +20,12 @@ pub fn matmul(cx: &mut Cx, name: &str) -> Lowered {
     if name != "addmm" {
         return Ok(Some(vec![p]));
     }
+    scale_and_add(cx, p, &t)
+}
+
+/// beta·self + alpha·p, the multiplies skipped when a factor is 1 and `self` ignored when beta
+/// is 0 (as torch does).
+fn scale_and_add(cx: &mut Cx, mut p: ember_ir::Value, t: &ember_ir::TensorType) -> Lowered {
     let one = |a: &Option<Attr>| a.as_ref().and_then(|a| a.as_float()).unwrap_or(1.0);
     let (alpha, beta) = (cx.attr("alpha"), cx.attr("beta"));
     if one(&alpha) != 1.0 {
@@ -36,4 +42,29 @@ pub fn matmul(cx: &mut Cx, name: &str) -> Lowered {
         bias = cx.emit("ten.mul", vec![bias, k], vec![])?;
     }
     Ok(Some(vec![cx.emit("ten.add", vec![bias, p], vec![])?]))
+}
+
+/// addbmm: beta·self + alpha·Σ_b batch1[b] @ batch2[b], one product contracting batch and k:
+/// batch1 [B,M,K] as [M, B·K] (a transpose and a reshape), batch2 [B,K,N] as [B·K, N].
+pub fn addbmm(cx: &mut Cx) -> Lowered {
+    use ember_ir::SymExpr;
+    let t = cx.out(0)?;
+    let (b1, b2) = (cx.arg("batch1")?, cx.arg("batch2")?);
+    let (t1, t2) = (cx.tt(b1), cx.tt(b2));
+    if t1.rank() != 3 || t2.rank() != 3 {
+        return Err(cx.err("addbmm takes 3-d batch1 and batch2"));
+    }
+    let b1 = cx.convert(b1, t.dtype)?;
+    let b2 = cx.convert(b2, t.dtype)?;
+    let bk = SymExpr::mul(t1.dims[0].clone(), t1.dims[2].clone());
+    let lhs = cx.emit("ten.transpose", vec![b1], vec![("dims", Attr::Ints(vec![1, 0, 2]))])?;
+    let lhs = cx.reshape(lhs, &[t1.dims[1].clone(), bk.clone()])?;
+    let rhs = cx.reshape(b2, &[bk, t2.dims[2].clone()])?;
+    let ints = |v: &[i64]| Attr::Ints(v.to_vec());
+    let p = cx.emit(
+        "ten.dot_general",
+        vec![lhs, rhs],
+        vec![("lhs_batch", ints(&[])), ("rhs_batch", ints(&[])), ("lhs_contract", ints(&[1])), ("rhs_contract", ints(&[0]))],
+    )?;
+    scale_and_add(cx, p, &t)
 }

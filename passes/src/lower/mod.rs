@@ -78,6 +78,8 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         | "asinh" | "acosh" | "atanh" | "asin" | "acos" | "atan" => ew::math(cx, &name),
         "relu" | "leaky_relu" | "hardtanh" | "clamp" | "clamp.Tensor" | "gelu" | "silu" | "elu" => ew::activation(cx, &name),
         "where.self" => ew::where_self(cx),
+        "fmax" | "fmin" | "copysign.Tensor" => ew::binary_special(cx, &name),
+        "round.decimals" => ew::round_decimals(cx),
         // Reductions and normalizations.
         "sum" | "sum.dim_IntList" | "prod" | "prod.dim_int" | "amax" | "amin" | "any" | "any.dim" | "any.dims" | "mean"
         | "mean.dim" => reduce::reduction(cx, &name),
@@ -86,6 +88,11 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "native_layer_norm" => reduce::layer_norm(cx),
         "native_group_norm" => reduce::group_norm(cx),
         "_native_batch_norm_legit_no_training" | "_native_batch_norm_legit" => reduce::batch_norm(cx, &name),
+        "_native_batch_norm_legit.no_stats" | "_native_batch_norm_legit_functional" | "_batch_norm_with_update_functional" => {
+            reduce::batch_norm_train(cx, &name)
+        }
+        "dist" => reduce::dist(cx),
+        "searchsorted.Tensor" | "bucketize.Tensor" => reduce::searchsorted(cx, &name),
         "cumsum" => reduce::cumsum(cx),
         "_cdist_forward" => reduce::cdist(cx),
         "argmax" | "argmin" | "max.dim" | "min.dim" => reduce::arg_reduction(cx, &name),
@@ -100,6 +107,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "grid_sampler_2d" => window::grid_sampler(cx),
         // Matrix products.
         "mm" | "bmm" | "addmm" => matmul::matmul(cx, &name),
+        "addbmm" => matmul::addbmm(cx),
         // Layout: reshapes, transposes, broadcasts, slices, concatenation, gathers.
         "view" | "view_copy" | "_unsafe_view" | "reshape" | "unsqueeze" | "unsqueeze_copy" | "squeeze.dim" | "squeeze.dims"
         | "squeeze_copy.dims" => shape::reshape(cx),

@@ -348,3 +348,153 @@ pub fn cdist(cx: &mut Cx) -> Lowered {
     };
     Ok(Some(vec![cx.reshape(out, &t.dims)?]))
 }
+
+/// Training-mode batch norm: batch statistics over every dim but channels (dim 1), the biased
+/// variance to normalize, and for the functional forms the new running stats
+/// (1 - momentum)·running + momentum·batch, the variance unbiased (n/(n-1)) as torch updates it.
+/// `_native_batch_norm_legit.no_stats` has no running stats; the functional forms with
+/// training=False normalize with the running stats and return them unchanged. Outputs:
+/// (out, save_mean, save_invstd[, reserve], running_mean, running_var).
+pub fn batch_norm_train(cx: &mut Cx, name: &str) -> Lowered {
+    let functional = name != "_native_batch_norm_legit.no_stats";
+    if name == "_native_batch_norm_legit_functional" && !cx.bool_or("training", true) {
+        let Some(mut outs) = batch_norm(cx, name)? else { return Ok(None) };
+        for (i, k) in [(3, "running_mean"), (4, "running_var")] {
+            let ti = cx.out(i)?;
+            let r = cx.arg(k)?;
+            outs.push(cx.convert(r, ti.dtype)?);
+        }
+        return Ok(Some(outs));
+    }
+    let t = cx.out(0)?;
+    let x = cx.arg("input")?;
+    let xt = cx.tt(x);
+    if xt.rank() < 2 {
+        return Err(cx.err("batch norm needs an input of rank >= 2 (channels are dim 1)"));
+    }
+    let f = |cx: &Cx, k: &str| cx.attr(k).and_then(|a| a.as_float()).ok_or_else(|| cx.err(&format!("attribute `{k}` must be a float")));
+    let (eps, momentum) = (f(cx, "eps")?, f(cx, "momentum")?);
+    let acc = acc_dtype(t.dtype);
+    let dims: Vec<usize> = (0..xt.rank()).filter(|&d| d != 1).collect();
+    let ch = vec![xt.dims[1].clone()];
+    let xa = cx.convert(x, acc)?;
+    let s = cx.reduce(xa, "sum", &dims)?;
+    let n = cx.count(&xt.dims, &dims, acc, &ch)?;
+    let mean = cx.emit("ten.div", vec![s, n], vec![])?;
+    let mean_b = cx.bcast_in_dim(mean, &xt.dims, &[1])?;
+    let d = cx.emit("ten.sub", vec![xa, mean_b], vec![])?;
+    let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
+    let ss = cx.reduce(sq, "sum", &dims)?;
+    let var = cx.emit("ten.div", vec![ss, n], vec![])?;
+    let ve = cx.binary_scalar("ten.add", var, eps)?;
+    let invstd = cx.unary("ten.rsqrt", ve)?;
+    let ib = cx.bcast_in_dim(invstd, &xt.dims, &[1])?;
+    let mut y = cx.emit("ten.mul", vec![d, ib], vec![])?;
+    if let Some(w) = cx.operand("weight") {
+        let w = cx.coerce(w, acc, &ch)?;
+        let wb = cx.bcast_in_dim(w, &xt.dims, &[1])?;
+        y = cx.emit("ten.mul", vec![y, wb], vec![])?;
+    }
+    if let Some(b) = cx.operand("bias") {
+        let b = cx.coerce(b, acc, &ch)?;
+        let bb = cx.bcast_in_dim(b, &xt.dims, &[1])?;
+        y = cx.emit("ten.add", vec![y, bb], vec![])?;
+    }
+    let mut outs = vec![cx.convert(y, t.dtype)?];
+    for (i, v) in [(1, mean), (2, invstd)] {
+        let ti = cx.out(i)?;
+        outs.push(cx.convert(v, ti.dtype)?);
+    }
+    if !functional {
+        return Ok(Some(outs));
+    }
+    if name == "_batch_norm_with_update_functional" {
+        let ti = cx.out(3)?;
+        outs.push(cx.constf(0.0, ti.dtype, &ti.dims)?);
+    }
+    // n/(n-1) for the unbiased running variance (n = 1 gives inf·0, NaN in torch as well).
+    let nm1 = cx.binary_scalar("ten.sub", n, 1.0)?;
+    let unbias = cx.emit("ten.div", vec![n, nm1], vec![])?;
+    let var_u = cx.emit("ten.mul", vec![var, unbias], vec![])?;
+    let base = outs.len();
+    for (i, (k, batch)) in [("running_mean", mean), ("running_var", var_u)].into_iter().enumerate() {
+        let ti = cx.out(base + i)?;
+        let r = cx.arg(k)?;
+        let r = cx.convert(r, acc)?;
+        let keep = cx.binary_scalar("ten.mul", r, 1.0 - momentum)?;
+        let add = cx.binary_scalar("ten.mul", batch, momentum)?;
+        let v = cx.emit("ten.add", vec![keep, add], vec![])?;
+        outs.push(cx.convert(v, ti.dtype)?);
+    }
+    Ok(Some(outs))
+}
+
+/// dist: the p-norm of self - other over every element (broadcast), a 0-d result: p = 0 counts
+/// nonzeros, ±inf takes the largest/smallest |d|, others (Σ|d|ᵖ)^(1/p).
+pub fn dist(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let (a, b) = (cx.arg("self")?, cx.arg("other")?);
+    let p = cx.attr("p").and_then(|a| a.as_float()).unwrap_or(2.0);
+    let shape = ember_ir::dialect::infer::broadcast(&[&cx.tt(a).dims, &cx.tt(b).dims]).map_err(|e| cx.err(&e.0))?;
+    let a = cx.coerce(a, t.dtype, &shape)?;
+    let b = cx.coerce(b, t.dtype, &shape)?;
+    let d = cx.emit("ten.sub", vec![a, b], vec![])?;
+    let all: Vec<usize> = (0..shape.len()).collect();
+    let ad = cx.unary("ten.abs", d)?;
+    let out = if p == 0.0 {
+        let zero = cx.splat_like(0.0, d)?;
+        let nz = cx.compare("NE", d, zero)?;
+        let nz = cx.convert(nz, t.dtype)?;
+        cx.reduce(nz, "sum", &all)?
+    } else if p.is_infinite() {
+        cx.reduce(ad, if p > 0.0 { "max" } else { "min" }, &all)?
+    } else if p == 1.0 {
+        cx.reduce(ad, "sum", &all)?
+    } else {
+        let powd = if p == 2.0 { cx.emit("ten.mul", vec![ad, ad], vec![])? } else { cx.binary_scalar("ten.pow", ad, p)? };
+        let s = cx.reduce(powd, "sum", &all)?;
+        if p == 2.0 { cx.unary("ten.sqrt", s)? } else { cx.binary_scalar("ten.pow", s, 1.0 / p)? }
+    };
+    Ok(Some(vec![cx.reshape(out, &t.dims)?]))
+}
+
+/// searchsorted / bucketize: for each value, how many elements of its sorted row are before it:
+/// !(s >= v) counted for the left side, !(s > v) for the right (torch's binary-search tests, so
+/// a NaN value lands after every element), over the comparison broadcast to [.., M, N].
+/// `sorter` gathers the row into order first. A NaN inside the sequence, which a binary search
+/// would step over, is counted here: results differ from torch only for such sequences.
+pub fn searchsorted(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let (seq, v) = if name == "bucketize.Tensor" { (cx.arg("boundaries")?, cx.arg("self")?) } else { (cx.arg("sorted_sequence")?, cx.arg("self")?) };
+    let right = match cx.str_attr("side").as_deref() {
+        Some("right") => true,
+        Some("left") => false,
+        _ => cx.bool_or("right", false),
+    };
+    let (st, vt) = (cx.tt(seq), cx.tt(v));
+    let n = st.dims.last().cloned().ok_or_else(|| cx.err("the sorted sequence must have at least one dim"))?;
+    let mut seq = seq;
+    if let Some(sorter) = cx.operand("sorter") {
+        if st.rank() != 1 {
+            return Ok(None);
+        }
+        let idx = cx.convert(sorter, ember_ir::DType::I64)?;
+        seq = cx.emit("ten.gather", vec![seq, idx], vec![("dim", ember_ir::attr::Attr::Int(0))])?;
+    }
+    let dt = ember_ir::dialect::infer::result_type(&[&st, &vt], &[]);
+    let seq = cx.convert(seq, dt)?;
+    let v = cx.convert(v, dt)?;
+    let mut full = vt.dims.clone();
+    full.push(n);
+    let r = full.len();
+    let smap: Vec<usize> = if st.rank() == 1 { vec![r - 1] } else { (0..st.rank() - 1).chain([r - 1]).collect() };
+    if st.rank() != 1 && (st.rank() != vt.rank() || st.dims[..st.rank() - 1] != vt.dims[..vt.rank() - 1]) {
+        return Err(cx.err("the sorted sequence's leading dims must match the values' leading dims"));
+    }
+    let sb = cx.bcast_in_dim(seq, &full, &smap)?;
+    let vb = cx.bcast_in_dim(v, &full, &(0..r - 1).collect::<Vec<_>>())?;
+    let ahead = cx.compare(if right { "GT" } else { "GE" }, sb, vb)?;
+    let before = cx.unary("ten.not", ahead)?;
+    let cnt = cx.convert(before, t.dtype)?;
+    Ok(Some(vec![cx.reduce(cnt, "sum", &[r - 1])?]))
+}
