@@ -98,6 +98,9 @@ pub struct Io {
     pub name: String,
     pub dtype: String,
     pub dims: Vec<String>,
+    /// For a result that is a functionalized in-place update rather than a user output:
+    /// `input NAME` or `buffer NAME`, the value NAME holds after the call.
+    pub mutates: Option<String>,
 }
 
 /// `@main`'s arguments split into user inputs and weights, with every weight packed into one
@@ -117,7 +120,7 @@ pub fn pack(m: &ember_ir::Module, f: ember_ir::OpId, weights: &[(String, crate::
     for (i, &a) in m.block(entry).args.iter().enumerate() {
         let attrs = m.arg_attrs(f, i).cloned().unwrap_or_default();
         let t = m.ty(a).tensor().ok_or("non-tensor argument")?;
-        let io = |name: &str| Io { index: i, name: name.to_string(), dtype: t.dtype.mlir_name().into(), dims: t.dim_strings() };
+        let io = |name: &str| Io { index: i, name: name.to_string(), dtype: t.dtype.mlir_name().into(), dims: t.dim_strings(), mutates: None };
         if let Some(Attr::Str(name)) = attrs.get("ember.input") {
             p.inputs.push(io(name));
             continue;
@@ -140,9 +143,29 @@ pub fn pack(m: &ember_ir::Module, f: ember_ir::OpId, weights: &[(String, crate::
     for (i, &v) in m.op(ret).operands.iter().enumerate() {
         let t = m.ty(v).tensor().ok_or("non-tensor result")?;
         let name = m.res_attrs(f, i).and_then(|a| a.get("ember.output")).and_then(|a| a.as_str()).unwrap_or("").to_string();
-        p.outputs.push(Io { index: i, name, dtype: t.dtype.mlir_name().into(), dims: t.dim_strings() });
+        let ra = m.res_attrs(f, i);
+        let of = |k: &str| ra.and_then(|a| a.get(k)).and_then(|a| a.as_str()).map(|s| s.to_string());
+        let mutates = of("ember.input_mutation").map(|n| format!("input {n}")).or_else(|| of("ember.buffer_mutation").map(|n| format!("buffer {n}")));
+        p.outputs.push(Io { index: i, name, dtype: t.dtype.mlir_name().into(), dims: t.dim_strings(), mutates });
     }
     Ok(p)
+}
+
+/// The .npz array name of each output: user outputs are out0, out1, ... in order; an in-place
+/// update of an input or buffer is `mutated_input.NAME` / `mutated_buffer.NAME`, so the user
+/// outputs keep the numbering torch's own outputs have.
+pub fn output_array_names(mutates: &[Option<String>]) -> Vec<String> {
+    let mut k = 0;
+    mutates
+        .iter()
+        .map(|m| match m.as_deref().and_then(|m| m.split_once(' ')) {
+            Some((kind, name)) => format!("mutated_{kind}.{name}"),
+            None => {
+                k += 1;
+                format!("out{}", k - 1)
+            }
+        })
+        .collect()
 }
 
 /// Writes `files` into a sibling temp dir, then swaps it in for `out`: never a half-written

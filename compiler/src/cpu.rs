@@ -68,7 +68,7 @@ pub fn compile_with(imported: Imported, out: &Path, fusion: Fusion) -> Result<Ma
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
     // Arguments are the plan's first buffers, in order, so an argument index is its buffer id.
     debug_assert!(m.block(m.entry(f)).args.iter().enumerate().all(|(i, a)| plan.buf_of[a] == i && plan.buffers[i].kind == BufKind::Arg(i)));
-    let io = |x: &crate::artifact::Io, buf: usize| IoInfo { name: x.name.clone(), buf, dtype: x.dtype.clone(), dims: x.dims.clone() };
+    let io = |x: &crate::artifact::Io, buf: usize| IoInfo { name: x.name.clone(), buf, dtype: x.dtype.clone(), dims: x.dims.clone(), mutates: x.mutates.clone() };
     let mut manifest = Manifest {
         format_version: format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR),
         target: "cpu".into(),

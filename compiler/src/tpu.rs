@@ -97,7 +97,7 @@ pub fn compile_portable(imported: Imported, out: &Path, opts: &Options, portable
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
     let plan = emitted.sharding.as_ref();
     let arg_spec = |i: usize| plan.map(|p| p.args[i].clone());
-    let io = |x: &crate::artifact::Io, sharding| IoInfo { name: x.name.clone(), arg: x.index, dtype: x.dtype.clone(), dims: x.dims.clone(), sharding };
+    let io = |x: &crate::artifact::Io, sharding| IoInfo { name: x.name.clone(), arg: x.index, dtype: x.dtype.clone(), dims: x.dims.clone(), sharding, mutates: x.mutates.clone() };
     let inputs = packed.inputs.iter().map(|x| io(x, arg_spec(x.index))).collect();
     let outputs = packed.outputs.iter().map(|x| io(x, plan.map(|p| p.results[x.index].clone()))).collect();
     let weights = packed

@@ -503,7 +503,7 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
     for (_, text) in &hlo {
         check_custom_calls(text)?;
     }
-    let io = |x: &crate::artifact::Io| IoInfo { name: x.name.clone(), arg: x.index, dtype: x.dtype.clone(), dims: x.dims.clone(), sharding: None };
+    let io = |x: &crate::artifact::Io| IoInfo { name: x.name.clone(), arg: x.index, dtype: x.dtype.clone(), dims: x.dims.clone(), sharding: None, mutates: x.mutates.clone() };
     let manifest = Manifest {
         format_version: format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR),
         target: "trainium".into(),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Eager references for fmax/fmin, copysign, round(decimals), dist, addbmm, searchsorted,
-bucketize and training-mode batch norm (whose running-stat updates are the archive's buffer
-mutation outputs) on the CPU target and on XLA.
+bucketize and training-mode batch norm (the functional forms' running-stat outputs included)
+on the CPU target and on XLA, and an input updated in place (a user-input-mutation output).
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
         ~/.cache/ember/venv/bin/python -m ember.export testdata/cpu/extra_ops.py:make \\
@@ -21,7 +21,7 @@ class ExtraOps(torch.nn.Module):
         self.bn1d = torch.nn.BatchNorm1d(4, affine=False)
 
     def forward(self, a, b, seq, vals, b1, b2, img, feats):
-        return (
+        out = (
             torch.fmax(a, b), torch.fmin(a, b), torch.copysign(a, b),
             torch.round(a * 7.3, decimals=2), torch.round(a * 730.0, decimals=-2),
             torch.dist(a, b), torch.dist(a, b, p=1), torch.dist(a, b, p=float("inf")), torch.dist(a, b, p=0), torch.dist(a, b, p=3),
@@ -34,6 +34,9 @@ class ExtraOps(torch.nn.Module):
             *torch.ops.aten._native_batch_norm_legit_functional(img, None, None, img[0, :, 0, 0], img[1, :, 1, 1].abs(), True, 0.3, 1e-3),
             *torch.ops.aten._native_batch_norm_legit.no_stats(feats, None, None, True, 0.1, 1e-5),
         )
+        # An in-place update of an input: `ember run` writes it as mutated_input.vals.
+        vals.mul_(2.0)
+        return out
 
 
 def make():

@@ -121,7 +121,7 @@ legalization for Neuron (what `ember compile --target trainium` converts to HLO)
         native_int64: bool,
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
-    #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
+    #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order; an in-place update of an input or\nbuffer (a functionalized mutation) as mutated_input.NAME / mutated_buffer.NAME.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
     Run {
         /// An artifact directory written by `ember compile`.
         artifact: PathBuf,
@@ -429,7 +429,8 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                 times.sort_by(|a, b| a.partial_cmp(b).unwrap());
                 eprintln!("median {:.4} ms over {repeat} runs (min {:.4}, max {:.4})", times[repeat / 2], times[0], times[repeat - 1]);
             }
-            let named: Vec<(String, _)> = outs.into_iter().enumerate().map(|(i, t)| (format!("out{i}"), t)).collect();
+            let mutates: Vec<Option<String>> = prog.manifest.outputs.iter().map(|o| o.mutates.clone()).collect();
+            let named: Vec<(String, _)> = ember_compiler::artifact::output_array_names(&mutates).into_iter().zip(outs).collect();
             ember_compiler::npz::write_npz(&outputs, &named)?;
             Ok(())
         }

@@ -215,8 +215,12 @@ fn archive_errors(pt2: &std::path::Path, tag: &str) -> Vec<f64> {
     let mut arrays = ember_compiler::npz::read_npz(&pt2.with_extension("npz")).unwrap();
     let args: Vec<HostTensor> = (0..prog.manifest.inputs.len()).map(|i| arrays.remove(&format!("arg{i}")).unwrap()).collect();
     let outs = prog.run(&args).unwrap_or_else(|e| panic!("{tag}: {e}"));
-    assert_eq!(outs.len(), arrays.len(), "{tag}: output count");
-    outs.iter().enumerate().map(|(i, got)| close(got, &arrays[&format!("out{i}")]).unwrap_or_else(|e| panic!("{tag} out{i}: {e}"))).collect()
+    // In-place updates of inputs are extra results; the archive's references are the user outputs.
+    let mutates: Vec<Option<String>> = prog.manifest.outputs.iter().map(|o| o.mutates.clone()).collect();
+    let names = ember_compiler::artifact::output_array_names(&mutates);
+    let user: Vec<(String, &HostTensor)> = names.into_iter().zip(&outs).filter(|(n, _)| n.starts_with("out")).collect();
+    assert_eq!(user.len(), arrays.len(), "{tag}: output count");
+    user.iter().map(|(n, got)| close(got, &arrays[n]).unwrap_or_else(|e| panic!("{tag} {n}: {e}"))).collect()
 }
 
 /// Convolutions (padding, stride 2, dilation, groups, 1-d, bias), batch norm, max/avg pools
@@ -262,6 +266,27 @@ fn extra_ops_match_eager() {
     for (i, e) in errs.iter().enumerate() {
         assert!(*e <= 1.0, "extra_ops out{i}: error {e:.3} x tolerance");
     }
+}
+
+/// `ember run` writes user outputs as out0.. and a functionalized in-place update of an input
+/// as mutated_input.NAME (extra_ops.py doubles `vals` in place after using it).
+#[test]
+fn run_names_user_outputs_and_input_mutations() {
+    let dir = std::env::temp_dir().join(format!("ember-mutation-{}", std::process::id()));
+    let (art, got) = (dir.join("art"), dir.join("got.npz"));
+    let td = testdata();
+    let r = ember(&td, &["compile", "cpu/extra_ops.pt2", "--target", "cpu", "-o", art.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = ember(&td, &["run", art.to_str().unwrap(), "--inputs", "cpu/extra_ops.npz", "--outputs", got.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut got = ember_compiler::npz::read_npz(&got).unwrap();
+    let want = ember_compiler::npz::read_npz(&td.join("cpu/extra_ops.npz")).unwrap();
+    let n_out = want.keys().filter(|k| k.starts_with("out")).count();
+    assert_eq!(got.len(), n_out + 1, "{:?}", got.keys().collect::<Vec<_>>());
+    let vals = got.remove("mutated_input.vals").expect("mutated_input.vals");
+    let doubled: Vec<f32> = f32s(&want["arg3"]).iter().map(|v| v * 2.0).collect();
+    assert_eq!(f32s(&vals).iter().map(|v| v.to_bits()).collect::<Vec<_>>(), doubled.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn f32s(t: &HostTensor) -> Vec<f32> {

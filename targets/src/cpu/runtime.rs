@@ -24,6 +24,9 @@ pub struct IoInfo {
     pub buf: usize,
     pub dtype: String,
     pub dims: Vec<String>,
+    /// `input NAME` / `buffer NAME` for a functionalized in-place update (not a user output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutates: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -84,6 +84,9 @@ pub struct IoInfo {
     /// Sharded artifacts: per dim, the mesh axis it is split over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharding: Option<sharding::Spec>,
+    /// Outputs only: `input NAME` / `buffer NAME` for a functionalized in-place update.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutates: Option<String>,
 }
 
 /// A weight (parameter, buffer or constant): argument `arg`, `bytes` bytes at `offset` in

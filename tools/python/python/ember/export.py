@@ -310,18 +310,25 @@ def export_model(
             notes.append("--dynamic-batch overrides the factory's dynamic_shapes")
         dynamic_shapes = dynamic_batch_shapes(inputs)
 
-    with torch.no_grad():
-        reference = module(*inputs)
-    ref_arrays = _flatten_tensors(reference, "output")
-    arg_arrays = _flatten_tensors(inputs, "input")
+    # A model may update its inputs in place: the stored inputs are the values before the call,
+    # and every run (eager, export, check) gets its own copies.
+    from torch.utils._pytree import tree_map
 
-    ep = torch.export.export(module, inputs, dynamic_shapes=dynamic_shapes)
+    def fresh() -> Any:
+        return tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, inputs)
+
+    arg_arrays = _flatten_tensors(fresh(), "input")
+    with torch.no_grad():
+        reference = module(*fresh())
+    ref_arrays = _flatten_tensors(reference, "output")
+
+    ep = torch.export.export(module, fresh(), dynamic_shapes=dynamic_shapes)
     ep = ep.run_decompositions()
 
     max_diff = None
     if check:
         with torch.no_grad():
-            got = _flatten_tensors(ep.module()(*inputs), "exported output")
+            got = _flatten_tensors(ep.module()(*fresh()), "exported output")
         max_diff = _max_abs_diff(ref_arrays, got)
 
     out.parent.mkdir(parents=True, exist_ok=True)

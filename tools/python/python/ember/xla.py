@@ -514,8 +514,23 @@ def _run_cli(ns: argparse.Namespace) -> None:
         )
     outs = art.widen(finish(outs))
     tmp = Path(ns.outputs).with_name(f".{Path(ns.outputs).name}.tmp-{os.getpid()}.npz")
-    np.savez(tmp, **{f"out{i}": o for i, o in enumerate(outs)})
+    np.savez(tmp, **dict(zip(output_array_names(art.manifest["outputs"]), outs)))
     os.replace(tmp, ns.outputs)
+
+
+def output_array_names(outputs: list[dict]) -> list[str]:
+    """The .npz name of each output, as `ember run` writes them: user outputs out0, out1, ...;
+    a functionalized in-place update of an input or buffer `mutated_input.NAME` /
+    `mutated_buffer.NAME` (manifest `mutates`: "input NAME" / "buffer NAME")."""
+    names, k = [], 0
+    for o in outputs:
+        if o.get("mutates"):
+            kind, name = o["mutates"].split(" ", 1)
+            names.append(f"mutated_{kind}.{name}")
+        else:
+            names.append(f"out{k}")
+            k += 1
+    return names
 
 
 def main(argv: Sequence[str] | None = None) -> int:
