@@ -249,14 +249,26 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     /// Computes kernel root `r` at `idx` and stores it: into its row slot when it has one,
     /// else into its buffer.
     fn store_root(&mut self, r: Value, idx: &[IntValue<'ctx>]) -> R<()> {
+        self.compute_root(r, idx).map(|_| ())
+    }
+
+    /// Computes kernel root `r` at `idx`, stores it and returns it.
+    fn compute_root(&mut self, r: Value, idx: &[IntValue<'ctx>]) -> R<BasicValueEnum<'ctx>> {
         let op = self.m.defining_op(r).ok_or("kernel root is an argument")?;
         let dt = self.dtype(r);
         let v = if self.m.op(op).name == "ten.reduce" { self.reduce(op, idx)? } else { self.emit(r, idx)? };
+        self.put_root(r, idx, dt, v)?;
+        Ok(v)
+    }
+
+    /// Stores root `r`'s value at `idx`: into its row slot when it has one, else its buffer.
+    fn put_root(&self, r: Value, idx: &[IntValue<'ctx>], dt: DType, v: BasicValueEnum<'ctx>) -> R<()> {
         if let Some((p, lin)) = self.slot(r, idx)? {
             return self.store_at(p, lin, dt, v);
         }
         let lin = self.linear(idx, &self.dims(r))?;
-        self.store(self.plan.buf_of[&r], lin, dt, v)
+        let buf = *self.plan.buf_of.get(&r).ok_or("a kernel root has neither a row slot nor a buffer")?;
+        self.store(buf, lin, dt, v)
     }
 
     /// The stack slot and in-row offset of a row-local value at `idx`.
@@ -379,16 +391,94 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let roots = roots.to_vec();
         let mut idx = Vec::new();
         self.nest(&prefix, Some((start, end)), &mut idx, &mut |k, row| {
-            for &r in &roots {
+            let mut i = 0;
+            while i < roots.len() {
+                let r = roots[i];
                 k.root = Some(r);
                 let dims = k.dims(r);
                 let mut inner = row.to_vec();
+                if let Some(red) = roots.get(i + 1).copied().filter(|&n| k.reduces_row_of(n, r, outer)) {
+                    k.store_with_reduce(r, red, row, &dims)?;
+                    i += 2;
+                    continue;
+                }
                 k.nest(&dims, None, &mut inner, &mut |k, idx| k.store_root(r, idx))?;
+                i += 1;
             }
             Ok(())
         })?;
         self.b.build_return(None).map_err(le)?;
         Ok(())
+    }
+
+    /// Whether root `red` reduces exactly the row of root `r` (dims past `outer`), reading `r`
+    /// only at the element it reduces: then both run in one pass over the row.
+    fn reduces_row_of(&self, red: Value, r: Value, outer: usize) -> bool {
+        let m = self.m;
+        let Some(op) = m.defining_op(red) else { return false };
+        let d = m.op(op);
+        if d.name != "ten.reduce" || matches!(d.attrs.get("kind").and_then(|a| a.as_str()), Some("argmax" | "argmin")) {
+            return false;
+        }
+        if m.defining_op(r).is_none_or(|o| m.op(o).name == "ten.reduce") {
+            return false;
+        }
+        let x = d.operands[0];
+        let rd: Vec<usize> = d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
+        let rank = self.dims(x).len();
+        rank > outer && self.dims(x) == self.dims(r) && rd == (outer..rank).collect::<Vec<_>>() && self.reads_pointwise(x, r)
+    }
+
+    /// Whether `v`'s expression reads `target` (if at all) only at `v`'s own index.
+    fn reads_pointwise(&self, v: Value, target: Value) -> bool {
+        if v == target {
+            return true;
+        }
+        let m = self.m;
+        if self.plan.buf_of.contains_key(&v) || self.scratch.contains_key(&v) {
+            return true;
+        }
+        let Some(op) = m.defining_op(v) else { return true };
+        let d = m.op(op);
+        let pointwise = super::plan::is_pointwise(&d.name);
+        d.operands.iter().all(|&o| if pointwise { self.reads_pointwise(o, target) } else { !self.depends_on(o, target) })
+    }
+
+    fn depends_on(&self, v: Value, target: Value) -> bool {
+        if v == target {
+            return true;
+        }
+        if self.plan.buf_of.contains_key(&v) || self.scratch.contains_key(&v) {
+            return false;
+        }
+        self.m.defining_op(v).is_some_and(|op| self.m.op(op).operands.iter().any(|&o| self.depends_on(o, target)))
+    }
+
+    /// Computes root `r` over its row and, in the same loop, reduces it (or a pointwise function
+    /// of it) into root `red` (the next pass), so the row is traversed once for both.
+    fn store_with_reduce(&mut self, r: Value, red: Value, row: &[IntValue<'ctx>], dims: &[SymExpr]) -> R<()> {
+        let op = self.m.defining_op(red).ok_or("reduce root is an argument")?;
+        let d = self.m.op(op);
+        let x = d.operands[0];
+        let kind = d.attrs.get("kind").and_then(|a| a.as_str()).unwrap_or("sum").to_string();
+        let dt = self.dtype(x);
+        let ty = self.reg_type(dt)?;
+        let acc = self.entry_alloca(ty, "acc")?;
+        self.b.build_store(acc, self.identity(&kind, dt)?).map_err(le)?;
+        let mut inner = row.to_vec();
+        self.nest(dims, None, &mut inner, &mut |k, idx| {
+            k.root = Some(r);
+            let v = k.compute_root(r, idx)?;
+            k.cache.insert((r, idx.to_vec()), v);
+            k.root = Some(red);
+            let xv = k.emit(x, idx)?;
+            let a = k.b.build_load(ty, acc, "a").map_err(le)?;
+            let n = k.combine(&kind, dt, a, xv)?;
+            k.b.build_store(acc, n).map_err(le)?;
+            Ok(())
+        })?;
+        let total = self.b.build_load(ty, acc, "r").map_err(le)?;
+        self.put_root(red, row, self.dtype(red), total)
     }
 
     /// A running sum along `dim`: loops over the other dims (the outermost split across threads
@@ -771,17 +861,30 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     /// p[0] + x*(p[1] + x*(p[2] + ...)) by Horner's rule.
     fn horner(&self, x: FloatValue<'ctx>, p: &[f64]) -> R<FloatValue<'ctx>> {
         let b = &self.b;
+        let _ = b;
         let mut acc = self.fconst(*p.last().unwrap());
         for &c in p.iter().rev().skip(1) {
-            acc = b.build_float_add(b.build_float_mul(acc, x, "").map_err(le)?, self.fconst(c), "").map_err(le)?;
+            acc = self.fma(acc, x, self.fconst(c))?;
         }
         Ok(acc)
     }
 
+    /// a*b + c, fused where the CPU has FMA (one rounding instead of two: never less accurate, and
+    /// half the instructions of the inline polynomials).
+    fn fma(&self, a: FloatValue<'ctx>, b: FloatValue<'ctx>, c: FloatValue<'ctx>) -> R<FloatValue<'ctx>> {
+        let ty = a.get_type().as_basic_type_enum();
+        Ok(self.intrinsic("llvm.fmuladd", ty, &[a.into(), b.into(), c.into()])?.into_float_value())
+    }
+
+    /// x clamped to [lo, hi] for a non-NaN x (NaN gives lo or hi: callers pass NaN through
+    /// themselves). Compare-and-select is one vmaxps/vminps; maxnum/minnum need NaN fix-ups on x86.
     fn fmin_max(&self, x: FloatValue<'ctx>, lo: f64, hi: f64) -> R<FloatValue<'ctx>> {
-        let ty = self.ctx.f32_type().as_basic_type_enum();
-        let a = self.intrinsic("llvm.maxnum", ty, &[x.into(), self.fconst(lo).into()])?;
-        Ok(self.intrinsic("llvm.minnum", ty, &[a, self.fconst(hi).into()])?.into_float_value())
+        let b = &self.b;
+        let (lo, hi) = (self.fconst(lo), self.fconst(hi));
+        let above = b.build_float_compare(FloatPredicate::OGT, x, lo, "").map_err(le)?;
+        let a = b.build_select(above, x, lo, "").map_err(le)?.into_float_value();
+        let below = b.build_float_compare(FloatPredicate::OLT, a, hi, "").map_err(le)?;
+        Ok(b.build_select(below, a, hi, "").map_err(le)?.into_float_value())
     }
 
     /// e^x: Cody-Waite range reduction and Cephes' expf polynomial (about 1 ulp); exp(-inf) = 0.
@@ -790,13 +893,13 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let ty = self.ctx.f32_type().as_basic_type_enum();
         let nan = b.build_float_compare(FloatPredicate::UNO, x, x, "").map_err(le)?;
         let xc = self.fmin_max(x, -88.376_262_664_794_9, 88.376_262_664_795)?;
-        let t = b.build_float_add(b.build_float_mul(xc, self.fconst(std::f64::consts::LOG2_E), "").map_err(le)?, self.fconst(0.5), "").map_err(le)?;
+        let t = self.fma(xc, self.fconst(std::f64::consts::LOG2_E), self.fconst(0.5))?;
         let fx = self.intrinsic("llvm.floor", ty, &[t.into()])?.into_float_value();
-        let r = b.build_float_sub(xc, b.build_float_mul(fx, self.fconst(0.693_359_375), "").map_err(le)?, "").map_err(le)?;
-        let r = b.build_float_sub(r, b.build_float_mul(fx, self.fconst(-2.121_944_4e-4), "").map_err(le)?, "").map_err(le)?;
+        let r = self.fma(fx, self.fconst(-0.693_359_375), xc)?;
+        let r = self.fma(fx, self.fconst(2.121_944_4e-4), r)?;
         let z = b.build_float_mul(r, r, "").map_err(le)?;
         let p = self.horner(r, &[5.000_000_120_1e-1, 1.666_666_545_9e-1, 4.166_579_589_4e-2, 8.333_451_907_3e-3, 1.398_199_950_7e-3, 1.987_569_150_0e-4])?;
-        let y = b.build_float_add(b.build_float_add(b.build_float_mul(p, z, "").map_err(le)?, r, "").map_err(le)?, self.fconst(1.0), "").map_err(le)?;
+        let y = b.build_float_add(self.fma(p, z, r)?, self.fconst(1.0), "").map_err(le)?;
         // 2^fx through the exponent bits; fx = -127 gives 0 (the clamp makes exp(-inf) exactly 0).
         let i32t = self.ctx.i32_type();
         let n = b.build_float_to_signed_int(fx, i32t, "").map_err(le)?;
@@ -825,7 +928,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let ax = self.intrinsic("llvm.fabs", ty, &[x.into()])?.into_float_value();
         let z = b.build_float_mul(x, x, "").map_err(le)?;
         let p = self.horner(z, &[-3.333_328_194_22e-1, 1.333_144_220_36e-1, -5.373_971_555_31e-2, 2.063_908_879_54e-2, -5.704_988_727_45e-3])?;
-        let small = b.build_float_add(b.build_float_mul(b.build_float_mul(p, z, "").map_err(le)?, x, "").map_err(le)?, x, "").map_err(le)?;
+        let small = self.fma(b.build_float_mul(p, z, "").map_err(le)?, x, x)?;
         let two_ax = b.build_float_mul(self.fmin_max(ax, 0.0, 20.0)?, self.fconst(2.0), "").map_err(le)?;
         let e2 = self.exp_f32(two_ax)?;
         let big = b.build_float_sub(self.fconst(1.0), b.build_float_div(self.fconst(2.0), b.build_float_add(e2, self.fconst(1.0), "").map_err(le)?, "").map_err(le)?, "").map_err(le)?;
@@ -849,6 +952,26 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         self.odd_blend(x, ax, small, big, 0.5)
     }
 
+    /// maximum/minimum (NaN-propagating, -0 < +0) against a constant, as one compare and select
+    /// (x86 has no single instruction for llvm.maximum; its expansion is several). `x > c ? x : c`
+    /// with an unordered compare returns a NaN x and is exact unless c is -0 (for min: +0), where
+    /// the tie x = +0 vs c = -0 must pick x; those constants and NaN keep the intrinsic.
+    fn min_max_const(&self, is_max: bool, x: FloatValue<'ctx>, y: FloatValue<'ctx>) -> R<Option<FloatValue<'ctx>>> {
+        let (v, c) = match (x.get_constant(), y.get_constant()) {
+            (_, Some((c, _))) => (x, c),
+            (Some((c, _)), None) => (y, c),
+            _ => return Ok(None),
+        };
+        let bad_zero = c == 0.0 && c.is_sign_negative() == is_max;
+        if c.is_nan() || bad_zero {
+            return Ok(None);
+        }
+        let cv = v.get_type().const_float(c);
+        let p = if is_max { FloatPredicate::UGT } else { FloatPredicate::ULT };
+        let keep = self.b.build_float_compare(p, v, cv, "").map_err(le)?;
+        Ok(Some(self.b.build_select(keep, v, cv, "").map_err(le)?.into_float_value()))
+    }
+
     fn binary(&self, name: &str, dt: DType, a: BasicValueEnum<'ctx>, c: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
         let b = &self.b;
         if let (BasicValueEnum::FloatValue(x), BasicValueEnum::FloatValue(y)) = (a, c) {
@@ -859,8 +982,12 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 "mul" => b.build_float_mul(x, y, "").map_err(le)?.into(),
                 "div" => b.build_float_div(x, y, "").map_err(le)?.into(),
                 "rem" => b.build_float_rem(x, y, "").map_err(le)?.into(),
-                "max" => self.intrinsic("llvm.maximum", ty, &[a, c])?,
-                "min" => self.intrinsic("llvm.minimum", ty, &[a, c])?,
+                "max" | "min" => {
+                    if let Some(r) = self.min_max_const(name == "max", x, y)? {
+                        return Ok(r.into());
+                    }
+                    self.intrinsic(if name == "max" { "llvm.maximum" } else { "llvm.minimum" }, ty, &[a, c])?
+                }
                 "pow" => self.intrinsic("llvm.pow", ty, &[a, c])?,
                 "atan2" if dt == DType::F32 => self.atan2_f32(x, y)?.into(),
                 "atan2" => self.libm2("atan2", x, y)?,

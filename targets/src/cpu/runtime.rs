@@ -312,7 +312,10 @@ impl Program {
             }
             if man.buffers[o.buf].kind == BufKind::Temp && !out_data.contains_key(&o.buf) {
                 let bytes = shapes[o.buf].iter().product::<i64>().max(0) as usize * self.dtypes[o.buf].byte_size();
-                let v = vec![0u8; bytes.max(1)];
+                // A kernel writes every element of its buffer: zeroing it first would only add
+                // a pass over memory (a GEMM's output stays zeroed, whatever the GEMM does).
+                let by_kernel = man.steps.iter().any(|st| matches!(st, Step::Kernel { out, also, .. } if *out == o.buf || also.contains(&o.buf)));
+                let v = if by_kernel { Vec::with_capacity(bytes.max(1)) } else { vec![0u8; bytes.max(1)] };
                 if v.as_ptr() as usize % 16 != 0 {
                     return Err("the allocator returned memory below 16-byte alignment".into());
                 }
@@ -357,6 +360,11 @@ impl Program {
                 };
                 eprintln!("step {si:>3} {kind:<6} out {:?} {:.3} ms", shapes[out], t0.elapsed().as_secs_f64() * 1e3);
             }
+        }
+        for v in out_data.values_mut() {
+            // SAFETY: every step has run, so the capacity is initialized (zeroed, or written by
+            // the kernel that computes the buffer).
+            unsafe { v.set_len(v.capacity()) };
         }
         if let Some(into) = into {
             // An argument returned as is, or a value returned twice, is copied to its slot.
