@@ -498,7 +498,7 @@ const RECOMPUTE_LIMIT: u32 = 12;
 
 /// Arithmetic per element of a value's inlined expression, down to materialized values
 /// (transcendentals count 4, index remaps 0).
-fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut HashMap<Value, u32>) -> u32 {
+pub fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut HashMap<Value, u32>) -> u32 {
     if let Some(&c) = memo.get(&v) {
         return c;
     }
