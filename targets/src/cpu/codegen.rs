@@ -76,6 +76,12 @@ pub fn codegen(m: &Module, plan: &Plan, symbols: &[String]) -> R<Object> {
         .run_passes("default<O3>", &tm, inkwell::passes::PassBuilderOptions::create())
         .map_err(|e| format!("LLVM optimization failed: {e}"))?;
     let llvm_ir = module.print_to_string().to_string();
+    if let Ok(path) = std::env::var("EMBER_DUMP_ASM") {
+        // The kernels' machine code as the host CPU runs it (to check vector width and what
+        // the inline math costs).
+        let asm = tm.write_to_memory_buffer(&module, FileType::Assembly).map_err(le)?;
+        let _ = std::fs::write(path, asm.as_slice());
+    }
     let buf = tm.write_to_memory_buffer(&module, FileType::Object).map_err(le)?;
     Ok(Object { bytes: buf.as_slice().to_vec(), cpu, features, llvm_ir })
 }

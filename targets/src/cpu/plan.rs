@@ -379,8 +379,8 @@ fn share_row_values(m: &Module, k: &mut KernelDef, buf_of: &HashMap<Value, usize
     for &r in &k.roots.clone() {
         place(m, r, &shared, buf_of, &mut roots);
     }
+    k.scratch.extend(roots.iter().filter(|r| shared.contains(r)));
     k.roots = roots;
-    k.scratch.extend(shared);
 }
 
 /// Shared values an expression reads directly (not through another shared or materialized value).
