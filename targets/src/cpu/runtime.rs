@@ -315,7 +315,7 @@ impl Program {
                 // A kernel writes every element of its buffer: zeroing it first would only add
                 // a pass over memory (a GEMM's output stays zeroed, whatever the GEMM does).
                 let by_kernel = man.steps.iter().any(|st| matches!(st, Step::Kernel { out, also, .. } if *out == o.buf || also.contains(&o.buf)));
-                let v = if by_kernel { Vec::with_capacity(bytes.max(1)) } else { vec![0u8; bytes.max(1)] };
+                let v = if by_kernel && bytes > 0 { Vec::with_capacity(bytes) } else { vec![0u8; bytes.max(1)] };
                 if v.as_ptr() as usize % 16 != 0 {
                     return Err("the allocator returned memory below 16-byte alignment".into());
                 }
@@ -361,10 +361,13 @@ impl Program {
                 eprintln!("step {si:>3} {kind:<6} out {:?} {:.3} ms", shapes[out], t0.elapsed().as_secs_f64() * 1e3);
             }
         }
-        for v in out_data.values_mut() {
-            // SAFETY: every step has run, so the capacity is initialized (zeroed, or written by
-            // the kernel that computes the buffer).
-            unsafe { v.set_len(v.capacity()) };
+        for (&b, v) in out_data.iter_mut() {
+            if v.is_empty() {
+                let bytes = shapes[b].iter().product::<i64>().max(0) as usize * self.dtypes[b].byte_size();
+                // SAFETY: every step has run, and the kernel that computes buffer `b` wrote all of
+                // its `bytes` (at most the capacity it was allocated with).
+                unsafe { v.set_len(bytes) };
+            }
         }
         if let Some(into) = into {
             // An argument returned as is, or a value returned twice, is copied to its slot.
