@@ -409,12 +409,7 @@ fn row_cost(m: &Module, v: Value, stop: &dyn Fn(Value) -> bool) -> u32 {
     if d.name == "ten.broadcast" {
         return 0;
     }
-    let own = match d.name.as_str() {
-        n if is_remap(n) => 0,
-        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" | "ten.atan2" => 4,
-        _ => 1,
-    };
-    d.operands.iter().filter(|&&o| !stop(o)).fold(own, |c, &o| c.saturating_add(row_cost(m, o, stop)))
+    d.operands.iter().filter(|&&o| !stop(o)).fold(op_cost(&d.name), |c, &o| c.saturating_add(row_cost(m, o, stop)))
 }
 
 /// Least inlined arithmetic per element for a value several passes read to get its own row pass.
@@ -504,12 +499,7 @@ pub fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut Hash
     }
     let Some(op) = m.defining_op(v) else { return 0 };
     let d = m.op(op);
-    let own = match d.name.as_str() {
-        n if is_remap(n) => 0,
-        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" | "ten.atan2" => 4,
-        "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.scatter" | "ten.windows" => u32::MAX / 4,
-        _ => 1,
-    };
+    let own = op_cost(&d.name);
     let operands = d.operands.clone();
     let mut c = own;
     for o in operands {
@@ -519,6 +509,17 @@ pub fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut Hash
     }
     memo.insert(v, c);
     c
+}
+
+/// Arithmetic per element of one op inlined: transcendentals count 4, index remaps 0, ops that
+/// cannot be inlined (reductions, matmuls, scans) count as too much to recompute.
+fn op_cost(name: &str) -> u32 {
+    match name {
+        n if is_remap(n) => 0,
+        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" | "ten.atan2" => 4,
+        "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.scatter" | "ten.windows" => u32::MAX / 4,
+        _ => 1,
+    }
 }
 
 /// Buffers an inlined expression reads, in first-visit order (the kernel's argument order).
