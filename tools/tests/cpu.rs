@@ -496,3 +496,126 @@ fn atan2_matches_f64_reference() {
         assert!((got as f64 - want).abs() <= tol, "atan2({y}, {x}): got {got}, want {want}");
     }
 }
+
+/// LayerNorm + softmax (and a relu of the LayerNorm output, read by a non-reduction pass) as one
+/// row group: the normalized row and the exp row are each computed once per row into a stack row
+/// shared by the later passes, and a value pass shares its loop with the reduction over it. The
+/// row length (300) is not a multiple of the vector width and long enough for interleaved
+/// loops; one row holds a NaN (it must stay NaN throughout), one signed zeros.
+#[test]
+fn row_group_shares_rows_between_passes() {
+    let (r, n) = (5usize, 300usize);
+    let v = |s: &str| s.replace("{R}", &r.to_string()).replace("{N}", &n.to_string());
+    let x2 = v("tensor<{R}x{N}xf32>");
+    let x1 = v("tensor<{R}xf32>");
+    let w1 = v("tensor<{N}xf32>");
+    let text = v(&format!(
+        r#"module {{
+  func.func @main(%x: {x2} {{ember.input = "x"}}, %w: {w1} {{ember.input = "w"}}) -> ({x2}, {x2}) {{
+    %0 = "ten.reduce"(%x) {{dims = array<i64: 1>, kind = "sum"}} : ({x2}) -> {x1}
+    %1 = "ten.constant"() {{dtype = f32, shape = array<i64: {{R}}>, value = {{N}}.0 : f64}} : () -> {x1}
+    %2 = "ten.div"(%0, %1) : ({x1}, {x1}) -> {x1}
+    %3 = "ten.broadcast"(%2) {{dims = array<i64: 0>, shape = array<i64: {{R}}, {{N}}>}} : ({x1}) -> {x2}
+    %4 = "ten.sub"(%x, %3) : ({x2}, {x2}) -> {x2}
+    %5 = "ten.mul"(%4, %4) : ({x2}, {x2}) -> {x2}
+    %6 = "ten.reduce"(%5) {{dims = array<i64: 1>, kind = "sum"}} : ({x2}) -> {x1}
+    %7 = "ten.div"(%6, %1) : ({x1}, {x1}) -> {x1}
+    %8 = "ten.constant"() {{dtype = f32, shape = array<i64: {{R}}>, value = 1.0e-5 : f64}} : () -> {x1}
+    %9 = "ten.add"(%7, %8) : ({x1}, {x1}) -> {x1}
+    %10 = "ten.rsqrt"(%9) : ({x1}) -> {x1}
+    %11 = "ten.broadcast"(%10) {{dims = array<i64: 0>, shape = array<i64: {{R}}, {{N}}>}} : ({x1}) -> {x2}
+    %12 = "ten.mul"(%4, %11) : ({x2}, {x2}) -> {x2}
+    %13 = "ten.broadcast"(%w) {{dims = array<i64: 1>, shape = array<i64: {{R}}, {{N}}>}} : ({w1}) -> {x2}
+    %14 = "ten.mul"(%12, %13) : ({x2}, {x2}) -> {x2}
+    %15 = "ten.reduce"(%14) {{dims = array<i64: 1>, kind = "max"}} : ({x2}) -> {x1}
+    %16 = "ten.broadcast"(%15) {{dims = array<i64: 0>, shape = array<i64: {{R}}, {{N}}>}} : ({x1}) -> {x2}
+    %17 = "ten.sub"(%14, %16) : ({x2}, {x2}) -> {x2}
+    %18 = "ten.exp"(%17) : ({x2}) -> {x2}
+    %19 = "ten.reduce"(%18) {{dims = array<i64: 1>, kind = "sum"}} : ({x2}) -> {x1}
+    %20 = "ten.broadcast"(%19) {{dims = array<i64: 0>, shape = array<i64: {{R}}, {{N}}>}} : ({x1}) -> {x2}
+    %21 = "ten.div"(%18, %20) : ({x2}, {x2}) -> {x2}
+    %22 = "ten.constant"() {{dtype = f32, shape = array<i64: {{R}}, {{N}}>, value = 0.0 : f64}} : () -> {x2}
+    %23 = "ten.max"(%14, %22) : ({x2}, {x2}) -> {x2}
+    return %21, %23 : {x2}, {x2}
+  }}
+}}
+"#
+    ));
+    // The plan: one kernel over rows; the normalized row (%14) and the exp row (%18) are shared
+    // stack rows of N elements, each right before its first reader.
+    let m = ember_ir::parse_module(&text).unwrap();
+    let f = m.func_by_name("main").unwrap();
+    let plan = ember_targets::cpu::plan::plan(&m, f, &[]).unwrap();
+    assert_eq!(plan.kernels.len(), 1, "one row-group kernel");
+    let k = &plan.kernels[0];
+    let rows: Vec<_> = k.scratch.iter().filter(|&&s| m.ty(s).tensor().unwrap().rank() == 2).copied().collect();
+    let names: Vec<String> = rows.iter().map(|&s| m.op(m.defining_op(s).unwrap()).name.clone()).collect();
+    assert_eq!(names, ["ten.mul", "ten.exp"], "shared rows: the affine LayerNorm output and the exp");
+    assert!(rows.iter().all(|s| !plan.buf_of.contains_key(s)), "shared rows have no buffer");
+    let pos = |v| k.roots.iter().position(|&r| r == v).unwrap();
+    assert!(pos(rows[0]) < pos(rows[1]), "the LayerNorm row is computed before the exp row");
+
+    let mut xs: Vec<f32> = (0..r * n).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.07).collect();
+    xs[3 * n + 17] = f32::NAN;
+    for j in 0..n {
+        xs[4 * n + j] = if j % 2 == 0 { 0.0 } else { -0.0 };
+    }
+    let ws: Vec<f32> = (0..n).map(|j| 0.5 + (j % 7) as f32 * 0.15).collect();
+    let prog = compile_text(&text, "rowshare");
+    let x = HostTensor { dtype: ember_ir::DType::F32, shape: vec![r, n], data: xs.iter().flat_map(|v| v.to_le_bytes()).collect() };
+    let outs = prog.run(&[x, f32_tensor(&ws)]).unwrap();
+    let (sm, relu) = (f32_values(&outs[0]), f32_values(&outs[1]));
+    for i in 0..r {
+        let row: Vec<f64> = xs[i * n..(i + 1) * n].iter().map(|&v| v as f64).collect();
+        let mean = row.iter().sum::<f64>() / n as f64;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        let z: Vec<f64> = row.iter().zip(&ws).map(|(v, &w)| (v - mean) / (var + 1e-5).sqrt() * w as f64).collect();
+        let mx = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let s: f64 = z.iter().map(|v| (v - mx).exp()).sum();
+        for j in 0..n {
+            let (got_sm, got_r) = (sm[i * n + j] as f64, relu[i * n + j] as f64);
+            if i == 3 {
+                assert!(got_sm.is_nan() && got_r.is_nan(), "NaN row [{i},{j}]: softmax {got_sm}, relu {got_r}");
+                continue;
+            }
+            let want_sm = (z[j] - mx).exp() / s;
+            let want_r = z[j].max(0.0);
+            assert!((got_sm - want_sm).abs() <= 1e-6 + 1e-5 * want_sm.abs(), "softmax [{i},{j}]: got {got_sm}, want {want_sm}");
+            assert!((got_r - want_r).abs() <= 1e-5 + 1e-5 * want_r.abs(), "relu [{i},{j}]: got {got_r}, want {want_r}");
+        }
+    }
+}
+
+/// Maximum/minimum against a constant take a compare-and-select path; it must keep
+/// `ten.max`/`ten.min`'s IEEE maximum/minimum semantics: NaN propagates and -0 < +0.
+#[test]
+fn min_max_against_constants_keep_nan_and_signed_zero() {
+    let xs = [f32::NAN, 0.0, -0.0, 3.5, -3.5, 7.0, -7.0, f32::INFINITY, f32::NEG_INFINITY, 1e-30];
+    let n = xs.len();
+    let t = format!("tensor<{n}xf32>");
+    let consts = [0.0f64, -0.0, 4.0, -4.0];
+    let mut body = String::new();
+    let mut rets = Vec::new();
+    for (i, c) in consts.iter().enumerate() {
+        body += &format!("    %c{i} = \"ten.constant\"() {{dtype = f32, shape = array<i64: {n}>, value = {c:?} : f64}} : () -> {t}\n");
+        body += &format!("    %mx{i} = \"ten.max\"(%x, %c{i}) : ({t}, {t}) -> {t}\n    %mn{i} = \"ten.min\"(%c{i}, %x) : ({t}, {t}) -> {t}\n");
+        rets.push(format!("%mx{i}"));
+        rets.push(format!("%mn{i}"));
+    }
+    let tys = vec![t.clone(); rets.len()].join(", ");
+    let text = format!("module {{\n  func.func @main(%x: {t} {{ember.input = \"x\"}}) -> ({tys}) {{\n{body}    return {} : {tys}\n  }}\n}}\n", rets.join(", "));
+    let prog = compile_text(&text, "minmax");
+    let outs = prog.run(&[f32_tensor(&xs)]).unwrap();
+    let maximum = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else if a == b { if a.is_sign_negative() { b } else { a } } else { a.max(b) };
+    let minimum = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else if a == b { if a.is_sign_negative() { a } else { b } } else { a.min(b) };
+    for (i, &c) in consts.iter().enumerate() {
+        let c = c as f32;
+        for (k, (out, f)) in [(&outs[2 * i], &maximum as &dyn Fn(f32, f32) -> f32), (&outs[2 * i + 1], &minimum)].into_iter().enumerate() {
+            for (&x, &got) in xs.iter().zip(&f32_values(out)) {
+                let want = f(x, c);
+                let same = (got.is_nan() && want.is_nan()) || got.to_bits() == want.to_bits();
+                assert!(same, "{} of {x:?} and {c:?}: got {got:?}, want {want:?}", ["max", "min"][k]);
+            }
+        }
+    }
+}

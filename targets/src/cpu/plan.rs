@@ -311,7 +311,137 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
             }
         }
     }
+    let pos: HashMap<OpId, usize> = ops.iter().enumerate().map(|(i, &o)| (o, i)).collect();
+    for k in &mut kernels {
+        share_row_values(m, k, &buf_of, &pos);
+    }
     Ok(Plan { buffers, steps, outputs, buf_of, kernels })
+}
+
+/// Inlined values that several passes of a row group read (LayerNorm's output is read by the
+/// softmax's max, exp-sum and final passes; the exp by the last two) are computed once per row
+/// into a stack row (they become scratch roots without a buffer), so later passes re-read them
+/// from L1 instead of recomputing the expression. Values cheaper than `SHARE_MIN_COST` are still
+/// recomputed: a store and a reload cost about as much as one operation.
+fn share_row_values(m: &Module, k: &mut KernelDef, buf_of: &HashMap<Value, usize>, pos: &HashMap<OpId, usize>) {
+    if k.outer == 0 || k.roots.len() < 2 {
+        return;
+    }
+    let prefix = m.ty(k.roots[0]).tensor().unwrap().dims[..k.outer].to_vec();
+    // The values the kernel's passes evaluate (inlined into some root), and their users there.
+    let mut inner: Vec<Value> = Vec::new();
+    let mut users: HashMap<Value, Vec<Value>> = HashMap::new();
+    let mut stack: Vec<Value> = k.roots.clone();
+    let mut seen: Vec<Value> = k.roots.clone();
+    while let Some(v) = stack.pop() {
+        let Some(op) = m.defining_op(v) else { continue };
+        for &o in &m.op(op).operands {
+            if buf_of.contains_key(&o) || m.defining_op(o).is_none() {
+                continue;
+            }
+            users.entry(o).or_default().push(v);
+            if !seen.contains(&o) {
+                seen.push(o);
+                inner.push(o);
+                stack.push(o);
+            }
+        }
+    }
+    // Consumers before producers: a value's passes are its users' passes (a root or shared value
+    // is its own pass); `row_ident` says every read of it is at its own index (so a pass over a
+    // row reads exactly that row of it).
+    let order = |v: &Value| m.defining_op(*v).and_then(|o| pos.get(&o).copied()).unwrap_or(0);
+    inner.sort_by_key(|v| std::cmp::Reverse(order(v)));
+    let mut passes: HashMap<Value, Vec<Value>> = k.roots.iter().map(|&r| (r, vec![r])).collect();
+    let mut row_ident: HashMap<Value, bool> = k.roots.iter().map(|&r| (r, true)).collect();
+    let mut shared: Vec<Value> = Vec::new();
+    for &v in &inner {
+        let mut ps: Vec<Value> = Vec::new();
+        let mut ident = true;
+        for u in &users[&v] {
+            for &p in &passes[u] {
+                if !ps.contains(&p) {
+                    ps.push(p);
+                }
+            }
+            let un = &m.op(m.defining_op(*u).unwrap()).name;
+            let pointwise = if un == "ten.reduce" { k.roots.contains(u) } else { is_pointwise(un) && row_ident[u] };
+            ident &= pointwise;
+        }
+        let t = m.ty(v).tensor();
+        let row: Option<i64> = t.filter(|t| t.rank() >= k.outer && t.dims[..k.outer] == prefix[..]).and_then(|t| t.dims[k.outer..].iter().map(|d| d.as_const()).product());
+        let expensive = || row_cost(m, v, &|x| buf_of.contains_key(&x) || shared.contains(&x)) >= SHARE_MIN_COST;
+        let op = m.defining_op(v).unwrap();
+        if ps.len() >= 2 && ident && !is_remap(&m.op(op).name) && row.is_some_and(|n| n >= 1 && n <= SCRATCH_LIMIT) && expensive() {
+            shared.push(v);
+            ps = vec![v];
+        }
+        passes.insert(v, ps);
+        row_ident.insert(v, ident);
+    }
+    if shared.is_empty() {
+        return;
+    }
+    // Each shared value runs as its own pass right before the first pass that reads it.
+    let mut roots = Vec::new();
+    fn place(m: &Module, v: Value, shared: &[Value], buf_of: &HashMap<Value, usize>, roots: &mut Vec<Value>) {
+        let mut reads = Vec::new();
+        direct_shared(m, v, true, shared, buf_of, &mut reads);
+        for w in reads {
+            if !roots.contains(&w) {
+                place(m, w, shared, buf_of, roots);
+            }
+        }
+        roots.push(v);
+    }
+    for &r in &k.roots.clone() {
+        place(m, r, &shared, buf_of, &mut roots);
+    }
+    k.scratch.extend(roots.iter().filter(|r| shared.contains(r)));
+    k.roots = roots;
+}
+
+/// Shared values an expression reads directly (not through another shared or materialized value).
+fn direct_shared(m: &Module, v: Value, root: bool, shared: &[Value], buf_of: &HashMap<Value, usize>, out: &mut Vec<Value>) {
+    if !root && shared.contains(&v) {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+        return;
+    }
+    if !root && buf_of.contains_key(&v) {
+        return;
+    }
+    if let Some(op) = m.defining_op(v) {
+        for &o in &m.op(op).operands {
+            direct_shared(m, o, false, shared, buf_of, out);
+        }
+    }
+}
+
+/// Arithmetic per element of an inlined expression, down to `stop` values; a broadcast's
+/// operand varies along fewer dims (LLVM hoists it out of the inner loop), so it counts nothing.
+fn row_cost(m: &Module, v: Value, stop: &dyn Fn(Value) -> bool) -> u32 {
+    let Some(op) = m.defining_op(v) else { return 0 };
+    let d = m.op(op);
+    if d.name == "ten.broadcast" {
+        return 0;
+    }
+    d.operands.iter().filter(|&&o| !stop(o)).fold(op_cost(&d.name), |c, &o| c.saturating_add(row_cost(m, o, stop)))
+}
+
+/// Least inlined arithmetic per element for a value several passes read to get its own row pass.
+const SHARE_MIN_COST: u32 = 2;
+
+/// Elementwise ops: their operands are read at the result's own index.
+pub fn is_pointwise(name: &str) -> bool {
+    matches!(
+        name,
+        "ten.abs" | "ten.neg" | "ten.exp" | "ten.log" | "ten.sqrt" | "ten.rsqrt" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.tanh"
+            | "ten.erf" | "ten.log1p" | "ten.sigmoid" | "ten.floor" | "ten.ceil" | "ten.trunc" | "ten.round" | "ten.sign" | "ten.not"
+            | "ten.add" | "ten.sub" | "ten.mul" | "ten.div" | "ten.rem" | "ten.max" | "ten.min" | "ten.pow" | "ten.atan2" | "ten.and" | "ten.or"
+            | "ten.xor" | "ten.compare" | "ten.select" | "ten.convert"
+    )
 }
 
 /// Kernel roots that may share loops with others: plain index functions and reductions.
@@ -353,13 +483,7 @@ fn expr_rows(m: &Module, v: Value, map: &[Option<usize>], internal: &[Value], bu
     let Some(op) = m.defining_op(v) else { return true };
     let d = m.op(op);
     let ints = |k: &str| d.attrs.get(k).and_then(|a| a.as_ints()).map(|v| v.to_vec()).unwrap_or_default();
-    let same_shape = matches!(
-        d.name.as_str(),
-        "ten.abs" | "ten.neg" | "ten.exp" | "ten.log" | "ten.sqrt" | "ten.rsqrt" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.tanh"
-            | "ten.erf" | "ten.log1p" | "ten.sigmoid" | "ten.floor" | "ten.ceil" | "ten.trunc" | "ten.round" | "ten.sign" | "ten.not"
-            | "ten.add" | "ten.sub" | "ten.mul" | "ten.div" | "ten.rem" | "ten.max" | "ten.min" | "ten.pow" | "ten.atan2" | "ten.and" | "ten.or"
-            | "ten.xor" | "ten.compare" | "ten.select" | "ten.convert"
-    );
+    let same_shape = is_pointwise(&d.name);
     let child_map: Vec<Option<usize>> = if same_shape {
         map.to_vec()
     } else if d.name == "ten.broadcast" {
@@ -387,18 +511,13 @@ const RECOMPUTE_LIMIT: u32 = 12;
 
 /// Arithmetic per element of a value's inlined expression, down to materialized values
 /// (transcendentals count 4, index remaps 0).
-fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut HashMap<Value, u32>) -> u32 {
+pub fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut HashMap<Value, u32>) -> u32 {
     if let Some(&c) = memo.get(&v) {
         return c;
     }
     let Some(op) = m.defining_op(v) else { return 0 };
     let d = m.op(op);
-    let own = match d.name.as_str() {
-        n if is_remap(n) => 0,
-        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" | "ten.atan2" => 4,
-        "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.scatter" | "ten.windows" => u32::MAX / 4,
-        _ => 1,
-    };
+    let own = op_cost(&d.name);
     let operands = d.operands.clone();
     let mut c = own;
     for o in operands {
@@ -408,6 +527,17 @@ fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut HashMap<
     }
     memo.insert(v, c);
     c
+}
+
+/// Arithmetic per element of one op inlined: transcendentals count 4, index remaps 0, ops that
+/// cannot be inlined (reductions, matmuls, scans) count as too much to recompute.
+fn op_cost(name: &str) -> u32 {
+    match name {
+        n if is_remap(n) => 0,
+        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" | "ten.atan2" => 4,
+        "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.scatter" | "ten.windows" => u32::MAX / 4,
+        _ => 1,
+    }
 }
 
 /// Buffers an inlined expression reads, in first-visit order (the kernel's argument order).

@@ -320,7 +320,10 @@ impl Program {
             }
             if man.buffers[o.buf].kind == BufKind::Temp && !out_data.contains_key(&o.buf) {
                 let bytes = shapes[o.buf].iter().product::<i64>().max(0) as usize * self.dtypes[o.buf].byte_size();
-                let v = vec![0u8; bytes.max(1)];
+                // A kernel writes every element of its buffer: zeroing it first would only add
+                // a pass over memory (a GEMM's output stays zeroed, whatever the GEMM does).
+                let by_kernel = man.steps.iter().any(|st| matches!(st, Step::Kernel { out, also, .. } if *out == o.buf || also.contains(&o.buf)));
+                let v = if by_kernel && bytes > 0 { Vec::with_capacity(bytes) } else { vec![0u8; bytes.max(1)] };
                 if v.as_ptr() as usize % 16 != 0 {
                     return Err("the allocator returned memory below 16-byte alignment".into());
                 }
@@ -366,6 +369,14 @@ impl Program {
                     Step::Sort { out, .. } => ("sort".to_string(), *out),
                 };
                 eprintln!("step {si:>3} {kind:<6} out {:?} {:.3} ms", shapes[out], t0.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        for (&b, v) in out_data.iter_mut() {
+            if v.is_empty() {
+                let bytes = shapes[b].iter().product::<i64>().max(0) as usize * self.dtypes[b].byte_size();
+                // SAFETY: every step has run, and the kernel that computes buffer `b` wrote all of
+                // its `bytes` (at most the capacity it was allocated with).
+                unsafe { v.set_len(bytes) };
             }
         }
         if let Some(into) = into {
