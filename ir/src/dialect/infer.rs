@@ -146,7 +146,7 @@ pub enum Rule {
     PadEdges,
     /// `ten.windows`: trailing dims `[.., S_i]` become `[.., K_i, O_i]`.
     Windows,
-    /// `ten.cumsum`: the operand's type; `dim` must be in range.
+    /// `ten.cumsum`, `ten.cumprod`: the operand's type; `dim` must be in range.
     Scan,
     /// `ten.argsort`: the operand's shape, int64; `dim` must be in range.
     ArgSort,

@@ -24,6 +24,7 @@ pub static OPS: &[OpDef] = &[
     op("ten.constant",  "(*, Scalar value, SymInt[] shape, ScalarType dtype) -> Tensor", Splat, "A tensor of `shape` filled with `value`. ten.constant(0., [2], f32) = [0., 0.]"),
     op("ten.convert",   "(Tensor x, *, ScalarType dtype) -> Tensor", SameWithDtype, "Elementwise dtype conversion (floats to ints truncate). ten.convert([1.7], i64) = [1]"),
     op("ten.cos",       "(Tensor x) -> Tensor", Elementwise, "Cosine. ten.cos([0.]) = [1.]"),
+    op("ten.cumprod",   "(Tensor x, *, int dim) -> Tensor", Scan, "Running (inclusive) product along `dim`, same type (ints wrap like their dtype). ten.cumprod([1, 2, 3], 0) = [1, 2, 6]"),
     op("ten.cumsum",    "(Tensor x, *, int dim) -> Tensor", Scan, "Running (inclusive) sum along `dim`, same type (ints wrap like their dtype). ten.cumsum([1, 2, 3], 0) = [1, 3, 6]"),
     op("ten.div",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs / rhs (integers truncate toward zero). ten.div([1.], [4.]) = [0.25]"),
     op("ten.dot_general", "(Tensor lhs, Tensor rhs, *, int[] lhs_batch, int[] rhs_batch, int[] lhs_contract, int[] rhs_contract) -> Tensor", DotGeneral, "Batched contraction; result dims: batch, lhs free, rhs free. mm is lhs_contract=[1], rhs_contract=[0]"),

@@ -82,6 +82,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.copysign.Tensor", "(Tensor self, Tensor other) -> Tensor", BinaryFloat, "|self| with the sign of other (signed zeros and NaN sign bits included). copysign([2.], [-0.]) = [-2.]"),
     op("torch.aten.cos", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise cosine. cos([0.]) = [1.]"),
     op("torch.aten.cosh", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise hyperbolic cosine. cosh([0.]) = [1.]"),
+    op("torch.aten.cumprod", "(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", Cumsum, "Running product along `dim`; ints accumulate in int64. cumprod([1, 2, 3], 0) = [1, 2, 6]"),
     op("torch.aten.cumsum", "(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", Cumsum, "Running sum along `dim`; ints accumulate in int64. cumsum([1, 2, 3], 0) = [1, 3, 6]"),
     op("torch.aten.detach", "(Tensor(a) self) -> Tensor(a)", Same, "The input itself (no copy semantics in a value IR). alias(x) == x"),
     op("torch.aten.diagonal", "(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", Diagonal, "Diagonal of dims dim1, dim2 at `offset`, appended as the last dim. diagonal(eye(2)) = [1., 1.]"),

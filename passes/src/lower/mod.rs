@@ -93,7 +93,7 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         }
         "dist" => reduce::dist(cx),
         "searchsorted.Tensor" | "bucketize.Tensor" => reduce::searchsorted(cx, &name),
-        "cumsum" => reduce::cumsum(cx),
+        "cumsum" | "cumprod" => reduce::cumsum(cx, &name),
         "_cdist_forward" => reduce::cdist(cx),
         "argmax" | "argmin" | "max.dim" | "min.dim" => reduce::arg_reduction(cx, &name),
         // Sliding windows: convolution, pooling, padding.

@@ -258,8 +258,9 @@ pub fn batch_norm(cx: &mut Cx, name: &str) -> Lowered {
     Ok(Some(outs))
 }
 
-/// cumsum: `ten.cumsum` of the input converted to the result dtype (bool and ints sum in int64).
-pub fn cumsum(cx: &mut Cx) -> Lowered {
+/// cumsum/cumprod: `ten.cumsum`/`ten.cumprod` of the input converted to the result dtype (bool
+/// and ints accumulate in int64).
+pub fn cumsum(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
     let rank = cx.tt(x).rank();
@@ -268,7 +269,7 @@ pub fn cumsum(cx: &mut Cx) -> Lowered {
         return Ok(Some(vec![x]));
     }
     let d = norm_dim(cx.int("dim")?, rank).map_err(|e| cx.err(&e))?;
-    Ok(Some(vec![cx.emit("ten.cumsum", vec![x], vec![("dim", ember_ir::attr::Attr::Int(d as i64))])?]))
+    Ok(Some(vec![cx.emit(&format!("ten.{name}"), vec![x], vec![("dim", ember_ir::attr::Attr::Int(d as i64))])?]))
 }
 
 /// argmax/argmin (over `dim`, or over all dims flattened when absent) and max.dim/min.dim

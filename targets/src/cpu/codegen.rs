@@ -423,7 +423,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let out = self.plan.buf_of[&root];
         let dims = self.dims(root);
         let root_op = self.m.defining_op(root).ok_or("kernel root is an argument")?;
-        if self.m.op(root_op).name == "ten.cumsum" {
+        if matches!(self.m.op(root_op).name.as_str(), "ten.cumsum" | "ten.cumprod") {
             self.cumsum(root_op, out, start, end)?;
             self.b.build_return(None).map_err(le)?;
             return Ok(());
@@ -552,20 +552,22 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         self.put_root(red, row, self.dtype(red), total)
     }
 
-    /// A running sum along `dim`: loops over the other dims (the outermost split across threads
-    /// unless it is the scanned dim; then the first call does all the work), and a sequential
-    /// loop over `dim` that stores every prefix. Floats accumulate in f64, as torch's CPU kernel.
+    /// A running sum (or product, `ten.cumprod`) along `dim`: loops over the other dims (the
+    /// outermost split across threads unless it is the scanned dim; then the first call does all
+    /// the work), and a sequential loop over `dim` that stores every prefix. Floats accumulate in
+    /// f64, as torch's CPU kernel.
     fn cumsum(&mut self, op: ember_ir::OpId, out: usize, start: IntValue<'ctx>, end: IntValue<'ctx>) -> R<()> {
         let d = self.m.op(op);
         let x = d.operands[0];
         let root = d.results[0];
         let dim = d.attrs.get("dim").and_then(|a| a.as_int()).ok_or("cumsum without dim")? as usize;
+        let (kind, op) = if d.name == "ten.cumprod" { ("prod", "mul") } else { ("sum", "add") };
         let dims = self.dims(root);
         let dt = self.dtype(root);
         let acc_dt = if dt.is_float() { DType::F64 } else { dt };
         let acc_ty = self.reg_type(acc_dt)?;
         let acc = self.entry_alloca(acc_ty, "acc")?;
-        let init = self.identity("sum", acc_dt)?;
+        let init = self.identity(kind, acc_dt)?;
         let others: Vec<SymExpr> = dims.iter().enumerate().filter(|(i, _)| *i != dim).map(|(_, e)| e.clone()).collect();
         let outer = if dim == 0 {
             // The scanned dim cannot be split: the call that starts at 0 does everything.
@@ -575,7 +577,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             self.b.build_conditional_branch(first, go, done).map_err(le)?;
             self.b.position_at_end(go);
             let mut idx = Vec::new();
-            self.nest(&others, None, &mut idx, &mut |k, o| k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt))?;
+            self.nest(&others, None, &mut idx, &mut |k, o| k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt, op))?;
             self.b.build_unconditional_branch(done).map_err(le)?;
             self.b.position_at_end(done);
             return Ok(());
@@ -583,7 +585,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             Some((start, end))
         };
         let mut idx = Vec::new();
-        self.nest(&others, outer, &mut idx, &mut |k, o| k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt))
+        self.nest(&others, outer, &mut idx, &mut |k, o| k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt, op))
     }
 
     /// `ten.scatter`: the call that starts at 0 copies `x` into the result, then applies the
@@ -659,6 +661,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         init: BasicValueEnum<'ctx>,
         acc_dt: DType,
         dt: DType,
+        op: &str,
     ) -> R<()> {
         self.b.build_store(acc, init).map_err(le)?;
         let n = self.sym(&dims[dim])?;
@@ -671,7 +674,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             let v = k.emit(x, &idx)?;
             let v = k.convert(v, dt, acc_dt)?;
             let a = k.b.build_load(acc_ty, acc, "a").map_err(le)?;
-            let s = k.binary("add", acc_dt, a, v)?;
+            let s = k.binary(op, acc_dt, a, v)?;
             k.b.build_store(acc, s).map_err(le)?;
             let r = k.convert(s, acc_dt, dt)?;
             let lin = k.linear(&idx, &dims)?;

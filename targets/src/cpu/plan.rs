@@ -8,7 +8,7 @@
 //!
 //! A GEMM operand that is a transpose/broadcast/reshape chain over a computed value materializes
 //! only that value (e.g. convolution's im2col windows in `[C, K.., N, O..]` order, without the
-//! reshape's index arithmetic) and reads it through strides. `ten.cumsum` results are kernel roots
+//! reshape's index arithmetic) and reads it through strides. `ten.cumsum`/`ten.cumprod` results are kernel roots
 //! (a running sum per line), so are `ten.scatter` results (a copy, then sequential updates), and so are computed inputs of `ten.windows`, which reads each element
 //! up to kernel-size times.
 
@@ -165,7 +165,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
                     }
                 }
             }
-            "ten.reduce" | "ten.cumsum" | "ten.scatter" => want(d.results[0], &mut materialize),
+            "ten.reduce" | "ten.cumsum" | "ten.cumprod" | "ten.scatter" => want(d.results[0], &mut materialize),
             "ten.argsort" => {
                 want(d.results[0], &mut materialize);
                 if m.defining_op(d.operands[0]).is_some() {
@@ -447,7 +447,7 @@ pub fn is_pointwise(name: &str) -> bool {
 /// Kernel roots that may share loops with others: plain index functions and reductions.
 fn groupable(m: &Module, r: Value) -> bool {
     let Some(op) = m.defining_op(r) else { return false };
-    !matches!(m.op(op).name.as_str(), "ten.cumsum" | "ten.scatter") && m.ty(r).tensor().is_some_and(|t| t.rank() >= 1)
+    !matches!(m.op(op).name.as_str(), "ten.cumsum" | "ten.cumprod" | "ten.scatter") && m.ty(r).tensor().is_some_and(|t| t.rank() >= 1)
 }
 
 /// Whether every member reads earlier members' values only at its own row (the same index in
@@ -535,7 +535,7 @@ fn op_cost(name: &str) -> u32 {
     match name {
         n if is_remap(n) => 0,
         "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" | "ten.atan2" => 4,
-        "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.scatter" | "ten.windows" => u32::MAX / 4,
+        "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.cumprod" | "ten.scatter" | "ten.windows" => u32::MAX / 4,
         _ => 1,
     }
 }

@@ -231,7 +231,8 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
             on(&(0..xs.len() as i64).filter(|&i| lo[i as usize] != 0 || hi[i as usize] != 0).collect::<Vec<_>>(), "pads")
         }
         "reverse" => on(&ints("dims"), "reverses"),
-        "cumsum" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "accumulates along"),
+        "cumsum" | "cumprod" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "accumulates along"),
+        "argsort" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "sorts along"),
         "gather" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "gathers along"),
         // Padded index entries would update real elements.
         "scatter" if d.operands.iter().any(|&o| sym_dims(m, o).iter().any(|&s| s)) => Err("it scatters with a symbolic size".into()),

@@ -20,7 +20,7 @@
 //! | dot_general | dot_general, `precision = [HIGHEST, HIGHEST]` for floats (TPUs default to bf16 passes; `--precision` sets it for f32) |
 //! | gather | gather with `collapsed_slice_dims = start_index_map = [dim]`, `index_vector_dim = rank(index)` |
 //! | scatter | scatter with `inserted_window_dims = scatter_dims_to_operand_dims = [0]`, `index_vector_dim = rank(index)`, the kind's combiner as the update region (set returns the update) |
-//! | cumsum | reduce_window add, window = the dim's size, padded low by size-1 |
+//! | cumsum cumprod | reduce_window add/multiply, window = the dim's size, padded low by size-1 |
 //! | argsort | stable sort of (x, iota), comparator with NaN after numbers (before when descending); the sorted iota |
 //! | windows | per window dim: kernel-size strided slices stacked with concatenate, then one transpose |
 //! | ember.fusion_group softmax/layer_norm/rms_norm/attention, gemm with an activation | `stablehlo.composite "ember.<kind>"`, parameters in `composite_attributes`, body in `func.func private @ember.<kind>.<n>` |
@@ -841,14 +841,15 @@ impl<'a> Emitter<'a> {
                 r
             }
             "reduce" => self.reduce(op, &x, &xt, &rt)?,
-            "cumsum" => {
+            "cumsum" | "cumprod" => {
                 let dim = int("dim")? as usize;
                 let n = xt.shape[dim];
+                let (init, body) = if short == "cumprod" { (Lit::I(1), "multiply") } else { (Lit::I(0), "add") };
                 if n <= 1 {
                     x
                 } else {
                     let st = T::scalar(xt.dt);
-                    let z = self.constant(Lit::I(0), &st);
+                    let z = self.constant(init, &st);
                     let mut window = vec![1; xt.rank()];
                     window[dim] = n;
                     let pads: Vec<String> = (0..xt.rank()).map(|i| if i == dim { format!("[{}, 0]", n - 1) } else { "[0, 0]".into() }).collect();
@@ -861,7 +862,7 @@ impl<'a> Emitter<'a> {
                     ));
                     let (a, b) = (self.fresh(), self.fresh());
                     self.region_start(&[(a.clone(), st.clone()), (b.clone(), st.clone())]);
-                    let s = self.binary("add", &a, &b, &st);
+                    let s = self.binary(body, &a, &b, &st);
                     self.region_end(&[(s, st.clone())], format!("}}) : ({xt}, {st}) -> {rt}"));
                     r
                 }
