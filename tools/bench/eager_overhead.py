@@ -7,6 +7,9 @@ under ember.eager() after its plan is cached (replaying); rounds interleaved, me
 per-op figures divide the excess over torch eager by the ops per step.
 
     T=2 RAYON_NUM_THREADS=2 python tools/bench/eager_overhead.py
+
+EMBER_PY_DIR=<another tree>/tools/python/python times that tree's `ember` package instead (an A/B
+against another branch: alternate the two runs, each prints its own torch eager and bare figures).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python" / "python"))
+sys.path.insert(0, os.environ.get("EMBER_PY_DIR") or str(Path(__file__).resolve().parents[1] / "python" / "python"))
 import ember  # noqa: E402
 from ember import deferred  # noqa: E402
 

@@ -160,15 +160,18 @@ class DeferredTensor(torch.Tensor):
     #: from its parent's memory when it is materialized; the parent is held, as torch's ._base is.
     _view: tuple | None
 
+    # Class-level defaults: a wrapper is created per recorded op, and most keep these.
+    _real = None
+    _alias = None
+    _view = None
+
     @staticmethod
     def __new__(cls, desc: tuple, vid: int, rec: "_Recorder", alias: list | None = None):
         r = torch.Tensor._make_wrapper_subclass(cls, desc[0], strides=desc[1], dtype=desc[2], device="cpu", requires_grad=False)
         r._vid = vid
-        r._real = None
         r._rec = rec
-        r._alias = alias
-        r._view = None
         if alias is not None:
+            r._alias = alias
             alias.append(weakref.ref(r))
         return r
 
@@ -218,15 +221,45 @@ class _Ref:
 
 
 class _Op:
-    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "file", "line", "sig", "expect")
+    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "file", "line", "sig", "expect", "root", "base")
+
+
+def _shift(x, d: int):
+    if isinstance(x, _Ref):
+        return _Ref(x.vid + d)
+    if isinstance(x, list):
+        return [_shift(y, d) for y in x]
+    return x
+
+
+def _expand(op: _Op) -> _Op:
+    """Fills in a replayed op's arguments (`pos`, `kw`, `spec`), which `_replay` leaves out: they
+    are its recorded op's (`root`), with every value id moved by the same distance."""
+    if op.spec is None:
+        r = op.root
+        d = op.base - r.base
+        op.pos = [_shift(x, d) for x in r.pos]
+        op.kw = {k: _shift(x, d) for k, x in r.kw.items()}
+        spec = []
+        for a in r.spec:
+            tag = a[1]
+            if tag == "t":
+                spec.append((a[0], "t", a[2] + d))
+            elif tag in ("ts", "ots"):
+                spec.append((a[0], tag, [None if x is None else x + d for x in a[2]]))
+            else:
+                spec.append(a)
+        op.spec = spec
+    return op
 
 
 class _Schema:
     """Per-OpOverload facts, computed once."""
 
-    __slots__ = ("params", "target", "mutable", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list")
+    __slots__ = ("func", "params", "target", "mutable", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list", "route", "fast", "alpha")
 
     def __init__(self, func) -> None:
+        self.func = func  # keeps the OpOverload alive: `_schemas` is keyed by its id
         s = func._schema
         self.name = s.name
         base = s.name.split("::", 1)[1]
@@ -247,9 +280,14 @@ class _Schema:
             pkt = getattr(aten, base[:-1], None)
             self.functional = getattr(pkt, func._overloadname, None) if pkt is not None else None
         self.decomp = _decompositions().get(func)
+        self.fast = _FAST.get(self.target)
+        self.alpha = self.target in ("aten.add.Tensor", "aten.sub.Tensor")
+        # How `__torch_dispatch__` starts on this op: 0 torch eager, 1 a `_LIKE` op, 2 the rest.
+        self.route = 0 if func.namespace != "aten" or not self.returns_tensors or self.name in _RANDOM else 1 if self.name in _LIKE else 2
 
 
-_schemas: dict[Any, _Schema] = {}
+#: By id(OpOverload): its own `__hash__` is Python code (~1 µs a lookup); the schema holds the op.
+_schemas: dict[int, _Schema] = {}
 #: Ops the CPU target could not lower (learned from regions), and ops already warned about.
 _unsupported: dict[str, str] = {}
 _warned: set[str] = set()
@@ -267,9 +305,9 @@ def _decompositions() -> dict:
 
 
 def _schema(func) -> _Schema:
-    s = _schemas.get(func)
+    s = _schemas.get(id(func))
     if s is None:
-        s = _schemas[func] = _Schema(func)
+        s = _schemas[id(func)] = _Schema(func)
     return s
 
 
@@ -303,6 +341,9 @@ class _Recorder(TorchDispatchMode):
         self.ext_of: dict[int, int] = {}
         self.ext_storages: set[int] = set()
         self.ext_keep: list[torch.Tensor] = []
+        #: Python numbers read as rank-0 region inputs, by value id: (value, dtype). Made into
+        #: tensors only when a region runs (packed per dtype on a plan replay, `_run`).
+        self.scalars: dict[int, tuple] = {}
         #: Pending in-place writes to real tensors: storage -> (tensor, geometry, value id).
         self.pending: dict[int, tuple[torch.Tensor, tuple, int]] = {}
         self.wrappers: list[weakref.ref] = []
@@ -362,6 +403,17 @@ class _Recorder(TorchDispatchMode):
             self.ext_storages.add(_storage_key(t))
         return v
 
+    def _scalar_vid(self, x, dtype: torch.dtype) -> int:
+        v = self._new_vid(((), (), dtype))
+        self.scalars[v] = (x, dtype)
+        return v
+
+    def _lift_scalars(self) -> None:
+        """Makes the pending Python-number inputs real rank-0 tensors in `ext`."""
+        for v, (x, dtype) in self.scalars.items():
+            self.ext[v] = torch.scalar_tensor(x, dtype=dtype)
+        self.scalars = {}
+
     def _transposed_input(self, t: torch.Tensor) -> int | None:
         """A transposed real matrix (a Linear's `weight.t()`) read as its matrix plus a recorded
         transpose: the region's GEMMs read transposed operands in place, where a dense copy costs
@@ -417,11 +469,9 @@ class _Recorder(TorchDispatchMode):
             # temporaries, so they are not materialized.
             self._flush_cut()
         kwargs = kwargs or {}
-        s = _schemas.get(func) or _schema(func)
-        if func.namespace != "aten" or not s.returns_tensors or s.name in _RANDOM:
-            return self._eager(func, s, args, kwargs)
-        if s.name in _LIKE:
-            return self._like(func, args, kwargs)
+        s = _schemas.get(id(func)) or _schema(func)
+        if s.route != 2:
+            return self._eager(func, s, args, kwargs) if s.route == 0 else self._like(func, args, kwargs)
         tensors = []
         lists = False
         for a in args:
@@ -517,9 +567,8 @@ class _Recorder(TorchDispatchMode):
     # -- recording -------------------------------------------------------------------------
 
     def _record(self, func, s: _Schema, args, kwargs):
-        fast = _FAST.get(s.target)
-        if fast is not None:
-            return fast(self._op, *args, **kwargs)
+        if s.fast is not None:
+            return s.fast(self._op, *args, **kwargs)
         if not s.known or s.target in self.unsupported:
             if s.decomp is not None:
                 with self:
@@ -533,7 +582,7 @@ class _Recorder(TorchDispatchMode):
             self._note_unsupported(s.target)
             return self._eager(func, s, args, kwargs)
         # alpha scales a tensor: record it as mul by a rank-0 buffer so its value is not compiled in.
-        if s.target in ("aten.add.Tensor", "aten.sub.Tensor"):
+        if s.alpha:
             alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
             if alpha != 1:
                 other = self._record(aten.mul.Tensor, _schema(aten.mul.Tensor), (args[1], alpha), {})
@@ -572,12 +621,14 @@ class _Recorder(TorchDispatchMode):
             dest_kw = kwonly or i >= len(args)
             lifted = None
             if kind == "tensor" and isinstance(v, (int, float)) and not isinstance(v, bool) and float_dtype is not None:
-                lifted = type(v)
-                v = torch.scalar_tensor(v, dtype=float_dtype)  # a Python number scaling a tensor: a buffer
-            if isinstance(v, torch.Tensor):
-                if v.dtype not in _DTYPES or v.device.type != "cpu":
+                lifted = type(v)  # a Python number scaling a tensor: a rank-0 input
+            if lifted is not None or isinstance(v, torch.Tensor):
+                if lifted is not None:
+                    vid = self._scalar_vid(v, float_dtype)
+                elif v.dtype not in _DTYPES or v.device.type != "cpu":
                     return self._eager(func, s, args, kwargs)  # complex, half precision, devices: torch
-                vid = self._vid_of(v)
+                else:
+                    vid = self._vid_of(v)
                 ins.append(vid)
                 spec.append((name, "t", vid))
                 key.append((name, self.metas[vid]))
@@ -614,6 +665,7 @@ class _Recorder(TorchDispatchMode):
                 return self._eager(func, s, args, kwargs)
             cached = self.meta_cache[key_t] = (descs, [(list(d[0]), _DTYPES[d[2]]) for d in descs])
         op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
+        op.root, op.base = op, base
         op.descs, op.native_outs = cached
         op.outs = [self._new_vid(d) for d in op.descs]
         if not self._lowers(op):
@@ -643,63 +695,46 @@ class _Recorder(TorchDispatchMode):
             return None
         flushes = _counters["flushes"]
         base = self.qbase
-        pos: list = []
-        kw: dict = {}
-        spec: list = []
         ins: list[int] = []
+        metas = self.metas
         for src, name, dest_kw, kind, x in entries:
             v = args[src] if type(src) is int else kwargs[src]
             if kind == "t":
                 if type(v) is DeferredTensor and v._real is None and v._rec is self:
                     vid = v._vid
+                    if vid - base != x[0]:
+                        return None
                 elif isinstance(v, torch.Tensor) and v.is_cpu and v.dtype in _DTYPES:
                     vid = self._vid_of(v)
+                    if vid - base != x[0] or (x[1] is not None and metas[vid] != x[1]):
+                        return None
                 else:
                     return None
-                if vid - base != x[0] or (x[1] is not None and self.metas[vid] != x[1]):
-                    return None
                 ins.append(vid)
-                spec.append((name, "t", vid))
-                val = _Ref(vid)
             elif kind == "o":
                 if _replay_key(v) != x[0] or v != x[1]:
                     return None
-                tagged = _tag(v)
-                if tagged is not None:
-                    spec.append((name, tagged[0], tagged[1]))
-                val = v
             elif kind == "l":
                 if type(v) is not x[0]:
                     return None
-                vid = self._input_vid(torch.scalar_tensor(v, dtype=float_dtype))
+                vid = self._scalar_vid(v, float_dtype)
                 if vid - base != x[1]:
                     return None
                 ins.append(vid)
-                spec.append((name, "t", vid))
-                val = _Ref(vid)
             else:  # "ts" / "ots"
                 if type(v) is not x[0] or len(v) != len(x[1]):
                     return None
-                vids = []
                 for t, e in zip(v, x[1]):
                     if t is None or e is None:
                         if t is not e:
                             return None
-                        vids.append(None)
                         continue
                     if not (isinstance(t, torch.Tensor) and t.is_cpu and t.dtype in _DTYPES):
                         return None
                     vid = self._vid_of(t)
-                    if vid - base != e[0] or (e[1] is not None and self.metas[vid] != e[1]):
+                    if vid - base != e[0] or (e[1] is not None and metas[vid] != e[1]):
                         return None
-                    vids.append(vid)
-                ins.extend(y for y in vids if y is not None)
-                spec.append((name, kind, vids))
-                val = [None if y is None else _Ref(y) for y in vids]
-            if dest_kw:
-                kw[name] = val
-            else:
-                pos.append(val)
+                    ins.append(vid)
         if _counters["flushes"] != flushes:
             return None  # reading an argument flushed (an aliased read): the ids moved
         if self.rpos != j:
@@ -707,9 +742,11 @@ class _Recorder(TorchDispatchMode):
         op = _Op()
         # The line of the op at this place in the last region: finding the user's frame costs
         # about a quarter of recording (measured), and no error is raised here (a mismatching
-        # op is recorded afresh, with its own line).
+        # op is recorded afresh, with its own line). Its arguments are the recorded op's, moved
+        # to this region's value ids (`_expand`), filled in only if a slow path needs them.
         op.func, op.target, op.file, op.line = func, tr.target, tr.file, tr.line
-        op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
+        op.pos = op.kw = op.spec = None
+        op.ins, op.root, op.base = ins, tr.root, base
         op.descs, op.native_outs, op.sig, op.expect = tr.descs, tr.native_outs, tr.sig, tr.expect
         op.outs = [self._new_vid(d) for d in op.descs]
         _counters["ops_replayed"] += 1
@@ -723,7 +760,7 @@ class _Recorder(TorchDispatchMode):
         self.queue.append(op)
         _counters["ops_recorded"] += 1
         alias = view_of = None
-        if s.view and op.pos and isinstance(args[0], DeferredTensor) and args[0]._real is None:
+        if s.view and args and isinstance(args[0], DeferredTensor) and args[0]._real is None:
             if args[0]._alias is None:
                 args[0]._alias = [weakref.ref(args[0])]
             alias = args[0]._alias
@@ -896,6 +933,10 @@ class _Recorder(TorchDispatchMode):
         # Later ops read flushed values as region inputs.
         self.queue = rest
         self.wrappers = [r for r in self.wrappers if r() is not None and r()._real is None]
+        if rest:
+            self._lift_scalars()  # inputs of the rest's ops
+        else:
+            self.scalars = {}
         old_ext = self.ext
         self.ext, self.ext_of, self.ext_storages, self.ext_keep = {}, {}, set(), []
         for op in rest:
@@ -942,6 +983,7 @@ class _Recorder(TorchDispatchMode):
                 rel[v] = len(rel)
         native_ops = []
         for op in ops:
+            _expand(op)
             args = []
             for a in op.spec:
                 tag = a[1]
@@ -976,11 +1018,26 @@ class _Recorder(TorchDispatchMode):
         (`trace_plan`), when `ops` are the trace's ops again."""
         if not ops:
             return {}
-        if plan is not None and all(self.qbase + d in self.ext for d in plan[1]):
+        ext, scalars = self.ext, self.scalars
+        if plan is not None and all(self.qbase + d in ext or self.qbase + d in scalars for d in plan[1]):
             _, in_rel, handle = plan
-            in_tensors = [self.ext[self.qbase + d] for d in in_rel]
+            # Python-number inputs packed into one buffer per dtype, read in place.
+            packed: dict[int, tuple] = {}
+            bufs = []
+            by_dtype: dict = {}
+            for v, (x, dtype) in scalars.items():
+                by_dtype.setdefault(dtype, []).append((v, x))
+            for dtype, items in by_dtype.items():
+                buf = torch.tensor([x for _, x in items], dtype=dtype)
+                bufs.append(buf)
+                p, es = buf.data_ptr(), buf.element_size()
+                for i, (v, _) in enumerate(items):
+                    packed[v] = (p + i * es, es)
+            in_ptrs = []
+            for d in in_rel:
+                t = ext.get(self.qbase + d)
+                in_ptrs.append(packed[self.qbase + d] if t is None else (t.data_ptr(), t.numel() * t.element_size()))
             out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
-            in_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in in_tensors]
             try:
                 ran = _plan_cache().run_plan(handle, in_ptrs, [t.data_ptr() for t in out_tensors])
             except ValueError as exc:
@@ -989,6 +1046,7 @@ class _Recorder(TorchDispatchMode):
                 _counters["regions_replayed"] += 1
                 self.last_run = plan[1:]
                 return dict(zip(outputs, out_tensors))
+        self._lift_scalars()
         native_ops, inputs, rel = self._native(ops)
         in_tensors = [self.ext[v] for v in inputs]
         in_meta = [(list(t.shape), _DTYPES[t.dtype]) for t in in_tensors]
@@ -1035,6 +1093,7 @@ class _Recorder(TorchDispatchMode):
             return x
 
         for op in ops:
+            _expand(op)
             out = op.func(*[sub(p) for p in op.pos], **{k: sub(v) for k, v in op.kw.items()})
             outs = out if isinstance(out, (tuple, list)) else (out,)
             for v, t in zip(op.outs, outs):
@@ -1185,7 +1244,7 @@ class eager:
                 try:
                     self._rec.flush("exit")
                 except Exception:  # noqa: BLE001 - the original exception is the one to report
-                    self._rec.queue, self._rec.pending = [], {}
+                    self._rec.queue, self._rec.pending, self._rec.scalars = [], {}, {}
                     self._rec.trace, self._rec.rpos, self._rec.qclean = None, -1, False
         finally:
             self._hook.remove()
