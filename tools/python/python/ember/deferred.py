@@ -211,6 +211,9 @@ class DeferredTensor(torch.Tensor):
             return func(*args, **kwargs)
 
 
+_new_wrapper = DeferredTensor.__new__  # without type.__call__'s __init__ round
+
+
 class _Ref:
     """A tensor argument of a queued op: the value id it reads."""
 
@@ -438,11 +441,6 @@ class _Recorder(TorchDispatchMode):
             return x._vid
         return self._input_vid(x)
 
-    def _wrap(self, vid: int, alias: list | None = None) -> DeferredTensor:
-        w = DeferredTensor(self.metas[vid], vid, self, alias)
-        self.wrappers.append(weakref.ref(w))
-        return w
-
     def _real(self, x):
         """A real tensor for x (flushing when it is pending); other values unchanged."""
         if isinstance(x, DeferredTensor):
@@ -483,11 +481,15 @@ class _Recorder(TorchDispatchMode):
             tensors += [a for a in kwargs.values() if isinstance(a, torch.Tensor)]
         if not tensors and not lists:
             return self._eager(func, s, args, kwargs, real=True)  # factories: cheap, and their values are real
-        if not lists and all(type(t) is torch.Tensor and t.numel() <= 1 for t in tensors):
-            # Bookkeeping on real scalars (an optimizer's step counter): torch eager costs no
-            # more than recording, and keeps `.item()` on them from forcing a flush.
-            if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
-                return self._eager(func, s, args, kwargs, real=True)
+        if not lists:
+            for t in tensors:
+                if type(t) is not torch.Tensor or t.numel() > 1:
+                    break
+            else:
+                # Bookkeeping on real scalars (an optimizer's step counter): torch eager costs no
+                # more than recording, and keeps `.item()` on them from forcing a flush.
+                if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
+                    return self._eager(func, s, args, kwargs, real=True)
         if s.view and not lists and all(type(t) is not DeferredTensor or t._real is not None for t in tensors):
             # A view of real memory is a real view (free, and writes through it reach the base);
             # a pending write to that memory lands first.
@@ -744,11 +746,16 @@ class _Recorder(TorchDispatchMode):
         # about a quarter of recording (measured), and no error is raised here (a mismatching
         # op is recorded afresh, with its own line). Its arguments are the recorded op's, moved
         # to this region's value ids (`_expand`), filled in only if a slow path needs them.
+        descs = tr.descs
         op.func, op.target, op.file, op.line = func, tr.target, tr.file, tr.line
         op.pos = op.kw = op.spec = None
         op.ins, op.root, op.base = ins, tr.root, base
-        op.descs, op.native_outs, op.sig, op.expect = tr.descs, tr.native_outs, tr.sig, tr.expect
-        op.outs = [self._new_vid(d) for d in op.descs]
+        op.descs, op.native_outs, op.sig, op.expect = descs, tr.native_outs, tr.sig, tr.expect
+        n = self.next_vid
+        op.outs = outs = list(range(n, n + len(descs)))
+        self.next_vid = n + len(descs)
+        for v, d in zip(outs, descs):
+            metas[v] = d
         _counters["ops_replayed"] += 1
         self.rpos = j + 1
         if self.rpos == len(self.trace):
@@ -767,7 +774,12 @@ class _Recorder(TorchDispatchMode):
             rest = list(args[1:]) + list(kwargs.values())
             if not any(isinstance(a, torch.Tensor) for a in rest):
                 view_of = (args[0], func, tuple(args[1:]), dict(kwargs))
-        outs = [self._wrap(v, alias) for v in op.outs]
+        outs = []
+        wrappers = self.wrappers
+        for v, d in zip(op.outs, op.descs):
+            w = _new_wrapper(DeferredTensor, d, v, self, alias)
+            wrappers.append(weakref.ref(w))
+            outs.append(w)
         if view_of is not None:
             for i, w in enumerate(outs):
                 w._view = (view_of, i if len(outs) > 1 else None)
@@ -828,16 +840,17 @@ class _Recorder(TorchDispatchMode):
             return
         if n > _MIN_PERIOD and op.sig == self.sigs[0]:
             self.candidates.append(n - 1)
-        for p in self.candidates:
-            if n == 2 * p:
-                if self.sigs[:p] == self.sigs[p:]:
-                    h = 0
-                    for sg in self.sigs[:p]:
-                        h = hash((h, sg))
-                    self.cuts.add(h)
-                    self.cut = p
-                    return
-        self.candidates = [p for p in self.candidates if 2 * p > n]
+        if self.candidates:
+            for p in self.candidates:
+                if n == 2 * p:
+                    if self.sigs[:p] == self.sigs[p:]:
+                        h = 0
+                        for sg in self.sigs[:p]:
+                            h = hash((h, sg))
+                        self.cuts.add(h)
+                        self.cut = p
+                        return
+            self.candidates = [p for p in self.candidates if 2 * p > n]
         if n >= _QUEUE_CAP:
             self.flush("cap")
 
