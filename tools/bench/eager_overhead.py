@@ -4,16 +4,20 @@ Times one MLP training step (3 Linear layers of 256, batch 64, MSE, AdamW) in to
 a bare TorchDispatchMode that only runs each op (the floor of any per-op Python recorder), and
 under ember.eager() after its plan is cached (replaying); rounds interleaved, medians printed.
 "ember python" is the Ember step minus the plan's own run time (EagerPlans run seconds); the
-per-op figures divide the excess over torch eager by the ops per step.
+per-op figures divide the excess over torch eager by the ops per step. Each figure is given as
+wall time and as this process's CPU time (`time.process_time`), which a loaded machine (other
+processes on the same cores) inflates much less.
 
     T=2 RAYON_NUM_THREADS=2 python tools/bench/eager_overhead.py
 
-EMBER_PY_DIR=<another tree>/tools/python/python times that tree's `ember` package instead (an A/B
-against another branch: alternate the two runs, each prints its own torch eager and bare figures).
+A/B in one process: EMBER_AB_DEFERRED=<another tree>/tools/python/python/ember/deferred.py also
+times that recorder (as "ember A"), loaded into this tree's `ember` package (same extension), in
+the same interleaved rounds. EMBER_PY_DIR=<tree>/tools/python/python imports that tree's package.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import statistics
 import sys
@@ -51,34 +55,58 @@ class Bare(TorchDispatchMode):
 
 
 def per_step(n=20):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(n):
         step()
-    return (time.perf_counter() - t0) / n
+    return (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
+
+
+def _load_ab():
+    path = os.environ.get("EMBER_AB_DEFERRED")
+    if not path:
+        return None
+    spec = importlib.util.spec_from_file_location("ember._deferred_ab", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def main() -> None:
-    res: dict[str, list[float]] = {"eager": [], "bare": [], "ember": [], "ember python": []}
-    with ember.eager():
-        for _ in range(3):
-            step()
+    recorders = {"ember": deferred}
+    ab = _load_ab()
+    if ab is not None:
+        recorders["ember A"] = ab
+    res: dict[str, list[tuple[float, float]]] = {"eager": [], "bare": []}
+    for name in recorders:
+        res[name] = []
+        res[name + " python"] = []
+    for mod in recorders.values():
+        with mod.eager():
+            for _ in range(3):
+                step()
     ops = 0.0
-    for _ in range(7):
+    for _ in range(int(os.environ.get("ROUNDS", "7"))):
         res["eager"].append(per_step())
         with Bare():
             res["bare"].append(per_step())
-        with ember.eager():
-            step()
-            step()  # the first steps of a block are recorded afresh (nothing to replay yet)
-            s0 = deferred.stats()
-            t = per_step()
-            s1 = deferred.stats()
-        res["ember"].append(t)
-        res["ember python"].append(t - (s1["run_seconds"] - s0["run_seconds"]) / 20)
-        ops = (s1["ops_recorded"] - s0["ops_recorded"] + s1["ops_eager"] - s0["ops_eager"]) / 20
-    med = {k: statistics.median(v) * 1e3 for k, v in res.items()}
-    print("  ".join(f"{k} {v:.2f} ms/step" for k, v in med.items()))
-    print(f"ops/step {ops:.0f}; over torch eager per op: bare mode {(med['bare'] - med['eager']) / ops * 1e3:.1f} us, ember python {(med['ember python'] - med['eager']) / ops * 1e3:.1f} us; 1-min load {os.getloadavg()[0]:.2f}")
+        for name, mod in recorders.items():
+            with mod.eager():
+                step()
+                step()  # the first steps of a block are recorded afresh (nothing to replay yet)
+                s0 = mod.stats()
+                t, c = per_step()
+                s1 = mod.stats()
+            run = (s1["run_seconds"] - s0["run_seconds"]) / 20
+            res[name].append((t, c))
+            res[name + " python"].append((t - run, c - run))
+            ops = (s1["ops_recorded"] - s0["ops_recorded"] + s1["ops_eager"] - s0["ops_eager"]) / 20
+    for i, what in enumerate(("wall", "cpu")):
+        med = {k: statistics.median(r[i] for r in v) * 1e3 for k, v in res.items()}
+        print(f"[{what}] " + "  ".join(f"{k} {v:.2f} ms/step" for k, v in med.items()))
+        per_op = "  ".join(f"{k} {(med[k + ' python'] - med['eager']) / ops * 1e3:.1f} us" for k in recorders)
+        print(f"[{what}] ops/step {ops:.0f}; over torch eager per op: bare mode {(med['bare'] - med['eager']) / ops * 1e3:.1f} us  {per_op}")
+    print(f"1-min load {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -390,7 +390,9 @@ class _Recorder(TorchDispatchMode):
             sk = _storage_key(t)
             p = self.pending.get(sk)
             if p is not None:
-                if _geometry(t) == p[1]:
+                # The write's own target keeps its geometry: an in-place op that could change it
+                # runs with torch eager, after the pending write landed (`_eager`).
+                if p[0] is t or _geometry(t) == p[1]:
                     return p[2]
                 self.flush("aliased read")
         v = self.ext_of.get(id(t))
@@ -505,7 +507,7 @@ class _Recorder(TorchDispatchMode):
         pending tensor, so they need no realizing (its pytree walk costs more than a small op)."""
         if s.mutable and self.queue:
             tgt = args[0] if args else None
-            if type(tgt) is torch.Tensor and _storage_key(tgt) in self.ext_storages:
+            if type(tgt) is torch.Tensor and (_storage_key(tgt) in self.ext_storages or _storage_key(tgt) in self.pending):
                 self.flush("eager write to a queued input")
         rargs, rkwargs = (args, kwargs) if real else self._realize(args, kwargs)
         _counters["ops_eager"] += 1
@@ -530,8 +532,8 @@ class _Recorder(TorchDispatchMode):
         if s.functional is None:
             return self._eager(func, s, args, kwargs)
         fs = _schema(s.functional)
-        if isinstance(target, DeferredTensor) and target._real is None:
-            alive = [r for r in target._alias or () if r() is not None]
+        if isinstance(target, DeferredTensor) and target._real is None and target._alias is not None:
+            alive = [r for r in target._alias if r() is not None]
             if len(alive) > 1:
                 # A write another live tensor must see (a view, its base): materialize them, the
                 # views as real views of their base, and write through memory like torch does.
@@ -541,7 +543,7 @@ class _Recorder(TorchDispatchMode):
         new = self._record(s.functional, fs, args, kwargs) if fs.known or fs.decomp else None
         if new is None:
             return self._eager(func, s, args, kwargs)
-        if tuple(new.shape) != tuple(target.shape) or new.dtype != target.dtype:
+        if new.shape != target.shape or new.dtype != target.dtype:
             raise EagerError(f"in-place `{s.target}`: result {tuple(new.shape)} {new.dtype} does not fit into {tuple(target.shape)} {target.dtype}")
         if not isinstance(new, DeferredTensor) or new._real is not None:
             # The functional form ran eagerly: write its value the ordinary way.
@@ -562,9 +564,13 @@ class _Recorder(TorchDispatchMode):
     def _set_pending(self, t: torch.Tensor, vid: int) -> None:
         sk = _storage_key(t)
         p = self.pending.get(sk)
-        if p is not None and p[1] != _geometry(t):
+        if p is not None and p[0] is t:
+            self.pending[sk] = (t, p[1], vid)  # the same target again: same geometry (`_input_vid`)
+            return
+        g = _geometry(t)
+        if p is not None and p[1] != g:
             self.flush("partial in-place write")
-        self.pending[sk] = (t, _geometry(t), vid)
+        self.pending[sk] = (t, g, vid)
 
     # -- recording -------------------------------------------------------------------------
 
