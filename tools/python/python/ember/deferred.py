@@ -391,7 +391,8 @@ class _Recorder(TorchDispatchMode):
             p = self.pending.get(sk)
             if p is not None:
                 # The write's own target keeps its geometry: an in-place op that could change it
-                # runs with torch eager, after the pending write landed (`_eager`).
+                # is recorded in its functional form (same geometry) or runs with torch eager
+                # after the pending write landed (`_realize`).
                 if p[0] is t or _geometry(t) == p[1]:
                     return p[2]
                 self.flush("aliased read")
@@ -507,7 +508,7 @@ class _Recorder(TorchDispatchMode):
         pending tensor, so they need no realizing (its pytree walk costs more than a small op)."""
         if s.mutable and self.queue:
             tgt = args[0] if args else None
-            if type(tgt) is torch.Tensor and (_storage_key(tgt) in self.ext_storages or _storage_key(tgt) in self.pending):
+            if type(tgt) is torch.Tensor and _storage_key(tgt) in self.ext_storages:
                 self.flush("eager write to a queued input")
         rargs, rkwargs = (args, kwargs) if real else self._realize(args, kwargs)
         _counters["ops_eager"] += 1
@@ -713,7 +714,7 @@ class _Recorder(TorchDispatchMode):
                     if vid - base != x[0]:
                         return None
                 elif isinstance(v, torch.Tensor) and v.is_cpu and v.dtype in _DTYPES:
-                    vid = self._vid_of(v)
+                    vid = self._input_vid(v) if type(v) is torch.Tensor else self._vid_of(v)
                     if vid - base != x[0] or (x[1] is not None and metas[vid] != x[1]):
                         return None
                 else:
@@ -890,10 +891,7 @@ class _Recorder(TorchDispatchMode):
     def _flush(self, upto: int | None) -> None:
         queue = self.queue if upto is None else self.queue[:upto]
         rest = [] if upto is None else self.queue[upto:]
-        produced = {}
-        for i, op in enumerate(queue):
-            for k, v in enumerate(op.outs):
-                produced[v] = (i, k)
+        produced = {v for op in queue for v in op.outs}
         # Values somebody still needs: live wrappers, pending writes, later queued ops.
         live_wrappers = []
         views = []
@@ -918,9 +916,11 @@ class _Recorder(TorchDispatchMode):
         want = set(need)
         for i in range(len(queue) - 1, -1, -1):
             op = queue[i]
-            if any(v in want for v in op.outs):
-                keep[i] = True
-                want.update(op.ins)
+            for v in op.outs:
+                if v in want:
+                    keep[i] = True
+                    want.update(op.ins)
+                    break
         ops = [op for i, op in enumerate(queue) if keep[i]]
         outputs = list(need)
         shape = None
