@@ -941,17 +941,9 @@ class _Recorder(TorchDispatchMode):
                 raise EagerError(f"ember.eager internal error: the base of a view ({func}) was not materialized with it")
             out = func(parent._real, *vargs, **vkw)
             w._real = out if i is None else out[i]
-        # A result that a wrapper or a later op also reads is copied, never shared with the
-        # tensor the write targets (a later in-place write there must not reach them).
-        shared = {w._vid for w in live_wrappers} | {v for op in rest for v in op.ins}
-        for sk in list(self.pending):
-            t, g, v = self.pending[sk]
-            if v in results:
-                _assign(t, results[v], may_share=v not in shared)
-                del self.pending[sk]
-        # Later ops read flushed values as region inputs.
-        self.queue = rest
-        self.wrappers = [r for r in self.wrappers if r() is not None and r()._real is None]
+        # Later ops read flushed values as region inputs. The region's other inputs are let go
+        # first: a parameter read through a view kept here would otherwise look shared to
+        # `_assign` and be copied into instead of taking over its result's memory.
         if rest:
             self._lift_scalars()  # inputs of the rest's ops
         else:
@@ -971,6 +963,17 @@ class _Recorder(TorchDispatchMode):
                     self.ext_of[id(t)] = v
                     self.ext_keep.append(t)
                     self.ext_storages.add(_storage_key(t))
+        del old_ext
+        # A result that a wrapper or a later op also reads is copied, never shared with the
+        # tensor the write targets (a later in-place write there must not reach them).
+        shared = {w._vid for w in live_wrappers} | {v for op in rest for v in op.ins}
+        for sk in list(self.pending):
+            t, g, v = self.pending[sk]
+            if v in results:
+                _assign(t, results[v], may_share=v not in shared)
+                del self.pending[sk]
+        self.queue = rest
+        self.wrappers = [r for r in self.wrappers if r() is not None and r()._real is None]
         keep_vids = set(self.ext) | {v for op in rest for v in op.outs} | {p[2] for p in self.pending.values()}
         keep_vids |= {r()._vid for r in self.wrappers if r() is not None}
         self.metas = {v: m for v, m in self.metas.items() if v in keep_vids}
