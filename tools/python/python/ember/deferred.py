@@ -690,17 +690,18 @@ class _Recorder(TorchDispatchMode):
         none is recomputed, nor the user's line; None on any difference (the caller records it
         afresh)."""
         j = self.rpos
+        trace = self.trace
         if not self.inserting:
             # Inserted transposes are replayed from inside the argument matching below, in order.
-            while j < len(self.trace) and self.trace[j].expect[4]:
+            while j < len(trace) and trace[j].expect[4]:
                 j += 1
-            if j == len(self.trace):
+            if j == len(trace):
                 return None
-        tr = self.trace[j]
+        tr = trace[j]
         if tr.func is not func:
             return None
         nargs, kwkeys, float_dtype, entries, _ = tr.expect
-        if nargs != len(args) or kwkeys != tuple(kwargs):
+        if nargs != len(args) or (kwkeys != tuple(kwargs) if kwargs else kwkeys):
             return None
         flushes = _counters["flushes"]
         base = self.qbase
@@ -721,14 +722,18 @@ class _Recorder(TorchDispatchMode):
                     return None
                 ins.append(vid)
             elif kind == "o":
-                if _replay_key(v) != x[0] or v != x[1]:
+                k = x[0]
+                if (type(v) is not k if type(k) is type else _replay_key(v) != k) or v != x[1]:
                     return None
             elif kind == "l":
                 if type(v) is not x[0]:
                     return None
-                vid = self._scalar_vid(v, float_dtype)
+                vid = self.next_vid  # `_scalar_vid`, inlined
                 if vid - base != x[1]:
                     return None
+                self.next_vid = vid + 1
+                metas[vid] = ((), (), float_dtype)
+                self.scalars[vid] = (v, float_dtype)
                 ins.append(vid)
             else:  # "ts" / "ots"
                 if type(v) is not x[0] or len(v) != len(x[1]):
