@@ -54,6 +54,77 @@ class Bare(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+class _Log(TorchDispatchMode):
+    """Runs each op and logs what it returned: (shape, stride, dtype) per tensor, or the value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log: list = []
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        mutable = bool(func._schema.arguments) and func._schema.arguments[0].alias_info is not None and func._schema.arguments[0].alias_info.is_write
+        if mutable:
+            self.log.append(("self", None))
+        elif all(isinstance(o, torch.Tensor) for o in outs):
+            self.log.append(("tensors", ([(tuple(o.shape), o.stride(), o.dtype) for o in outs], isinstance(out, (tuple, list)))))
+        else:
+            self.log.append(("value", out))
+        return out
+
+
+class _Shell(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise AssertionError("unreachable under Floor")
+
+
+class Floor(TorchDispatchMode):
+    """The floor of any recorder that intercepts every op: the dispatch into Python and one
+    result wrapper per tensor result (as `_make_wrapper_subclass`, shapes known in advance), no
+    bookkeeping and no computation at all (results are shells; in-place ops return their target).
+    A step under it costs user Python + autograd + dispatch + wrappers."""
+
+    def __init__(self, log: list) -> None:
+        super().__init__()
+        self.log = log
+        self.i = 0
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kind, x = self.log[self.i]
+        self.i += 1
+        if kind == "self":
+            return args[0]
+        if kind == "value":
+            return x
+        descs, is_seq = x
+        outs = [torch.Tensor._make_wrapper_subclass(_Shell, d[0], strides=d[1], dtype=d[2], device="cpu", requires_grad=False) for d in descs]
+        return outs if is_seq else outs[0]
+
+
+def floor_step_log() -> list:
+    """What one training step's ops return, logged on copies (the model and optimizer state are
+    restored after, so the other variants see the same model)."""
+    import copy
+
+    saved = (copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict()))
+    step()  # the optimizer's state exists from here on, as in steady state
+    with _Log() as lg:
+        step()
+    model.load_state_dict(saved[0])
+    opt.load_state_dict(saved[1])
+    return lg.log
+
+
 def per_step(n=20):
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(n):
@@ -77,7 +148,8 @@ def main() -> None:
     ab = _load_ab()
     if ab is not None:
         recorders["ember A"] = ab
-    res: dict[str, list[tuple[float, float]]] = {"eager": [], "bare": []}
+    res: dict[str, list[tuple[float, float]]] = {"eager": [], "bare": [], "floor": []}
+    log = floor_step_log()
     for name in recorders:
         res[name] = []
         res[name + " python"] = []
@@ -90,6 +162,13 @@ def main() -> None:
         res["eager"].append(per_step())
         with Bare():
             res["bare"].append(per_step())
+        fl = Floor(log)
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(20):
+            fl.i = 0
+            with fl:
+                step()
+        res["floor"].append(((time.perf_counter() - t0) / 20, (time.process_time() - c0) / 20))
         for name, mod in recorders.items():
             with mod.eager():
                 step()
@@ -105,7 +184,7 @@ def main() -> None:
         med = {k: statistics.median(r[i] for r in v) * 1e3 for k, v in res.items()}
         print(f"[{what}] " + "  ".join(f"{k} {v:.2f} ms/step" for k, v in med.items()))
         per_op = "  ".join(f"{k} {(med[k + ' python'] - med['eager']) / ops * 1e3:.1f} us" for k in recorders)
-        print(f"[{what}] ops/step {ops:.0f}; over torch eager per op: bare mode {(med['bare'] - med['eager']) / ops * 1e3:.1f} us  {per_op}")
+        print(f"[{what}] ops/step {ops:.0f}; over torch eager per op: bare mode {(med['bare'] - med['eager']) / ops * 1e3:.1f} us  floor {(med['floor'] - med['eager']) / ops * 1e3:.1f} us  {per_op}")
     print(f"1-min load {os.getloadavg()[0]:.2f}")
 
 
