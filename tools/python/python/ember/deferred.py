@@ -295,6 +295,9 @@ _schemas: dict[int, _Schema] = {}
 _unsupported: dict[str, str] = {}
 _warned: set[str] = set()
 _lowered: dict[str, bool] = {}
+#: Result metas by op signature (op, argument metas, non-tensor arguments): a pure function of
+#: the key, so shared by every `ember.eager()` block (a new block's first step infers none again).
+_meta_cache: dict[Any, tuple] = {}
 _decomp_table: dict | None = None
 
 
@@ -352,7 +355,7 @@ class _Recorder(TorchDispatchMode):
         self.wrappers: list[weakref.ref] = []
         #: (shape, stride, dtype) of every value the queue or a live wrapper refers to.
         self.metas: dict[int, tuple] = {}
-        self.meta_cache: dict[Any, tuple] = {}
+        self.meta_cache = _meta_cache
         self.unsupported = _unsupported
         self.warned = _warned
         # Repeated-subsequence heuristic.
