@@ -393,3 +393,32 @@ def test_metadata_write_to_a_pending_target_lands_the_write_first() -> None:
     torch.testing.assert_close(old, (w0 * 2).view(-1))
     torch.testing.assert_close(got, src + 1)
     torch.testing.assert_close(s, src)
+
+
+def test_a_new_block_replays_the_last_blocks_region() -> None:
+    """A loop that opens an `ember.eager()` block per epoch: a new block's first step is matched
+    against the last block's region and reruns its plan; results equal torch eager's."""
+    torch.manual_seed(1)
+    data = [(torch.randn(16, 32), torch.randn(16, 8)) for _ in range(3)]
+    model_e, model_r = _mlp(), _mlp()
+    opt_e = torch.optim.AdamW(model_e.parameters(), lr=1e-2)
+    opt_r = torch.optim.AdamW(model_r.parameters(), lr=1e-2)
+
+    def step(model, opt, x, y):
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+
+    for epoch in range(3):
+        for x, y in data:
+            step(model_r, opt_r, x, y)
+        with ember.eager():
+            for i, (x, y) in enumerate(data):
+                before = deferred.stats()
+                step(model_e, opt_e, x, y)
+                after = deferred.stats()
+                if epoch > 0 and i == 0:
+                    assert after["regions_replayed"] - before["regions_replayed"] == 1, (before, after)
+                    assert after["misses"] == before["misses"], (before, after)
+    for p_e, p_r in zip(model_e.parameters(), model_r.parameters()):
+        torch.testing.assert_close(p_e, p_r, rtol=RTOL, atol=ATOL)

@@ -298,6 +298,10 @@ _lowered: dict[str, bool] = {}
 #: Result metas by op signature (op, argument metas, non-tensor arguments): a pure function of
 #: the key, so shared by every `ember.eager()` block (a new block's first step infers none again).
 _meta_cache: dict[Any, tuple] = {}
+#: (trace, trace_plan) of the last `ember.eager()` block that ended cleanly in defer mode: a new
+#: block starts by matching against it, so a loop that opens a block per epoch replays from its
+#: first step (the match is exact, whatever block recorded the trace).
+_last_trace: tuple | None = None
 _decomp_table: dict | None = None
 
 
@@ -1261,7 +1265,11 @@ class eager:
         self._froze = gc.get_freeze_count() == 0
         if self._froze:
             gc.freeze()
-        self._rec.__enter__()
+        rec = self._rec
+        if rec.mode == "defer" and rec.trace is None and not rec.queue and _last_trace is not None:
+            rec.trace, rec.trace_plan = _last_trace
+            rec.rpos, rec.qbase, rec.qclean = 0, rec.next_vid, True
+        rec.__enter__()
         # The end of an optimizer step is an iteration boundary: flush there, so every training
         # step is one region and replays one plan.
         self._hook = _optim.register_optimizer_step_post_hook(lambda *a: self._rec.flush("optimizer step"))
@@ -1270,9 +1278,12 @@ class eager:
     def __exit__(self, *exc) -> None:
         # Leaving the block is a sync point. After an exception the ops recorded before it still
         # run (as they would have in torch eager); the exception raised is the user's.
+        global _last_trace
         try:
             if exc[0] is None:
                 self._rec.flush("exit")
+                if self._rec.trace is not None:
+                    _last_trace = (self._rec.trace, self._rec.trace_plan)
             else:
                 try:
                     self._rec.flush("exit")
