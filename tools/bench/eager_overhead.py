@@ -172,7 +172,7 @@ def main() -> None:
         for name, mod in recorders.items():
             with mod.eager():
                 step()
-                step()  # the first steps of a block are recorded afresh (nothing to replay yet)
+                step()  # steady state: timed from the third step of the block
                 s0 = mod.stats()
                 t, c = per_step()
                 s1 = mod.stats()
