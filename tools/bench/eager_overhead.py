@@ -179,7 +179,7 @@ def main() -> None:
             run = (s1["run_seconds"] - s0["run_seconds"]) / 20
             res[name].append((t, c))
             res[name + " python"].append((t - run, c - run))
-            ops = (s1["ops_recorded"] - s0["ops_recorded"] + s1["ops_eager"] - s0["ops_eager"]) / 20
+            ops = sum(s1.get(k, 0) - s0.get(k, 0) for k in ("ops_recorded", "ops_eager", "ops_aliased")) / 20
     for i, what in enumerate(("wall", "cpu")):
         med = {k: statistics.median(r[i] for r in v) * 1e3 for k, v in res.items()}
         print(f"[{what}] " + "  ".join(f"{k} {v:.2f} ms/step" for k, v in med.items()))

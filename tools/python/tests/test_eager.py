@@ -422,3 +422,30 @@ def test_a_new_block_replays_the_last_blocks_region() -> None:
                     assert after["misses"] == before["misses"], (before, after)
     for p_e, p_r in zip(model_e.parameters(), model_r.parameters()):
         torch.testing.assert_close(p_e, p_r, rtol=RTOL, atol=ATOL)
+
+
+def test_detached_values_alias_their_source() -> None:
+    """`detach` of a deferred value is another wrapper of it, not a recorded op; writes through
+    either reach the other, as torch's detach shares memory (a view's detach too)."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 6)
+
+    def run():
+        y = x * 2.0
+        d = y.detach()
+        y.add_(1.0)  # d sees this
+        v = (x + 1.0).t()
+        dv = v.detach()
+        dv.mul_(3.0)  # v sees this
+        e = (x - 1.0).detach()
+        return d * 1.0, y * 1.0, v * 1.0, dv * 1.0, e.sum(dim=0)
+
+    ref = run()
+    before = deferred.stats()
+    with ember.eager():
+        got = run()
+        got = [g.cpu() for g in got]
+    after = deferred.stats()
+    for a, b in zip(ref, got):
+        torch.testing.assert_close(b, a, rtol=RTOL, atol=ATOL)
+    assert after["ops_aliased"] - before["ops_aliased"] == 3, (before, after)

@@ -98,7 +98,8 @@ def _plan_cache():
 
 #: ops_replayed: recorded ops that matched the last region's op at their place (`_replay`);
 #: regions_replayed: regions run by the last region's plan handle, without conversion or key.
-_counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "regions_replayed": 0, "ops_eager": 0, "values_written": 0}
+#: ops_aliased: `detach`/`alias` of a deferred value, answered with another wrapper of it (`_same_value`).
+_counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "regions_replayed": 0, "ops_eager": 0, "ops_aliased": 0, "values_written": 0}
 
 
 def stats() -> dict[str, Any]:
@@ -259,7 +260,7 @@ def _expand(op: _Op) -> _Op:
 class _Schema:
     """Per-OpOverload facts, computed once."""
 
-    __slots__ = ("func", "params", "target", "mutable", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list", "route", "fast", "alpha")
+    __slots__ = ("func", "params", "target", "mutable", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list", "route", "fast", "alpha", "same_value")
 
     def __init__(self, func) -> None:
         self.func = func  # keeps the OpOverload alive: `_schemas` is keyed by its id
@@ -285,6 +286,7 @@ class _Schema:
         self.decomp = _decompositions().get(func)
         self.fast = _FAST.get(self.target)
         self.alpha = self.target in ("aten.add.Tensor", "aten.sub.Tensor")
+        self.same_value = self.target in ("aten.detach.default", "aten.alias.default")
         # How `__torch_dispatch__` starts on this op: 0 torch eager, 1 a `_LIKE` op, 2 the rest.
         self.route = 0 if func.namespace != "aten" or not self.returns_tensors or self.name in _RANDOM else 1 if self.name in _LIKE else 2
 
@@ -506,9 +508,23 @@ class _Recorder(TorchDispatchMode):
             if self.pending and any(_storage_key(t._real if type(t) is DeferredTensor else t) in self.pending for t in tensors):
                 self.flush("view of a pending write")
             return self._eager(func, s, args, kwargs)
+        if s.same_value and type(args[0]) is DeferredTensor and args[0]._real is None and args[0]._rec is self:
+            return self._same_value(args[0])
         if s.mutable:
             return self._inplace(func, s, args, kwargs)
         return self._record(func, s, args, kwargs)
+
+    def _same_value(self, x: DeferredTensor) -> DeferredTensor:
+        """`detach`/`alias` of a deferred value (autograd detaches every gradient it stores):
+        another wrapper of the same value, in its alias group, with its view recipe if it is a
+        view, so both materialize onto the same memory. Nothing is recorded."""
+        if x._alias is None:
+            x._alias = [weakref.ref(x)]
+        w = _new_wrapper(DeferredTensor, self.metas[x._vid], x._vid, self, x._alias)
+        w._view = x._view
+        self.wrappers.append(weakref.ref(w))
+        _counters["ops_aliased"] += 1
+        return w
 
     def _eager(self, func, s: _Schema, args, kwargs, real: bool = False):
         """Runs `func` with torch eager; `real`: the arguments are known to hold no deferred or
@@ -948,8 +964,12 @@ class _Recorder(TorchDispatchMode):
         self.last_run = None
         results = self._run(ops, outputs, plan)
         _counters["values_written"] += len(results)
+        seen = set()
         for w in live_wrappers:
-            w._real = results[w._vid]
+            r = results[w._vid]
+            # Wrappers of one value (`_same_value`) get tensors of their own over one memory.
+            w._real = r if w._vid not in seen else r.detach()
+            seen.add(w._vid)
         for w in sorted(views, key=lambda w: w._vid):  # parents before their views
             (parent, func, vargs, vkw), i = w._view
             if parent._real is None:
