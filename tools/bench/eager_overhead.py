@@ -29,7 +29,6 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 sys.path.insert(0, os.environ.get("EMBER_PY_DIR") or str(Path(__file__).resolve().parents[1] / "python" / "python"))
-import ember  # noqa: E402
 from ember import deferred  # noqa: E402
 
 torch.set_num_threads(int(os.environ.get("T", "2")))
