@@ -98,7 +98,8 @@ def _plan_cache():
 
 #: ops_replayed: recorded ops that matched the last region's op at their place (`_replay`);
 #: regions_replayed: regions run by the last region's plan handle, without conversion or key.
-_counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "regions_replayed": 0, "ops_eager": 0, "values_written": 0}
+#: ops_aliased: `detach`/`alias` of a deferred value, answered with another wrapper of it (`_same_value`).
+_counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "regions_replayed": 0, "ops_eager": 0, "ops_aliased": 0, "values_written": 0}
 
 
 def stats() -> dict[str, Any]:
@@ -160,15 +161,18 @@ class DeferredTensor(torch.Tensor):
     #: from its parent's memory when it is materialized; the parent is held, as torch's ._base is.
     _view: tuple | None
 
+    # Class-level defaults: a wrapper is created per recorded op, and most keep these.
+    _real = None
+    _alias = None
+    _view = None
+
     @staticmethod
     def __new__(cls, desc: tuple, vid: int, rec: "_Recorder", alias: list | None = None):
         r = torch.Tensor._make_wrapper_subclass(cls, desc[0], strides=desc[1], dtype=desc[2], device="cpu", requires_grad=False)
         r._vid = vid
-        r._real = None
         r._rec = rec
-        r._alias = alias
-        r._view = None
         if alias is not None:
+            r._alias = alias
             alias.append(weakref.ref(r))
         return r
 
@@ -208,6 +212,9 @@ class DeferredTensor(torch.Tensor):
             return func(*args, **kwargs)
 
 
+_new_wrapper = DeferredTensor.__new__  # without type.__call__'s __init__ round
+
+
 class _Ref:
     """A tensor argument of a queued op: the value id it reads."""
 
@@ -218,15 +225,45 @@ class _Ref:
 
 
 class _Op:
-    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "file", "line", "sig", "expect")
+    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "file", "line", "sig", "expect", "root", "base")
+
+
+def _shift(x, d: int):
+    if isinstance(x, _Ref):
+        return _Ref(x.vid + d)
+    if isinstance(x, list):
+        return [_shift(y, d) for y in x]
+    return x
+
+
+def _expand(op: _Op) -> _Op:
+    """Fills in a replayed op's arguments (`pos`, `kw`, `spec`), which `_replay` leaves out: they
+    are its recorded op's (`root`), with every value id moved by the same distance."""
+    if op.spec is None:
+        r = op.root
+        d = op.base - r.base
+        op.pos = [_shift(x, d) for x in r.pos]
+        op.kw = {k: _shift(x, d) for k, x in r.kw.items()}
+        spec = []
+        for a in r.spec:
+            tag = a[1]
+            if tag == "t":
+                spec.append((a[0], "t", a[2] + d))
+            elif tag in ("ts", "ots"):
+                spec.append((a[0], tag, [None if x is None else x + d for x in a[2]]))
+            else:
+                spec.append(a)
+        op.spec = spec
+    return op
 
 
 class _Schema:
     """Per-OpOverload facts, computed once."""
 
-    __slots__ = ("params", "target", "mutable", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list")
+    __slots__ = ("func", "params", "target", "mutable", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list", "route", "fast", "alpha", "same_value")
 
     def __init__(self, func) -> None:
+        self.func = func  # keeps the OpOverload alive: `_schemas` is keyed by its id
         s = func._schema
         self.name = s.name
         base = s.name.split("::", 1)[1]
@@ -247,13 +284,26 @@ class _Schema:
             pkt = getattr(aten, base[:-1], None)
             self.functional = getattr(pkt, func._overloadname, None) if pkt is not None else None
         self.decomp = _decompositions().get(func)
+        self.fast = _FAST.get(self.target)
+        self.alpha = self.target in ("aten.add.Tensor", "aten.sub.Tensor")
+        self.same_value = self.target in ("aten.detach.default", "aten.alias.default")
+        # How `__torch_dispatch__` starts on this op: 0 torch eager, 1 a `_LIKE` op, 2 the rest.
+        self.route = 0 if func.namespace != "aten" or not self.returns_tensors or self.name in _RANDOM else 1 if self.name in _LIKE else 2
 
 
-_schemas: dict[Any, _Schema] = {}
+#: By id(OpOverload): its own `__hash__` is Python code (~1 µs a lookup); the schema holds the op.
+_schemas: dict[int, _Schema] = {}
 #: Ops the CPU target could not lower (learned from regions), and ops already warned about.
 _unsupported: dict[str, str] = {}
 _warned: set[str] = set()
 _lowered: dict[str, bool] = {}
+#: Result metas by op signature (op, argument metas, non-tensor arguments): a pure function of
+#: the key, so shared by every `ember.eager()` block (a new block's first step infers none again).
+_meta_cache: dict[Any, tuple] = {}
+#: (trace, trace_plan) of the last `ember.eager()` block that ended cleanly in defer mode: a new
+#: block starts by matching against it, so a loop that opens a block per epoch replays from its
+#: first step (the match is exact, whatever block recorded the trace).
+_last_trace: tuple | None = None
 _decomp_table: dict | None = None
 
 
@@ -267,9 +317,9 @@ def _decompositions() -> dict:
 
 
 def _schema(func) -> _Schema:
-    s = _schemas.get(func)
+    s = _schemas.get(id(func))
     if s is None:
-        s = _schemas[func] = _Schema(func)
+        s = _schemas[id(func)] = _Schema(func)
     return s
 
 
@@ -303,12 +353,15 @@ class _Recorder(TorchDispatchMode):
         self.ext_of: dict[int, int] = {}
         self.ext_storages: set[int] = set()
         self.ext_keep: list[torch.Tensor] = []
+        #: Python numbers read as rank-0 region inputs, by value id: (value, dtype). Made into
+        #: tensors only when a region runs (packed per dtype on a plan replay, `_run`).
+        self.scalars: dict[int, tuple] = {}
         #: Pending in-place writes to real tensors: storage -> (tensor, geometry, value id).
         self.pending: dict[int, tuple[torch.Tensor, tuple, int]] = {}
         self.wrappers: list[weakref.ref] = []
         #: (shape, stride, dtype) of every value the queue or a live wrapper refers to.
         self.metas: dict[int, tuple] = {}
-        self.meta_cache: dict[Any, tuple] = {}
+        self.meta_cache = _meta_cache
         self.unsupported = _unsupported
         self.warned = _warned
         # Repeated-subsequence heuristic.
@@ -346,7 +399,10 @@ class _Recorder(TorchDispatchMode):
             sk = _storage_key(t)
             p = self.pending.get(sk)
             if p is not None:
-                if _geometry(t) == p[1]:
+                # The write's own target keeps its geometry: an in-place op that could change it
+                # is recorded in its functional form (same geometry) or runs with torch eager
+                # after the pending write landed (`_realize`).
+                if p[0] is t or _geometry(t) == p[1]:
                     return p[2]
                 self.flush("aliased read")
         v = self.ext_of.get(id(t))
@@ -361,6 +417,17 @@ class _Recorder(TorchDispatchMode):
             self.ext_keep.append(t)
             self.ext_storages.add(_storage_key(t))
         return v
+
+    def _scalar_vid(self, x, dtype: torch.dtype) -> int:
+        v = self._new_vid(((), (), dtype))
+        self.scalars[v] = (x, dtype)
+        return v
+
+    def _lift_scalars(self) -> None:
+        """Makes the pending Python-number inputs real rank-0 tensors in `ext`."""
+        for v, (x, dtype) in self.scalars.items():
+            self.ext[v] = torch.scalar_tensor(x, dtype=dtype)
+        self.scalars = {}
 
     def _transposed_input(self, t: torch.Tensor) -> int | None:
         """A transposed real matrix (a Linear's `weight.t()`) read as its matrix plus a recorded
@@ -385,11 +452,6 @@ class _Recorder(TorchDispatchMode):
                 return self._input_vid(x._materialize())
             return x._vid
         return self._input_vid(x)
-
-    def _wrap(self, vid: int, alias: list | None = None) -> DeferredTensor:
-        w = DeferredTensor(self.metas[vid], vid, self, alias)
-        self.wrappers.append(weakref.ref(w))
-        return w
 
     def _real(self, x):
         """A real tensor for x (flushing when it is pending); other values unchanged."""
@@ -417,11 +479,9 @@ class _Recorder(TorchDispatchMode):
             # temporaries, so they are not materialized.
             self._flush_cut()
         kwargs = kwargs or {}
-        s = _schemas.get(func) or _schema(func)
-        if func.namespace != "aten" or not s.returns_tensors or s.name in _RANDOM:
-            return self._eager(func, s, args, kwargs)
-        if s.name in _LIKE:
-            return self._like(func, args, kwargs)
+        s = _schemas.get(id(func)) or _schema(func)
+        if s.route != 2:
+            return self._eager(func, s, args, kwargs) if s.route == 0 else self._like(func, args, kwargs)
         tensors = []
         lists = False
         for a in args:
@@ -433,20 +493,38 @@ class _Recorder(TorchDispatchMode):
             tensors += [a for a in kwargs.values() if isinstance(a, torch.Tensor)]
         if not tensors and not lists:
             return self._eager(func, s, args, kwargs, real=True)  # factories: cheap, and their values are real
-        if not lists and all(type(t) is torch.Tensor and t.numel() <= 1 for t in tensors):
-            # Bookkeeping on real scalars (an optimizer's step counter): torch eager costs no
-            # more than recording, and keeps `.item()` on them from forcing a flush.
-            if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
-                return self._eager(func, s, args, kwargs, real=True)
+        if not lists:
+            for t in tensors:
+                if type(t) is not torch.Tensor or t.numel() > 1:
+                    break
+            else:
+                # Bookkeeping on real scalars (an optimizer's step counter): torch eager costs no
+                # more than recording, and keeps `.item()` on them from forcing a flush.
+                if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
+                    return self._eager(func, s, args, kwargs, real=True)
         if s.view and not lists and all(type(t) is not DeferredTensor or t._real is not None for t in tensors):
             # A view of real memory is a real view (free, and writes through it reach the base);
             # a pending write to that memory lands first.
             if self.pending and any(_storage_key(t._real if type(t) is DeferredTensor else t) in self.pending for t in tensors):
                 self.flush("view of a pending write")
             return self._eager(func, s, args, kwargs)
+        if s.same_value and type(args[0]) is DeferredTensor and args[0]._real is None and args[0]._rec is self:
+            return self._same_value(args[0])
         if s.mutable:
             return self._inplace(func, s, args, kwargs)
         return self._record(func, s, args, kwargs)
+
+    def _same_value(self, x: DeferredTensor) -> DeferredTensor:
+        """`detach`/`alias` of a deferred value (autograd detaches every gradient it stores):
+        another wrapper of the same value, in its alias group, with its view recipe if it is a
+        view, so both materialize onto the same memory. Nothing is recorded."""
+        if x._alias is None:
+            x._alias = [weakref.ref(x)]
+        w = _new_wrapper(DeferredTensor, self.metas[x._vid], x._vid, self, x._alias)
+        w._view = x._view
+        self.wrappers.append(weakref.ref(w))
+        _counters["ops_aliased"] += 1
+        return w
 
     def _eager(self, func, s: _Schema, args, kwargs, real: bool = False):
         """Runs `func` with torch eager; `real`: the arguments are known to hold no deferred or
@@ -469,8 +547,11 @@ class _Recorder(TorchDispatchMode):
                 return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype)
             return x
 
-        tm = torch.utils._pytree.tree_map
         _counters["ops_eager"] += 1
+        nested = (list, tuple, dict)
+        if not any(isinstance(a, nested) for a in args) and not any(isinstance(v, nested) for v in kwargs.values()):
+            return func(*[placeholder(a) for a in args], **{k: placeholder(v) for k, v in kwargs.items()})  # pytree: ~10 µs
+        tm = torch.utils._pytree.tree_map
         return func(*tm(placeholder, args), **tm(placeholder, kwargs))
 
     def _inplace(self, func, s: _Schema, args, kwargs):
@@ -478,8 +559,8 @@ class _Recorder(TorchDispatchMode):
         if s.functional is None:
             return self._eager(func, s, args, kwargs)
         fs = _schema(s.functional)
-        if isinstance(target, DeferredTensor) and target._real is None:
-            alive = [r for r in target._alias or () if r() is not None]
+        if isinstance(target, DeferredTensor) and target._real is None and target._alias is not None:
+            alive = [r for r in target._alias if r() is not None]
             if len(alive) > 1:
                 # A write another live tensor must see (a view, its base): materialize them, the
                 # views as real views of their base, and write through memory like torch does.
@@ -489,7 +570,7 @@ class _Recorder(TorchDispatchMode):
         new = self._record(s.functional, fs, args, kwargs) if fs.known or fs.decomp else None
         if new is None:
             return self._eager(func, s, args, kwargs)
-        if tuple(new.shape) != tuple(target.shape) or new.dtype != target.dtype:
+        if new.shape != target.shape or new.dtype != target.dtype:
             raise EagerError(f"in-place `{s.target}`: result {tuple(new.shape)} {new.dtype} does not fit into {tuple(target.shape)} {target.dtype}")
         if not isinstance(new, DeferredTensor) or new._real is not None:
             # The functional form ran eagerly: write its value the ordinary way.
@@ -510,16 +591,19 @@ class _Recorder(TorchDispatchMode):
     def _set_pending(self, t: torch.Tensor, vid: int) -> None:
         sk = _storage_key(t)
         p = self.pending.get(sk)
-        if p is not None and p[1] != _geometry(t):
+        if p is not None and p[0] is t:
+            self.pending[sk] = (t, p[1], vid)  # the same target again: same geometry (`_input_vid`)
+            return
+        g = _geometry(t)
+        if p is not None and p[1] != g:
             self.flush("partial in-place write")
-        self.pending[sk] = (t, _geometry(t), vid)
+        self.pending[sk] = (t, g, vid)
 
     # -- recording -------------------------------------------------------------------------
 
     def _record(self, func, s: _Schema, args, kwargs):
-        fast = _FAST.get(s.target)
-        if fast is not None:
-            return fast(self._op, *args, **kwargs)
+        if s.fast is not None:
+            return s.fast(self._op, *args, **kwargs)
         if not s.known or s.target in self.unsupported:
             if s.decomp is not None:
                 with self:
@@ -533,7 +617,7 @@ class _Recorder(TorchDispatchMode):
             self._note_unsupported(s.target)
             return self._eager(func, s, args, kwargs)
         # alpha scales a tensor: record it as mul by a rank-0 buffer so its value is not compiled in.
-        if s.target in ("aten.add.Tensor", "aten.sub.Tensor"):
+        if s.alpha:
             alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
             if alpha != 1:
                 other = self._record(aten.mul.Tensor, _schema(aten.mul.Tensor), (args[1], alpha), {})
@@ -572,12 +656,14 @@ class _Recorder(TorchDispatchMode):
             dest_kw = kwonly or i >= len(args)
             lifted = None
             if kind == "tensor" and isinstance(v, (int, float)) and not isinstance(v, bool) and float_dtype is not None:
-                lifted = type(v)
-                v = torch.scalar_tensor(v, dtype=float_dtype)  # a Python number scaling a tensor: a buffer
-            if isinstance(v, torch.Tensor):
-                if v.dtype not in _DTYPES or v.device.type != "cpu":
+                lifted = type(v)  # a Python number scaling a tensor: a rank-0 input
+            if lifted is not None or isinstance(v, torch.Tensor):
+                if lifted is not None:
+                    vid = self._scalar_vid(v, float_dtype)
+                elif v.dtype not in _DTYPES or v.device.type != "cpu":
                     return self._eager(func, s, args, kwargs)  # complex, half precision, devices: torch
-                vid = self._vid_of(v)
+                else:
+                    vid = self._vid_of(v)
                 ins.append(vid)
                 spec.append((name, "t", vid))
                 key.append((name, self.metas[vid]))
@@ -614,6 +700,7 @@ class _Recorder(TorchDispatchMode):
                 return self._eager(func, s, args, kwargs)
             cached = self.meta_cache[key_t] = (descs, [(list(d[0]), _DTYPES[d[2]]) for d in descs])
         op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
+        op.root, op.base = op, base
         op.descs, op.native_outs = cached
         op.outs = [self._new_vid(d) for d in op.descs]
         if not self._lowers(op):
@@ -629,77 +716,65 @@ class _Recorder(TorchDispatchMode):
         none is recomputed, nor the user's line; None on any difference (the caller records it
         afresh)."""
         j = self.rpos
+        trace = self.trace
         if not self.inserting:
             # Inserted transposes are replayed from inside the argument matching below, in order.
-            while j < len(self.trace) and self.trace[j].expect[4]:
+            while j < len(trace) and trace[j].expect[4]:
                 j += 1
-            if j == len(self.trace):
+            if j == len(trace):
                 return None
-        tr = self.trace[j]
+        tr = trace[j]
         if tr.func is not func:
             return None
         nargs, kwkeys, float_dtype, entries, _ = tr.expect
-        if nargs != len(args) or kwkeys != tuple(kwargs):
+        if nargs != len(args) or (kwkeys != tuple(kwargs) if kwargs else kwkeys):
             return None
         flushes = _counters["flushes"]
         base = self.qbase
-        pos: list = []
-        kw: dict = {}
-        spec: list = []
         ins: list[int] = []
+        metas = self.metas
         for src, name, dest_kw, kind, x in entries:
             v = args[src] if type(src) is int else kwargs[src]
             if kind == "t":
                 if type(v) is DeferredTensor and v._real is None and v._rec is self:
                     vid = v._vid
+                    if vid - base != x[0]:
+                        return None
                 elif isinstance(v, torch.Tensor) and v.is_cpu and v.dtype in _DTYPES:
-                    vid = self._vid_of(v)
+                    vid = self._input_vid(v) if type(v) is torch.Tensor else self._vid_of(v)
+                    if vid - base != x[0] or (x[1] is not None and metas[vid] != x[1]):
+                        return None
                 else:
                     return None
-                if vid - base != x[0] or (x[1] is not None and self.metas[vid] != x[1]):
-                    return None
                 ins.append(vid)
-                spec.append((name, "t", vid))
-                val = _Ref(vid)
             elif kind == "o":
-                if _replay_key(v) != x[0] or v != x[1]:
+                k = x[0]
+                if (type(v) is not k if type(k) is type else _replay_key(v) != k) or v != x[1]:
                     return None
-                tagged = _tag(v)
-                if tagged is not None:
-                    spec.append((name, tagged[0], tagged[1]))
-                val = v
             elif kind == "l":
                 if type(v) is not x[0]:
                     return None
-                vid = self._input_vid(torch.scalar_tensor(v, dtype=float_dtype))
+                vid = self.next_vid  # `_scalar_vid`, inlined
                 if vid - base != x[1]:
                     return None
+                self.next_vid = vid + 1
+                metas[vid] = ((), (), float_dtype)
+                self.scalars[vid] = (v, float_dtype)
                 ins.append(vid)
-                spec.append((name, "t", vid))
-                val = _Ref(vid)
             else:  # "ts" / "ots"
                 if type(v) is not x[0] or len(v) != len(x[1]):
                     return None
-                vids = []
                 for t, e in zip(v, x[1]):
                     if t is None or e is None:
                         if t is not e:
                             return None
-                        vids.append(None)
                         continue
                     if not (isinstance(t, torch.Tensor) and t.is_cpu and t.dtype in _DTYPES):
                         return None
                     vid = self._vid_of(t)
-                    if vid - base != e[0] or (e[1] is not None and self.metas[vid] != e[1]):
+                    if vid - base != e[0] or (e[1] is not None and metas[vid] != e[1]):
                         return None
-                    vids.append(vid)
-                ins.extend(y for y in vids if y is not None)
-                spec.append((name, kind, vids))
-                val = [None if y is None else _Ref(y) for y in vids]
-            if dest_kw:
-                kw[name] = val
-            else:
-                pos.append(val)
+                    ins.append(vid)
         if _counters["flushes"] != flushes:
             return None  # reading an argument flushed (an aliased read): the ids moved
         if self.rpos != j:
@@ -707,11 +782,18 @@ class _Recorder(TorchDispatchMode):
         op = _Op()
         # The line of the op at this place in the last region: finding the user's frame costs
         # about a quarter of recording (measured), and no error is raised here (a mismatching
-        # op is recorded afresh, with its own line).
+        # op is recorded afresh, with its own line). Its arguments are the recorded op's, moved
+        # to this region's value ids (`_expand`), filled in only if a slow path needs them.
+        descs = tr.descs
         op.func, op.target, op.file, op.line = func, tr.target, tr.file, tr.line
-        op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
-        op.descs, op.native_outs, op.sig, op.expect = tr.descs, tr.native_outs, tr.sig, tr.expect
-        op.outs = [self._new_vid(d) for d in op.descs]
+        op.pos = op.kw = op.spec = None
+        op.ins, op.root, op.base = ins, tr.root, base
+        op.descs, op.native_outs, op.sig, op.expect = descs, tr.native_outs, tr.sig, tr.expect
+        n = self.next_vid
+        op.outs = outs = list(range(n, n + len(descs)))
+        self.next_vid = n + len(descs)
+        for v, d in zip(outs, descs):
+            metas[v] = d
         _counters["ops_replayed"] += 1
         self.rpos = j + 1
         if self.rpos == len(self.trace):
@@ -723,14 +805,19 @@ class _Recorder(TorchDispatchMode):
         self.queue.append(op)
         _counters["ops_recorded"] += 1
         alias = view_of = None
-        if s.view and op.pos and isinstance(args[0], DeferredTensor) and args[0]._real is None:
+        if s.view and args and isinstance(args[0], DeferredTensor) and args[0]._real is None:
             if args[0]._alias is None:
                 args[0]._alias = [weakref.ref(args[0])]
             alias = args[0]._alias
             rest = list(args[1:]) + list(kwargs.values())
             if not any(isinstance(a, torch.Tensor) for a in rest):
                 view_of = (args[0], func, tuple(args[1:]), dict(kwargs))
-        outs = [self._wrap(v, alias) for v in op.outs]
+        outs = []
+        wrappers = self.wrappers
+        for v, d in zip(op.outs, op.descs):
+            w = _new_wrapper(DeferredTensor, d, v, self, alias)
+            wrappers.append(weakref.ref(w))
+            outs.append(w)
         if view_of is not None:
             for i, w in enumerate(outs):
                 w._view = (view_of, i if len(outs) > 1 else None)
@@ -791,16 +878,17 @@ class _Recorder(TorchDispatchMode):
             return
         if n > _MIN_PERIOD and op.sig == self.sigs[0]:
             self.candidates.append(n - 1)
-        for p in self.candidates:
-            if n == 2 * p:
-                if self.sigs[:p] == self.sigs[p:]:
-                    h = 0
-                    for sg in self.sigs[:p]:
-                        h = hash((h, sg))
-                    self.cuts.add(h)
-                    self.cut = p
-                    return
-        self.candidates = [p for p in self.candidates if 2 * p > n]
+        if self.candidates:
+            for p in self.candidates:
+                if n == 2 * p:
+                    if self.sigs[:p] == self.sigs[p:]:
+                        h = 0
+                        for sg in self.sigs[:p]:
+                            h = hash((h, sg))
+                        self.cuts.add(h)
+                        self.cut = p
+                        return
+            self.candidates = [p for p in self.candidates if 2 * p > n]
         if n >= _QUEUE_CAP:
             self.flush("cap")
 
@@ -834,10 +922,7 @@ class _Recorder(TorchDispatchMode):
     def _flush(self, upto: int | None) -> None:
         queue = self.queue if upto is None else self.queue[:upto]
         rest = [] if upto is None else self.queue[upto:]
-        produced = {}
-        for i, op in enumerate(queue):
-            for k, v in enumerate(op.outs):
-                produced[v] = (i, k)
+        produced = {v for op in queue for v in op.outs}
         # Values somebody still needs: live wrappers, pending writes, later queued ops.
         live_wrappers = []
         views = []
@@ -862,9 +947,11 @@ class _Recorder(TorchDispatchMode):
         want = set(need)
         for i in range(len(queue) - 1, -1, -1):
             op = queue[i]
-            if any(v in want for v in op.outs):
-                keep[i] = True
-                want.update(op.ins)
+            for v in op.outs:
+                if v in want:
+                    keep[i] = True
+                    want.update(op.ins)
+                    break
         ops = [op for i, op in enumerate(queue) if keep[i]]
         outputs = list(need)
         shape = None
@@ -877,25 +964,25 @@ class _Recorder(TorchDispatchMode):
         self.last_run = None
         results = self._run(ops, outputs, plan)
         _counters["values_written"] += len(results)
+        seen = set()
         for w in live_wrappers:
-            w._real = results[w._vid]
+            r = results[w._vid]
+            # Wrappers of one value (`_same_value`) get tensors of their own over one memory.
+            w._real = r if w._vid not in seen else r.detach()
+            seen.add(w._vid)
         for w in sorted(views, key=lambda w: w._vid):  # parents before their views
             (parent, func, vargs, vkw), i = w._view
             if parent._real is None:
                 raise EagerError(f"ember.eager internal error: the base of a view ({func}) was not materialized with it")
             out = func(parent._real, *vargs, **vkw)
             w._real = out if i is None else out[i]
-        # A result that a wrapper or a later op also reads is copied, never shared with the
-        # tensor the write targets (a later in-place write there must not reach them).
-        shared = {w._vid for w in live_wrappers} | {v for op in rest for v in op.ins}
-        for sk in list(self.pending):
-            t, g, v = self.pending[sk]
-            if v in results:
-                _assign(t, results[v], may_share=v not in shared)
-                del self.pending[sk]
-        # Later ops read flushed values as region inputs.
-        self.queue = rest
-        self.wrappers = [r for r in self.wrappers if r() is not None and r()._real is None]
+        # Later ops read flushed values as region inputs. The region's other inputs are let go
+        # first: a parameter read through a view kept here would otherwise look shared to
+        # `_assign` and be copied into instead of taking over its result's memory.
+        if rest:
+            self._lift_scalars()  # inputs of the rest's ops
+        else:
+            self.scalars = {}
         old_ext = self.ext
         self.ext, self.ext_of, self.ext_storages, self.ext_keep = {}, {}, set(), []
         for op in rest:
@@ -911,6 +998,17 @@ class _Recorder(TorchDispatchMode):
                     self.ext_of[id(t)] = v
                     self.ext_keep.append(t)
                     self.ext_storages.add(_storage_key(t))
+        del old_ext
+        # A result that a wrapper or a later op also reads is copied, never shared with the
+        # tensor the write targets (a later in-place write there must not reach them).
+        shared = {w._vid for w in live_wrappers} | {v for op in rest for v in op.ins}
+        for sk in list(self.pending):
+            t, g, v = self.pending[sk]
+            if v in results:
+                _assign(t, results[v], may_share=v not in shared)
+                del self.pending[sk]
+        self.queue = rest
+        self.wrappers = [r for r in self.wrappers if r() is not None and r()._real is None]
         keep_vids = set(self.ext) | {v for op in rest for v in op.outs} | {p[2] for p in self.pending.values()}
         keep_vids |= {r()._vid for r in self.wrappers if r() is not None}
         self.metas = {v: m for v, m in self.metas.items() if v in keep_vids}
@@ -942,6 +1040,7 @@ class _Recorder(TorchDispatchMode):
                 rel[v] = len(rel)
         native_ops = []
         for op in ops:
+            _expand(op)
             args = []
             for a in op.spec:
                 tag = a[1]
@@ -976,11 +1075,26 @@ class _Recorder(TorchDispatchMode):
         (`trace_plan`), when `ops` are the trace's ops again."""
         if not ops:
             return {}
-        if plan is not None and all(self.qbase + d in self.ext for d in plan[1]):
+        ext, scalars = self.ext, self.scalars
+        if plan is not None and all(self.qbase + d in ext or self.qbase + d in scalars for d in plan[1]):
             _, in_rel, handle = plan
-            in_tensors = [self.ext[self.qbase + d] for d in in_rel]
+            # Python-number inputs packed into one buffer per dtype, read in place.
+            packed: dict[int, tuple] = {}
+            bufs = []
+            by_dtype: dict = {}
+            for v, (x, dtype) in scalars.items():
+                by_dtype.setdefault(dtype, []).append((v, x))
+            for dtype, items in by_dtype.items():
+                buf = torch.tensor([x for _, x in items], dtype=dtype)
+                bufs.append(buf)
+                p, es = buf.data_ptr(), buf.element_size()
+                for i, (v, _) in enumerate(items):
+                    packed[v] = (p + i * es, es)
+            in_ptrs = []
+            for d in in_rel:
+                t = ext.get(self.qbase + d)
+                in_ptrs.append(packed[self.qbase + d] if t is None else (t.data_ptr(), t.numel() * t.element_size()))
             out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
-            in_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in in_tensors]
             try:
                 ran = _plan_cache().run_plan(handle, in_ptrs, [t.data_ptr() for t in out_tensors])
             except ValueError as exc:
@@ -989,6 +1103,7 @@ class _Recorder(TorchDispatchMode):
                 _counters["regions_replayed"] += 1
                 self.last_run = plan[1:]
                 return dict(zip(outputs, out_tensors))
+        self._lift_scalars()
         native_ops, inputs, rel = self._native(ops)
         in_tensors = [self.ext[v] for v in inputs]
         in_meta = [(list(t.shape), _DTYPES[t.dtype]) for t in in_tensors]
@@ -1035,6 +1150,7 @@ class _Recorder(TorchDispatchMode):
             return x
 
         for op in ops:
+            _expand(op)
             out = op.func(*[sub(p) for p in op.pos], **{k: sub(v) for k, v in op.kw.items()})
             outs = out if isinstance(out, (tuple, list)) else (out,)
             for v, t in zip(op.outs, outs):
@@ -1169,7 +1285,11 @@ class eager:
         self._froze = gc.get_freeze_count() == 0
         if self._froze:
             gc.freeze()
-        self._rec.__enter__()
+        rec = self._rec
+        if rec.mode == "defer" and rec.trace is None and not rec.queue and _last_trace is not None:
+            rec.trace, rec.trace_plan = _last_trace
+            rec.rpos, rec.qbase, rec.qclean = 0, rec.next_vid, True
+        rec.__enter__()
         # The end of an optimizer step is an iteration boundary: flush there, so every training
         # step is one region and replays one plan.
         self._hook = _optim.register_optimizer_step_post_hook(lambda *a: self._rec.flush("optimizer step"))
@@ -1178,14 +1298,17 @@ class eager:
     def __exit__(self, *exc) -> None:
         # Leaving the block is a sync point. After an exception the ops recorded before it still
         # run (as they would have in torch eager); the exception raised is the user's.
+        global _last_trace
         try:
             if exc[0] is None:
                 self._rec.flush("exit")
+                if self._rec.trace is not None:
+                    _last_trace = (self._rec.trace, self._rec.trace_plan)
             else:
                 try:
                     self._rec.flush("exit")
                 except Exception:  # noqa: BLE001 - the original exception is the one to report
-                    self._rec.queue, self._rec.pending = [], {}
+                    self._rec.queue, self._rec.pending, self._rec.scalars = [], {}, {}
                     self._rec.trace, self._rec.rpos, self._rec.qclean = None, -1, False
         finally:
             self._hook.remove()
