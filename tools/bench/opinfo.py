@@ -896,7 +896,12 @@ class TpuStage(Stage):
             with np.load(npz) as z:
                 inputs = [z[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in z.files))]
             # Eager bfloat16 outputs are stored as float32 (numpy has no bfloat16); compare alike.
-            got = [g.astype(np.float32) if g.dtype.name == "bfloat16" else g for g in xla.run_artifact(art, inputs)]
+            outs = xla.run_artifact(art, inputs)
+            # In-place updates of inputs (functionalized mutations) are extra results; the
+            # references are torch's user outputs.
+            names = xla.output_array_names(json.loads((art / "manifest.json").read_text())["outputs"])
+            outs = [o for n, o in zip(names, outs) if n.startswith("out")]
+            got = [g.astype(np.float32) if g.dtype.name == "bfloat16" else g for g in outs]
         except Exception as exc:  # noqa: BLE001 - XLA's errors are many types
             dt = t_compile + time.monotonic() - t0
             return StageResult(False, f"run: {type(exc).__name__}: {first_line(str(exc))}"[:500], str(exc)[:4000],
