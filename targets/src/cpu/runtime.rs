@@ -353,10 +353,12 @@ impl Program {
         for (si, step) in man.steps.iter().enumerate() {
             let t0 = profile.then(std::time::Instant::now);
             match step {
-                Step::Kernel { name, out, .. } => {
+                Step::Kernel { name, out, also, args } => {
                     let f = self.kernels[name];
                     let outer = shapes[*out].first().copied().unwrap_or(1);
-                    let work: i64 = shapes[*out].iter().product::<i64>().max(1);
+                    // A row group's first root may be a small reduction ([rows]) while its rows
+                    // are long: the work is the largest buffer it reads or writes.
+                    let work: i64 = std::iter::once(out).chain(also).chain(args).map(|&b| shapes[b].iter().product::<i64>()).max().unwrap_or(1).max(1);
                     run_kernel(f, &ptrs, &sym_vals, outer, work);
                 }
                 Step::Gemm(g) => self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), &ptrs, &eval)?,
