@@ -289,6 +289,27 @@ fn run_names_user_outputs_and_input_mutations() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// x @ w.T with w an input (not a weight, so not stored transposed at compile time) and a
+/// product large enough that the runtime repacks w row-major first: against an f64 reference.
+#[test]
+fn gemm_with_a_transposed_input_rhs_matches_reference() {
+    let (m, k, n) = (300usize, 96usize, 700usize);
+    let text = format!(
+        "func.func @main(%x: tensor<{m}x{k}xf32> {{ember.input = \"x\"}}, %w: tensor<{n}x{k}xf32> {{ember.input = \"w\"}}) -> tensor<{m}x{n}xf32> {{\n  %0 = \"ten.transpose\"(%w) {{dims = array<i64: 1, 0>}} : (tensor<{n}x{k}xf32>) -> tensor<{k}x{n}xf32>\n  %1 = \"ten.dot_general\"(%x, %0) {{lhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_batch = array<i64>, rhs_contract = array<i64: 0>}} : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>\n  return %1 : tensor<{m}x{n}xf32>\n}}\n"
+    );
+    let prog = compile_text(&text, "repack");
+    let x: Vec<f32> = (0..m * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0).collect();
+    let w: Vec<f32> = (0..n * k).map(|i| ((i * 53 % 97) as f32 - 48.0) / 31.0).collect();
+    let out = prog.run(&[f32_nd(&[m, k], &x), f32_nd(&[n, k], &w)]).unwrap();
+    let got = f32s(&out[0]);
+    for i in (0..m).step_by(7) {
+        for j in 0..n {
+            let want: f64 = (0..k).map(|p| x[i * k + p] as f64 * w[j * k + p] as f64).sum();
+            assert!((got[i * n + j] as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()), "[{i}, {j}]: got {}, want {want}", got[i * n + j]);
+        }
+    }
+}
+
 fn f32s(t: &HostTensor) -> Vec<f32> {
     assert_eq!(t.dtype, ember_ir::DType::F32);
     f32_values(t)

@@ -93,6 +93,8 @@ pub struct Program {
     dtypes: Vec<DType>,
     /// Temporaries for the last seen shapes, reused by the next call with the same shapes.
     arena: std::sync::Mutex<Option<Arena>>,
+    /// Scratch for a GEMM rhs repacked row-major at run time (see `fn gemm`), kept across calls.
+    pack: std::sync::Mutex<Vec<u64>>,
 }
 
 /// Memory for temporaries: buffers whose lifetimes do not overlap share one slot.
@@ -218,7 +220,7 @@ impl Program {
                 Step::Kernel { .. } | Step::Sort { .. } => Ok(None),
             })
             .collect::<Result<_, String>>()?;
-        Ok(Program { manifest, _lib: lib, kernels, weights, dims, gemm_exprs, dtypes, arena: std::sync::Mutex::new(None) })
+        Ok(Program { manifest, _lib: lib, kernels, weights, dims, gemm_exprs, dtypes, arena: std::sync::Mutex::new(None), pack: std::sync::Mutex::new(Vec::new()) })
     }
 
     /// Binds symbols from input shapes and checks every input against its declared type.
@@ -446,7 +448,27 @@ impl Program {
         }
         let nb = batch.iter().product::<i64>().max(1) as usize;
         let (lcs, lrs, rcs, rrs) = (lstr[g.lhs_contract] as isize, lstr[g.lhs_free] as isize, rstr[g.rhs_free] as isize, rstr[g.rhs_contract] as isize);
-        let (out, lhs, rhs) = (ptrs[g.out] as usize, ptrs[g.lhs.buf] as usize, ptrs[g.rhs.buf] as usize);
+        let (out, lhs, mut rhs) = (ptrs[g.out] as usize, ptrs[g.lhs.buf] as usize, ptrs[g.rhs.buf] as usize);
+        let (mut rcs, mut rrs) = (rcs, rrs);
+        // An rhs read through its transpose (nn.Linear's `x @ W.T` on a weight passed at run time:
+        // eager regions, torch.compile graphs) packs slowly: for large products a row-major copy
+        // costs less than it saves (measured on the GPT-2 block's 512×768×3072: 21.9 → ~11 ms).
+        // Weights known at compile time are stored transposed instead (compiler::cpu).
+        let mut pack = None;
+        if rrs == 1 && rcs as usize >= k && m >= 256 && k * n >= 1 << 16 && rbs.iter().all(|&s| s == 0) {
+            let mut buf = self.pack.lock().unwrap_or_else(|e| e.into_inner());
+            let words = (k * n * es).div_ceil(8);
+            if buf.len() < words {
+                buf.resize(words, 0);
+            }
+            let dst = buf.as_mut_ptr() as usize;
+            match dt {
+                DType::F32 => transpose_rows::<f32>(rhs, rcs, k, n, dst),
+                _ => transpose_rows::<f64>(rhs, rcs, k, n, dst),
+            }
+            (rhs, rcs, rrs) = (dst, 1, n as isize);
+            pack = Some(buf);
+        }
         let one = |bi: usize, par: gemm::Parallelism| {
             let (mut rem, mut lo, mut ro) = (bi as i64, 0i64, 0i64);
             for j in (0..batch.len()).rev() {
@@ -477,6 +499,7 @@ impl Program {
             let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
             (0..nb).for_each(|bi| one(bi, par));
         }
+        drop(pack);
         Ok(())
     }
 }
@@ -532,6 +555,26 @@ fn argsort(dt: DType, shape: &[i64], dim: usize, descending: bool, src: *const u
         d => return Err(format!("sort of {} is not supported by the CPU target yet", d.torch_name())),
     }
     Ok(())
+}
+
+/// dst[r·n + c] = src[c·col_stride + r] for r < k, c < n: the row-major [k, n] copy of a
+/// matrix stored column by column, in 64×64 tiles (both sides stay in L1), tiles split over
+/// rayon's pool by column bands.
+fn transpose_rows<T: Copy + Send + Sync>(src: usize, col_stride: isize, k: usize, n: usize, dst: usize) {
+    use rayon::prelude::*;
+    const B: usize = 64;
+    (0..n.div_ceil(B)).into_par_iter().for_each(|cb| {
+        let (src, dst) = (src as *const T, dst as *mut T);
+        let (c0, c1) = (cb * B, ((cb + 1) * B).min(n));
+        for r0 in (0..k).step_by(B) {
+            let r1 = (r0 + B).min(k);
+            for c in c0..c1 {
+                for r in r0..r1 {
+                    unsafe { *dst.add(r * n + c) = *src.offset(c as isize * col_stride + r as isize) };
+                }
+            }
+        }
+    });
 }
 
 struct Shared(*const *mut u8, *const i64);
