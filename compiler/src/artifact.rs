@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-pub const FORMAT_MAJOR: u32 = 1;
+pub const FORMAT_MAJOR: u32 = 2;
 pub const FORMAT_MINOR: u32 = 0;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -152,7 +152,7 @@ fn reserved_commands_answer_clearly() {
     let out = ember(&dir, &["run", ".", "--inputs", "in.npz", "--outputs", "out.npz"]);
     assert_eq!(out.code, 2);
     insta::assert_snapshot!("run_unknown_format_major", out.render());
-    std::fs::write(dir.join("manifest.json"), r#"{"format_version": "1.0", "target": "trainium"}"#).unwrap();
+    std::fs::write(dir.join("manifest.json"), r#"{"format_version": "2.0", "target": "trainium"}"#).unwrap();
     let out = ember(&dir, &["run", ".", "--inputs", "in.npz", "--outputs", "out.npz"]);
     assert_eq!(out.code, 2);
     insta::assert_snapshot!("run_trainium_without_module", out.render());

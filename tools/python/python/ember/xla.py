@@ -333,8 +333,8 @@ class Artifact:
         except json.JSONDecodeError as exc:
             raise XlaError(f"{path} is malformed: {exc}") from exc
         version = str(self.manifest.get("format_version", ""))
-        if version.split(".")[0] != "1":
-            raise XlaError(f"{path} has format_version {version!r}; this ember.xla reads major 1. Recompile the model.")
+        if version.split(".")[0] != "2":
+            raise XlaError(f"{path} has format_version {version!r}; this ember.xla reads major 2. Recompile the model.")
         target = self.manifest.get("target")
         if target not in ("tpu", "trainium"):
             raise XlaError(f"`{self.dir}` is a {target} artifact; ember.xla runs tpu and trainium artifacts (use `ember run` for cpu)")
