@@ -14,10 +14,11 @@ fn err(msg: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(msg.to_string())
 }
 
-/// Version of the Ember native extension (the workspace crate version).
+/// Version of the Ember native extension: the workspace crate version and the artifact format
+/// major it writes (compile caches key on both, so a format change never reloads old artifacts).
 #[pyfunction]
-fn version() -> &'static str {
-    env!("CARGO_PKG_VERSION")
+fn version() -> String {
+    format!("{}+format{}", env!("CARGO_PKG_VERSION"), ember_compiler::artifact::FORMAT_MAJOR)
 }
 
 /// Imports a .pt2 archive (or model.json) and returns the torch-dialect module as MLIR text.
