@@ -204,23 +204,27 @@ fn inline_math_matches_f64_reference() {
     }
 }
 
-/// Compiles `<stem>.pt2` for the CPU, runs it on the `argN` arrays of `<stem>.npz` and returns the
-/// error (in tolerances, see `close`) of every output against the `outN` arrays.
-fn archive_errors(pt2: &std::path::Path, tag: &str) -> Vec<f64> {
-    let out = std::env::temp_dir().join(format!("ember-{tag}-{}", std::process::id()));
-    let imported = ember_compiler::import_path(pt2).unwrap();
-    ember_compiler::cpu::compile(imported, &out).unwrap_or_else(|e| panic!("{tag}: {e}"));
+/// Compiles `testdata/cpu/<stem>.pt2` for the CPU, runs it on the `argN` arrays of `<stem>.npz`
+/// and asserts every user output is within tolerance (see `close`) of its `outN` array.
+fn assert_archive_matches_eager(stem: &str) {
+    let pt2 = testdata().join(format!("cpu/{stem}.pt2"));
+    let out = std::env::temp_dir().join(format!("ember-{stem}-{}", std::process::id()));
+    let imported = ember_compiler::import_path(&pt2).unwrap();
+    ember_compiler::cpu::compile(imported, &out).unwrap_or_else(|e| panic!("{stem}: {e}"));
     let prog = Program::load(&out).unwrap();
     std::fs::remove_dir_all(&out).unwrap();
     let mut arrays = ember_compiler::npz::read_npz(&pt2.with_extension("npz")).unwrap();
     let args: Vec<HostTensor> = (0..prog.manifest.inputs.len()).map(|i| arrays.remove(&format!("arg{i}")).unwrap()).collect();
-    let outs = prog.run(&args).unwrap_or_else(|e| panic!("{tag}: {e}"));
+    let outs = prog.run(&args).unwrap_or_else(|e| panic!("{stem}: {e}"));
     // In-place updates of inputs are extra results; the archive's references are the user outputs.
     let mutates: Vec<Option<String>> = prog.manifest.outputs.iter().map(|o| o.mutates.clone()).collect();
     let names = ember_compiler::artifact::output_array_names(&mutates);
     let user: Vec<(String, &HostTensor)> = names.into_iter().zip(&outs).filter(|(n, _)| n.starts_with("out")).collect();
-    assert_eq!(user.len(), arrays.len(), "{tag}: output count");
-    user.iter().map(|(n, got)| close(got, &arrays[n]).unwrap_or_else(|e| panic!("{tag} {n}: {e}"))).collect()
+    assert_eq!(user.len(), arrays.len(), "{stem}: output count");
+    for (n, got) in &user {
+        let e = close(got, &arrays[n]).unwrap_or_else(|e| panic!("{stem} {n}: {e}"));
+        assert!(e <= 1.0, "{stem} {n}: error {e:.3} x tolerance");
+    }
 }
 
 /// Convolutions (padding, stride 2, dilation, groups, 1-d, bias), batch norm, max/avg pools
@@ -230,10 +234,7 @@ fn archive_errors(pt2: &std::path::Path, tag: &str) -> Vec<f64> {
 /// (`testdata/cpu/window_ops.py` generates the archive and its references).
 #[test]
 fn window_ops_match_eager() {
-    let errs = archive_errors(&testdata().join("cpu/window_ops.pt2"), "window-ops");
-    for (i, e) in errs.iter().enumerate() {
-        assert!(*e <= 1.0, "window_ops out{i}: error {e:.3} x tolerance");
-    }
+    assert_archive_matches_eager("window_ops");
 }
 
 /// expm1, log2, log10, sinh, cosh, asinh, acosh, atanh, asin, acos, atan, elu/selu/celu on a
@@ -241,20 +242,14 @@ fn window_ops_match_eager() {
 /// functions that behave like x near 0, and cdist for p = 0, 1, 2, 3, inf (`testdata/cpu/math_ops.py`).
 #[test]
 fn math_ops_match_eager() {
-    let errs = archive_errors(&testdata().join("cpu/math_ops.pt2"), "math-ops");
-    for (i, e) in errs.iter().enumerate() {
-        assert!(*e <= 1.0, "math_ops out{i}: error {e:.3} x tolerance");
-    }
+    assert_archive_matches_eager("math_ops");
 }
 
 /// sort/argsort/msort along every dim, both directions, with ties (stable order), NaN, ±inf
 /// and integers, and topk largest/smallest (`testdata/cpu/sort_ops.py`).
 #[test]
 fn sort_ops_match_eager() {
-    let errs = archive_errors(&testdata().join("cpu/sort_ops.pt2"), "sort-ops");
-    for (i, e) in errs.iter().enumerate() {
-        assert!(*e <= 1.0, "sort_ops out{i}: error {e:.3} x tolerance");
-    }
+    assert_archive_matches_eager("sort_ops");
 }
 
 /// fmax/fmin and copysign with NaN and signed zeros, round(decimals) both ways, dist for
@@ -262,10 +257,7 @@ fn sort_ops_match_eager() {
 /// training batch norm with its running-stat outputs (`testdata/cpu/extra_ops.py`).
 #[test]
 fn extra_ops_match_eager() {
-    let errs = archive_errors(&testdata().join("cpu/extra_ops.pt2"), "extra-ops");
-    for (i, e) in errs.iter().enumerate() {
-        assert!(*e <= 1.0, "extra_ops out{i}: error {e:.3} x tolerance");
-    }
+    assert_archive_matches_eager("extra_ops");
 }
 
 /// `ember run` writes user outputs as out0.. and a functionalized in-place update of an input

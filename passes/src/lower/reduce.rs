@@ -328,25 +328,7 @@ pub fn cdist(cx: &mut Cx) -> Lowered {
     let x1 = cx.bcast_in_dim(x1, &full, &place(a.rank(), nb))?;
     let x2 = cx.bcast_in_dim(x2, &full, &place(b.rank(), nb + 1))?;
     let d = cx.emit("ten.sub", vec![x1, x2], vec![])?;
-    let last = [nb + 2];
-    let out = if p == 0.0 {
-        let zero = cx.splat_like(0.0, d)?;
-        let nz = cx.compare("NE", d, zero)?;
-        let nz = cx.convert(nz, t.dtype)?;
-        cx.reduce(nz, "sum", &last)?
-    } else if p.is_infinite() {
-        let ad = cx.unary("ten.abs", d)?;
-        cx.reduce(ad, "max", &last)?
-    } else if p == 2.0 {
-        let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
-        let s = cx.reduce(sq, "sum", &last)?;
-        cx.unary("ten.sqrt", s)?
-    } else {
-        let ad = cx.unary("ten.abs", d)?;
-        let powd = if p == 1.0 { ad } else { cx.binary_scalar("ten.pow", ad, p)? };
-        let s = cx.reduce(powd, "sum", &last)?;
-        if p == 1.0 { s } else { cx.binary_scalar("ten.pow", s, 1.0 / p)? }
-    };
+    let out = p_norm(cx, d, p, &[nb + 2], t.dtype)?;
     Ok(Some(vec![cx.reshape(out, &t.dims)?]))
 }
 
@@ -430,8 +412,30 @@ pub fn batch_norm_train(cx: &mut Cx, name: &str) -> Lowered {
     Ok(Some(outs))
 }
 
-/// dist: the p-norm of self - other over every element (broadcast), a 0-d result: p = 0 counts
-/// nonzeros, ±inf takes the largest/smallest |d|, others (Σ|d|ᵖ)^(1/p).
+/// The p-norm of `d` over `dims` (cdist and dist): p = 0 counts nonzeros, ±inf takes the
+/// largest/smallest |d|, 1 and 2 need no pow, others (Σ|d|ᵖ)^(1/p).
+fn p_norm(cx: &mut Cx, d: ember_ir::Value, p: f64, dims: &[usize], dtype: ember_ir::DType) -> Result<ember_ir::Value, String> {
+    if p == 0.0 {
+        let zero = cx.splat_like(0.0, d)?;
+        let nz = cx.compare("NE", d, zero)?;
+        let nz = cx.convert(nz, dtype)?;
+        return cx.reduce(nz, "sum", dims);
+    }
+    if p == 2.0 {
+        let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
+        let s = cx.reduce(sq, "sum", dims)?;
+        return cx.unary("ten.sqrt", s);
+    }
+    let ad = cx.unary("ten.abs", d)?;
+    if p.is_infinite() {
+        return cx.reduce(ad, if p > 0.0 { "max" } else { "min" }, dims);
+    }
+    let powd = if p == 1.0 { ad } else { cx.binary_scalar("ten.pow", ad, p)? };
+    let s = cx.reduce(powd, "sum", dims)?;
+    if p == 1.0 { Ok(s) } else { cx.binary_scalar("ten.pow", s, 1.0 / p) }
+}
+
+/// dist: the p-norm of self - other over every element (broadcast), a 0-d result.
 pub fn dist(cx: &mut Cx) -> Lowered {
     let t = cx.out(0)?;
     let (a, b) = (cx.arg("self")?, cx.arg("other")?);
@@ -441,21 +445,7 @@ pub fn dist(cx: &mut Cx) -> Lowered {
     let b = cx.coerce(b, t.dtype, &shape)?;
     let d = cx.emit("ten.sub", vec![a, b], vec![])?;
     let all: Vec<usize> = (0..shape.len()).collect();
-    let ad = cx.unary("ten.abs", d)?;
-    let out = if p == 0.0 {
-        let zero = cx.splat_like(0.0, d)?;
-        let nz = cx.compare("NE", d, zero)?;
-        let nz = cx.convert(nz, t.dtype)?;
-        cx.reduce(nz, "sum", &all)?
-    } else if p.is_infinite() {
-        cx.reduce(ad, if p > 0.0 { "max" } else { "min" }, &all)?
-    } else if p == 1.0 {
-        cx.reduce(ad, "sum", &all)?
-    } else {
-        let powd = if p == 2.0 { cx.emit("ten.mul", vec![ad, ad], vec![])? } else { cx.binary_scalar("ten.pow", ad, p)? };
-        let s = cx.reduce(powd, "sum", &all)?;
-        if p == 2.0 { cx.unary("ten.sqrt", s)? } else { cx.binary_scalar("ten.pow", s, 1.0 / p)? }
-    };
+    let out = p_norm(cx, d, p, &all, t.dtype)?;
     Ok(Some(vec![cx.reshape(out, &t.dims)?]))
 }
 
