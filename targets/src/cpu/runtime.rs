@@ -449,6 +449,28 @@ impl Program {
         let nb = batch.iter().product::<i64>().max(1) as usize;
         let (lcs, lrs, rcs, rrs) = (lstr[g.lhs_contract] as isize, lstr[g.lhs_free] as isize, rstr[g.rhs_free] as isize, rstr[g.rhs_contract] as isize);
         let (out, lhs, mut rhs) = (ptrs[g.out] as usize, ptrs[g.lhs.buf] as usize, ptrs[g.rhs.buf] as usize);
+        if !matches!(dt, DType::F32 | DType::F64) {
+            return Err(format!("matmul in {} is not supported by the CPU target yet", dt.torch_name()));
+        }
+        let threads = rayon::current_num_threads();
+        let fits_i32 = [m, n, k].iter().all(|&d| d <= i32::MAX as usize);
+        if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32) {
+            if let (Some(a), Some(b)) = (BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n)) {
+                let (batch, lbs, rbs) = (&batch, &lbs, &rbs);
+                let part = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
+                    let (lo, ro) = batch_offsets(bi, batch, lbs, rbs);
+                    let (lo, ro) = (lo + rows.start as isize * lrs, ro + cols.start as isize * rcs);
+                    let oo = bi * m * n + rows.start * n + cols.start;
+                    // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb).
+                    unsafe {
+                        let (l, r) = ((lhs as *const u8).offset(lo * es as isize), (rhs as *const u8).offset(ro * es as isize));
+                        blas.run(dt, rows.len(), cols.len(), k, l, a, r, b, (out as *mut u8).add(oo * es), n);
+                    }
+                };
+                blas.split(nb, m, n, k, threads, part);
+                return Ok(());
+            }
+        }
         let (mut rcs, mut rrs) = (rcs, rrs);
         // An rhs read through its transpose (nn.Linear's `x @ W.T` on a weight passed at run time:
         // eager regions, torch.compile graphs) packs slowly: for large products a row-major copy
@@ -470,26 +492,16 @@ impl Program {
             pack = Some(buf);
         }
         let one = |bi: usize, par: gemm::Parallelism| {
-            let (mut rem, mut lo, mut ro) = (bi as i64, 0i64, 0i64);
-            for j in (0..batch.len()).rev() {
-                let ix = rem % batch[j];
-                rem /= batch[j];
-                lo += ix * lbs[j];
-                ro += ix * rbs[j];
-            }
+            let (lo, ro) = batch_offsets(bi, &batch, &lbs, &rbs);
             let oo = bi * m * n;
             unsafe {
-                let (dst, lhs, rhs) = ((out as *mut u8).add(oo * es), (lhs as *const u8).offset(lo as isize * es as isize), (rhs as *const u8).offset(ro as isize * es as isize));
+                let (dst, lhs, rhs) = ((out as *mut u8).add(oo * es), (lhs as *const u8).offset(lo * es as isize), (rhs as *const u8).offset(ro * es as isize));
                 match dt {
                     DType::F32 => gemm::gemm(m, n, k, dst as *mut f32, 1, n as isize, false, lhs as *const f32, lcs, lrs, rhs as *const f32, rcs, rrs, 0.0f32, 1.0f32, false, false, false, par),
                     _ => gemm::gemm(m, n, k, dst as *mut f64, 1, n as isize, false, lhs as *const f64, lcs, lrs, rhs as *const f64, rcs, rrs, 0.0f64, 1.0f64, false, false, false, par),
                 }
             }
         };
-        if !matches!(dt, DType::F32 | DType::F64) {
-            return Err(format!("matmul in {} is not supported by the CPU target yet", dt.torch_name()));
-        }
-        let threads = rayon::current_num_threads();
         if nb > 1 && threads > 1 && (nb % threads == 0 || nb >= 4 * threads) {
             // Many small products (attention's per-head GEMMs): one per task, no split inside,
             // so the pool synchronizes once instead of once per product.
@@ -501,6 +513,138 @@ impl Program {
         }
         drop(pack);
         Ok(())
+    }
+}
+
+/// Element offsets of product `bi`'s lhs and rhs in a batched GEMM (batch dims row-major).
+fn batch_offsets(bi: usize, batch: &[i64], lbs: &[i64], rbs: &[i64]) -> (isize, isize) {
+    let (mut rem, mut lo, mut ro) = (bi as i64, 0i64, 0i64);
+    for j in (0..batch.len()).rev() {
+        let ix = rem % batch[j];
+        rem /= batch[j];
+        lo += ix * lbs[j];
+        ro += ix * rbs[j];
+    }
+    (lo as isize, ro as isize)
+}
+
+/// A Fortran-interface BLAS GEMM (`sgemm_`/`dgemm_`, LP64): column-major, arguments by pointer.
+type FortranGemm<T> = unsafe extern "C" fn(*const u8, *const u8, *const i32, *const i32, *const i32, *const T, *const T, *const i32, *const T, *const i32, *const T, *mut T, *const i32);
+
+/// The BLAS of the process Ember runs in, when it registered one (`set_host_blas`).
+pub struct HostBlas {
+    sgemm: FortranGemm<f32>,
+    dgemm: FortranGemm<f64>,
+    /// Sets the calling thread's BLAS thread count (MKL's `MKL_Set_Num_Threads_Local`).
+    threads_local: Option<unsafe extern "C" fn(i32) -> i32>,
+}
+
+static HOST_BLAS: std::sync::OnceLock<HostBlas> = std::sync::OnceLock::new();
+
+/// Registers the process's BLAS for GEMM steps. Inside a PyTorch process that is torch's own
+/// (MKL on x86), which is faster than the `gemm` crate and reads transposed operands in place.
+/// With `threads_local` (0 for none) every call runs single-threaded on rayon's pool, split
+/// over its threads: a BLAS thread pool of its own (OpenMP) spins after each call and slows the
+/// kernels that follow on rayon's threads. Returns false when one was registered already.
+///
+/// # Safety
+/// `sgemm` and `dgemm` must be the addresses of LP64 Fortran-interface `sgemm_` and `dgemm_`,
+/// and `threads_local` 0 or that of a C `int f(int)` setting the calling thread's BLAS thread
+/// count, all staying loaded for the life of the process.
+pub unsafe fn set_host_blas(sgemm: usize, dgemm: usize, threads_local: usize) -> bool {
+    let blas = unsafe {
+        HostBlas {
+            sgemm: std::mem::transmute::<usize, FortranGemm<f32>>(sgemm),
+            dgemm: std::mem::transmute::<usize, FortranGemm<f64>>(dgemm),
+            threads_local: (threads_local != 0).then(|| std::mem::transmute::<usize, unsafe extern "C" fn(i32) -> i32>(threads_local)),
+        }
+    };
+    HOST_BLAS.set(blas).is_ok()
+}
+
+/// Whether GEMM steps run on a registered host BLAS.
+pub fn host_blas() -> bool {
+    HOST_BLAS.get().is_some()
+}
+
+/// How a row-major-indexed matrix operand [rows, cols] with strides (rs, cs) is read by a
+/// column-major BLAS as its transpose [cols, rows]: untransposed when rows are contiguous in
+/// memory (cs = 1), transposed when columns are (rs = 1). None for any other layout.
+#[derive(Clone, Copy)]
+struct BlasOperand {
+    trans: u8,
+    ld: i32,
+}
+
+impl BlasOperand {
+    fn of(rs: isize, cs: isize, rows: usize, cols: usize) -> Option<BlasOperand> {
+        let fits = |ld: isize, min: usize| ld >= min.max(1) as isize && ld <= i32::MAX as isize;
+        if cs == 1 && fits(rs, cols) {
+            Some(BlasOperand { trans: b'N', ld: rs as i32 })
+        } else if rs == 1 && fits(cs, rows) {
+            Some(BlasOperand { trans: b'T', ld: cs as i32 })
+        } else if rows == 1 && cs == 1 {
+            Some(BlasOperand { trans: b'N', ld: cols.max(1) as i32 })
+        } else if cols == 1 && rs == 1 {
+            Some(BlasOperand { trans: b'T', ld: rows.max(1) as i32 })
+        } else {
+            None
+        }
+    }
+}
+
+impl HostBlas {
+    /// Runs `part(product, rows, cols)` over `nb` products of [m, n] (contraction k): whole
+    /// products per rayon task when there are several, else each product's rows or columns
+    /// split over the pool, every call single-threaded. Without `threads_local` the BLAS
+    /// threads itself and every product runs on the calling thread.
+    fn split(&self, nb: usize, m: usize, n: usize, k: usize, threads: usize, part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync) {
+        use rayon::prelude::*;
+        let Some(local) = self.threads_local.filter(|_| threads > 1 && nb * m * n * k >= 1 << 18) else {
+            (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
+            return;
+        };
+        // SAFETY: `set_host_blas`'s contract; a thread-local setting, idempotent.
+        let single = || unsafe { local(1) };
+        if nb >= threads {
+            (0..nb).into_par_iter().for_each(|bi| {
+                single();
+                part(bi, 0..m, 0..n)
+            });
+            return;
+        }
+        // Split the longer side into blocks of 16 (whole vector registers), 2 per thread.
+        let (len, by_rows) = if n >= m { (n, false) } else { (m, true) };
+        let per = len.div_ceil(2 * threads).div_ceil(16) * 16;
+        let blocks = len.div_ceil(per);
+        (0..nb * blocks).into_par_iter().for_each(|t| {
+            single();
+            let (bi, c) = (t / blocks, t % blocks);
+            let r = c * per..((c + 1) * per).min(len);
+            if by_rows {
+                part(bi, r, 0..n)
+            } else {
+                part(bi, 0..m, r)
+            }
+        });
+    }
+
+    /// dst[m, n] (row-major, row stride ldd) = lhs[m, k] · rhs[k, n]. Column-major BLAS computes
+    /// the transpose, dstᵀ[n, m] = rhsᵀ · lhsᵀ, and a row-major matrix is its transpose
+    /// column-major.
+    ///
+    /// # Safety
+    /// The pointers must address the operands as `a` and `b` describe, and `dst` m rows of ldd.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run(&self, dt: DType, m: usize, n: usize, k: usize, lhs: *const u8, a: BlasOperand, rhs: *const u8, b: BlasOperand, dst: *mut u8, ldd: usize) {
+        let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+        let ldc = ldd.max(1) as i32;
+        unsafe {
+            match dt {
+                DType::F32 => (self.sgemm)(&b.trans, &a.trans, &ni, &mi, &ki, &1.0f32, rhs as *const f32, &b.ld, lhs as *const f32, &a.ld, &0.0f32, dst as *mut f32, &ldc),
+                _ => (self.dgemm)(&b.trans, &a.trans, &ni, &mi, &ki, &1.0f64, rhs as *const f64, &b.ld, lhs as *const f64, &a.ld, &0.0f64, dst as *mut f64, &ldc),
+            }
+        }
     }
 }
 

@@ -153,6 +153,25 @@ fn eager_meta((shape, dtype): (Vec<i64>, String)) -> PyResult<ember_compiler::ea
     Ok(ember_compiler::eager::Meta { shape, dtype: DType::from_mlir_name(&dtype).ok_or_else(|| err(format!("unknown dtype `{dtype}`")))? })
 }
 
+/// Registers the process's BLAS for the CPU runtime's GEMM steps: addresses of LP64 Fortran
+/// `sgemm_` and `dgemm_`, and of a C `int f(int)` setting the calling thread's BLAS thread
+/// count (0 for none). False when one was registered before. The caller vouches for the
+/// addresses: `ember._use_torch_blas` passes torch's own, found by name in its loaded library.
+#[pyfunction]
+fn set_host_blas(sgemm: usize, dgemm: usize, threads_local: usize) -> PyResult<bool> {
+    if sgemm == 0 || dgemm == 0 {
+        return Err(err("set_host_blas: null function address"));
+    }
+    // SAFETY: see the doc comment; the library stays loaded while torch is.
+    Ok(unsafe { ember_targets::cpu::set_host_blas(sgemm, dgemm, threads_local) })
+}
+
+/// Whether the CPU runtime's GEMM steps run on a registered host BLAS.
+#[pyfunction]
+fn host_blas() -> bool {
+    ember_targets::cpu::host_blas()
+}
+
 /// Whether Ember's torch dialect defines an ATen op (`aten.add.Tensor`).
 #[pyfunction]
 fn eager_op_known(target: &str) -> bool {
@@ -270,6 +289,8 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Program>()?;
     m.add_class::<EagerPlans>()?;
     m.add_function(wrap_pyfunction!(eager_op_known, m)?)?;
+    m.add_function(wrap_pyfunction!(set_host_blas, m)?)?;
+    m.add_function(wrap_pyfunction!(host_blas, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -449,3 +449,46 @@ def test_detached_values_alias_their_source() -> None:
     for a, b in zip(ref, got):
         torch.testing.assert_close(b, a, rtol=RTOL, atol=ATOL)
     assert after["ops_aliased"] - before["ops_aliased"] == 3, (before, after)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gemm_layouts_on_the_host_blas(dtype: torch.dtype) -> None:
+    # Inside a torch process the runtime's GEMMs run on torch's BLAS: every operand layout
+    # (row- or column-major lhs and rhs), batched and broadcast products, and products split
+    # over the pool by rows (m > n) or by columns, sizes not multiples of the 16-wide blocks.
+    assert ember._native().host_blas(), "torch's BLAS was not registered with the CPU runtime"
+    torch.manual_seed(0)
+    cases = [
+        lambda a, b, c: a @ b,  # m > n: split by rows
+        lambda a, b, c: a.t() @ b,
+        lambda a, b, c: a @ c.t(),
+        lambda a, b, c: a.t() @ c.t(),
+        lambda a, b, c: torch.stack([a, a * 2]) @ b,  # rhs broadcast over the batch
+        lambda a, b, c: torch.bmm(torch.stack([a, -a]), torch.stack([b, b + 1])),
+        lambda a, b, c: torch.stack([a, -a]).transpose(1, 2) @ torch.stack([c, c]).transpose(1, 2),
+        lambda a, b, c: b.t() @ a.t(),  # n > m: split by columns
+    ]
+    a, b, c = torch.randn(150, 150, dtype=dtype), torch.randn(150, 70, dtype=dtype), torch.randn(70, 150, dtype=dtype)
+    for i, f in enumerate(cases):
+        want = f(a, b, c)
+        with torch.no_grad(), ember.eager():
+            got = f(a + 0, b + 0, c + 0).cpu()
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4, msg=lambda m: f"case {i}: {m}")
+
+
+def test_attention_matches_eager_with_its_layouts() -> None:
+    # scaled_dot_product_attention is recorded by Ember's own decomposition: the output is laid
+    # out as q (the CPU kernel's `empty_like`) and the log-sum-exp matches the kernel's.
+    torch.manual_seed(0)
+    qkv = torch.randn(2, 9, 3 * 12)
+    sdpa = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    for causal in (False, True):
+        qs = [t.view(2, 9, 3, 4).transpose(1, 2) for t in qkv.split(12, dim=2)]
+        want = sdpa(*qs, is_causal=causal)
+        with torch.no_grad(), ember.eager():
+            x = qkv + 0
+            got = sdpa(*[t.view(2, 9, 3, 4).transpose(1, 2) for t in x.split(12, dim=2)], is_causal=causal)
+            got = [t.cpu() for t in got]
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+            assert g.stride() == w.stride()

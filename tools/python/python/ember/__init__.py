@@ -24,12 +24,43 @@ _BUILD_HINT = (
 )
 
 
+_blas_checked = False
+
+
 def _native() -> Any:
+    global _blas_checked
     try:
         from . import _ember
     except ImportError as exc:  # pragma: no cover - depends on the build state
         raise ImportError(f"{_BUILD_HINT} ({exc})") from exc
+    if not _blas_checked:
+        _blas_checked = True
+        _use_torch_blas(_ember)
     return _ember
+
+
+def _use_torch_blas(ext: Any) -> None:
+    """Inside a PyTorch process, the CPU runtime's GEMMs run on torch's own BLAS (MKL on x86,
+    exported by ``libtorch_cpu``): torch's speed on its OpenMP threads, rather than the bundled
+    ``gemm`` crate in a second thread pool competing with torch's. ``EMBER_HOST_BLAS=0`` keeps
+    the ``gemm`` crate (the CLI always uses it)."""
+    import os
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or os.environ.get("EMBER_HOST_BLAS", "1") == "0":
+        return
+    import ctypes
+
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+    try:
+        # RTLD_NOLOAD: the copy torch already loaded, never a second one.
+        h = ctypes.CDLL(lib, mode=os.RTLD_NOLOAD)
+        sgemm, dgemm = (ctypes.cast(getattr(h, f), ctypes.c_void_p).value for f in ("sgemm_", "dgemm_"))
+    except (OSError, AttributeError):
+        return  # another build of torch (no MKL symbols): the gemm crate stays
+    local = getattr(h, "MKL_Set_Num_Threads_Local", None)
+    ext.set_host_blas(sgemm, dgemm, ctypes.cast(local, ctypes.c_void_p).value if local is not None else 0)
 
 
 def __getattr__(name: str) -> Any:
