@@ -498,3 +498,15 @@ def test_attention_matches_eager_with_its_layouts() -> None:
         for g, w in zip(got, want):
             torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
             assert g.stride() == w.stride()
+
+
+def test_replay_tells_signed_zeros_apart() -> None:
+    # A non-tensor float argument is compiled into the region: -0.0 and 0.0 give different
+    # results (the sign of leaky_relu's zero on negative inputs), so replay must not match them.
+    x = -torch.rand(8) - 0.5
+    slopes = (0.0, -0.0, 0.0, -0.0)
+    want = [torch.signbit(F.leaky_relu(x, s)) for s in slopes]
+    with ember.eager():
+        got = [F.leaky_relu(x + 0, s).cpu() for s in slopes]  # one region each: later ones replay
+    for s, g, w in zip(slopes, got, want):
+        assert torch.equal(torch.signbit(g), w), s

@@ -1356,9 +1356,11 @@ def _tag(v):
 
 def _replay_key(v):
     """What `==` leaves out when `_replay` compares non-tensor arguments: 1, 1.0 and True differ
-    in the compiled code."""
+    in the compiled code, and so do 0.0 and -0.0."""
     if isinstance(v, (list, tuple)):
-        return (type(v), tuple(map(type, v)))
+        return (type(v), tuple(_replay_key(x) for x in v))
+    if type(v) is float and v == 0.0:
+        return (float, math.copysign(1.0, v))
     return type(v)
 
 
