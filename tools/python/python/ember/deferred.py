@@ -226,7 +226,7 @@ class _Ref:
 
 
 class _Op:
-    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "file", "line", "sig", "expect", "root", "base")
+    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "hidden", "file", "line", "sig", "expect", "root", "base")
 
 
 def _shift(x, d: int):
@@ -744,13 +744,14 @@ class _Recorder(TorchDispatchMode):
         key_t = tuple(key)
         cached = self.meta_cache.get(key_t)
         if cached is None:
-            descs = self._infer(func, pos, kw)
-            if descs is None:  # a result dtype Ember does not model
+            inferred = self._infer(func, s, pos, kw)
+            if inferred is None:  # a result dtype Ember does not model
                 return self._eager(func, s, args, kwargs)
-            cached = self.meta_cache[key_t] = (descs, [(list(d[0]), _DTYPES[d[2]]) for d in descs])
+            descs, hidden = inferred
+            cached = self.meta_cache[key_t] = (descs, [(list(d[0]), _DTYPES[d[2]]) for d in descs], hidden)
         op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
         op.root, op.base = op, base
-        op.descs, op.native_outs = cached
+        op.descs, op.native_outs, op.hidden = cached
         op.outs = [self._new_vid(d) for d in op.descs]
         if not self._lowers(op):
             return self._record(func, s, args, kwargs)  # now decomposed or run eagerly
@@ -837,7 +838,7 @@ class _Recorder(TorchDispatchMode):
         op.func, op.target, op.file, op.line = func, tr.target, tr.file, tr.line
         op.pos = op.kw = op.spec = None
         op.ins, op.root, op.base = ins, tr.root, base
-        op.descs, op.native_outs, op.sig, op.expect = descs, tr.native_outs, tr.sig, tr.expect
+        op.descs, op.native_outs, op.hidden, op.sig, op.expect = descs, tr.native_outs, tr.hidden, tr.sig, tr.expect
         n = self.next_vid
         op.outs = outs = list(range(n, n + len(descs)))
         self.next_vid = n + len(descs)
@@ -867,6 +868,8 @@ class _Recorder(TorchDispatchMode):
             w = _new_wrapper(DeferredTensor, d, v, self, alias)
             wrappers.append(weakref.ref(w))
             outs.append(w)
+        if op.hidden is not None:
+            outs = [None if h else w for w, h in zip(outs, op.hidden)]
         if view_of is not None:
             for i, w in enumerate(outs):
                 w._view = (view_of, i if len(outs) > 1 else None)
@@ -891,8 +894,11 @@ class _Recorder(TorchDispatchMode):
                 return x
         return self._record(aten._to_copy.default, _schema(aten._to_copy.default), (x,), {"dtype": dtype or x.dtype})
 
-    def _infer(self, func, pos, kw):
-        """Result metas from torch's meta kernels: a bad op raises here, at the user's line."""
+    def _infer(self, func, s: _Schema, pos, kw):
+        """Result metas from torch's meta kernels (a bad op raises here, at the user's line), and
+        which results the op leaves out (None: all present). An `output_mask` that drops results
+        (a backward op's unneeded gradients) hides them: the region gets their metas as if they
+        were computed, nobody can read them, and flushes drop them."""
 
         def meta(x):
             if isinstance(x, _Ref):
@@ -902,12 +908,27 @@ class _Recorder(TorchDispatchMode):
                 return [meta(y) for y in x]
             return x
 
-        with _disable_current_modes():
-            out = func(*[meta(p) for p in pos], **{k: meta(v) for k, v in kw.items()})
-        outs = out if isinstance(out, (tuple, list)) else (out,)
+        def run(pos, kw):
+            with _disable_current_modes():
+                out = func(*[meta(p) for p in pos], **{k: meta(v) for k, v in kw.items()})
+            return out if isinstance(out, (tuple, list)) else (out,)
+
+        outs = run(pos, kw)
+        hidden = None
+        if any(o is None for o in outs):
+            names = [p[0] for p in s.params]
+            if "output_mask" not in names:
+                return None
+            hidden = tuple(o is None for o in outs)
+            full = [True] * len(outs)
+            if "output_mask" in kw:
+                outs = run(pos, dict(kw, output_mask=full))
+            else:
+                i = names.index("output_mask")
+                outs = run([full if j == i else p for j, p in enumerate(pos)], kw)
         if any(o.dtype not in _DTYPES for o in outs):
             return None
-        return tuple((tuple(o.shape), o.stride(), o.dtype) for o in outs)
+        return tuple((tuple(o.shape), o.stride(), o.dtype) for o in outs), hidden
 
     def _note_unsupported(self, target: str) -> None:
         if target not in self.warned:
@@ -1244,6 +1265,37 @@ def _threshold_backward(op, grad, x, threshold):
     return op(aten.where.self, op(aten.le.Scalar, x, threshold), zero, grad)
 
 
+def _flatten(op, x, start_dim=0, end_dim=-1):
+    n = x.dim()
+    if n == 0:
+        return op(aten.reshape.default, x, [1])
+    s, e = start_dim % n, end_dim % n
+    if s == e:
+        return x  # torch returns the tensor itself
+    return op(aten.reshape.default, x, list(x.shape[:s]) + [math.prod(x.shape[s : e + 1])] + list(x.shape[e + 1 :]))
+
+
+def _conj_physical(op, x):
+    return NotImplemented if x.is_complex() else op(aten.clone.default, x)
+
+
+def _native_batch_norm(op, x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """`native_batch_norm` (what BatchNorm modules dispatch to) as its functional forms: training
+    with running stats updates them through pending in-place copies, as the kernel writes them
+    in place."""
+    if not training:
+        if running_mean is None or running_var is None:
+            return NotImplemented  # torch raises its own error
+        return op(aten._native_batch_norm_legit_no_training.default, x, weight, bias, running_mean, running_var, momentum, eps)
+    if running_mean is None or running_var is None:
+        return op(aten._native_batch_norm_legit.no_stats, x, weight, bias, True, momentum, eps)
+    out, mean, rstd, new_mean, new_var = op(aten._native_batch_norm_legit_functional.default, x, weight, bias, running_mean, running_var, True, momentum, eps)
+    rec = op.__self__  # `op` is the recorder's bound `_op`: the in-place copies go through its handler
+    rec.__torch_dispatch__(aten.copy_.default, (), (running_mean, new_mean), {})
+    rec.__torch_dispatch__(aten.copy_.default, (), (running_var, new_var), {})
+    return out, mean, rstd
+
+
 def _t(op, x):
     return op(aten.transpose.int, x, 0, 1) if x.dim() == 2 else op(aten.alias.default, x)
 
@@ -1310,6 +1362,9 @@ _FAST = {
     "aten.mse_loss_backward.default": _mse_loss_backward,
     "aten.threshold_backward.default": _threshold_backward,
     "aten.t.default": _t,
+    "aten.flatten.using_ints": _flatten,
+    "aten.conj_physical.default": _conj_physical,
+    "aten.native_batch_norm.default": _native_batch_norm,
 }
 
 
