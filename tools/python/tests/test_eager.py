@@ -498,6 +498,18 @@ def test_attention_matches_eager_with_its_layouts() -> None:
         for g, w in zip(got, want):
             torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
             assert g.stride() == w.stride()
+        # The backward from the saved output and log-sum-exp, with the kernel's gradient layout.
+        grad = torch.randn(2, 3, 9, 4)
+        want = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(grad, *qs, *want, 0.0, causal)
+        with torch.no_grad(), ember.eager():
+            x = qkv + 0
+            qd = [t.view(2, 9, 3, 4).transpose(1, 2) for t in x.split(12, dim=2)]
+            out = sdpa(*qd, is_causal=causal)
+            got = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(grad + 0, *qd, *out, 0.0, causal)
+            got = [t.cpu() for t in got]
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+            assert g.stride() == w.stride()
 
 
 def test_replay_tells_signed_zeros_apart() -> None:
@@ -556,8 +568,8 @@ def test_transformer_training_matches_eager() -> None:
         sched = torch.optim.lr_scheduler.StepLR(opt, 2, gamma=0.5)
         x, y = torch.randn(4, 7, 32), torch.tensor([0, 3, 1, 4])
         losses = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             with ctx():
                 for _ in range(4):
                     opt.zero_grad()
@@ -567,6 +579,8 @@ def test_transformer_training_matches_eager() -> None:
                     opt.step()
                     sched.step()
                     losses.append(loss.detach())
+        # Attention and its backward are recorded (Ember's decompositions), not left to torch.
+        assert not [w for w in caught if "scaled_dot_product" in str(w.message)], [str(w.message) for w in caught]
         return [l.cpu() for l in losses]
 
     # Adam turns rounding-level gradient differences into visible parameter differences (torch's

@@ -1320,12 +1320,7 @@ def _sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, sc
     kt = op(aten.reshape.default, op(aten.mul.Scalar, op(aten.transpose.int, k, -2, -1), sf), [n * h, e, S])
     scores = op(aten.view.default, op(aten.bmm.default, qs, kt), [n, h, L, S])
     if is_causal:
-        key = (L, S, q.dtype)
-        mask = _causal_masks.get(key)
-        if mask is None:
-            keep = torch.ones(L, S, dtype=torch.bool).tril()
-            mask = _causal_masks[key] = torch.zeros(L, S, dtype=q.dtype).masked_fill(keep.logical_not(), float("-inf"))
-        scores = op(aten.add.Tensor, scores, mask)
+        scores = op(aten.add.Tensor, scores, _causal_mask(L, S, q.dtype))
     probs = op(aten._softmax.default, scores, -1, False)
     out = op(aten.bmm.default, op(aten.reshape.default, probs, [n * h, L, S]), op(aten.reshape.default, v, [n * h, S, e]))
     out = op(aten.view.default, out, [n, h, L, e])
@@ -1338,6 +1333,49 @@ def _sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, sc
     # [N, H, L] in the kernel's [N, L, H] memory order.
     lse = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, op(aten.view.default, lse, [n, h, L]), [0, 2, 1])), [0, 2, 1])
     return out, lse
+
+
+def _sdpa_cpu_backward(op, grad, q, k, v, out, lse, dropout_p, is_causal, *, attn_mask=None, scale=None):
+    """Gradients of `_sdpa_cpu` from the saved output and log-sum-exp (probabilities recomputed
+    as exp(s − lse)): dv = pᵀ·g, ds = p·(g·vᵀ − rowsum(g·out)), dq = ds·k·scale, dk = dsᵀ·q·scale,
+    laid out as the CPU kernel's (its [N, L, H, E] memory order)."""
+    if dropout_p != 0.0 or attn_mask is not None or q.dim() != 4 or k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]:
+        return NotImplemented
+    n, h, L, e = q.shape
+    S = k.shape[2]
+    sc = scale if scale is not None else 1.0 / math.sqrt(e)
+
+    def flat(x, rows):
+        return op(aten.reshape.default, x, [n * h, rows, e])
+
+    q3, k3, v3, g3, o3 = flat(q, L), flat(k, S), flat(v, S), flat(grad, L), flat(out, L)
+    scores = op(aten.mul.Scalar, op(aten.view.default, op(aten.bmm.default, q3, op(aten.transpose.int, k3, 1, 2)), [n, h, L, S]), sc)
+    if is_causal:
+        scores = op(aten.add.Tensor, scores, _causal_mask(L, S, q.dtype))
+    probs = op(aten.exp.default, op(aten.sub.Tensor, scores, op(aten.reshape.default, lse, [n, h, L, 1])))
+    p3 = op(aten.reshape.default, probs, [n * h, L, S])
+    dv = op(aten.bmm.default, op(aten.transpose.int, p3, 1, 2), g3)
+    dp = op(aten.bmm.default, g3, op(aten.transpose.int, v3, 1, 2))
+    rowdot = op(aten.sum.dim_IntList, op(aten.mul.Tensor, g3, o3), [-1], True)
+    ds = op(aten.mul.Tensor, p3, op(aten.sub.Tensor, dp, rowdot))
+    dq = op(aten.mul.Scalar, op(aten.bmm.default, ds, k3), sc)
+    dk = op(aten.mul.Scalar, op(aten.bmm.default, op(aten.transpose.int, ds, 1, 2), q3), sc)
+
+    def laid_out(x, rows):
+        x = op(aten.permute.default, op(aten.view.default, x, [n, h, rows, e]), [0, 2, 1, 3])
+        return op(aten.permute.default, op(aten.clone.default, x), [0, 2, 1, 3])
+
+    return laid_out(dq, L), laid_out(dk, S), laid_out(dv, S)
+
+
+def _causal_mask(L: int, S: int, dtype) -> torch.Tensor:
+    """The additive causal mask (0 on and below the diagonal, -inf above) of torch's math path."""
+    key = (L, S, dtype)
+    mask = _causal_masks.get(key)
+    if mask is None:
+        keep = torch.ones(L, S, dtype=torch.bool).tril()
+        mask = _causal_masks[key] = torch.zeros(L, S, dtype=dtype).masked_fill(keep.logical_not(), float("-inf"))
+    return mask
 
 
 _like_orders: dict = {}
@@ -1355,6 +1393,7 @@ def _like_order(t) -> list[int]:
 
 _FAST = {
     "aten._scaled_dot_product_flash_attention_for_cpu.default": _sdpa_cpu,
+    "aten._scaled_dot_product_flash_attention_for_cpu_backward.default": _sdpa_cpu_backward,
     "aten.lerp.Scalar": _lerp,
     "aten.addcmul.default": _addcmul,
     "aten.addcdiv.default": _addcdiv,
