@@ -1296,6 +1296,34 @@ def _native_batch_norm(op, x, weight, bias, running_mean, running_var, training,
     return out, mean, rstd
 
 
+def _convolution_backward(op, grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
+    """Gradients of an ungrouped, untransposed convolution as convolutions: the input's is the
+    transposed convolution of the gradient with the same weight (output_padding restoring the
+    input size), the weight's a convolution of the input with the gradient over the batch
+    (batch and channels swapped, stride and dilation exchanged, cut to the kernel size), the
+    bias's a sum. Other forms run with torch."""
+    if transposed or groups != 1:
+        return NotImplemented
+    nd = x.dim() - 2
+    stride, padding, dilation = ([v[0]] * nd if len(v) == 1 else list(v) for v in (stride, padding, dilation))
+    ksize, isize, osize = list(w.shape[2:]), list(x.shape[2:]), list(grad.shape[2:])
+    gx = gw = gb = None
+    if output_mask[0]:
+        pad_out = [isize[i] - ((osize[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ksize[i] - 1) + 1) for i in range(nd)]
+        gx = op(aten.convolution.default, grad, w, None, stride, padding, dilation, True, pad_out, 1)
+    if output_mask[1]:
+        xt = op(aten.transpose.int, x, 0, 1)
+        gt = op(aten.transpose.int, grad, 0, 1)
+        gw = op(aten.convolution.default, xt, gt, None, dilation, padding, stride, False, [0] * nd, 1)
+        for i in range(nd):
+            if gw.shape[2 + i] != ksize[i]:
+                gw = op(aten.slice.Tensor, gw, 2 + i, 0, ksize[i], 1)
+        gw = op(aten.transpose.int, gw, 0, 1)
+    if output_mask[2]:
+        gb = op(aten.sum.dim_IntList, grad, [0] + list(range(2, 2 + nd)), False)
+    return gx, gw, gb
+
+
 def _t(op, x):
     return op(aten.transpose.int, x, 0, 1) if x.dim() == 2 else op(aten.alias.default, x)
 
@@ -1404,6 +1432,7 @@ _FAST = {
     "aten.flatten.using_ints": _flatten,
     "aten.conj_physical.default": _conj_physical,
     "aten.native_batch_norm.default": _native_batch_norm,
+    "aten.convolution_backward.default": _convolution_backward,
 }
 
 
