@@ -632,3 +632,38 @@ def test_convolution_backward_is_recorded(x_shape, w_shape, stride, padding, dil
             assert (a is None) == (not m)
             if a is not None:
                 torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_manual_sgd_with_gradients_zeroed_in_place() -> None:
+    # The classic loop without an optimizer: autograd accumulates into the materialized .grad
+    # (a pending in-place add), the update reads it, and zero_() must land after that add.
+    def run(ctx):
+        torch.manual_seed(0)
+        w = torch.randn(3, 3, requires_grad=True)
+        x = torch.randn(8, 3)
+        with ctx():
+            for _ in range(4):
+                (x @ w).tanh().sum().backward()
+                with torch.no_grad():
+                    w -= 0.1 * w.grad
+                    w.grad.zero_()
+        return w.detach().clone(), w.grad.clone()
+
+    for g, want in zip(run(ember.eager), run(_Eager)):
+        torch.testing.assert_close(g, want, rtol=RTOL, atol=ATOL)
+
+
+def test_eager_writes_wait_for_queued_reads_and_pending_writes() -> None:
+    # An op that runs with torch eager and writes a real tensor (here through out=) lands the
+    # pending write to it and runs the queued ops that read it first, as program order says
+    # (`_eager` checks every argument the schema marks written, `out=` included).
+    t = torch.zeros(4)
+    with ember.eager():
+        y = t + 1
+        t.add_(5)
+        torch.mul(torch.ones(4), 3, out=t)
+        z = t * 2
+        y, z = y.cpu(), z.cpu()
+    assert torch.equal(y, torch.full((4,), 1.0))
+    assert torch.equal(t, torch.full((4,), 3.0))
+    assert torch.equal(z, torch.full((4,), 6.0))

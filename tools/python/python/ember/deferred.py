@@ -178,8 +178,11 @@ class DeferredTensor(torch.Tensor):
         return r
 
     def _materialize(self) -> torch.Tensor:
-        if self._real is None:
-            self._rec.flush("sync")
+        # After a flush the value is real, but an in-place op since (autograd accumulating into
+        # a gradient) may have left a pending write to that memory: it lands first.
+        rec = self._rec
+        if self._real is None or (rec.pending and _storage_key(self._real) in rec.pending):
+            rec.flush("sync")
         assert self._real is not None, "flush left a live deferred tensor unmaterialized"
         return self._real
 
@@ -261,7 +264,7 @@ def _expand(op: _Op) -> _Op:
 class _Schema:
     """Per-OpOverload facts, computed once."""
 
-    __slots__ = ("func", "params", "target", "mutable", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list", "route", "fast", "alpha", "same_value", "foreach")
+    __slots__ = ("func", "params", "target", "mutable", "writes", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list", "route", "fast", "alpha", "same_value", "foreach")
 
     def __init__(self, func) -> None:
         self.func = func  # keeps the OpOverload alive: `_schemas` is keyed by its id
@@ -276,6 +279,8 @@ class _Schema:
             self.params.append((a.name, kind, a.kwarg_only))
         first = s.arguments[0] if s.arguments else None
         self.mutable = bool(first is not None and first.alias_info is not None and first.alias_info.is_write)
+        #: (position, name) of every argument the op writes (in-place targets, `out=`).
+        self.writes = tuple((i, a.name) for i, a in enumerate(s.arguments) if a.alias_info is not None and a.alias_info.is_write)
         self.view = bool(s.returns and s.returns[0].alias_info is not None and not self.mutable)
         self.returns_tensors = bool(s.returns) and all(str(r.type) in ("Tensor", "List[Tensor]") for r in s.returns)
         self.returns_list = len(s.returns) == 1 and str(s.returns[0].type) == "List[Tensor]"
@@ -576,10 +581,17 @@ class _Recorder(TorchDispatchMode):
     def _eager(self, func, s: _Schema, args, kwargs, real: bool = False):
         """Runs `func` with torch eager; `real`: the arguments are known to hold no deferred or
         pending tensor, so they need no realizing (its pytree walk costs more than a small op)."""
-        if s.mutable and self.queue:
-            tgt = args[0] if args else None
-            if type(tgt) is torch.Tensor and _storage_key(tgt) in self.ext_storages:
-                self.flush("eager write to a queued input")
+        if s.writes and self.queue:
+            # A write to memory the queue reads, or that a pending write targets, waits for them.
+            for i, name in s.writes:
+                t = args[i] if i < len(args) else kwargs.get(name)
+                if type(t) is DeferredTensor:
+                    t = t._real
+                if type(t) is torch.Tensor:
+                    sk = _storage_key(t)
+                    if sk in self.ext_storages or sk in self.pending:
+                        self.flush("eager write to a queued input or a pending target")
+                        break
         rargs, rkwargs = (args, kwargs) if real else self._realize(args, kwargs)
         _counters["ops_eager"] += 1
         out = func(*rargs, **rkwargs)
