@@ -667,3 +667,33 @@ def test_eager_writes_wait_for_queued_reads_and_pending_writes() -> None:
     assert torch.equal(y, torch.full((4,), 1.0))
     assert torch.equal(t, torch.full((4,), 3.0))
     assert torch.equal(z, torch.full((4,), 6.0))
+
+
+def test_value_dependent_shapes_run_with_torch() -> None:
+    # nonzero, boolean-mask indexing and masked_select have no meta kernel (their result shape
+    # depends on values): they run with torch eager on the real values, twice (the second time
+    # from the cached decision), and what follows is deferred again.
+    torch.manual_seed(0)
+    x = torch.randn(5, 6)
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # masked_select: the one-time "runs with torch eager"
+            with ember.eager():
+                y = x * 2 + 1
+                got = [y[y > 1], torch.nonzero(y > 0.5), torch.masked_select(y, y < 0), (y[y > 1] * 3).sum()]
+                got = [t.cpu() for t in got]
+        y = x * 2 + 1
+        want = [y[y > 1], torch.nonzero(y > 0.5), torch.masked_select(y, y < 0), (y[y > 1] * 3).sum()]
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=RTOL, atol=ATOL)
+
+
+def test_full_max_and_min_are_recorded() -> None:
+    x = torch.tensor([[1.0, float("nan")], [3.0, -2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with ember.eager():
+            got = [(x[1] + 0).max().cpu(), (x[1] + 0).min().cpu(), (x + 0).max().cpu()]
+    torch.testing.assert_close(got[0], torch.tensor(3.0))
+    torch.testing.assert_close(got[1], torch.tensor(-2.0))
+    assert got[2].isnan()

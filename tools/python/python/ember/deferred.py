@@ -202,6 +202,13 @@ class DeferredTensor(torch.Tensor):
     def __repr__(self, *, tensor_contents=None):
         return repr(self._materialize())
 
+    # Saving (torch.save, pickle) and deep copies take the value: a plain tensor.
+    def __reduce_ex__(self, protocol):
+        return self._materialize().__reduce_ex__(protocol)
+
+    def __deepcopy__(self, memo):
+        return self._materialize().__deepcopy__(memo)
+
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @classmethod
@@ -311,6 +318,8 @@ _meta_cache: dict[Any, tuple] = {}
 #: block starts by matching against it, so a loop that opens a block per epoch replays from its
 #: first step (the match is exact, whatever block recorded the trace).
 _last_trace: tuple | None = None
+#: `_meta_cache` entry of an op signature that runs with torch eager (no meta result Ember models).
+_EAGER = object()
 _decomp_table: dict | None = None
 
 
@@ -756,11 +765,19 @@ class _Recorder(TorchDispatchMode):
         key_t = tuple(key)
         cached = self.meta_cache.get(key_t)
         if cached is None:
-            inferred = self._infer(func, s, pos, kw)
-            if inferred is None:  # a result dtype Ember does not model
+            try:
+                inferred = self._infer(func, s, pos, kw)
+            except NotImplementedError:
+                # Result shapes that depend on values (nonzero, boolean-mask indexing) have no
+                # meta kernel: such ops run with torch eager, on real values.
+                inferred = None
+            if inferred is None:  # that, or a result dtype Ember does not model
+                self.meta_cache[key_t] = _EAGER
                 return self._eager(func, s, args, kwargs)
             descs, hidden = inferred
             cached = self.meta_cache[key_t] = (descs, [(list(d[0]), _DTYPES[d[2]]) for d in descs], hidden)
+        elif cached is _EAGER:
+            return self._eager(func, s, args, kwargs)
         op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
         op.root, op.base = op, base
         op.descs, op.native_outs, op.hidden = cached
@@ -1287,6 +1304,14 @@ def _flatten(op, x, start_dim=0, end_dim=-1):
     return op(aten.reshape.default, x, list(x.shape[:s]) + [math.prod(x.shape[s : e + 1])] + list(x.shape[e + 1 :]))
 
 
+def _max_all(op, x):
+    return op(aten.amax.default, x, list(range(x.dim())), False)
+
+
+def _min_all(op, x):
+    return op(aten.amin.default, x, list(range(x.dim())), False)
+
+
 def _conj_physical(op, x):
     return NotImplemented if x.is_complex() else op(aten.clone.default, x)
 
@@ -1443,6 +1468,8 @@ _FAST = {
     "aten.t.default": _t,
     "aten.flatten.using_ints": _flatten,
     "aten.conj_physical.default": _conj_physical,
+    "aten.max.default": _max_all,
+    "aten.min.default": _min_all,
     "aten.native_batch_norm.default": _native_batch_norm,
     "aten.convolution_backward.default": _convolution_backward,
 }
