@@ -1370,14 +1370,24 @@ def _t(op, x):
 _causal_masks: dict = {}
 
 
+def _sdpa_plain(q, k, v, dropout_p, attn_mask) -> bool:
+    """Whether Ember's attention decompositions cover this call: 4-D, equal head counts, no
+    dropout, a float additive mask (the kernel's only kind) or none."""
+    if dropout_p != 0.0 or q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]:
+        return False
+    return attn_mask is None or attn_mask.dtype == q.dtype
+
+
 def _sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
     """CPU `scaled_dot_product_attention` (its flash kernel) as torch's math path computes it,
     without torch's Python decomposition machinery (~2 ms a call through the recorder): scaled
-    q·kᵀ, causal mask, softmax, ·v; the output laid out like q (the kernel's `empty_like`), and
-    the log-sum-exp of the scaled scores that its backward reads. Other forms (dropout, masks,
-    grouped heads) take torch's decomposition."""
-    if dropout_p != 0.0 or attn_mask is not None or q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]:
-        return NotImplemented
+    q·kᵀ, causal or additive mask, softmax, ·v; the output laid out like q (the kernel's
+    `empty_like`), and the log-sum-exp of the scaled scores that its backward reads (a row that
+    the mask removes whole gives 0 and log-sum-exp 0, as the kernel). Other forms run with the
+    kernel itself: torch's decomposition returns the probabilities where the log-sum-exp goes."""
+    if not _sdpa_plain(q, k, v, dropout_p, attn_mask):
+        func = aten._scaled_dot_product_flash_attention_for_cpu.default
+        return op.__self__._eager(func, _schema(func), (q, k, v, dropout_p, is_causal), {"attn_mask": attn_mask, "scale": scale})
     n, h, L, e = q.shape
     S = k.shape[2]
     sf = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(e))
@@ -1386,6 +1396,8 @@ def _sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, sc
     scores = op(aten.view.default, op(aten.bmm.default, qs, kt), [n, h, L, S])
     if is_causal:
         scores = op(aten.add.Tensor, scores, _causal_mask(L, S, q.dtype))
+    if attn_mask is not None:
+        return _sdpa_masked(op, q, v, op(aten.add.Tensor, scores, attn_mask))
     probs = op(aten._softmax.default, scores, -1, False)
     out = op(aten.bmm.default, op(aten.reshape.default, probs, [n * h, L, S]), op(aten.reshape.default, v, [n * h, S, e]))
     out = op(aten.view.default, out, [n, h, L, e])
@@ -1400,12 +1412,45 @@ def _sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, sc
     return out, lse
 
 
+def _sdpa_masked(op, q, v, scores):
+    """Softmax, ·v and log-sum-exp of masked scores, where a row may be masked whole (all -inf):
+    the CPU kernel gives it output 0 and log-sum-exp 0, and so does this."""
+    n, h, L, S = scores.shape
+    e = q.shape[3]
+    top = op(aten.amax.default, scores, [-1], True)
+    top = op(aten.where.self, op(aten.eq.Scalar, top, float("-inf")), _scalar(0.0, q.dtype), top)
+    ex = op(aten.exp.default, op(aten.sub.Tensor, scores, top))
+    total = op(aten.sum.dim_IntList, ex, [-1], True)
+    empty = op(aten.eq.Scalar, total, 0.0)
+    probs = op(aten.div.Tensor, ex, op(aten.where.self, empty, _scalar(1.0, q.dtype), total))
+    lse = op(aten.where.self, empty, _scalar(0.0, q.dtype), op(aten.add.Tensor, op(aten.log.default, total), top))
+    out = op(aten.bmm.default, op(aten.reshape.default, probs, [n * h, L, S]), op(aten.reshape.default, v, [n * h, S, e]))
+    out = op(aten.view.default, out, [n, h, L, e])
+    perm = _like_order(q)
+    if perm != [0, 1, 2, 3]:
+        out = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, out, perm)), [perm.index(i) for i in range(4)])
+    lse = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, op(aten.view.default, lse, [n, h, L]), [0, 2, 1])), [0, 2, 1])
+    return out, lse
+
+
+_scalars: dict = {}
+
+
+def _scalar(value: float, dtype) -> torch.Tensor:
+    """A real rank-0 tensor (a region input), one per value and dtype."""
+    t = _scalars.get((value, dtype))
+    if t is None:
+        t = _scalars[(value, dtype)] = torch.tensor(value, dtype=dtype)
+    return t
+
+
 def _sdpa_cpu_backward(op, grad, q, k, v, out, lse, dropout_p, is_causal, *, attn_mask=None, scale=None):
     """Gradients of `_sdpa_cpu` from the saved output and log-sum-exp (probabilities recomputed
     as exp(s − lse)): dv = pᵀ·g, ds = p·(g·vᵀ − rowsum(g·out)), dq = ds·k·scale, dk = dsᵀ·q·scale,
     laid out as the CPU kernel's (its [N, L, H, E] memory order)."""
-    if dropout_p != 0.0 or attn_mask is not None or q.dim() != 4 or k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]:
-        return NotImplemented
+    if not _sdpa_plain(q, k, v, dropout_p, attn_mask):
+        func = aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+        return op.__self__._eager(func, _schema(func), (grad, q, k, v, out, lse, dropout_p, is_causal), {"attn_mask": attn_mask, "scale": scale})
     n, h, L, e = q.shape
     S = k.shape[2]
     sc = scale if scale is not None else 1.0 / math.sqrt(e)
@@ -1417,6 +1462,8 @@ def _sdpa_cpu_backward(op, grad, q, k, v, out, lse, dropout_p, is_causal, *, att
     scores = op(aten.mul.Scalar, op(aten.view.default, op(aten.bmm.default, q3, op(aten.transpose.int, k3, 1, 2)), [n, h, L, S]), sc)
     if is_causal:
         scores = op(aten.add.Tensor, scores, _causal_mask(L, S, q.dtype))
+    if attn_mask is not None:
+        scores = op(aten.add.Tensor, scores, attn_mask)
     probs = op(aten.exp.default, op(aten.sub.Tensor, scores, op(aten.reshape.default, lse, [n, h, L, 1])))
     p3 = op(aten.reshape.default, probs, [n * h, L, S])
     dv = op(aten.bmm.default, op(aten.transpose.int, p3, 1, 2), g3)
