@@ -524,8 +524,24 @@ def test_replay_tells_signed_zeros_apart() -> None:
         assert torch.equal(torch.signbit(g), w), s
 
 
-def _losses_and_state(model_params, buffers, losses):
-    return [l.cpu() for l in losses] + [p.detach().clone() for p in model_params] + [b.clone() for b in buffers]
+def _steps(ctx, opt, loss_fn, steps: int, after_backward=None, after_step=None):
+    """`steps` training steps under `ctx`; returns the losses and the warnings raised (caught,
+    so the one-time "runs with torch eager" notes do not reach the test output)."""
+    losses = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ctx():
+            for _ in range(steps):
+                opt.zero_grad()
+                loss = loss_fn()
+                loss.backward()
+                if after_backward is not None:
+                    after_backward()
+                opt.step()
+                if after_step is not None:
+                    after_step()
+                losses.append(loss.detach())
+    return [l.cpu() for l in losses], caught
 
 
 def test_resnet_training_matches_eager() -> None:
@@ -538,17 +554,8 @@ def test_resnet_training_matches_eager() -> None:
         m.train()
         opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
         y = torch.tensor([3, 7])
-        losses = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with ctx():
-                for _ in range(3):
-                    opt.zero_grad()
-                    loss = F.cross_entropy(m(x), y)
-                    loss.backward()
-                    opt.step()
-                    losses.append(loss.detach())
-        return _losses_and_state(m.parameters(), m.buffers(), losses)
+        losses, _ = _steps(ctx, opt, lambda: F.cross_entropy(m(x), y), 3)
+        return losses + [p.detach().clone() for p in m.parameters()] + [b.clone() for b in m.buffers()]
 
     want = run(_Eager)
     got = run(ember.eager)
@@ -567,21 +574,13 @@ def test_transformer_training_matches_eager() -> None:
         opt = torch.optim.Adam(params, lr=1e-3)
         sched = torch.optim.lr_scheduler.StepLR(opt, 2, gamma=0.5)
         x, y = torch.randn(4, 7, 32), torch.tensor([0, 3, 1, 4])
-        losses = []
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            with ctx():
-                for _ in range(4):
-                    opt.zero_grad()
-                    loss = F.cross_entropy(head(layer(x).mean(1)), y)
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(params, 1.0)
-                    opt.step()
-                    sched.step()
-                    losses.append(loss.detach())
+        losses, caught = _steps(
+            ctx, opt, lambda: F.cross_entropy(head(layer(x).mean(1)), y), 4,
+            after_backward=lambda: torch.nn.utils.clip_grad_norm_(params, 1.0), after_step=sched.step,
+        )
         # Attention and its backward are recorded (Ember's decompositions), not left to torch.
         assert not [w for w in caught if "scaled_dot_product" in str(w.message)], [str(w.message) for w in caught]
-        return [l.cpu() for l in losses]
+        return losses
 
     # Adam turns rounding-level gradient differences into visible parameter differences (torch's
     # own flash and math attention kernels differ by ~1.6e-4 here), so the losses are compared.
@@ -752,16 +751,6 @@ def test_hf_llama_training_matches_eager() -> None:
         cfg = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, vocab_size=100, max_position_embeddings=64)
         m = transformers.LlamaForCausalLM(cfg).train()
         opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
-        losses = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with ctx():
-                for _ in range(3):
-                    opt.zero_grad()
-                    loss = m(ids, labels=ids).loss
-                    loss.backward()
-                    opt.step()
-                    losses.append(loss.detach())
-        return torch.stack([l.cpu() for l in losses])
+        return torch.stack(_steps(ctx, opt, lambda: m(ids, labels=ids).loss, 3)[0])
 
     torch.testing.assert_close(run(ember.eager), run(_Eager), rtol=1e-5, atol=1e-5)
