@@ -754,3 +754,15 @@ def test_hf_llama_training_matches_eager() -> None:
         return torch.stack(_steps(ctx, opt, lambda: m(ids, labels=ids).loss, 3)[0])
 
     torch.testing.assert_close(run(ember.eager), run(_Eager), rtol=1e-5, atol=1e-5)
+
+
+def test_unrecorded_foreach_writes_wait_for_queued_reads() -> None:
+    # _foreach_pow_ is left to torch eager; it writes tensors that queued ops read by address,
+    # so those ops run first (a write through a list argument counts as a write).
+    ts = [torch.full((3,), 2.0), torch.full((3,), 3.0)]
+    with ember.eager():
+        ys = [t * 2 for t in ts]
+        torch._foreach_pow_(ts, 3.0)
+        ys = [y.cpu() for y in ys]
+    assert torch.equal(ys[0], torch.full((3,), 4.0)) and torch.equal(ys[1], torch.full((3,), 6.0))
+    assert torch.equal(ts[0], torch.full((3,), 8.0)) and torch.equal(ts[1], torch.full((3,), 27.0))

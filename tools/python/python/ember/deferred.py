@@ -592,8 +592,11 @@ class _Recorder(TorchDispatchMode):
         pending tensor, so they need no realizing (its pytree walk costs more than a small op)."""
         if s.writes and self.queue:
             # A write to memory the queue reads, or that a pending write targets, waits for them.
+            written = []
             for i, name in s.writes:
                 t = args[i] if i < len(args) else kwargs.get(name)
+                written.extend(t if isinstance(t, (list, tuple)) else (t,))  # foreach ops write lists
+            for t in written:
                 if type(t) is DeferredTensor:
                     t = t._real
                 if type(t) is torch.Tensor:
@@ -1378,6 +1381,11 @@ def _sdpa_plain(q, k, v, dropout_p, attn_mask) -> bool:
     return attn_mask is None or attn_mask.dtype == q.dtype
 
 
+def _sdpa_plain_call(q, k, v, dropout_p, is_causal, attn_mask) -> bool:
+    # A mask together with is_causal: the kernel raises torch's own error.
+    return _sdpa_plain(q, k, v, dropout_p, attn_mask) and not (is_causal and attn_mask is not None)
+
+
 def _sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
     """CPU `scaled_dot_product_attention` (its flash kernel) as torch's math path computes it,
     without torch's Python decomposition machinery (~2 ms a call through the recorder): scaled
@@ -1385,7 +1393,7 @@ def _sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, sc
     `empty_like`), and the log-sum-exp of the scaled scores that its backward reads (a row that
     the mask removes whole gives 0 and log-sum-exp 0, as the kernel). Other forms run with the
     kernel itself: torch's decomposition returns the probabilities where the log-sum-exp goes."""
-    if not _sdpa_plain(q, k, v, dropout_p, attn_mask):
+    if not _sdpa_plain_call(q, k, v, dropout_p, is_causal, attn_mask):
         func = aten._scaled_dot_product_flash_attention_for_cpu.default
         return op.__self__._eager(func, _schema(func), (q, k, v, dropout_p, is_causal), {"attn_mask": attn_mask, "scale": scale})
     n, h, L, e = q.shape
@@ -1397,40 +1405,33 @@ def _sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, sc
     if is_causal:
         scores = op(aten.add.Tensor, scores, _causal_mask(L, S, q.dtype))
     if attn_mask is not None:
-        return _sdpa_masked(op, q, v, op(aten.add.Tensor, scores, attn_mask))
-    probs = op(aten._softmax.default, scores, -1, False)
+        probs, lse = _masked_softmax(op, op(aten.add.Tensor, scores, attn_mask), q.dtype)
+    else:
+        probs = op(aten._softmax.default, scores, -1, False)
+        top = op(aten.amax.default, scores, [-1], True)
+        lse = op(aten.sum.dim_IntList, op(aten.exp.default, op(aten.sub.Tensor, scores, top)), [-1], True)
+        lse = op(aten.add.Tensor, op(aten.log.default, lse), top)
     out = op(aten.bmm.default, op(aten.reshape.default, probs, [n * h, L, S]), op(aten.reshape.default, v, [n * h, S, e]))
     out = op(aten.view.default, out, [n, h, L, e])
     perm = _like_order(q)
     if perm != [0, 1, 2, 3]:
         out = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, out, perm)), [perm.index(i) for i in range(4)])
-    top = op(aten.amax.default, scores, [-1], True)
-    lse = op(aten.sum.dim_IntList, op(aten.exp.default, op(aten.sub.Tensor, scores, top)), [-1], True)
-    lse = op(aten.add.Tensor, op(aten.log.default, lse), top)
     # [N, H, L] in the kernel's [N, L, H] memory order.
     lse = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, op(aten.view.default, lse, [n, h, L]), [0, 2, 1])), [0, 2, 1])
     return out, lse
 
 
-def _sdpa_masked(op, q, v, scores):
-    """Softmax, ·v and log-sum-exp of masked scores, where a row may be masked whole (all -inf):
-    the CPU kernel gives it output 0 and log-sum-exp 0, and so does this."""
-    n, h, L, S = scores.shape
-    e = q.shape[3]
+def _masked_softmax(op, scores, dtype):
+    """Softmax and log-sum-exp over the last dim of masked scores, where a row may be masked
+    whole (all -inf): the CPU kernel gives it probabilities 0 and log-sum-exp 0, and so does this."""
     top = op(aten.amax.default, scores, [-1], True)
-    top = op(aten.where.self, op(aten.eq.Scalar, top, float("-inf")), _scalar(0.0, q.dtype), top)
+    top = op(aten.where.self, op(aten.eq.Scalar, top, float("-inf")), _scalar(0.0, dtype), top)
     ex = op(aten.exp.default, op(aten.sub.Tensor, scores, top))
     total = op(aten.sum.dim_IntList, ex, [-1], True)
     empty = op(aten.eq.Scalar, total, 0.0)
-    probs = op(aten.div.Tensor, ex, op(aten.where.self, empty, _scalar(1.0, q.dtype), total))
-    lse = op(aten.where.self, empty, _scalar(0.0, q.dtype), op(aten.add.Tensor, op(aten.log.default, total), top))
-    out = op(aten.bmm.default, op(aten.reshape.default, probs, [n * h, L, S]), op(aten.reshape.default, v, [n * h, S, e]))
-    out = op(aten.view.default, out, [n, h, L, e])
-    perm = _like_order(q)
-    if perm != [0, 1, 2, 3]:
-        out = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, out, perm)), [perm.index(i) for i in range(4)])
-    lse = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, op(aten.view.default, lse, [n, h, L]), [0, 2, 1])), [0, 2, 1])
-    return out, lse
+    probs = op(aten.div.Tensor, ex, op(aten.where.self, empty, _scalar(1.0, dtype), total))
+    lse = op(aten.where.self, empty, _scalar(0.0, dtype), op(aten.add.Tensor, op(aten.log.default, total), top))
+    return probs, lse
 
 
 _scalars: dict = {}
@@ -1448,7 +1449,7 @@ def _sdpa_cpu_backward(op, grad, q, k, v, out, lse, dropout_p, is_causal, *, att
     """Gradients of `_sdpa_cpu` from the saved output and log-sum-exp (probabilities recomputed
     as exp(s − lse)): dv = pᵀ·g, ds = p·(g·vᵀ − rowsum(g·out)), dq = ds·k·scale, dk = dsᵀ·q·scale,
     laid out as the CPU kernel's (its [N, L, H, E] memory order)."""
-    if not _sdpa_plain(q, k, v, dropout_p, attn_mask):
+    if not _sdpa_plain_call(q, k, v, dropout_p, is_causal, attn_mask):
         func = aten._scaled_dot_product_flash_attention_for_cpu_backward.default
         return op.__self__._eager(func, _schema(func), (grad, q, k, v, out, lse, dropout_p, is_causal), {"attn_mask": attn_mask, "scale": scale})
     n, h, L, e = q.shape
