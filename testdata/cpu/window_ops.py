@@ -6,7 +6,7 @@
         -o testdata/cpu/window_ops.pt2
 
 writes window_ops.pt2 and window_ops.npz (inputs arg0.., eager outputs out0..). The inputs
-include ties and NaNs for the arg-reductions and max pooling; `tools/tests/cpu.rs`
+include ties and NaNs for the arg-reductions and max pooling (values and indices); `tools/tests/cpu.rs`
 (`window_ops_match_eager`) compiles the archive for the CPU and compares.
 """
 
@@ -61,6 +61,12 @@ class WindowOps(torch.nn.Module):
             F.max_pool2d(t.reshape(1, 1, 3, 5), 2, ceil_mode=True),
             self.pointwise(x),
             self.pointwise(x[1:]),
+            # max pooling's indices (flat positions in the input plane; ties keep the first)
+            *F.max_pool2d(x, 3, stride=2, padding=1, return_indices=True),
+            *F.max_pool2d(x, 2, stride=1, dilation=2, return_indices=True),
+            *F.max_pool2d(t.reshape(1, 1, 3, 5), 2, ceil_mode=True, return_indices=True),
+            *F.max_pool1d(s.reshape(2, 3, 4), 2, return_indices=True),
+            *F.max_pool3d(x[:, :, None].expand(2, 3, 2, 7, 7) * 1.0, (2, 3, 2), stride=(1, 2, 2), padding=(0, 1, 1), return_indices=True),
         )
 
 

@@ -238,23 +238,52 @@ fn pool_geometry(cx: &Cx, x: Value, out: &[SymExpr], with_dilation: bool) -> Res
     Ok(Pool { lead, kernel, stride, dilation, low, high })
 }
 
-/// max_pool{1,2,3}d_with_indices: values only (max over windows padded with the lowest value);
-/// using the indices result is an error.
+/// max_pool{1,2,3}d_with_indices: the max over windows padded with the lowest value, and (when
+/// something reads it) each window's argmax as a flat position in the input's spatial plane,
+/// as torch numbers it: the first maximum in window order (a NaN wins; with several NaNs in one
+/// window torch keeps the last, this the first).
 pub fn max_pool(cx: &mut Cx) -> Lowered {
     let (t, ti) = (cx.out(0)?, cx.out(1)?);
     let idx_result = cx.m.op(cx.op).results[1];
-    if !cx.m.uses(idx_result).is_empty() {
-        return Err(cx.err("the indices result of max pooling is not supported yet (only the values)"));
-    }
     let x = cx.arg("self")?;
+    let xt = cx.tt(x);
     let g = pool_geometry(cx, x, &t.dims, true)?;
     let xp = pad(cx, x, g.low.clone(), g.high.clone(), lowest(t.dtype))?;
     let win = windows(cx, xp, &g.kernel, &g.stride, &g.dilation)?;
     let kdims: Vec<usize> = (g.lead..g.lead + g.kernel.len()).collect();
     let m = cx.reduce(win, "max", &kdims)?;
     let values = cx.reshape(m, &t.dims)?;
-    let indices = cx.constant(&Attr::Int(0), DType::I64, &ti.dims)?;
-    Ok(Some(vec![values, indices]))
+    if cx.m.uses(idx_result).is_empty() {
+        return Ok(Some(vec![values, cx.constant(&Attr::Int(0), DType::I64, &ti.dims)?]));
+    }
+    // k: the row-major offset of the winner inside its window. Spatial dim i of the input is
+    // o·stride - padding + (k's digit i)·dilation for output position o.
+    let k = cx.reduce(win, "argmax", &kdims)?;
+    let k = cx.reshape(k, &ti.dims)?;
+    let sp = g.kernel.len();
+    let mut flat: Option<Value> = None;
+    for i in 0..sp {
+        // Scalar steps by 1 (or 0) are left out.
+        let scale = |cx: &mut Cx, name: &str, x: Value, v: i64, unit: i64| if v == unit { Ok(x) } else { cx.binary_scalar(name, x, v as f64) };
+        let inner: i64 = g.kernel[i + 1..].iter().product();
+        let digit = scale(cx, "ten.div", k, inner, 1)?;
+        let digit = if i == 0 { digit } else { cx.binary_scalar("ten.rem", digit, g.kernel[i] as f64)? };
+        let o = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(ti.dims.clone())), ("dim", Attr::Int((g.lead + i) as i64)), ("dtype", Attr::DType(DType::I64))])?;
+        let low = g.low[g.lead + i].as_const().ok_or_else(|| cx.err("max pooling indices need static padding"))?;
+        let pos = scale(cx, "ten.mul", o, g.stride[i], 1)?;
+        let pos = scale(cx, "ten.sub", pos, low, 0)?;
+        let step = scale(cx, "ten.mul", digit, g.dilation[i], 1)?;
+        let pos = cx.emit("ten.add", vec![pos, step], vec![])?;
+        flat = Some(match flat {
+            None => pos,
+            Some(f) => {
+                let size = xt.dims[g.lead + i].as_const().ok_or_else(|| cx.err("max pooling indices need static spatial sizes"))?;
+                let f = cx.binary_scalar("ten.mul", f, size as f64)?;
+                cx.emit("ten.add", vec![f, pos], vec![])?
+            }
+        });
+    }
+    Ok(Some(vec![values, flat.expect("pooling has a spatial dim")]))
 }
 
 /// avg_pool{1,2,3}d: window sums of the zero-padded input over a divisor: `divisor_override`, the

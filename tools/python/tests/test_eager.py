@@ -766,3 +766,27 @@ def test_unrecorded_foreach_writes_wait_for_queued_reads() -> None:
         ys = [y.cpu() for y in ys]
     assert torch.equal(ys[0], torch.full((3,), 4.0)) and torch.equal(ys[1], torch.full((3,), 6.0))
     assert torch.equal(ts[0], torch.full((3,), 8.0)) and torch.equal(ts[1], torch.full((3,), 27.0))
+
+
+@pytest.mark.parametrize(
+    "shape,kernel,stride,padding,dilation,ceil",
+    [
+        ((2, 3, 9, 9), [3, 3], [2, 2], [1, 1], [1, 1], False),
+        ((1, 2, 8, 7), [2, 3], [2, 1], [0, 1], [1, 2], False),
+        ((1, 2, 9, 9), [3, 3], [2, 2], [1, 1], [1, 1], True),
+        ((2, 7, 7), [2, 2], [2, 2], [0, 0], [1, 1], False),
+    ],
+)
+def test_max_pool_indices_are_recorded(shape, kernel, stride, padding, dilation, ceil) -> None:
+    # Values and indices (flat positions in the input plane, the first of tied maxima) from the
+    # CPU target, nothing left to torch eager.
+    torch.manual_seed(0)
+    x = torch.randn(shape)
+    x.view(-1)[::7] = 0.5  # ties
+    f = torch.ops.aten.max_pool2d_with_indices.default
+    want = f(x, kernel, stride, padding, dilation, ceil)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with ember.eager():
+            got = [t.cpu() for t in f(x + 0, kernel, stride, padding, dilation, ceil)]
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
