@@ -790,3 +790,38 @@ def test_max_pool_indices_are_recorded(shape, kernel, stride, padding, dilation,
         with ember.eager():
             got = [t.cpu() for t in f(x + 0, kernel, stride, padding, dilation, ceil)]
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+def test_max_pool_backward_is_recorded() -> None:
+    # Overlapping windows (a position that wins several windows gets their gradients summed),
+    # 2-d and 3-d, and a small CNN trained through max pooling with one region per step.
+    torch.manual_seed(0)
+    for f, b, shape, k, s in (
+        (torch.ops.aten.max_pool2d_with_indices, torch.ops.aten.max_pool2d_with_indices_backward, (2, 3, 7, 7), [3, 3], [1, 2]),
+        (torch.ops.aten.max_pool3d_with_indices, torch.ops.aten.max_pool3d_with_indices_backward, (1, 2, 4, 5, 5), [2, 3, 3], [1, 2, 1]),
+    ):
+        x = torch.randn(shape)
+        pad, dil = [1] * len(k), [1] * len(k)
+        out, idx = f(x, k, s, pad, dil, False)
+        g = torch.randn(out.shape)
+        want = b(g, x, k, s, pad, dil, False, idx)
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with ember.eager():
+                o, i = f(x + 0, k, s, pad, dil, False)
+                got = b(g + 0, x, k, s, pad, dil, False, i).cpu()
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+    def run(ctx):
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(64, 3))
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        x, y = torch.randn(2, 3, 8, 8), torch.tensor([0, 2])
+        losses, caught = _steps(ctx, opt, lambda: F.cross_entropy(m(x), y), 3)
+        return losses + [p.detach().clone() for p in m.parameters()], caught
+
+    before = deferred.stats()
+    (got, caught), (want, _) = run(ember.eager), run(_Eager)
+    assert deferred.stats()["flushes"] - before["flushes"] == 3 and not caught, [str(w.message) for w in caught]
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=RTOL, atol=ATOL)

@@ -1364,6 +1364,21 @@ def _convolution_backward(op, grad, x, w, bias_sizes, stride, padding, dilation,
     return gx, gw, gb
 
 
+def _max_pool_backward(spatial: int):
+    """Max pooling's gradient over `spatial` trailing dims: each output's gradient added at its
+    window's argmax (`indices`, a flat position in the input plane), one scatter-add over the
+    flattened spatial dims."""
+
+    def backward(op, grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+        lead = x.dim() - spatial
+        shape = list(x.shape[:lead])
+        zeros = torch.zeros(shape + [math.prod(x.shape[lead:])], dtype=x.dtype)
+        flat = op(aten.scatter_add.default, zeros, lead, op(aten.reshape.default, indices, shape + [-1]), op(aten.reshape.default, grad, shape + [-1]))
+        return op(aten.reshape.default, flat, list(x.shape))
+
+    return backward
+
+
 def _t(op, x):
     return op(aten.transpose.int, x, 0, 1) if x.dim() == 2 else op(aten.alias.default, x)
 
@@ -1520,6 +1535,8 @@ _FAST = {
     "aten.min.default": _min_all,
     "aten.native_batch_norm.default": _native_batch_norm,
     "aten.convolution_backward.default": _convolution_backward,
+    "aten.max_pool2d_with_indices_backward.default": _max_pool_backward(2),
+    "aten.max_pool3d_with_indices_backward.default": _max_pool_backward(3),
 }
 
 
