@@ -1336,6 +1336,35 @@ def _native_batch_norm(op, x, weight, bias, running_mean, running_var, training,
     return out, mean, rstd
 
 
+def _native_batch_norm_backward(op, grad, x, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask):
+    """Training-mode BatchNorm gradients as torch's CPU kernel computes them, from the saved batch
+    mean and inverse std (torch's decomposition also reads the running statistics, which have
+    a pending write after the forward and would force a flush): with xc = x - mean, per channel
+    total = Σ grad and dotp = Σ xc·grad, grad_input = (grad - total/n - xc·dotp·invstd²/n)·invstd·w,
+    grad_weight = dotp·invstd, grad_bias = total. Eval mode runs with torch."""
+    if not train or x.dim() < 2:
+        return NotImplemented
+    c = x.shape[1]
+    n = x.numel() // c
+    dims = [0] + list(range(2, x.dim()))
+    shape = [1, c] + [1] * (x.dim() - 2)
+    xc = op(aten.sub.Tensor, x, op(aten.reshape.default, save_mean, shape))
+    total = op(aten.sum.dim_IntList, grad, dims, False)
+    dotp = op(aten.sum.dim_IntList, op(aten.mul.Tensor, xc, grad), dims, False)
+    gi = gw = gb = None
+    if output_mask[0]:
+        k = op(aten.div.Tensor, op(aten.mul.Tensor, dotp, op(aten.mul.Tensor, save_invstd, save_invstd)), float(n))
+        centered = op(aten.sub.Tensor, grad, op(aten.reshape.default, op(aten.div.Tensor, total, float(n)), shape))
+        centered = op(aten.sub.Tensor, centered, op(aten.mul.Tensor, xc, op(aten.reshape.default, k, shape)))
+        scale = save_invstd if weight is None else op(aten.mul.Tensor, save_invstd, weight)
+        gi = op(aten.mul.Tensor, centered, op(aten.reshape.default, scale, shape))
+    if output_mask[1]:
+        gw = op(aten.mul.Tensor, dotp, save_invstd)
+    if output_mask[2]:
+        gb = total
+    return gi, gw, gb
+
+
 def _convolution_backward(op, grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
     """Gradients of an ungrouped, untransposed convolution as convolutions: the input's is the
     transposed convolution of the gradient with the same weight (output_padding restoring the
@@ -1534,6 +1563,7 @@ _FAST = {
     "aten.max.default": _max_all,
     "aten.min.default": _min_all,
     "aten.native_batch_norm.default": _native_batch_norm,
+    "aten.native_batch_norm_backward.default": _native_batch_norm_backward,
     "aten.convolution_backward.default": _convolution_backward,
     "aten.max_pool2d_with_indices_backward.default": _max_pool_backward(2),
     "aten.max_pool3d_with_indices_backward.default": _max_pool_backward(3),
