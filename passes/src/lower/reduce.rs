@@ -3,7 +3,7 @@
 //! softmax and layer norm compute in f32 and convert back, as torch's kernels accumulate.
 
 use super::build::{acc_dtype, c, norm_dim, Cx, Lowered};
-use ember_ir::SymExpr;
+use ember_ir::{SymExpr, Value};
 
 /// The dims of `shape` not in `dims`, and the shape they leave.
 fn kept(shape: &[SymExpr], dims: &[usize]) -> (Vec<usize>, Vec<SymExpr>) {
@@ -121,6 +121,35 @@ pub fn softmax(cx: &mut Cx, log: bool) -> Lowered {
     Ok(Some(vec![cx.convert(out, t.dtype)?]))
 }
 
+/// Biased moments of `x` (already in the accumulation dtype) over `dims`, shaped as the kept
+/// dims: mean, variance, element count, rsqrt(var + eps), and (x - mean)·rstd broadcast back
+/// to x's shape. Layer, group and training batch norm normalize this way.
+struct Moments {
+    mean: Value,
+    var: Value,
+    n: Value,
+    rstd: Value,
+    normalized: Value,
+}
+
+fn moments(cx: &mut Cx, x: Value, dims: &[usize], eps: f64) -> Result<Moments, String> {
+    let xt = cx.tt(x);
+    let (keep, rest) = kept(&xt.dims, dims);
+    let s = cx.reduce(x, "sum", dims)?;
+    let n = cx.count(&xt.dims, dims, xt.dtype, &rest)?;
+    let mean = cx.emit("ten.div", vec![s, n], vec![])?;
+    let mean_b = cx.bcast_in_dim(mean, &xt.dims, &keep)?;
+    let d = cx.emit("ten.sub", vec![x, mean_b], vec![])?;
+    let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
+    let ss = cx.reduce(sq, "sum", dims)?;
+    let var = cx.emit("ten.div", vec![ss, n], vec![])?;
+    let var_eps = cx.binary_scalar("ten.add", var, eps)?;
+    let rstd = cx.unary("ten.rsqrt", var_eps)?;
+    let rstd_b = cx.bcast_in_dim(rstd, &xt.dims, &keep)?;
+    let normalized = cx.emit("ten.mul", vec![d, rstd_b], vec![])?;
+    Ok(Moments { mean, var, n, rstd, normalized })
+}
+
 /// native_layer_norm: (out, mean, rstd) over the trailing `normalized_shape` dims, with
 /// out = (x - mean) * rsqrt(var + eps) * weight + bias and mean/rstd keeping those dims as 1.
 pub fn layer_norm(cx: &mut Cx) -> Lowered {
@@ -133,21 +162,9 @@ pub fn layer_norm(cx: &mut Cx) -> Lowered {
     }
     let eps = cx.attr("eps").and_then(|a| a.as_float()).ok_or_else(|| cx.err("attribute `eps` must be a float"))?;
     let dims: Vec<usize> = (xt.rank() - k..xt.rank()).collect();
-    let (lead, rest) = kept(&xt.dims, &dims);
     let acc = t_mean.dtype;
     let xa = cx.convert(x, acc)?;
-    let s = cx.reduce(xa, "sum", &dims)?;
-    let n = cx.count(&xt.dims, &dims, acc, &rest)?;
-    let mean = cx.emit("ten.div", vec![s, n], vec![])?;
-    let mean_b = cx.bcast_in_dim(mean, &xt.dims, &lead)?;
-    let d = cx.emit("ten.sub", vec![xa, mean_b], vec![])?;
-    let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
-    let ss = cx.reduce(sq, "sum", &dims)?;
-    let var = cx.emit("ten.div", vec![ss, n], vec![])?;
-    let var_eps = cx.binary_scalar("ten.add", var, eps)?;
-    let rstd = cx.unary("ten.rsqrt", var_eps)?;
-    let rstd_b = cx.bcast_in_dim(rstd, &xt.dims, &lead)?;
-    let mut y = cx.emit("ten.mul", vec![d, rstd_b], vec![])?;
+    let Moments { mean, rstd, normalized: mut y, .. } = moments(cx, xa, &dims, eps)?;
     for (param, op) in [("weight", "ten.mul"), ("bias", "ten.add")] {
         if let Some(p) = cx.operand(param) {
             let p = cx.coerce(p, acc, &xt.dims)?;
@@ -183,19 +200,8 @@ pub fn group_norm(cx: &mut Cx) -> Lowered {
     let rows = [n.clone(), c(g), c(ch / g * hxw)];
     let xa = cx.convert(x, acc)?;
     let xr = cx.reshape(xa, &rows)?;
-    let s = cx.reduce(xr, "sum", &[2])?;
-    let cnt = cx.count(&rows, &[2], acc, &rows[..2])?;
-    let mean = cx.emit("ten.div", vec![s, cnt], vec![])?;
-    let mean_b = cx.bcast_in_dim(mean, &rows, &[0, 1])?;
-    let d = cx.emit("ten.sub", vec![xr, mean_b], vec![])?;
-    let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
-    let ss = cx.reduce(sq, "sum", &[2])?;
-    let var = cx.emit("ten.div", vec![ss, cnt], vec![])?;
-    let var_eps = cx.binary_scalar("ten.add", var, eps)?;
-    let rstd = cx.unary("ten.rsqrt", var_eps)?;
-    let rstd_b = cx.bcast_in_dim(rstd, &rows, &[0, 1])?;
-    let y = cx.emit("ten.mul", vec![d, rstd_b], vec![])?;
-    let mut y = cx.reshape(y, &xt.dims)?;
+    let Moments { mean, rstd, normalized, .. } = moments(cx, xr, &[2], eps)?;
+    let mut y = cx.reshape(normalized, &xt.dims)?;
     for (param, op) in [("weight", "ten.mul"), ("bias", "ten.add")] {
         if let Some(p) = cx.operand(param) {
             let p = cx.convert(p, acc)?;
@@ -361,18 +367,7 @@ pub fn batch_norm_train(cx: &mut Cx, name: &str) -> Lowered {
     let dims: Vec<usize> = (0..xt.rank()).filter(|&d| d != 1).collect();
     let ch = vec![xt.dims[1].clone()];
     let xa = cx.convert(x, acc)?;
-    let s = cx.reduce(xa, "sum", &dims)?;
-    let n = cx.count(&xt.dims, &dims, acc, &ch)?;
-    let mean = cx.emit("ten.div", vec![s, n], vec![])?;
-    let mean_b = cx.bcast_in_dim(mean, &xt.dims, &[1])?;
-    let d = cx.emit("ten.sub", vec![xa, mean_b], vec![])?;
-    let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
-    let ss = cx.reduce(sq, "sum", &dims)?;
-    let var = cx.emit("ten.div", vec![ss, n], vec![])?;
-    let ve = cx.binary_scalar("ten.add", var, eps)?;
-    let invstd = cx.unary("ten.rsqrt", ve)?;
-    let ib = cx.bcast_in_dim(invstd, &xt.dims, &[1])?;
-    let mut y = cx.emit("ten.mul", vec![d, ib], vec![])?;
+    let Moments { mean, var, n, rstd: invstd, normalized: mut y } = moments(cx, xa, &dims, eps)?;
     if let Some(w) = cx.operand("weight") {
         let w = cx.coerce(w, acc, &ch)?;
         let wb = cx.bcast_in_dim(w, &xt.dims, &[1])?;
@@ -414,7 +409,7 @@ pub fn batch_norm_train(cx: &mut Cx, name: &str) -> Lowered {
 
 /// The p-norm of `d` over `dims` (cdist and dist): p = 0 counts nonzeros, ±inf takes the
 /// largest/smallest |d|, 1 and 2 need no pow, others (Σ|d|ᵖ)^(1/p).
-fn p_norm(cx: &mut Cx, d: ember_ir::Value, p: f64, dims: &[usize], dtype: ember_ir::DType) -> Result<ember_ir::Value, String> {
+fn p_norm(cx: &mut Cx, d: Value, p: f64, dims: &[usize], dtype: ember_ir::DType) -> Result<Value, String> {
     if p == 0.0 {
         let zero = cx.splat_like(0.0, d)?;
         let nz = cx.compare("NE", d, zero)?;

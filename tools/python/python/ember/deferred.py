@@ -1417,17 +1417,13 @@ def _t(op, x):
 _causal_masks: dict = {}
 
 
-def _sdpa_plain(q, k, v, dropout_p, attn_mask) -> bool:
+def _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask) -> bool:
     """Whether Ember's attention decompositions cover this call: 4-D, equal head counts, no
-    dropout, a float additive mask (the kernel's only kind) or none."""
+    dropout, a float additive mask (the kernel's only kind) or none, not together with
+    is_causal (the kernel raises torch's own error for that)."""
     if dropout_p != 0.0 or q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]:
         return False
-    return attn_mask is None or attn_mask.dtype == q.dtype
-
-
-def _sdpa_plain_call(q, k, v, dropout_p, is_causal, attn_mask) -> bool:
-    # A mask together with is_causal: the kernel raises torch's own error.
-    return _sdpa_plain(q, k, v, dropout_p, attn_mask) and not (is_causal and attn_mask is not None)
+    return attn_mask is None or (attn_mask.dtype == q.dtype and not is_causal)
 
 
 def _sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
@@ -1437,7 +1433,7 @@ def _sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, sc
     `empty_like`), and the log-sum-exp of the scaled scores that its backward reads (a row that
     the mask removes whole gives 0 and log-sum-exp 0, as the kernel). Other forms run with the
     kernel itself: torch's decomposition returns the probabilities where the log-sum-exp goes."""
-    if not _sdpa_plain_call(q, k, v, dropout_p, is_causal, attn_mask):
+    if not _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask):
         func = aten._scaled_dot_product_flash_attention_for_cpu.default
         return op.__self__._eager(func, _schema(func), (q, k, v, dropout_p, is_causal), {"attn_mask": attn_mask, "scale": scale})
     n, h, L, e = q.shape
@@ -1493,7 +1489,7 @@ def _sdpa_cpu_backward(op, grad, q, k, v, out, lse, dropout_p, is_causal, *, att
     """Gradients of `_sdpa_cpu` from the saved output and log-sum-exp (probabilities recomputed
     as exp(s − lse)): dv = pᵀ·g, ds = p·(g·vᵀ − rowsum(g·out)), dq = ds·k·scale, dk = dsᵀ·q·scale,
     laid out as the CPU kernel's (its [N, L, H, E] memory order)."""
-    if not _sdpa_plain_call(q, k, v, dropout_p, is_causal, attn_mask):
+    if not _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask):
         func = aten._scaled_dot_product_flash_attention_for_cpu_backward.default
         return op.__self__._eager(func, _schema(func), (grad, q, k, v, out, lse, dropout_p, is_causal), {"attn_mask": attn_mask, "scale": scale})
     n, h, L, e = q.shape
