@@ -606,30 +606,37 @@ def test_tiny_llama_inference_records_every_op() -> None:
 
 
 @pytest.mark.parametrize(
-    "x_shape,w_shape,stride,padding,dilation",
+    "x_shape,w_shape,stride,padding,dilation,transposed,output_padding,groups",
     [
-        ((2, 3, 9, 9), (4, 3, 3, 3), [1, 1], [1, 1], [1, 1]),
-        ((2, 3, 10, 9), (5, 3, 3, 2), [2, 2], [1, 0], [1, 1]),
-        ((1, 2, 11, 11), (3, 2, 3, 3), [2, 3], [2, 1], [2, 1]),
-        ((2, 4, 7), (6, 4, 3), [2], [1], [1]),
-        ((1, 2, 5, 6, 6), (2, 2, 2, 3, 3), [1, 2, 1], [0, 1, 1], [1, 1, 2]),
+        ((2, 3, 9, 9), (4, 3, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+        ((2, 3, 10, 9), (5, 3, 3, 2), [2, 2], [1, 0], [1, 1], False, [0, 0], 1),
+        ((1, 2, 11, 11), (3, 2, 3, 3), [2, 3], [2, 1], [2, 1], False, [0, 0], 1),
+        ((2, 4, 7), (6, 4, 3), [2], [1], [1], False, [0], 1),
+        ((1, 2, 5, 6, 6), (2, 2, 2, 3, 3), [1, 2, 1], [0, 1, 1], [1, 1, 2], False, [0, 0, 0], 1),
+        # grouped, depthwise (with a channel multiplier), transposed (grouped, output padding)
+        ((2, 6, 9, 8), (4, 3, 3, 3), [2, 1], [1, 1], [1, 2], False, [0, 0], 2),
+        ((2, 4, 8, 8), (8, 1, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 4),
+        ((2, 4, 5, 6), (4, 3, 3, 2), [2, 2], [1, 0], [1, 1], True, [1, 0], 1),
+        ((1, 6, 4, 5), (6, 2, 3, 3), [2, 3], [1, 1], [2, 1], True, [1, 2], 3),
+        ((2, 4, 7), (4, 2, 4), [3], [1], [1], True, [2], 2),
     ],
 )
-def test_convolution_backward_is_recorded(x_shape, w_shape, stride, padding, dilation) -> None:
-    # Ungrouped convolutions' gradients are recorded as convolutions (input: transposed conv with
-    # the output padding that restores its size; weight: batch and channels swapped, stride and
-    # dilation exchanged, cut to the kernel), each gradient only when output_mask asks for it.
+def test_convolution_backward_is_recorded(x_shape, w_shape, stride, padding, dilation, transposed, output_padding, groups) -> None:
+    # Convolutions' gradients are recorded as convolutions (plain: the input's a transposed conv
+    # with the output padding that restores its size, the weight's a conv over the batch with
+    # stride and dilation exchanged, cut to the kernel; transposed: the roles of the input and
+    # the gradient exchanged), each gradient only when output_mask asks for it.
     torch.manual_seed(0)
     cb = torch.ops.aten.convolution_backward.default
     x, w = torch.randn(x_shape), torch.randn(w_shape)
-    zeros = [0] * len(stride)
-    g = torch.randn(torch.ops.aten.convolution(x, w, None, stride, padding, dilation, False, zeros, 1).shape)
-    want = cb(g, x, w, [w_shape[0]], stride, padding, dilation, False, zeros, 1, [True, True, True])
+    g = torch.randn(torch.ops.aten.convolution(x, w, None, stride, padding, dilation, transposed, output_padding, groups).shape)
+    bias = [g.shape[1]]
+    want = cb(g, x, w, bias, stride, padding, dilation, transposed, output_padding, groups, [True, True, True])
     for mask in ([True, True, True], [False, True, True], [True, False, False]):
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("error")  # nothing left to torch eager
             with ember.eager():
-                got = cb(g + 0, x + 0, w + 0, [w_shape[0]], stride, padding, dilation, False, zeros, 1, mask)
+                got = cb(g + 0, x + 0, w + 0, bias, stride, padding, dilation, transposed, output_padding, groups, mask)
                 got = [None if t is None else t.cpu() for t in got]
         for m, a, b in zip(mask, got, want):
             assert (a is None) == (not m)

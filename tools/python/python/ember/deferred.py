@@ -1366,31 +1366,50 @@ def _native_batch_norm_backward(op, grad, x, weight, running_mean, running_var, 
 
 
 def _convolution_backward(op, grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
-    """Gradients of an ungrouped, untransposed convolution as convolutions: the input's is the
-    transposed convolution of the gradient with the same weight (output_padding restoring the
-    input size), the weight's a convolution of the input with the gradient over the batch
-    (batch and channels swapped, stride and dilation exchanged, cut to the kernel size), the
-    bias's a sum. Other forms run with torch."""
-    if transposed or groups != 1:
-        return NotImplemented
+    """A convolution's gradients as convolutions, any groups, plain or transposed. A plain
+    convolution's input gradient is the transposed convolution of the gradient with the same
+    weight (output_padding restoring the input size), a transposed one's the plain convolution.
+    Weight gradients: `_conv_weight_grad`, with input and output gradient exchanged for a
+    transposed convolution. The bias's is a sum."""
     nd = x.dim() - 2
     stride, padding, dilation = ([v[0]] * nd if len(v) == 1 else list(v) for v in (stride, padding, dilation))
     ksize, isize, osize = list(w.shape[2:]), list(x.shape[2:]), list(grad.shape[2:])
     gx = gw = gb = None
     if output_mask[0]:
-        pad_out = [isize[i] - ((osize[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ksize[i] - 1) + 1) for i in range(nd)]
-        gx = op(aten.convolution.default, grad, w, None, stride, padding, dilation, True, pad_out, 1)
+        if transposed:
+            gx = op(aten.convolution.default, grad, w, None, stride, padding, dilation, False, [0] * nd, groups)
+        else:
+            pad_out = [isize[i] - ((osize[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ksize[i] - 1) + 1) for i in range(nd)]
+            gx = op(aten.convolution.default, grad, w, None, stride, padding, dilation, True, pad_out, groups)
     if output_mask[1]:
-        xt = op(aten.transpose.int, x, 0, 1)
-        gt = op(aten.transpose.int, grad, 0, 1)
-        gw = op(aten.convolution.default, xt, gt, None, dilation, padding, stride, False, [0] * nd, 1)
-        for i in range(nd):
-            if gw.shape[2 + i] != ksize[i]:
-                gw = op(aten.slice.Tensor, gw, 2 + i, 0, ksize[i], 1)
-        gw = op(aten.transpose.int, gw, 0, 1)
+        # A transposed convolution is the input gradient of the plain one with the same weight:
+        # its weight gradient is the plain one's with x and grad in exchanged roles.
+        src, dst = (grad, x) if transposed else (x, grad)
+        gw = _conv_weight_grad(op, src, dst, ksize, stride, padding, dilation, groups)
     if output_mask[2]:
         gb = op(aten.sum.dim_IntList, grad, [0] + list(range(2, 2 + nd)), False)
     return gx, gw, gb
+
+
+def _conv_weight_grad(op, x, grad, ksize, stride, padding, dilation, groups):
+    """The weight gradient of `conv(x, w)` given the output's gradient: a convolution over the
+    batch, x as `[C/g, g*N, ..]` (group j's channels hold its batch) and the gradient as the
+    filters `[O, N, ..]`, `groups` groups, stride and dilation exchanged; the result
+    `[C/g, O, ..]` is cut to the kernel size and transposed to the weight's `[O, C/g, ..]`."""
+    nd = x.dim() - 2
+    if groups == 1:
+        xt = op(aten.transpose.int, x, 0, 1)
+    else:
+        n, c, spatial = x.shape[0], x.shape[1], list(x.shape[2:])
+        xg = op(aten.reshape.default, x, [n, groups, c // groups] + spatial)
+        xg = op(aten.permute.default, xg, [2, 1, 0] + list(range(3, 3 + nd)))
+        xt = op(aten.reshape.default, xg, [c // groups, groups * n] + spatial)
+    gt = op(aten.transpose.int, grad, 0, 1)
+    gw = op(aten.convolution.default, xt, gt, None, dilation, padding, stride, False, [0] * nd, groups)
+    for i in range(nd):
+        if gw.shape[2 + i] != ksize[i]:
+            gw = op(aten.slice.Tensor, gw, 2 + i, 0, ksize[i], 1)
+    return op(aten.transpose.int, gw, 0, 1)
 
 
 def _max_pool_backward(spatial: int):
