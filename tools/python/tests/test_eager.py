@@ -858,3 +858,23 @@ def test_batch_norm_backward_is_recorded(shape, affine) -> None:
             assert (a is None) == (not m)
             if a is not None:
                 torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_results_keep_torch_strides() -> None:
+    # Regions write results dense; a materialized result takes the layout torch eager gives
+    # (an elementwise op's on a transposed or channels-last input), so views and stride-reading
+    # code behave as in torch: `y.T.view(-1)` works on a result laid out like `a.t()`.
+    torch.manual_seed(0)
+    a, x = torch.randn(5, 7), torch.randn(2, 3, 4, 4).to(memory_format=torch.channels_last)
+
+    def f():
+        return a.t() * 2, torch.relu(x) + 1
+
+    want = f()
+    with ember.eager():
+        got = f()
+        for g, w in zip(got, want):
+            g.sum().item()  # materialized
+            assert g.stride() == w.stride() and g._real.stride() == w.stride()
+            torch.testing.assert_close(g.cpu(), w, rtol=RTOL, atol=ATOL)
+        torch.testing.assert_close(got[0].T.view(-1).cpu(), want[0].T.view(-1), rtol=RTOL, atol=ATOL)

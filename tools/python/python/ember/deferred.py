@@ -365,6 +365,16 @@ def _schema(func) -> _Schema:
     return s
 
 
+def _dense(shape, strides) -> bool:
+    """Whether `strides` lay `shape` out without gaps or overlaps (in some dim order)."""
+    n = 1
+    for st, size in sorted((st, sz) for sz, st in zip(shape, strides) if sz != 1):
+        if st != n:
+            return False
+        n *= size
+    return True
+
+
 def _storage_key(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
 
@@ -452,8 +462,9 @@ class _Recorder(TorchDispatchMode):
             v = self._transposed_input(t)
         if v is None:
             # The runtime reads dense inputs; `t` stays referenced (by ext_keep) so its id is stable.
+            # The meta keeps t's strides: results take their layout from it as in torch eager.
             dense = t if t.is_contiguous() else t.contiguous()
-            v = self._new_vid((tuple(t.shape), dense.stride(), t.dtype))
+            v = self._new_vid((tuple(t.shape), t.stride(), t.dtype))
             self.ext[v] = dense
             self.ext_of[id(t)] = v
             self.ext_keep.append(t)
@@ -910,9 +921,9 @@ class _Recorder(TorchDispatchMode):
             return outs
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _op(self, func, *args):
+    def _op(self, func, *args, **kwargs):
         """Records one op from inside the recorder (a decomposition), skipping the dispatcher."""
-        return self._record(func, _schema(func), args, {})
+        return self._record(func, _schema(func), args, kwargs)
 
     def _to(self, args, kwargs):
         """`Tensor.to(dtype)`: the tensor itself when nothing changes, else `_to_copy`."""
@@ -1069,6 +1080,13 @@ class _Recorder(TorchDispatchMode):
         seen = set()
         for w in live_wrappers:
             r = results[w._vid]
+            if w._vid not in seen:
+                st = w.stride()
+                if r.stride() != st and r.numel() > 1 and _dense(w.shape, st):
+                    # Regions write results dense; torch's layout (the meta kernel's strides,
+                    # which the wrapper shows: channels-last, an elementwise op's on transposed
+                    # inputs) is what views and stride-reading code of the user expect.
+                    r = results[w._vid] = torch.empty_strided(w.shape, st, dtype=r.dtype).copy_(r)
             # Wrappers of one value (`_same_value`) get tensors of their own over one memory.
             w._real = r if w._vid not in seen else r.detach()
             seen.add(w._vid)
@@ -1474,9 +1492,9 @@ def _sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, sc
     out = op(aten.view.default, out, [n, h, L, e])
     perm = _like_order(q)
     if perm != [0, 1, 2, 3]:
-        out = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, out, perm)), [perm.index(i) for i in range(4)])
+        out = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, out, perm), memory_format=torch.contiguous_format), [perm.index(i) for i in range(4)])
     # [N, H, L] in the kernel's [N, L, H] memory order.
-    lse = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, op(aten.view.default, lse, [n, h, L]), [0, 2, 1])), [0, 2, 1])
+    lse = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, op(aten.view.default, lse, [n, h, L]), [0, 2, 1]), memory_format=torch.contiguous_format), [0, 2, 1])
     return out, lse
 
 
@@ -1535,7 +1553,7 @@ def _sdpa_cpu_backward(op, grad, q, k, v, out, lse, dropout_p, is_causal, *, att
 
     def laid_out(x, rows):
         x = op(aten.permute.default, op(aten.view.default, x, [n, h, rows, e]), [0, 2, 1, 3])
-        return op(aten.permute.default, op(aten.clone.default, x), [0, 2, 1, 3])
+        return op(aten.permute.default, op(aten.clone.default, x, memory_format=torch.contiguous_format), [0, 2, 1, 3])
 
     return laid_out(dq, L), laid_out(dk, S), laid_out(dv, S)
 
