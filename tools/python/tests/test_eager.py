@@ -878,3 +878,52 @@ def test_results_keep_torch_strides() -> None:
             assert g.stride() == w.stride() and g._real.stride() == w.stride()
             torch.testing.assert_close(g.cpu(), w, rtol=RTOL, atol=ATOL)
         torch.testing.assert_close(got[0].T.view(-1).cpu(), want[0].T.view(-1), rtol=RTOL, atol=ATOL)
+
+
+def test_in_place_metadata_ops() -> None:
+    # t_, unsqueeze_, squeeze_, transpose_, as_strided_, resize_ change the tensor's own sizes and
+    # strides: on a deferred value they record the view op and change the wrapper (no flush);
+    # with a live view of it, on a materialized value or a real tensor, torch eager runs them.
+    torch.manual_seed(0)
+    x0 = torch.randn(3, 4)
+
+    def with_view(y):
+        v = y[1]
+        y.t_()
+        return y * 2 + 1, v + 0
+
+    def materialized(y):
+        y.sum().item()
+        y.unsqueeze_(0)
+        return (y.exp(),)
+
+    def real_target(y):
+        w = torch.zeros(4, 3)
+        w.copy_(y.t())
+        w.t_()
+        return (w.mul_(2),)
+
+    cases = {
+        "t_": (lambda y: (y.t_() * 3,), 0),
+        "unsqueeze_/squeeze_": (lambda y: (y.unsqueeze_(1).squeeze_(1).add_(1).t().contiguous(), y), 0),
+        "transpose_": (lambda y: (y.transpose_(0, 1).reshape(-1),), 0),
+        "as_strided_ restride": (lambda y: (y.unsqueeze_(0).as_strided_((1, 3, 4), (1, 4, 1)) + 1,), 0),
+        "as_strided_": (lambda y: (y.as_strided_((2, 2), (1, 4)) + 0,), None),
+        "resize_": (lambda y: (y.resize_(2, 3) + 0,), None),
+        "with a view": (with_view, None),
+        "materialized": (materialized, None),
+        "real target": (real_target, None),
+    }
+    for name, (f, flushes) in cases.items():
+        want = f(x0 * 2)
+        before = deferred.stats()["flushes"]
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # as_strided runs with torch eager
+            with ember.eager():
+                y = x0 * 2
+                got = f(y)
+                if flushes is not None:
+                    assert deferred.stats()["flushes"] - before == flushes, name
+                for g, w in zip(got, want):
+                    assert g.shape == w.shape and g.stride() == w.stride(), name
+                    torch.testing.assert_close(g.cpu(), w, rtol=RTOL, atol=ATOL, msg=lambda m: f"{name}: {m}")

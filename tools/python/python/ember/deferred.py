@@ -271,7 +271,7 @@ def _expand(op: _Op) -> _Op:
 class _Schema:
     """Per-OpOverload facts, computed once."""
 
-    __slots__ = ("func", "params", "target", "mutable", "writes", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list", "route", "fast", "alpha", "same_value", "foreach")
+    __slots__ = ("func", "params", "target", "mutable", "writes", "view", "known", "functional", "decomp", "name", "returns_tensors", "returns_list", "route", "fast", "alpha", "same_value", "foreach", "meta_only")
 
     def __init__(self, func) -> None:
         self.func = func  # keeps the OpOverload alive: `_schemas` is keyed by its id
@@ -292,10 +292,20 @@ class _Schema:
         self.returns_tensors = bool(s.returns) and all(str(r.type) in ("Tensor", "List[Tensor]") for r in s.returns)
         self.returns_list = len(s.returns) == 1 and str(s.returns[0].type) == "List[Tensor]"
         self.known = func.namespace == "aten" and _native().eager_op_known(self.target)
+        #: In place on the tensor's metadata only (`t_`, `unsqueeze_`, `as_strided_`, `resize_`).
+        self.meta_only = torch.Tag.inplace_view in func.tags
         self.functional = None
         if self.mutable and base.endswith("_") and not base.startswith("_"):
             pkt = getattr(aten, base[:-1], None)
             self.functional = getattr(pkt, func._overloadname, None) if pkt is not None else None
+            if self.functional is None and pkt is not None:
+                # Overload names differ (`transpose_.default`, `transpose.int`): match the types.
+                types = [str(a.type) for a in s.arguments]
+                for name in pkt.overloads():
+                    f = getattr(pkt, name)
+                    if [str(a.type) for a in f._schema.arguments] == types:
+                        self.functional = f
+                        break
         self.decomp = _decompositions().get(func)
         self.fast = _FAST.get(self.target)
         self.alpha = self.target in ("aten.add.Tensor", "aten.sub.Tensor")
@@ -321,6 +331,8 @@ _last_trace: tuple | None = None
 #: `_meta_cache` entry of an op signature that runs with torch eager (no meta result Ember models).
 _EAGER = object()
 _decomp_table: dict | None = None
+#: Excluded to run an op on a wrapper itself (its metadata), past the recorder.
+_PYTHON_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(torch._C.DispatchKey.PythonTLSSnapshot)
 
 
 _FOREACH_BINARY = {"add", "sub", "mul", "div"}
@@ -373,6 +385,13 @@ def _dense(shape, strides) -> bool:
             return False
         n *= size
     return True
+
+
+def _restrides_only(t: torch.Tensor, size, stride, storage_offset=None) -> bool:
+    """Whether `t.as_strided_(size, stride, storage_offset)` keeps every element where it is."""
+    if list(size) != list(t.shape) or storage_offset not in (None, t.storage_offset()):
+        return False
+    return all(a == b for a, b, n in zip(stride, t.stride(), size) if n != 1)
 
 
 def _storage_key(t: torch.Tensor) -> int:
@@ -638,6 +657,8 @@ class _Recorder(TorchDispatchMode):
 
     def _inplace(self, func, s: _Schema, args, kwargs):
         target = args[0]
+        if s.meta_only:
+            return self._inplace_view(func, s, args, kwargs)
         if s.functional is None:
             return self._eager(func, s, args, kwargs)
         fs = _schema(s.functional)
@@ -668,6 +689,37 @@ class _Recorder(TorchDispatchMode):
                 target._alias = None
         else:
             self._set_pending(target, new._vid)
+        return target
+
+    def _inplace_view(self, func, s: _Schema, args, kwargs):
+        """An in-place op on a tensor's metadata (`t_`, `unsqueeze_`, `as_strided_`, `resize_`,
+        ATen's `inplace_view` tag). The wrapper's own sizes and strides change as torch changes
+        them: the op runs on it below the Python key (the wrapper's storage is a meta one). Its
+        value is the view op's result when the wrapper is a deferred value with no other live
+        alias and the view op is recorded; otherwise it is materialized and the op also runs on
+        its real tensor."""
+        target = args[0]
+        if type(target) is not DeferredTensor:
+            return self._eager(func, s, args, kwargs)
+        new = None
+        restride = target._real is None and s.target == "aten.as_strided_.default" and _restrides_only(target, *args[1:], **kwargs)
+        if restride:
+            new = target  # the strides of size-1 dims (adaptive pooling's channels-last `out`)
+        elif target._real is None and target._view is None and s.functional is not None and _schema(s.functional).view:
+            others = target._alias is not None and any(r() is not None and r() is not target for r in target._alias)
+            if not others:
+                new = self._record(s.functional, _schema(s.functional), args, kwargs)
+                if type(new) is not DeferredTensor or new._real is not None:
+                    new = None  # ran with torch eager, which materialized the target
+        if new is not None:
+            target._vid = new._vid
+        else:
+            target._materialize()
+            self._eager(func, s, args, kwargs)
+        with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
+            func(target, *args[1:], **kwargs)
+        if restride:
+            self.metas[target._vid] = (tuple(target.shape), target.stride(), target.dtype)
         return target
 
     def _set_pending(self, t: torch.Tensor, vid: int) -> None:
