@@ -838,26 +838,43 @@ def test_max_pool_backward_is_recorded() -> None:
         torch.testing.assert_close(g, w, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("train", [True, False])
 @pytest.mark.parametrize("shape,affine", [((4, 3, 5, 5), True), ((6, 4), False), ((2, 3, 4), True)])
-def test_batch_norm_backward_is_recorded(shape, affine) -> None:
+def test_batch_norm_is_recorded(shape, affine, train) -> None:
+    # Training: the CPU kernel's backward from the saved batch statistics. Eval: the forward as
+    # x * alpha + beta (its statistics results empty, as the CPU kernel's; the meta kernel's are
+    # [C]) and the backward from the running statistics.
     torch.manual_seed(0)
     x, g = torch.randn(shape), torch.randn(shape)
     c = shape[1]
     w = torch.rand(c) + 0.5 if affine else None
-    rm, rv = torch.zeros(c), torch.ones(c)
-    _, mean, invstd = torch.ops.aten.native_batch_norm(x, w, None, rm.clone(), rv.clone(), True, 0.1, 1e-5)
-    bwd = torch.ops.aten.native_batch_norm_backward.default
-    for mask in ([True, True, True], [True, False, False], [False, True, True]):
-        want = bwd(g, x, w, rm, rv, mean, invstd, True, 1e-5, mask)
+    b = torch.randn(c) if affine else None
+    rm, rv = torch.randn(c) * 0.1, torch.rand(c) + 0.5
+    if train:
+        _, mean, invstd = torch.ops.aten.native_batch_norm(x, w, b, rm.clone(), rv.clone(), True, 0.1, 1e-5)
+    else:
+        fwd = torch.ops.aten._native_batch_norm_legit_no_training.default
+        want = fwd(x, w, b, rm, rv, 0.1, 1e-5)
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("error")
             with ember.eager():
-                got = bwd(g + 0, x + 0, w, rm, rv, mean, invstd, True, 1e-5, mask)
+                got = [t.cpu() for t in fwd(x + 0, w, b, rm, rv, 0.1, 1e-5)]
+        for a, e in zip(got, want):
+            assert a.shape == e.shape
+            torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-6)
+        mean, invstd = want[1], want[2]
+    bwd = torch.ops.aten.native_batch_norm_backward.default
+    for mask in ([True, True, True], [True, False, False], [False, True, True]):
+        want = bwd(g, x, w, rm, rv, mean, invstd, train, 1e-5, mask)
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with ember.eager():
+                got = bwd(g + 0, x + 0, w, rm, rv, mean, invstd, train, 1e-5, mask)
                 got = [None if t is None else t.cpu() for t in got]
-        for m, a, b in zip(mask, got, want):
+        for m, a, e in zip(mask, got, want):
             assert (a is None) == (not m)
             if a is not None:
-                torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+                torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
 
 
 def test_results_keep_torch_strides() -> None:
@@ -927,3 +944,23 @@ def test_in_place_metadata_ops() -> None:
                 for g, w in zip(got, want):
                     assert g.shape == w.shape and g.stride() == w.stride(), name
                     torch.testing.assert_close(g.cpu(), w, rtol=RTOL, atol=ATOL, msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("shape,dim", [((4, 3, 5), 0), ((4, 3, 5), 2), ((6, 2), 1)])
+def test_weight_norm_backward_is_recorded(shape, dim) -> None:
+    # nn.utils.weight_norm's gradients (wav2vec2's positional convolution) are recorded.
+    torch.manual_seed(0)
+    v = torch.randn(shape)
+    keep = [s if d == dim else 1 for d, s in enumerate(shape)]
+    g = torch.rand(keep) + 0.5
+    w, norms = torch.ops.aten._weight_norm_interface(v, g, dim)
+    gw = torch.randn(shape)
+    bwd = torch.ops.aten._weight_norm_interface_backward.default
+    want = bwd(gw, v, g, norms, dim)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with ember.eager():
+            got = [t.cpu() for t in bwd(gw + 0, v + 0, g, norms, dim)]
+    for a, e in zip(got, want):
+        assert a.shape == e.shape
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-6)

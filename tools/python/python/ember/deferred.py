@@ -1396,7 +1396,7 @@ def _native_batch_norm(op, x, weight, bias, running_mean, running_var, training,
     if not training:
         if running_mean is None or running_var is None:
             return NotImplemented  # torch raises its own error
-        return op(aten._native_batch_norm_legit_no_training.default, x, weight, bias, running_mean, running_var, momentum, eps)
+        return _batch_norm_eval(op, x, weight, bias, running_mean, running_var, momentum, eps)
     if running_mean is None or running_var is None:
         return op(aten._native_batch_norm_legit.no_stats, x, weight, bias, True, momentum, eps)
     out, mean, rstd, new_mean, new_var = op(aten._native_batch_norm_legit_functional.default, x, weight, bias, running_mean, running_var, True, momentum, eps)
@@ -1406,33 +1406,70 @@ def _native_batch_norm(op, x, weight, bias, running_mean, running_var, training,
     return out, mean, rstd
 
 
+def _batch_norm_eval(op, x, weight, bias, running_mean, running_var, momentum, eps):
+    """Inference BatchNorm as torch's CPU kernel computes it: alpha = weight * rsqrt(var + eps),
+    beta = bias - mean * alpha, out = x * alpha + beta per channel (dim 1). Its statistics results
+    are empty, as the CPU kernel's; the meta kernel's are `[C]`, so the op itself is not recorded
+    (Ember's dialect types them as the CPU kernel does)."""
+    if x.dim() < 2 or x.dtype not in (torch.float32, torch.float64) or running_mean.dtype != x.dtype or running_var.dtype != x.dtype:
+        return NotImplemented
+    shape = [x.shape[1]] + [1] * (x.dim() - 2)
+    alpha = op(aten.rsqrt.default, op(aten.add.Scalar, running_var, eps))
+    if weight is not None:
+        alpha = op(aten.mul.Tensor, alpha, weight)
+    beta = op(aten.mul.Tensor, running_mean, alpha)
+    beta = op(aten.neg.default, beta) if bias is None else op(aten.sub.Tensor, bias, beta)
+    out = op(aten.add.Tensor, op(aten.mul.Tensor, x, op(aten.view.default, alpha, shape)), op(aten.view.default, beta, shape))
+    return out, torch.empty(0, dtype=x.dtype), torch.empty(0, dtype=x.dtype)
+
+
 def _native_batch_norm_backward(op, grad, x, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask):
     """Training-mode BatchNorm gradients as torch's CPU kernel computes them, from the saved batch
     mean and inverse std (torch's decomposition also reads the running statistics, which have
     a pending write after the forward and would force a flush): with xc = x - mean, per channel
     total = Σ grad and dotp = Σ xc·grad, grad_input = (grad - total/n - xc·dotp·invstd²/n)·invstd·w,
-    grad_weight = dotp·invstd, grad_bias = total. Eval mode runs with torch."""
-    if not train or x.dim() < 2:
+    grad_weight = dotp·invstd, grad_bias = total. Eval mode: the running statistics in their
+    place, and grad_input = grad·invstd·w (the statistics are constants)."""
+    if x.dim() < 2:
         return NotImplemented
+    if train:
+        mean, invstd = save_mean, save_invstd
+    elif running_mean is None or running_var is None:
+        return NotImplemented
+    else:
+        mean, invstd = running_mean, op(aten.rsqrt.default, op(aten.add.Scalar, running_var, eps))
     c = x.shape[1]
     n = x.numel() // c
     dims = [0] + list(range(2, x.dim()))
     shape = [1, c] + [1] * (x.dim() - 2)
-    xc = op(aten.sub.Tensor, x, op(aten.reshape.default, save_mean, shape))
+    xc = op(aten.sub.Tensor, x, op(aten.reshape.default, mean, shape))
     total = op(aten.sum.dim_IntList, grad, dims, False)
     dotp = op(aten.sum.dim_IntList, op(aten.mul.Tensor, xc, grad), dims, False)
     gi = gw = gb = None
     if output_mask[0]:
-        k = op(aten.div.Tensor, op(aten.mul.Tensor, dotp, op(aten.mul.Tensor, save_invstd, save_invstd)), float(n))
-        centered = op(aten.sub.Tensor, grad, op(aten.reshape.default, op(aten.div.Tensor, total, float(n)), shape))
-        centered = op(aten.sub.Tensor, centered, op(aten.mul.Tensor, xc, op(aten.reshape.default, k, shape)))
-        scale = save_invstd if weight is None else op(aten.mul.Tensor, save_invstd, weight)
+        centered = grad
+        if train:
+            k = op(aten.div.Tensor, op(aten.mul.Tensor, dotp, op(aten.mul.Tensor, invstd, invstd)), float(n))
+            centered = op(aten.sub.Tensor, grad, op(aten.reshape.default, op(aten.div.Tensor, total, float(n)), shape))
+            centered = op(aten.sub.Tensor, centered, op(aten.mul.Tensor, xc, op(aten.reshape.default, k, shape)))
+        scale = invstd if weight is None else op(aten.mul.Tensor, invstd, weight)
         gi = op(aten.mul.Tensor, centered, op(aten.reshape.default, scale, shape))
     if output_mask[1]:
-        gw = op(aten.mul.Tensor, dotp, save_invstd)
+        gw = op(aten.mul.Tensor, dotp, invstd)
     if output_mask[2]:
         gb = total
     return gi, gw, gb
+
+
+def _weight_norm_backward(op, grad_w, v, g, norms, dim):
+    """Gradients of w = g·v/‖v‖ (norms over every dim but `dim`, kept): with
+    grad_g = Σ grad_w·v / ‖v‖, grad_v = g/‖v‖ · (grad_w - v·grad_g/‖v‖)."""
+    if v.dtype not in (torch.float32, torch.float64) or norms.dtype != v.dtype:
+        return NotImplemented
+    dims = [d for d in range(v.dim()) if d != dim % v.dim()]
+    gg = op(aten.div.Tensor, op(aten.sum.dim_IntList, op(aten.mul.Tensor, grad_w, v), dims, True), norms)
+    inner = op(aten.sub.Tensor, grad_w, op(aten.mul.Tensor, v, op(aten.div.Tensor, gg, norms)))
+    return op(aten.mul.Tensor, op(aten.div.Tensor, g, norms), inner), gg
 
 
 def _convolution_backward(op, grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
@@ -1649,7 +1686,9 @@ _FAST = {
     "aten.min.default": _min_all,
     "aten.native_batch_norm.default": _native_batch_norm,
     "aten.native_batch_norm_backward.default": _native_batch_norm_backward,
+    "aten._native_batch_norm_legit_no_training.default": _batch_norm_eval,
     "aten.convolution_backward.default": _convolution_backward,
+    "aten._weight_norm_interface_backward.default": _weight_norm_backward,
     "aten.max_pool2d_with_indices_backward.default": _max_pool_backward(2),
     "aten.max_pool3d_with_indices_backward.default": _max_pool_backward(3),
 }
