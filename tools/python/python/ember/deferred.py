@@ -387,6 +387,118 @@ def _dense(shape, strides) -> bool:
     return True
 
 
+def _chain(w) -> list:
+    """A deferred view, its base, its base's base, ... up to the root (no view recipe)."""
+    out = [w]
+    while w._view is not None:
+        w = w._view[0][0]
+        out.append(w)
+    return out
+
+
+def _slice_bounds(size: int, start, end, step) -> tuple:
+    start = 0 if start is None else start + size if start < 0 else start
+    end = size if end is None else end + size if end < 0 else end
+    return min(max(start, 0), size), min(max(end, 0), size), step
+
+
+def _split_bounds(parent, vargs, vkw, idx) -> tuple:
+    """(dim, start, end) of output `idx` of `split` (a size) or `split_with_sizes` over `parent`."""
+    dim = (vargs[1] if len(vargs) > 1 else vkw.get("dim", 0)) % parent.dim()
+    if isinstance(vargs[0], int):
+        n = vargs[0]
+        return dim, idx * n, min((idx + 1) * n, parent.shape[dim])
+    start = sum(vargs[0][:idx])
+    return dim, start, start + vargs[0][idx]
+
+
+def _region(view) -> tuple | None:
+    """(kind, dim, range) of the part of its base a view recipe reads, for disjointness."""
+    (parent, func, vargs, vkw), idx = view
+    if func in (aten.split.Tensor, aten.split_with_sizes.default):
+        return _split_bounds(parent, vargs, vkw, idx)
+    if func is aten.slice.Tensor:
+        d = (vargs[0] if vargs else vkw.get("dim", 0)) % parent.dim()
+        a, b, step = _slice_bounds(parent.shape[d], *(list(vargs[1:4]) + [None, None, 1][len(vargs[1:4]):]))
+        return (d, a, b) if step == 1 else None
+    if func in (aten.select.int, aten.unbind.int):
+        d = (vargs[0] if vargs else vkw.get("dim", 0)) % parent.dim()
+        i = idx if func is aten.unbind.int else vargs[1]
+        i %= parent.shape[d]
+        return d, i, i + 1
+    return None
+
+
+def _same_view(a, b) -> bool:
+    """Whether two view recipes are the same view of the same base (never compares tensors)."""
+    (pa, fa, va, ka), ia = a
+    (pb, fb, vb, kb), ib = b
+    return pa is pb and fa is fb and va == vb and ka == kb and ia == ib
+
+
+def _disjoint_views(a, b) -> bool:
+    """Whether two view recipes of the same base read disjoint parts of it."""
+    if a[0][0] is not b[0][0]:
+        return False
+    ra, rb = _region(a), _region(b)
+    return ra is not None and rb is not None and ra[0] == rb[0] and (ra[2] <= rb[1] or rb[2] <= ra[1])
+
+
+def _inv_slice(op, parent, val, vargs, vkw, idx):
+    dim, start, end, step = (list(vargs) + [0, None, None, 1][len(vargs):])[:4]
+    return op(aten.slice_scatter.default, parent, val, dim, start, end, step)
+
+
+def _inv_select(op, parent, val, vargs, vkw, idx):
+    return op(aten.select_scatter.default, parent, val, vargs[0], vargs[1])
+
+
+def _inv_unbind(op, parent, val, vargs, vkw, idx):
+    return op(aten.select_scatter.default, parent, val, vargs[0] if vargs else vkw.get("dim", 0), idx)
+
+
+def _inv_split(op, parent, val, vargs, vkw, idx):
+    dim, start, end = _split_bounds(parent, vargs, vkw, idx)
+    return op(aten.slice_scatter.default, parent, val, dim, start, end, 1)
+
+
+def _inv_reshape(op, parent, val, vargs, vkw, idx):
+    return op(aten.reshape.default, val, list(parent.shape))
+
+
+def _inv_permute(op, parent, val, vargs, vkw, idx):
+    dims = [d % parent.dim() for d in vargs[0]]
+    return op(aten.permute.default, val, [dims.index(i) for i in range(len(dims))])
+
+
+def _inv_transpose(op, parent, val, vargs, vkw, idx):
+    return op(aten.transpose.int, val, vargs[0], vargs[1])
+
+
+def _inv_diagonal(op, parent, val, vargs, vkw, idx):
+    return op(aten.diagonal_scatter.default, parent, val, *vargs)
+
+
+#: View op → f(op, base, new view value, view args, view kwargs, output index): the base's new
+#: value. A reshape (a copy when torch cannot view) is not one: writes through it flush.
+_VIEW_INVERSE = {
+    aten.slice.Tensor: _inv_slice,
+    aten.select.int: _inv_select,
+    aten.unbind.int: _inv_unbind,
+    aten.split.Tensor: _inv_split,
+    aten.split_with_sizes.default: _inv_split,
+    aten.view.default: _inv_reshape,
+    aten.unsqueeze.default: _inv_reshape,
+    aten.squeeze.dim: _inv_reshape,
+    aten.squeeze.dims: _inv_reshape,
+    aten.squeeze.default: _inv_reshape,
+    aten.alias.default: _inv_reshape,
+    aten.permute.default: _inv_permute,
+    aten.transpose.int: _inv_transpose,
+    aten.diagonal.default: _inv_diagonal,
+}
+
+
 def _restrides_only(t: torch.Tensor, size, stride, storage_offset=None) -> bool:
     """Whether `t.as_strided_(size, stride, storage_offset)` keeps every element where it is."""
     if list(size) != list(t.shape) or storage_offset not in (None, t.storage_offset()):
@@ -662,15 +774,20 @@ class _Recorder(TorchDispatchMode):
         if s.functional is None:
             return self._eager(func, s, args, kwargs)
         fs = _schema(s.functional)
+        alive = None
         if isinstance(target, DeferredTensor) and target._real is None and target._alias is not None:
-            alive = [r for r in target._alias if r() is not None]
-            if len(alive) > 1:
-                # A write another live tensor must see (a view, its base): materialize them, the
-                # views as real views of their base, and write through memory like torch does.
+            alive = [w for w in (r() for r in target._alias) if w is not None]
+            if len(alive) < 2:
+                alive = None
+            elif not self._functionalizable(target, alive):
+                # A write another live tensor must see (a view, its base) that cannot be recorded:
+                # materialize them, the views as real views of their base, and write through
+                # memory like torch does.
                 self.flush("write through an alias")
+                alive = None
         # The functional form takes the in-place op's path through dispatch (same arguments, and
         # it is neither in place nor a view), so it goes straight to recording.
-        new = self._record(s.functional, fs, args, kwargs) if fs.known or fs.decomp else None
+        new = self._record(s.functional, fs, args, kwargs) if fs.known or fs.decomp or fs.fast else None
         if new is None:
             return self._eager(func, s, args, kwargs)
         if new.shape != target.shape or new.dtype != target.dtype:
@@ -684,12 +801,70 @@ class _Recorder(TorchDispatchMode):
         if isinstance(target, DeferredTensor):
             if target._real is not None:
                 self._set_pending(target._real, new._vid)
+            elif alive is not None and self._functionalizable(target, alive):
+                self._write_through_views(target, alive, new)
+            elif alive is not None:
+                raise EagerError(f"ember.eager internal error: `{s.target}` on a view lost its aliases")
             else:
                 target._vid = new._vid
                 target._alias = None
         else:
             self._set_pending(target, new._vid)
         return target
+
+    # A write through a view, recorded (functionalization): the view's new value is scattered
+    # into its base, up to the root, and every other live alias that overlaps the written part
+    # is re-derived from its base's new value by its recorded view op.
+
+    def _functionalizable(self, target: DeferredTensor, alive: list) -> bool:
+        """Whether a write to `target` can be recorded for its live aliases `alive`: all deferred,
+        target's views invertible (`_VIEW_INVERSE`), everyone's root the same value."""
+        chain = _chain(target)
+        root_vid = chain[-1]._vid
+        if any(c._view[0][1] not in _VIEW_INVERSE for c in chain[:-1]):
+            return False
+        for w in alive:
+            if type(w) is not DeferredTensor or w._real is not None or w._rec is not self or _chain(w)[-1]._vid != root_vid:
+                return False
+        return True
+
+    def _write_through_views(self, target: DeferredTensor, alive: list, new: DeferredTensor) -> None:
+        chain = _chain(target)
+        vids = [new._vid]
+        val = new
+        for child in chain[:-1]:
+            (parent, func, vargs, vkw), idx = child._view
+            val = _VIEW_INVERSE[func](self._op, parent, val, vargs, vkw, idx)
+            vids.append(val._vid)
+        pos = {id(c): i for i, c in enumerate(chain)}
+        for c, v in zip(chain, vids):
+            self._repoint(c, v)
+        rest = [w for w in alive if id(w) not in pos]
+        for w in sorted(rest, key=lambda w: len(_chain(w))):  # bases before their views
+            if w._view is None:
+                self._repoint(w, vids[-1])  # another wrapper of the root's value (`_same_value`)
+                continue
+            wc = _chain(w)
+            # The branch below the deepest ancestor shared with the target: a sibling of the
+            # target's own branch there that reads a disjoint part keeps its value.
+            j = next((k for k, c in enumerate(wc) if id(c) in pos or c._view is None), len(wc) - 1)
+            i = pos.get(id(wc[j]), len(chain) - 1)
+            if i > 0 and j > 0:
+                mine, theirs = wc[j - 1]._view, chain[i - 1]._view
+                if _same_view(mine, theirs):
+                    if j == 1:
+                        self._repoint(w, chain[i - 1]._vid)  # another wrapper of a written view
+                        continue
+                elif _disjoint_views(mine, theirs):
+                    continue
+            (parent, func, vargs, vkw), idx = w._view
+            out = self._op(func, parent, *vargs, **vkw)
+            self._repoint(w, (out if idx is None else out[idx])._vid)
+
+    def _repoint(self, w: DeferredTensor, vid: int) -> None:
+        """`w` now holds value `vid`, laid out as `w` is (its strides are torch's)."""
+        w._vid = vid
+        self.metas[vid] = (tuple(w.shape), w.stride(), w.dtype)
 
     def _inplace_view(self, func, s: _Schema, args, kwargs):
         """An in-place op on a tensor's metadata (`t_`, `unsqueeze_`, `as_strided_`, `resize_`,
@@ -1142,7 +1317,7 @@ class _Recorder(TorchDispatchMode):
             # Wrappers of one value (`_same_value`) get tensors of their own over one memory.
             w._real = r if w._vid not in seen else r.detach()
             seen.add(w._vid)
-        for w in sorted(views, key=lambda w: w._vid):  # parents before their views
+        for w in sorted(views, key=lambda w: len(_chain(w))):  # parents before their views
             (parent, func, vargs, vkw), i = w._view
             if parent._real is None:
                 raise EagerError(f"ember.eager internal error: the base of a view ({func}) was not materialized with it")
@@ -1461,6 +1636,20 @@ def _native_batch_norm_backward(op, grad, x, weight, running_mean, running_var, 
     return gi, gw, gb
 
 
+def _tensor_split(op, x, sections_or_indices, dim=0):
+    """`tensor_split` into sections (the first `size % n` one longer) or at indices: slices."""
+    size = x.shape[dim]
+    if isinstance(sections_or_indices, int):
+        n = sections_or_indices
+        if n <= 0:
+            return NotImplemented  # torch raises its own error
+        q, r = divmod(size, n)
+        bounds = [i * q + min(i, r) for i in range(n + 1)]
+    else:
+        bounds = [0] + [min(max(i + size if i < 0 else i, 0), size) for i in sections_or_indices] + [size]
+    return [op(aten.slice.Tensor, x, dim, a, max(a, b), 1) for a, b in zip(bounds, bounds[1:])]
+
+
 def _weight_norm_backward(op, grad_w, v, g, norms, dim):
     """Gradients of w = g·v/‖v‖ (norms over every dim but `dim`, kept): with
     grad_g = Σ grad_w·v / ‖v‖, grad_v = g/‖v‖ · (grad_w - v·grad_g/‖v‖)."""
@@ -1688,6 +1877,9 @@ _FAST = {
     "aten.native_batch_norm_backward.default": _native_batch_norm_backward,
     "aten._native_batch_norm_legit_no_training.default": _batch_norm_eval,
     "aten.convolution_backward.default": _convolution_backward,
+    "aten.zero.default": lambda op, x: op(aten.fill.Scalar, x, 0),
+    "aten.tensor_split.sections": _tensor_split,
+    "aten.tensor_split.indices": _tensor_split,
     "aten._weight_norm_interface_backward.default": _weight_norm_backward,
     "aten.max_pool2d_with_indices_backward.default": _max_pool_backward(2),
     "aten.max_pool3d_with_indices_backward.default": _max_pool_backward(3),
@@ -1776,6 +1968,12 @@ class eager:
             rec.trace, rec.trace_plan = _last_trace
             rec.rpos, rec.qbase, rec.qclean = 0, rec.next_vid, True
         rec.__enter__()
+        # With oneDNN on, an LSTM runs as one `mkldnn_rnn_layer` op (and its backward reads that
+        # op's opaque workspace), which Ember cannot record; without it ATen runs its composite
+        # LSTM (linear, sigmoid, tanh, in-place ops on gate chunks), which it records. Recorded
+        # convolutions and matmuls never reach oneDNN's backend choice, so nothing else changes.
+        self._mkldnn = torch._C._get_mkldnn_enabled()
+        torch._C._set_mkldnn_enabled(False)
         # The end of an optimizer step is an iteration boundary: flush there, so every training
         # step is one region and replays one plan.
         self._hook = _optim.register_optimizer_step_post_hook(lambda *a: self._rec.flush("optimizer step"))
@@ -1798,6 +1996,7 @@ class eager:
                     self._rec.trace, self._rec.rpos, self._rec.qclean = None, -1, False
         finally:
             self._hook.remove()
+            torch._C._set_mkldnn_enabled(self._mkldnn)
             self._rec.__exit__(*exc)
             if self._froze:
                 gc.unfreeze()
