@@ -413,7 +413,8 @@ def _split_bounds(parent, vargs, vkw, idx) -> tuple:
 
 
 def _region(view) -> tuple | None:
-    """(kind, dim, range) of the part of its base a view recipe reads, for disjointness."""
+    """(dim, start, end) of the part of its base a view recipe reads (a range along one dim), or
+    None when it is not such a range; for disjointness."""
     (parent, func, vargs, vkw), idx = view
     if func in (aten.split.Tensor, aten.split_with_sizes.default):
         return _split_bounds(parent, vargs, vkw, idx)
