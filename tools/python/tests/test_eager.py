@@ -1094,3 +1094,28 @@ def test_recurrent_training_is_recorded(cell) -> None:
     assert torch.backends.mkldnn.enabled
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=RTOL, atol=ATOL)
+
+
+def test_small_integer_tensors_do_not_flush() -> None:
+    # Ops on small real integer/bool tensors (token ids, attention masks) run with torch eager:
+    # a model that branches on them (`mask.all()`, as transformers' mask code does) keeps the
+    # float work of the step in one region instead of flushing at each branch.
+    torch.manual_seed(0)
+    emb, lin = torch.nn.Embedding(50, 16), torch.nn.Linear(16, 16)
+    ids = torch.tensor([[5, 7, 0, 0], [1, 2, 3, 4]])
+
+    def f():
+        h = lin(emb(ids))
+        mask = ids != 0
+        if not bool(mask.all()):
+            h = h * mask[..., None]
+        lengths = mask.sum(-1).tolist()
+        return h.sum(1) / torch.tensor(lengths)[:, None]
+
+    want = f()
+    before = deferred.stats()["flushes"]
+    with torch.no_grad(), ember.eager():
+        got = f()
+        assert deferred.stats()["flushes"] == before
+        got = got.cpu()
+    torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)

@@ -331,6 +331,8 @@ _last_trace: tuple | None = None
 #: `_meta_cache` entry of an op signature that runs with torch eager (no meta result Ember models).
 _EAGER = object()
 _decomp_table: dict | None = None
+#: Real integer/bool tensors up to this many elements are computed with torch eager, not recorded.
+_SMALL_INDEX = 1 << 16
 #: Excluded to run an op on a wrapper itself (its metadata), past the recorder.
 _PYTHON_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(torch._C.DispatchKey.PythonTLSSnapshot)
 
@@ -682,11 +684,13 @@ class _Recorder(TorchDispatchMode):
             return self._eager(func, s, args, kwargs, real=True)  # factories: cheap, and their values are real
         if not lists:
             for t in tensors:
-                if type(t) is not torch.Tensor or t.numel() > 1:
+                if type(t) is not torch.Tensor or (t.numel() > 1 and (t.is_floating_point() or t.is_complex() or t.numel() > _SMALL_INDEX)):
                     break
             else:
-                # Bookkeeping on real scalars (an optimizer's step counter): torch eager costs no
-                # more than recording, and keeps `.item()` on them from forcing a flush.
+                # Bookkeeping on real scalars (an optimizer's step counter) and on small real
+                # integer or bool tensors (token ids, attention masks): torch eager costs no more
+                # than recording, and keeps `.item()`, `.all()` or `.tolist()` on the results,
+                # which models branch on, from forcing a flush.
                 if not (self.pending and any(_storage_key(t) in self.pending for t in tensors)):
                     return self._eager(func, s, args, kwargs, real=True)
         if s.view and not lists and all(type(t) is not DeferredTensor or t._real is not None for t in tensors):
