@@ -166,6 +166,8 @@ class DeferredTensor(torch.Tensor):
     _real = None
     _alias = None
     _view = None
+    #: Writes through views recorded into this root since it was created (`_write_through_views`).
+    _writes = 0
 
     @staticmethod
     def __new__(cls, desc: tuple, vid: int, rec: "_Recorder", alias: list | None = None):
@@ -331,6 +333,10 @@ _last_trace: tuple | None = None
 #: `_meta_cache` entry of an op signature that runs with torch eager (no meta result Ember models).
 _EAGER = object()
 _decomp_table: dict | None = None
+#: Writes through views recorded into one root before the next one flushes instead: each copies
+#: the root (a scatter), and a loop filling a tensor row by row would otherwise grow one region
+#: without bound (512 rows: 2,500 ops, 21 s to compile, measured).
+_MAX_VIEW_WRITES = 16
 #: Real integer/bool tensors up to this many elements are computed with torch eager, not recorded.
 _SMALL_INDEX = 1 << 16
 #: Excluded to run an op on a wrapper itself (its metadata), past the recorder.
@@ -826,7 +832,7 @@ class _Recorder(TorchDispatchMode):
         target's views invertible (`_VIEW_INVERSE`), everyone's root the same value."""
         chain = _chain(target)
         root_vid = chain[-1]._vid
-        if any(c._view[0][1] not in _VIEW_INVERSE for c in chain[:-1]):
+        if chain[-1]._writes >= _MAX_VIEW_WRITES or any(c._view[0][1] not in _VIEW_INVERSE for c in chain[:-1]):
             return False
         for w in alive:
             if type(w) is not DeferredTensor or w._real is not None or w._rec is not self or _chain(w)[-1]._vid != root_vid:
@@ -835,6 +841,7 @@ class _Recorder(TorchDispatchMode):
 
     def _write_through_views(self, target: DeferredTensor, alive: list, new: DeferredTensor) -> None:
         chain = _chain(target)
+        chain[-1]._writes += 1
         vids = [new._vid]
         val = new
         for child in chain[:-1]:
