@@ -1140,3 +1140,28 @@ def test_many_writes_through_views_are_capped() -> None:
         got = fill().cpu()
     assert deferred.stats()["flushes"] - before > 1
     torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_queue_cap_flushes_between_ops(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The queue-length cap flushes at the next op, never inside one (here: writes through views,
+    # whose aliases are re-derived by several recorded ops, and decompositions).
+    monkeypatch.setattr(deferred, "_QUEUE_CAP", 6)
+    torch.manual_seed(0)
+    x0 = torch.randn(4, 8)
+
+    def f():
+        b = x0 * 1
+        rows = b.unbind(0)
+        c = b.chunk(4, 1)
+        for i in range(4):
+            c[i].mul_(i + 1)
+            rows[i].add_(torch.nn.functional.gelu(rows[(i + 1) % 4]))
+        return (b, *rows, *c)
+
+    want = [t.clone() for t in f()]
+    before = deferred.stats()["flushes"]
+    with torch.no_grad(), ember.eager():
+        got = [t.cpu().clone() for t in f()]
+    assert deferred.stats()["flushes"] - before > 2
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=RTOL, atol=ATOL)

@@ -1073,8 +1073,9 @@ class _Recorder(TorchDispatchMode):
                     if vid - base != x[0]:
                         return None
                 elif isinstance(v, torch.Tensor) and v.is_cpu and v.dtype in _DTYPES:
+                    # (Reading it may flush, which replaces `metas`: a stale lookup misses.)
                     vid = self._input_vid(v) if type(v) is torch.Tensor else self._vid_of(v)
-                    if vid - base != x[0] or (x[1] is not None and metas[vid] != x[1]):
+                    if vid - base != x[0] or (x[1] is not None and metas.get(vid) != x[1]):
                         return None
                 else:
                     return None
@@ -1104,7 +1105,7 @@ class _Recorder(TorchDispatchMode):
                     if not (isinstance(t, torch.Tensor) and t.is_cpu and t.dtype in _DTYPES):
                         return None
                     vid = self._vid_of(t)
-                    if vid - base != e[0] or (e[1] is not None and metas[vid] != e[1]):
+                    if vid - base != e[0] or (e[1] is not None and metas.get(vid) != e[1]):
                         return None
                     ins.append(vid)
         if _counters["flushes"] != flushes:
@@ -1242,7 +1243,9 @@ class _Recorder(TorchDispatchMode):
                         return
             self.candidates = [p for p in self.candidates if 2 * p > n]
         if n >= _QUEUE_CAP:
-            self.flush("cap")
+            # At the next op, not inside the one recording now (a decomposition, or a write
+            # through views re-deriving aliases, is halfway through).
+            self.cut = n
 
     # -- flushing ---------------------------------------------------------------------------
 
