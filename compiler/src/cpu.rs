@@ -85,7 +85,7 @@ pub fn compile_with(imported: Imported, out: &Path, fusion: Fusion) -> Result<Ma
     };
     let mut blob = packed.blob;
     store_weights_for_gemm(&mut manifest, &mut blob);
-    let so = link(&obj.bytes)?;
+    let so = link(&obj.objects)?;
     let json = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())? + "\n";
     let ten = m.to_string();
     let files: [(&str, &[u8]); 5] = [
@@ -162,13 +162,20 @@ fn store_weights_for_gemm(man: &mut Manifest, blob: &mut [u8]) {
 }
 
 /// Links LLVM's object into a shared library with the system C compiler (in a scratch dir).
-fn link(object: &[u8]) -> Result<Vec<u8>, String> {
+fn link(objects: &[Vec<u8>]) -> Result<Vec<u8>, String> {
     let dir = std::env::temp_dir().join(format!("ember-link-{}-{:?}", std::process::id(), std::thread::current().id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
     let r = (|| {
-        std::fs::write(dir.join("kernels.o"), object).map_err(|e| e.to_string())?;
+        let mut names = Vec::new();
+        for (i, o) in objects.iter().enumerate() {
+            let name = format!("kernels{i}.o");
+            std::fs::write(dir.join(&name), o).map_err(|e| e.to_string())?;
+            names.push(name);
+        }
         let st = std::process::Command::new("cc")
-            .args(["-shared", "-o", "kernels.so", "kernels.o", "-lm", "-Wl,--build-id=none"])
+            .args(["-shared", "-o", "kernels.so"])
+            .args(&names)
+            .args(["-lm", "-Wl,--build-id=none"])
             .current_dir(&dir)
             .output()
             .map_err(|e| format!("cannot run the system C compiler (cc) to link kernels: {e}"))?;
