@@ -75,7 +75,7 @@ pub fn codegen(m: &Module, plan: &Plan, symbols: &[String]) -> R<Object> {
     let chunks = (plan.kernels.len() / KERNELS_PER_MODULE).clamp(1, MAX_MODULES);
     let per = plan.kernels.len().div_ceil(chunks).max(1);
     let parts: Vec<&[KernelDef]> = plan.kernels.chunks(per).collect();
-    let results: Vec<R<(Vec<u8>, String, String)>> = if parts.len() <= 1 {
+    let results: Vec<R<ModuleOut>> = if parts.len() <= 1 {
         vec![module_object(m, plan, parts.first().copied().unwrap_or(&[]), &sym_index)]
     } else {
         std::thread::scope(|sc| {
@@ -83,12 +83,16 @@ pub fn codegen(m: &Module, plan: &Plan, symbols: &[String]) -> R<Object> {
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("an LLVM codegen thread panicked".into()))).collect()
         })
     };
-    let (mut objects, mut llvm_ir, mut asm) = (Vec::new(), String::new(), String::new());
+    let (mut objects, mut llvm_ir, mut pre, mut asm) = (Vec::new(), String::new(), String::new(), String::new());
     for r in results {
-        let (o, ir, a) = r?;
-        objects.push(o);
-        llvm_ir.push_str(&ir);
-        asm.push_str(&a);
+        let out = r?;
+        objects.push(out.object);
+        llvm_ir.push_str(&out.llvm_ir);
+        pre.push_str(&out.pre);
+        asm.push_str(&out.asm);
+    }
+    if let Ok(path) = std::env::var("EMBER_DUMP_LLVM") {
+        let _ = std::fs::write(path, pre);
     }
     if let Ok(path) = std::env::var("EMBER_DUMP_ASM") {
         // The kernels' machine code as the host CPU runs it (to check vector width and what
@@ -98,9 +102,8 @@ pub fn codegen(m: &Module, plan: &Plan, symbols: &[String]) -> R<Object> {
     Ok(Object { objects, cpu, features, llvm_ir })
 }
 
-/// One LLVM module of `kernels`, optimized: (object code, its LLVM IR, its assembly when
-/// `EMBER_DUMP_ASM` asks for it).
-fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &HashMap<String, usize>) -> R<(Vec<u8>, String, String)> {
+/// One LLVM module of `kernels`, optimized and compiled.
+fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &HashMap<String, usize>) -> R<ModuleOut> {
     let ctx = Context::create();
     let module = ctx.create_module("ember_kernels");
     let (tm, _, _) = machine()?;
@@ -114,9 +117,7 @@ fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &Has
             k.group_body(&kd.roots, kd.outer, &kd.scratch)?;
         }
     }
-    if let Ok(path) = std::env::var("EMBER_DUMP_LLVM") {
-        let _ = std::fs::write(path, module.print_to_string().to_string());
-    }
+    let pre = if std::env::var_os("EMBER_DUMP_LLVM").is_some() { module.print_to_string().to_string() } else { String::new() };
     module.verify().map_err(|e| format!("generated LLVM IR does not verify: {e}"))?;
     module
         .run_passes("default<O3>", &tm, inkwell::passes::PassBuilderOptions::create())
@@ -129,7 +130,16 @@ fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &Has
         String::new()
     };
     let buf = tm.write_to_memory_buffer(&module, FileType::Object).map_err(le)?;
-    Ok((buf.as_slice().to_vec(), llvm_ir, asm))
+    Ok(ModuleOut { object: buf.as_slice().to_vec(), llvm_ir, pre, asm })
+}
+
+/// What `module_object` makes of one module: object code, optimized IR, and for the
+/// `EMBER_DUMP_LLVM`/`EMBER_DUMP_ASM` dumps the IR before optimization and the assembly.
+struct ModuleOut {
+    object: Vec<u8>,
+    llvm_ir: String,
+    pre: String,
+    asm: String,
 }
 
 struct Kernel<'a, 'ctx> {
