@@ -1165,3 +1165,23 @@ def test_queue_cap_flushes_between_ops(monkeypatch: pytest.MonkeyPatch) -> None:
     assert deferred.stats()["flushes"] - before > 2
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=RTOL, atol=ATOL)
+
+
+def test_large_regions_compile_in_several_llvm_modules(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A region of 32 or more kernels is compiled as several LLVM modules on parallel threads and
+    # linked into one library; its results are the same.
+    monkeypatch.setenv("EMBER_DUMP_LLVM", str(tmp_path / "pre.ll"))
+    torch.manual_seed(0)
+    x0 = torch.randn(8, 32)
+
+    def f(x):
+        for i in range(40):  # each mean is a reduction kernel
+            x = torch.tanh(x - x.mean(dim=1, keepdim=True)) * (1 + i / 40)
+        return x
+
+    want = f(x0)
+    with torch.no_grad(), ember.eager():
+        got = f(x0 + 0.0).cpu()
+    torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
+    ir = (tmp_path / "pre.ll").read_text()
+    assert ir.count("; ModuleID") >= 2 and ir.count("\ndefine") >= 32
