@@ -605,6 +605,19 @@ def test_tiny_llama_inference_records_every_op() -> None:
     torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
 
 
+def _check_masked_gradients(run, mask, want, atol) -> None:
+    """`run()` (a backward op) under ember.eager() with nothing left to torch eager returns
+    exactly the gradients `mask` asks for, close to `want`."""
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing left to torch eager
+        with ember.eager():
+            got = [None if t is None else t.cpu() for t in run()]
+    for m, a, e in zip(mask, got, want):
+        assert (a is None) == (not m)
+        if a is not None:
+            torch.testing.assert_close(a, e, rtol=1e-4, atol=atol)
+
+
 @pytest.mark.parametrize(
     "x_shape,w_shape,stride,padding,dilation,transposed,output_padding,groups",
     [
@@ -633,15 +646,7 @@ def test_convolution_backward_is_recorded(x_shape, w_shape, stride, padding, dil
     bias = [g.shape[1]]
     want = cb(g, x, w, bias, stride, padding, dilation, transposed, output_padding, groups, [True, True, True])
     for mask in ([True, True, True], [False, True, True], [True, False, False]):
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("error")  # nothing left to torch eager
-            with ember.eager():
-                got = cb(g + 0, x + 0, w + 0, bias, stride, padding, dilation, transposed, output_padding, groups, mask)
-                got = [None if t is None else t.cpu() for t in got]
-        for m, a, b in zip(mask, got, want):
-            assert (a is None) == (not m)
-            if a is not None:
-                torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+        _check_masked_gradients(lambda: cb(g + 0, x + 0, w + 0, bias, stride, padding, dilation, transposed, output_padding, groups, mask), mask, want, atol=1e-4)
 
 
 def test_manual_sgd_with_gradients_zeroed_in_place() -> None:
@@ -866,15 +871,7 @@ def test_batch_norm_is_recorded(shape, affine, train) -> None:
     bwd = torch.ops.aten.native_batch_norm_backward.default
     for mask in ([True, True, True], [True, False, False], [False, True, True]):
         want = bwd(g, x, w, rm, rv, mean, invstd, train, 1e-5, mask)
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("error")
-            with ember.eager():
-                got = bwd(g + 0, x + 0, w, rm, rv, mean, invstd, train, 1e-5, mask)
-                got = [None if t is None else t.cpu() for t in got]
-        for m, a, e in zip(mask, got, want):
-            assert (a is None) == (not m)
-            if a is not None:
-                torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
+        _check_masked_gradients(lambda: bwd(g + 0, x + 0, w, rm, rv, mean, invstd, train, 1e-5, mask), mask, want, atol=1e-5)
 
 
 def test_results_keep_torch_strides() -> None:

@@ -404,10 +404,9 @@ def _chain(w) -> list:
     return out
 
 
-def _slice_bounds(size: int, start, end, step) -> tuple:
-    start = 0 if start is None else start + size if start < 0 else start
-    end = size if end is None else end + size if end < 0 else end
-    return min(max(start, 0), size), min(max(end, 0), size), step
+def _slice_args(vargs) -> list:
+    """`slice.Tensor`'s (dim, start, end, step), its defaults filled in."""
+    return (list(vargs) + [0, None, None, 1][len(vargs):])[:4]
 
 
 def _split_bounds(parent, vargs, vkw, idx) -> tuple:
@@ -427,9 +426,12 @@ def _region(view) -> tuple | None:
     if func in (aten.split.Tensor, aten.split_with_sizes.default):
         return _split_bounds(parent, vargs, vkw, idx)
     if func is aten.slice.Tensor:
-        d = (vargs[0] if vargs else vkw.get("dim", 0)) % parent.dim()
-        a, b, step = _slice_bounds(parent.shape[d], *(list(vargs[1:4]) + [None, None, 1][len(vargs[1:4]):]))
-        return (d, a, b) if step == 1 else None
+        d, start, end, step = _slice_args(vargs)
+        d %= parent.dim()
+        size = parent.shape[d]
+        a = 0 if start is None else start + size if start < 0 else start
+        b = size if end is None else end + size if end < 0 else end
+        return (d, min(max(a, 0), size), min(max(b, 0), size)) if step == 1 else None
     if func in (aten.select.int, aten.unbind.int):
         d = (vargs[0] if vargs else vkw.get("dim", 0)) % parent.dim()
         i = idx if func is aten.unbind.int else vargs[1]
@@ -454,8 +456,7 @@ def _disjoint_views(a, b) -> bool:
 
 
 def _inv_slice(op, parent, val, vargs, vkw, idx):
-    dim, start, end, step = (list(vargs) + [0, None, None, 1][len(vargs):])[:4]
-    return op(aten.slice_scatter.default, parent, val, dim, start, end, step)
+    return op(aten.slice_scatter.default, parent, val, *_slice_args(vargs))
 
 
 def _inv_select(op, parent, val, vargs, vkw, idx):
@@ -812,10 +813,9 @@ class _Recorder(TorchDispatchMode):
         if isinstance(target, DeferredTensor):
             if target._real is not None:
                 self._set_pending(target._real, new._vid)
-            elif alive is not None and self._functionalizable(target, alive):
-                self._write_through_views(target, alive, new)
             elif alive is not None:
-                raise EagerError(f"ember.eager internal error: `{s.target}` on a view lost its aliases")
+                # Checked before recording; a flush since would have materialized the target.
+                self._write_through_views(target, alive, new)
             else:
                 target._vid = new._vid
                 target._alias = None
@@ -906,7 +906,7 @@ class _Recorder(TorchDispatchMode):
         with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
             func(target, *args[1:], **kwargs)
         if restride:
-            self.metas[target._vid] = (tuple(target.shape), target.stride(), target.dtype)
+            self._repoint(target, target._vid)
         return target
 
     def _set_pending(self, t: torch.Tensor, vid: int) -> None:
