@@ -89,6 +89,30 @@ impl Program {
         };
         Ok(outs.into_iter().map(|t| (PyBytes::new(py, &t.data), t.shape, t.dtype.mlir_name().to_string())).collect())
     }
+
+    /// Runs as `run_raw`, with output i written into the caller's buffer at `outputs[i]`
+    /// (contiguous, 16-byte aligned, sized for the output, overlapping nothing else): no copy back.
+    fn run_into(&self, py: Python<'_>, inputs: Vec<(usize, usize, Vec<usize>, String)>, outputs: Vec<usize>) -> PyResult<()> {
+        let mut dtypes = Vec::new();
+        for (_, _, _, d) in &inputs {
+            dtypes.push(DType::from_mlir_name(d).ok_or_else(|| err(format!("unknown dtype `{d}`")))?);
+        }
+        if let Some(p) = outputs.iter().find(|&&p| p % 16 != 0) {
+            return Err(err(format!("output buffer {p:#x} is not 16-byte aligned")));
+        }
+        py.detach(|| {
+            let views: Vec<TensorView> = inputs
+                .iter()
+                .zip(&dtypes)
+                // SAFETY: the Python caller passes live, contiguous buffers of `len` bytes (an
+                // empty tensor's address may be null, so it gets an empty slice instead).
+                .map(|((ptr, len, shape, _), &dtype)| TensorView { dtype, shape, data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } } })
+                .collect();
+            let outs: Vec<*mut u8> = outputs.iter().map(|&p| p as *mut u8).collect();
+            // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.
+            unsafe { self.inner.run_into(&views, &outs) }.map(|_| ()).map_err(err)
+        })
+    }
 }
 
 /// The eager scheduler's plan cache (`ember.eager`): compiles recorded regions once and

@@ -1,22 +1,30 @@
 """``torch.compile(model, backend="ember")``: compile graphs with Ember's CPU target.
 
 Dynamo hands the graph to AOT Autograd, which decomposes it to core ATen (the op set of
-``torch.export`` after ``run_decompositions()``) and passes parameters as plain inputs. Each
-forward graph is re-traced with ``torch.export`` (public API, same serialized schema the
-frontend reads), compiled by the Rust compiler and run by the CPU runtime, reading the input
-tensors in place. Compiled graphs are cached on disk (``~/.cache/ember/graphs`` or
-``$EMBER_CACHE_DIR``), keyed by the graph's code, input shapes and dtypes, Ember's version and
-the CPU, so a second process reuses them without compiling.
+``torch.export`` after ``run_decompositions()``, with Ember's corrections: ``decompositions.py``)
+and passes parameters as plain inputs. Inference graphs, and both graphs of a training step
+(the forward with the tensors it saves, the backward with ``None`` for inputs without a
+gradient), are compiled the same way: the values the graph computes are re-traced with
+``torch.export`` (public API, same serialized schema the frontend reads), compiled by the Rust
+compiler and run by the CPU runtime, reading the input tensors in place and writing into tensors
+allocated here. What the graph returns without computing (an input, a view of an input or of a
+computed value, ``None``) is rebuilt from those with torch's own view ops, so every output has
+the shape, strides, storage offset and aliasing AOT declared for it. Compiled graphs are cached on
+disk (``~/.cache/ember/graphs`` or ``$EMBER_CACHE_DIR``), keyed by the graph's code, input shapes
+and dtypes, Ember's version and the CPU, so a second process reuses them without compiling.
 
 Ops Ember cannot compile are partitioned out and run with torch eager, after one warning that
 lists them with their source lines; the rest of the graph still runs on Ember. Graphs Ember cannot
-take at all (a non-CPU device, autograd) run with torch eager after a warning; the user's program
-never fails because of Ember. Graphs are compiled once per shape signature (Dynamo guards re-enter here).
+take at all (a non-CPU device, symbolic shapes) run with torch eager after a warning; the user's
+program never fails because of Ember. ``options={"check": True}`` (or ``EMBER_CHECK=1``) also runs
+every compiled graph with torch eager and raises ``CheckError`` at the first output that differs.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import operator
 import os
 import platform
 import re
@@ -37,10 +45,19 @@ _DTYPES = {
     torch.uint8: "ui8",
     torch.bool: "i1",
 }
-_TORCH = {v: k for k, v in _DTYPES.items()}
 
-#: Graphs compiled in this process, and fallbacks taken (for tests and curious users).
-stats = {"compiled": 0, "cache_hits": 0, "fallbacks": 0}
+#: Graphs compiled in this process and loaded from the on-disk cache (`backward`: how many of
+#: either were backward graphs), and fallbacks taken (for tests and curious users).
+stats = {"compiled": 0, "cache_hits": 0, "backward": 0, "fallbacks": 0}
+
+#: `options=` keys of `torch.compile(..., backend="ember", options=...)`.
+_OPTIONS = {
+    "check": "also run every graph with torch eager and raise ember.backend.CheckError where they differ (default: $EMBER_CHECK)",
+    "target": "the target to compile for: 'cpu' (the only one reachable from torch.compile yet)",
+}
+
+#: Relative error (|ember - eager| / |eager|, as norms) a checked output may have, by dtype.
+_CHECK_TOLERANCE = {torch.float64: 1e-9, torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 2e-2}
 
 
 class Unsupported(Exception):
@@ -52,18 +69,26 @@ class Unsupported(Exception):
         self.exported = exported
 
 
+class CheckError(AssertionError):
+    """In check mode, an output of a compiled graph differs from torch eager's."""
+
+
 def _export(gm: torch.fx.GraphModule, example_inputs: list[Any], d: str) -> str:
-    """Re-traces an AOT graph with torch.export into `d`/graph.pt2."""
+    """Re-traces a graph with torch.export into `d`/graph.pt2."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
     path = os.path.join(d, "graph.pt2")
-    inputs = tuple(_concrete(x) for x in example_inputs)
     try:
-        with torch.no_grad():
+        # AOT calls its compilers inside its fake mode: the re-trace and the archive's tensors
+        # must be real.
+        with unset_fake_temporarily(), torch.no_grad():
+            inputs = tuple(_concrete(x) for x in example_inputs)
             ep = torch.export.export(gm, inputs)
             try:
                 ep = ep.run_decompositions()
             except Exception:  # noqa: BLE001 - AOT graphs are core ATen already; some pieces of a
                 pass  # partitioned graph trip torch's re-decomposition, and need none.
-        torch.export.save(ep, path)
+            torch.export.save(ep, path)
     except Exception as exc:  # noqa: BLE001 - any export failure means "run eagerly"
         raise Unsupported(f"torch.export could not re-trace the graph: {str(exc).splitlines()[0]}") from exc
     return path
@@ -98,8 +123,117 @@ def _concrete(x: Any) -> Any:
     return x
 
 
-class _Compiled:
+def _view_chain(node: torch.fx.Node) -> tuple[torch.fx.Node, list[torch.fx.Node]]:
+    """The node `node` is a view of (through view ops and the getitems of multi-output views)
+    and the view nodes from it to `node`, outermost last."""
+    chain = []
+    while node.op == "call_function":
+        if node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node) and getattr(node.args[0].target, "is_view", False):
+            chain.append(node)
+            node = node.args[0]
+        if isinstance(node.target, torch._ops.OpOverload) and node.target.is_view and isinstance(node.args[0], torch.fx.Node):
+            chain.append(node)
+            node = node.args[0]
+        else:
+            break
+    return node, chain[::-1]
+
+
+def _static_layout(node: torch.fx.Node) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype] | None:
+    """The shape, strides and dtype the graph declares for `node`, if they are all known ints."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return None
+    try:
+        return tuple(int(s) for s in val.shape), tuple(int(s) for s in val.stride()), val.dtype
+    except TypeError:
+        return None
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+class _Split:
+    """A graph (rewritten in place) split into the values Ember computes (`core`, whose outputs
+    are `roots`) and an `epilogue` that rebuilds the graph's outputs from the inputs and those
+    values with torch's view ops: outputs that are inputs, views of them or of computed values,
+    and `None`s come out exactly as AOT declared them (strides, offsets, aliasing), not as copies."""
+
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> None:
+        g = gm.graph
+        # Tensors held by the module (a `torch.tensor([])` in the user's code) become inputs: the
+        # re-trace cannot take real tensors from outside its fake mode.
+        self.constants: list[torch.Tensor] = []
+        first = next(n for n in g.nodes if n.op != "placeholder")
+        for n in list(g.nodes):
+            if n.op == "get_attr":
+                value = operator.attrgetter(n.target)(gm)
+                if not isinstance(value, torch.Tensor):
+                    raise Unsupported(f"the graph holds a {type(value).__name__} (`{n.target}`)")
+                with g.inserting_before(first):
+                    p = g.placeholder(f"ember_constant_{len(self.constants)}")
+                p.meta = dict(n.meta)
+                n.replace_all_uses_with(p)
+                g.erase_node(n)
+                self.constants.append(value)
+        out_node = next(n for n in g.nodes if n.op == "output")
+        outs = out_node.args[0]
+        self.single = not isinstance(outs, (tuple, list))
+        outs = [outs] if self.single else list(outs)
+        epi = torch.fx.Graph()
+        env = {p: epi.placeholder(p.name) for p in g.nodes if p.op == "placeholder"}
+        roots: list[torch.fx.Node] = []
+        chains: list[tuple[torch.fx.Node, list[torch.fx.Node]] | None] = []
+        for o in outs:
+            if o is None:
+                chains.append(None)
+                continue
+            if not isinstance(o, torch.fx.Node):
+                raise Unsupported(f"a graph output is a {type(o).__name__}, not a tensor")
+            root, chain = _view_chain(o)
+            if root.op != "placeholder" and root not in roots:
+                roots.append(root)
+            chains.append((root, chain))
+        #: (shape, strides, dtype) of each computed value, as the graph declares it.
+        self.roots = []
+        for r in roots:
+            layout = _static_layout(r)
+            if layout is None:
+                raise Unsupported(f"the value `{r.name}` has no static shape")
+            self.roots.append(layout)
+            env[r] = epi.placeholder(f"root_{r.name}")
+        results = []
+        for c in chains:
+            if c is None:
+                results.append(None)
+                continue
+            for v in c[1]:
+                if v not in env:
+                    try:
+                        env[v] = epi.node_copy(v, lambda n: env[n])
+                    except KeyError as exc:
+                        raise Unsupported(f"the view `{v.name}` reads a value that is not a graph input or output") from exc
+            results.append(env[c[1][-1]] if c[1] else env[c[0]])
+        epi.output(results[0] if self.single else tuple(results))
+        self.epilogue = torch.fx.GraphModule(torch.nn.Module(), epi)
+        self.core = None
+        if roots:
+            out_node.args = (tuple(roots),)
+            g.eliminate_dead_code()
+            gm.recompile()
+            self.core = gm
+        self.example_inputs = list(example_inputs) + self.constants
+
+
+class _Compiled:
+    """A graph compiled by Ember (its computed values) plus the epilogue that returns its outputs."""
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any], *, backward: bool = False) -> None:
         from . import _native
 
         native = _native()
@@ -110,37 +244,111 @@ class _Compiled:
                 raise Unsupported(f"a graph input is on {x.device}; Ember's runtime target here is the CPU")
             if x.dtype not in _DTYPES:
                 raise Unsupported(f"a graph input has dtype {x.dtype}")
+        self.split = _Split(gm, example_inputs)
+        self.program = None
+        if self.split.core is not None:
+            self.program = self._load(native, self.split.core, self.split.example_inputs)
+            if backward:
+                stats["backward"] += 1
+
+    def _load(self, native: Any, core: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         # The on-disk cache makes a second process start without compiling. Entries appear by an
         # atomic directory rename, so concurrent processes never see a half-written one.
-        final = os.path.join(_cache_root(), _graph_key(gm, example_inputs, native))
+        final = os.path.join(_cache_root(), _graph_key(core, example_inputs, native))
         if os.path.exists(os.path.join(final, "cpu", "manifest.json")):
-            self.program = native.Program(os.path.join(final, "cpu"))
+            program = native.Program(os.path.join(final, "cpu"))
             stats["cache_hits"] += 1
-            return
-        d = tempfile.mkdtemp(prefix=".tmp-", dir=_cache_root())
-        keep = False
-        try:
-            path = _export(gm, example_inputs, d)
+        else:
+            d = tempfile.mkdtemp(prefix=".tmp-", dir=_cache_root())
+            keep = False
             try:
-                native.compile(path, "cpu", os.path.join(d, "cpu"))
-            except ValueError as exc:
-                keep = True  # the caller asks which ops are missing, then deletes it
-                raise Unsupported(str(exc), path) from exc
-            try:
-                os.rename(d, final)
-            except OSError:
-                pass  # another process won the race; its entry is equivalent
-        finally:
-            if os.path.isdir(d) and not keep:
-                shutil.rmtree(d, ignore_errors=True)
-        self.program = native.Program(os.path.join(final, "cpu"))
-        stats["compiled"] += 1
+                path = _export(core, example_inputs, d)
+                try:
+                    native.compile(path, "cpu", os.path.join(d, "cpu"))
+                except ValueError as exc:
+                    keep = True  # the caller asks which ops are missing, then deletes it
+                    raise Unsupported(str(exc), path) from exc
+                try:
+                    os.rename(d, final)
+                except OSError:
+                    pass  # another process won the race; its entry is equivalent
+            finally:
+                if os.path.isdir(d) and not keep:
+                    shutil.rmtree(d, ignore_errors=True)
+            program = native.Program(os.path.join(final, "cpu"))
+            stats["compiled"] += 1
+        # Outputs are allocated here from the graph's shapes: they must be the program's.
+        got = [(dt, [int(s) if s.isdigit() else s for s in dims]) for _, dt, dims in program.outputs()]
+        want = [(_DTYPES.get(dtype), list(shape)) for shape, _, dtype in self.split.roots]
+        if got != want:
+            raise Unsupported(f"the compiled graph returns {got}, the graph declares {want}")
+        return program
 
-    def __call__(self, *args: Any) -> tuple[torch.Tensor, ...]:
+    def run_core(self, args: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The computed values, laid out as the graph declares them."""
         keep = [a.detach().contiguous() for a in args]
         raw = [(t.data_ptr(), t.numel() * t.element_size(), list(t.shape), _DTYPES[t.dtype]) for t in keep]
-        outs = self.program.run_raw(raw)
-        return tuple(torch.frombuffer(bytearray(b), dtype=_TORCH[dt]).reshape(shape) if b else torch.empty(shape, dtype=_TORCH[dt]) for b, shape, dt in outs)
+        outs = [torch.empty(shape, dtype=dtype) for shape, _, dtype in self.split.roots]
+        self.program.run_into(raw, [t.data_ptr() for t in outs])
+        for i, (shape, strides, _) in enumerate(self.split.roots):
+            if strides != _contiguous_strides(shape) and outs[i].numel() > 1:
+                outs[i] = torch.empty_strided(shape, strides, dtype=outs[i].dtype).copy_(outs[i])
+        return outs
+
+    def __call__(self, *args: Any) -> Any:
+        args = list(args) + self.split.constants
+        roots = self.run_core(args) if self.program is not None else []
+        with torch.no_grad():
+            return self.split.epilogue(*args, *roots)
+
+
+class _Checked:
+    """Check mode: runs the compiled graph and torch eager on the same inputs, raises at the
+    first output that differs beyond its dtype's tolerance."""
+
+    def __init__(self, compiled: Callable[..., Any], gm: torch.fx.GraphModule, kind: str) -> None:
+        self.compiled, self.reference, self.kind = compiled, gm, kind
+        out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+        self.nodes = list(out) if isinstance(out, (tuple, list)) else [out]
+
+    def __call__(self, *args: Any) -> Any:
+        with torch.no_grad():
+            want = self.reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+        got = self.compiled(*args)
+        wants = want if isinstance(want, (tuple, list)) else [want]
+        gots = got if isinstance(got, (tuple, list)) else [got]
+        for i, (w, g) in enumerate(zip(wants, gots)):
+            problem = _difference(w, g)
+            if problem:
+                node = self.nodes[i] if i < len(self.nodes) else None
+                where = f"node `{node.name}` ({_user_line(node)})" if isinstance(node, torch.fx.Node) else "no node"
+                raise CheckError(f"ember check: output {i} of a {self.kind} graph, {where}, differs from torch eager: {problem}")
+        return got
+
+
+def _difference(want: Any, got: Any) -> str | None:
+    """Why `got` is not `want` (None when it is, within the dtype's tolerance)."""
+    if not isinstance(want, torch.Tensor) or not isinstance(got, torch.Tensor):
+        return None if (want is None) == (got is None) else f"{type(got).__name__} where torch eager gives {type(want).__name__}"
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"{tuple(got.shape)} {got.dtype} where torch eager gives {tuple(want.shape)} {want.dtype}"
+    if got.stride() != want.stride() and want.numel() > 1:
+        return f"strides {got.stride()} where torch eager gives {want.stride()}"
+    if not want.is_floating_point():
+        return None if torch.equal(got, want) else f"{int((got != want).sum())} of {want.numel()} elements differ"
+    w, g = want.double(), got.double()
+    if not torch.equal(torch.isnan(w), torch.isnan(g)):
+        return "NaNs in other places"
+    inf = torch.isinf(w)
+    if not torch.equal(w[inf], g[inf]):
+        return "infinities in other places"
+    finite = torch.isfinite(w)
+    w, g = w[finite], g[finite]
+    err, norm = float((w - g).norm()), float(w.norm())
+    tol = _CHECK_TOLERANCE.get(want.dtype, 1e-4)
+    if err <= tol * norm or err == 0.0:
+        return None
+    return f"relative error {err / max(norm, 1e-30):.2e} (tolerance {tol:.0e}), max |ember - eager| = {float((w - g).abs().max()):.3g}"
 
 
 _UNSUPPORTED_OP = re.compile(r"op `torch\.(aten\.[\w.]+)`")
@@ -159,23 +367,26 @@ def _user_line(node: torch.fx.Node) -> str:
     return f"{user[-1][0]}:{user[-1][1]}" if user else "unknown line"
 
 
+def _copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    return torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+
+
 class _Partition(torch.nn.Module):
     """A supported piece of a partitioned graph: compiled by Ember on first call, run eagerly (with
     a warning) if Ember still cannot compile it."""
 
-    def __init__(self, gm: torch.fx.GraphModule) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, backward: bool) -> None:
         super().__init__()
         self.gm = gm
+        self.backward = backward
         self.compiled: _Compiled | None = None
         self.eager = False
-        # A fused submodule returns a bare value for one output, a tuple otherwise.
-        out = next(n for n in gm.graph.nodes if n.op == "output")
-        self.single = not isinstance(out.args[0], (tuple, list))
 
     def forward(self, *args: Any) -> Any:
         if self.compiled is None and not self.eager:
             try:
-                self.compiled = _Compiled(self.gm, list(args))
+                # _Split rewrites the graph it is given; the eager fallback keeps the original.
+                self.compiled = _Compiled(_copy(self.gm), list(args), backward=self.backward)
             except Unsupported as exc:
                 if exc.exported is not None:
                     shutil.rmtree(os.path.dirname(exc.exported), ignore_errors=True)
@@ -184,11 +395,10 @@ class _Partition(torch.nn.Module):
                 warnings.warn(f"ember: part of a graph runs with torch eager: {exc}", stacklevel=2)
         if self.eager:
             return self.gm(*args)
-        outs = self.compiled(*args)
-        return outs[0] if self.single else outs
+        return self.compiled(*args)
 
 
-def _partition(gm: torch.fx.GraphModule, unsupported: set[str]) -> torch.fx.GraphModule:
+def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool) -> torch.fx.GraphModule:
     """Splits `gm` into Ember-compiled pieces and eager nodes (the ops in `unsupported`)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
     from torch.fx.passes.operator_support import OperatorSupport
@@ -202,20 +412,29 @@ def _partition(gm: torch.fx.GraphModule, unsupported: set[str]) -> torch.fx.Grap
     for name, child in list(fused.named_children()):
         if isinstance(child, torch.fx.GraphModule):
             # The pieces carry AOT's functional fake tensors as metadata; torch.export would pick
-            # them up outside their mode, so each piece is re-traced from plain example inputs.
+            # them up outside their mode, so each piece is re-traced from plain example inputs
+            # (the layouts the epilogue needs are kept as meta tensors).
             for n in child.graph.nodes:
+                val = n.meta.get("val")
                 n.meta = {k: v for k, v in n.meta.items() if k not in ("val", "tensor_meta", "example_value")}
-            setattr(fused, name, _Partition(child))
+                if isinstance(val, torch.Tensor):
+                    try:
+                        n.meta["val"] = torch.empty_strided(tuple(int(s) for s in val.shape), tuple(int(s) for s in val.stride()), dtype=val.dtype, device="meta")
+                    except TypeError:
+                        pass  # symbolic: no layout, so no Ember piece
+            setattr(fused, name, _Partition(child, backward))
     return fused
 
 
-def _forward_compiler(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str, check: bool) -> Callable[..., Any]:
+    """Ember's compiled form of an AOT graph (`kind`: inference, forward or backward), or, for what
+    Ember cannot compile, torch eager after one warning."""
     from torch._functorch.aot_autograd import make_boxed_func
 
+    original = _copy(gm)
+    backward = kind == "backward"
     try:
-        if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):
-            raise Unsupported("training graphs (autograd) are not compiled by Ember yet")
-        compiled = _Compiled(gm, example_inputs)
+        run: Callable[..., Any] = _Compiled(gm, example_inputs, backward=backward)
     except Unsupported as exc:
         # Ops Ember has no lowering for run with torch eager; the rest of the graph still compiles.
         unsupported: set[str] = set()
@@ -232,23 +451,44 @@ def _forward_compiler(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Ca
             unsupported.add(m.group(1))
         if not unsupported:
             stats["fallbacks"] += 1
-            warnings.warn(f"ember: this graph runs with torch eager: {exc}", stacklevel=2)
-            return make_boxed_func(gm.forward)
-        eager_nodes = [n for n in gm.graph.nodes if n.op == "call_function" and _target_name(n) in unsupported]
+            warnings.warn(f"ember: this {kind} graph runs with torch eager: {exc}", stacklevel=2)
+            return make_boxed_func(original.forward)
+        eager_nodes = [n for n in original.graph.nodes if n.op == "call_function" and _target_name(n) in unsupported]
         lines = sorted({f"{_target_name(n)} ({_user_line(n)})" for n in eager_nodes})
         stats["fallbacks"] += 1
-        warnings.warn("ember: these ops have no Ember lowering and run with torch eager: " + "; ".join(lines), stacklevel=2)
-        return make_boxed_func(_partition(gm, unsupported).forward)
-
-    def run(*args: Any) -> tuple[torch.Tensor, ...]:
-        return compiled(*args)
-
+        warnings.warn(f"ember: these ops of a {kind} graph have no Ember lowering and run with torch eager: " + "; ".join(lines), stacklevel=2)
+        run = _partition(_copy(original), unsupported, backward).forward
+    if check:
+        run = _Checked(run, original, kind)
     return make_boxed_func(run)
 
 
-def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) -> Callable[..., Any]:
+def _options(options: dict | None) -> dict:
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        known = "; ".join(f"{k}: {v}" for k, v in _OPTIONS.items())
+        raise ValueError(f"ember: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} (known: {known})")
+    target = options.get("target", "cpu")
+    if target != "cpu":
+        raise ValueError(f"ember: target {target!r} is not reachable from torch.compile yet (the CLI compiles for cpu, tpu and trainium); use target 'cpu'")
+    check = options.get("check", os.environ.get("EMBER_CHECK", "0") not in ("", "0"))
+    if not isinstance(check, bool):
+        raise ValueError(f"ember: option 'check' must be True or False, got {check!r}")
+    return {"check": check}
+
+
+def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict | None = None, **kwargs: Any) -> Callable[..., Any]:
     """The backend Dynamo calls; registered as ``ember`` through the ``torch_dynamo_backends`` entry point."""
-    from torch._decomp import core_aten_decompositions
     from torch._dynamo.backends.common import aot_autograd
 
-    return aot_autograd(fw_compiler=_forward_compiler, decompositions=core_aten_decompositions())(gm, example_inputs, **kwargs)
+    from . import decompositions
+
+    check = _options(options)["check"]
+
+    def compiler(kind: str) -> Callable[..., Any]:
+        return lambda g, inputs: _compile_graph(g, inputs, kind, check)
+
+    return aot_autograd(
+        fw_compiler=compiler("forward"), bw_compiler=compiler("backward"), inference_compiler=compiler("inference"), decompositions=decompositions.table()
+    )(gm, example_inputs, **kwargs)

@@ -1,0 +1,252 @@
+"""ATen decompositions Ember applies, shared by ``torch.compile`` (AOT Autograd) and ``ember.eager``.
+
+Each decomposition takes ``op(func, *args, **kwargs)`` first, the way it emits one ATen op: the
+eager recorder records it, a tracer (``table()``) calls it. Returning ``NotImplemented`` leaves the
+op to the caller (traced as is, or run by its own kernel).
+
+torch's own decomposition of the CPU flash-attention op returns the attention probabilities
+where the op returns its log-sum-exp. In a training graph autograd saves that output for
+``_scaled_dot_product_flash_attention_for_cpu_backward``, which reads it as the log-sum-exp
+without checking its shape: every gradient below an attention layer comes out silently wrong
+(a transformers GPT-2 trained under ``torch.compile`` got |ember − eager| > |grad| from the last
+block's ``c_attn`` down). ``table()`` replaces it with one that returns the log-sum-exp, and
+decomposes the backward from it; it also decomposes the backward ops core ATen keeps
+(convolution, max pooling) into ops Ember lowers.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+aten = torch.ops.aten
+_FLASH = aten._scaled_dot_product_flash_attention_for_cpu.default
+_FLASH_BACKWARD = aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+
+
+def _call(func, *args, **kwargs):
+    return func(*args, **kwargs)
+
+
+def core_aten() -> dict:
+    """torch's core ATen decompositions without the wrong one (see the module docstring)."""
+    from torch._decomp import core_aten_decompositions
+
+    table = dict(core_aten_decompositions())
+    table.pop(_FLASH, None)
+    return table
+
+
+def table() -> dict:
+    """The table AOT Autograd traces with: ``core_aten()`` plus Ember's attention decompositions."""
+    t = core_aten()
+    t[_FLASH] = functools.partial(sdpa_cpu, _call)
+    t[_FLASH_BACKWARD] = functools.partial(sdpa_cpu_backward, _call)
+    # Core ATen keeps these (Ember has no lowering of its own for them).
+    t[aten.convolution_backward.default] = functools.partial(convolution_backward, _call)
+    t[aten.max_pool2d_with_indices_backward.default] = functools.partial(max_pool_backward(2), _call)
+    t[aten.max_pool3d_with_indices_backward.default] = functools.partial(max_pool_backward(3), _call)
+    return t
+
+
+def _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask) -> bool:
+    """Whether these decompositions cover this call: 4-D, equal head counts, no dropout, a float
+    additive mask (the kernel's only kind) or none, not together with is_causal (the kernel
+    raises torch's own error for that)."""
+    if dropout_p != 0.0 or q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]:
+        return False
+    return attn_mask is None or (attn_mask.dtype == q.dtype and not is_causal)
+
+
+def sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    """CPU `scaled_dot_product_attention` (its flash kernel) as torch's math path computes it:
+    scaled q·kᵀ, causal or additive mask, softmax, ·v; the output laid out like q (the kernel's
+    `empty_like`), and the log-sum-exp of the scaled scores that its backward reads (a row that
+    the mask removes whole gives 0 and log-sum-exp 0, as the kernel). Other forms: NotImplemented."""
+    if not _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask):
+        return NotImplemented
+    n, h, L, e = q.shape
+    S = k.shape[2]
+    sf = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(e))
+    qs = op(aten.reshape.default, op(aten.mul.Scalar, q, sf), [n * h, L, e])
+    kt = op(aten.reshape.default, op(aten.mul.Scalar, op(aten.transpose.int, k, -2, -1), sf), [n * h, e, S])
+    scores = op(aten.view.default, op(aten.bmm.default, qs, kt), [n, h, L, S])
+    if is_causal:
+        scores = op(aten.add.Tensor, scores, causal_mask(L, S, q))
+    if attn_mask is not None:
+        probs, lse = _masked_softmax(op, op(aten.add.Tensor, scores, attn_mask), q)
+    else:
+        probs = op(aten._softmax.default, scores, -1, False)
+        top = op(aten.amax.default, scores, [-1], True)
+        lse = op(aten.sum.dim_IntList, op(aten.exp.default, op(aten.sub.Tensor, scores, top)), [-1], True)
+        lse = op(aten.add.Tensor, op(aten.log.default, lse), top)
+    out = op(aten.bmm.default, op(aten.reshape.default, probs, [n * h, L, S]), op(aten.reshape.default, v, [n * h, S, e]))
+    out = op(aten.view.default, out, [n, h, L, e])
+    perm = _like_order(q)
+    if perm != [0, 1, 2, 3]:
+        out = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, out, perm), memory_format=torch.contiguous_format), [perm.index(i) for i in range(4)])
+    # [N, H, L] in the kernel's [N, L, H] memory order.
+    lse = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, op(aten.view.default, lse, [n, h, L]), [0, 2, 1]), memory_format=torch.contiguous_format), [0, 2, 1])
+    return out, lse
+
+
+def _masked_softmax(op, scores, like):
+    """Softmax and log-sum-exp over the last dim of masked scores, where a row may be masked
+    whole (all -inf): the CPU kernel gives it probabilities 0 and log-sum-exp 0, and so does this."""
+    top = op(aten.amax.default, scores, [-1], True)
+    top = op(aten.where.self, op(aten.eq.Scalar, top, float("-inf")), scalar(0.0, like), top)
+    ex = op(aten.exp.default, op(aten.sub.Tensor, scores, top))
+    total = op(aten.sum.dim_IntList, ex, [-1], True)
+    empty = op(aten.eq.Scalar, total, 0.0)
+    probs = op(aten.div.Tensor, ex, op(aten.where.self, empty, scalar(1.0, like), total))
+    lse = op(aten.where.self, empty, scalar(0.0, like), op(aten.add.Tensor, op(aten.log.default, total), top))
+    return probs, lse
+
+
+def sdpa_cpu_backward(op, grad, q, k, v, out, lse, dropout_p, is_causal, *, attn_mask=None, scale=None):
+    """Gradients of `sdpa_cpu` from the saved output and log-sum-exp (probabilities recomputed
+    as exp(s − lse)): dv = pᵀ·g, ds = p·(g·vᵀ − rowsum(g·out)), dq = ds·k·scale, dk = dsᵀ·q·scale,
+    laid out as the CPU kernel's (its [N, L, H, E] memory order)."""
+    if not _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask):
+        return NotImplemented
+    n, h, L, e = q.shape
+    S = k.shape[2]
+    sc = scale if scale is not None else 1.0 / math.sqrt(e)
+
+    def flat(x, rows):
+        return op(aten.reshape.default, x, [n * h, rows, e])
+
+    q3, k3, v3, g3, o3 = flat(q, L), flat(k, S), flat(v, S), flat(grad, L), flat(out, L)
+    scores = op(aten.mul.Scalar, op(aten.view.default, op(aten.bmm.default, q3, op(aten.transpose.int, k3, 1, 2)), [n, h, L, S]), sc)
+    if is_causal:
+        scores = op(aten.add.Tensor, scores, causal_mask(L, S, q))
+    if attn_mask is not None:
+        scores = op(aten.add.Tensor, scores, attn_mask)
+    probs = op(aten.exp.default, op(aten.sub.Tensor, scores, op(aten.reshape.default, lse, [n, h, L, 1])))
+    p3 = op(aten.reshape.default, probs, [n * h, L, S])
+    dv = op(aten.bmm.default, op(aten.transpose.int, p3, 1, 2), g3)
+    dp = op(aten.bmm.default, g3, op(aten.transpose.int, v3, 1, 2))
+    rowdot = op(aten.sum.dim_IntList, op(aten.mul.Tensor, g3, o3), [-1], True)
+    ds = op(aten.mul.Tensor, p3, op(aten.sub.Tensor, dp, rowdot))
+    dq = op(aten.mul.Scalar, op(aten.bmm.default, ds, k3), sc)
+    dk = op(aten.mul.Scalar, op(aten.bmm.default, op(aten.transpose.int, ds, 1, 2), q3), sc)
+
+    def laid_out(x, rows):
+        x = op(aten.permute.default, op(aten.view.default, x, [n, h, rows, e]), [0, 2, 1, 3])
+        return op(aten.permute.default, op(aten.clone.default, x, memory_format=torch.contiguous_format), [0, 2, 1, 3])
+
+    return laid_out(dq, L), laid_out(dk, S), laid_out(dv, S)
+
+
+def convolution_backward(op, grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
+    """A convolution's gradients as convolutions, any groups, plain or transposed. A plain
+    convolution's input gradient is the transposed convolution of the gradient with the same
+    weight (output_padding restoring the input size), a transposed one's the plain convolution.
+    Weight gradients: `_conv_weight_grad`, with input and output gradient exchanged for a
+    transposed convolution. The bias's is a sum."""
+    nd = x.dim() - 2
+    stride, padding, dilation = ([v[0]] * nd if len(v) == 1 else list(v) for v in (stride, padding, dilation))
+    ksize, isize, osize = list(w.shape[2:]), list(x.shape[2:]), list(grad.shape[2:])
+    gx = gw = gb = None
+    if output_mask[0]:
+        if transposed:
+            gx = op(aten.convolution.default, grad, w, None, stride, padding, dilation, False, [0] * nd, groups)
+        else:
+            pad_out = [isize[i] - ((osize[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ksize[i] - 1) + 1) for i in range(nd)]
+            gx = op(aten.convolution.default, grad, w, None, stride, padding, dilation, True, pad_out, groups)
+    if output_mask[1]:
+        # A transposed convolution is the input gradient of the plain one with the same weight:
+        # its weight gradient is the plain one's with x and grad in exchanged roles.
+        src, dst = (grad, x) if transposed else (x, grad)
+        gw = _conv_weight_grad(op, src, dst, ksize, stride, padding, dilation, groups)
+    if output_mask[2]:
+        gb = op(aten.sum.dim_IntList, grad, [0] + list(range(2, 2 + nd)), False)
+    return gx, gw, gb
+
+
+def _conv_weight_grad(op, x, grad, ksize, stride, padding, dilation, groups):
+    """The weight gradient of `conv(x, w)` given the output's gradient: a convolution over the
+    batch, x as `[C/g, g*N, ..]` (group j's channels hold its batch) and the gradient as the
+    filters `[O, N, ..]`, `groups` groups, stride and dilation exchanged; the result
+    `[C/g, O, ..]` is cut to the kernel size and transposed to the weight's `[O, C/g, ..]`."""
+    nd = x.dim() - 2
+    if groups == 1:
+        xt = op(aten.transpose.int, x, 0, 1)
+    else:
+        n, c, spatial = x.shape[0], x.shape[1], list(x.shape[2:])
+        xg = op(aten.reshape.default, x, [n, groups, c // groups] + spatial)
+        xg = op(aten.permute.default, xg, [2, 1, 0] + list(range(3, 3 + nd)))
+        xt = op(aten.reshape.default, xg, [c // groups, groups * n] + spatial)
+    gt = op(aten.transpose.int, grad, 0, 1)
+    gw = op(aten.convolution.default, xt, gt, None, dilation, padding, stride, False, [0] * nd, groups)
+    for i in range(nd):
+        if gw.shape[2 + i] != ksize[i]:
+            gw = op(aten.slice.Tensor, gw, 2 + i, 0, ksize[i], 1)
+    return op(aten.transpose.int, gw, 0, 1)
+
+
+def max_pool_backward(spatial: int):
+    """Max pooling's gradient over `spatial` trailing dims: each output's gradient added at its
+    window's argmax (`indices`, a flat position in the input plane), one scatter-add over the
+    flattened spatial dims."""
+
+    def backward(op, grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+        lead = x.dim() - spatial
+        shape = list(x.shape[:lead])
+        zeros = torch.zeros(shape + [math.prod(x.shape[lead:])], dtype=x.dtype)
+        flat = op(aten.scatter_add.default, zeros, lead, op(aten.reshape.default, indices, shape + [-1]), op(aten.reshape.default, grad, shape + [-1]))
+        return op(aten.reshape.default, flat, list(x.shape))
+
+    return backward
+
+
+def _traced(t) -> bool:
+    """Whether `t` belongs to a trace (AOT Autograd's fake tensors): constants must then be made
+    by ops inside it, not be real tensors from outside."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(t, FakeTensor)
+
+
+#: Real constants for the eager recorder (its regions read them as inputs), by key.
+_constants: dict = {}
+
+
+def scalar(value: float, like) -> torch.Tensor:
+    """A rank-0 tensor of `like`'s dtype."""
+    if _traced(like):
+        return torch.scalar_tensor(value, dtype=like.dtype)
+    key = ("scalar", value, like.dtype)
+    if key not in _constants:
+        _constants[key] = torch.tensor(value, dtype=like.dtype)
+    return _constants[key]
+
+
+def causal_mask(L: int, S: int, like) -> torch.Tensor:
+    """The additive causal mask (0 on and below the diagonal, -inf above) of torch's math path."""
+    key = ("causal", L, S, like.dtype)
+    if not _traced(like) and key in _constants:
+        return _constants[key]
+    keep = torch.ones(L, S, dtype=torch.bool).tril()
+    mask = torch.zeros(L, S, dtype=like.dtype).masked_fill(keep.logical_not(), float("-inf"))
+    if not _traced(like):
+        _constants[key] = mask
+    return mask
+
+
+_like_orders: dict = {}
+
+
+def _like_order(t) -> list[int]:
+    """The dims of `t` outermost first in the memory order `empty_like(t)` gives its result."""
+    key = (tuple(t.shape), t.stride())
+    order = _like_orders.get(key)
+    if order is None:
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        with _disable_current_modes():  # plain meta tensors, outside any trace
+            st = torch.empty_like(torch.empty_strided(key[0], key[1], device="meta")).stride()
+        order = _like_orders[key] = sorted(range(t.dim()), key=lambda d: -st[d])
+    return order

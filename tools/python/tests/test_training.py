@@ -1,0 +1,184 @@
+"""Training under ``torch.compile(backend="ember")``: both graphs compiled by Ember, gradients and
+losses against torch eager."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ember import backend, decompositions
+
+
+@pytest.fixture(autouse=True)
+def _fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+
+
+def _assert_grads_match(want: dict, got: dict) -> None:
+    """Per tensor, |ember - eager| within 1e-3 of the gradient's norm, floored at 1e-3 of the
+    largest gradient's norm (tiny gradients carry rounding from much larger sums)."""
+    missing = [n for n, g in got.items() if g is None]
+    assert not missing, f"no gradient for {missing}"
+    floor = 1e-3 * max(float(w.norm()) for w in want.values())
+    errors = {n: (float(w.norm()), float((w - got[n]).norm())) for n, w in want.items()}
+    bad = {n: e for n, e in errors.items() if e[1] > max(1e-3 * e[0], floor)}
+    assert not bad, f"gradients differ from torch eager (name: |grad|, |ember - eager|): {bad}"
+
+
+def _train(model: torch.nn.Module, make_opt: Callable, step: Callable, batches: list, compiled: bool) -> tuple[list[float], dict]:
+    """Three optimizer steps; the losses and the first step's gradients."""
+    run = torch.compile(model, backend="ember") if compiled else model
+    opt = make_opt(model.parameters())
+    losses, first = [], {}
+    for i, batch in enumerate(batches):
+        opt.zero_grad()
+        loss = step(run, batch)
+        loss.backward()
+        if i == 0:
+            first = {n: None if p.grad is None else p.grad.clone() for n, p in model.named_parameters()}
+        opt.step()
+        losses.append(float(loss))
+    return losses, first
+
+
+def _check_training(model: torch.nn.Module, make_opt: Callable, step: Callable, batches: list) -> None:
+    before = dict(backend.stats)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got_losses, got = _train(copy.deepcopy(model), make_opt, step, batches, compiled=True)
+    want_losses, want = _train(model, make_opt, step, batches, compiled=False)
+    ember_warnings = [str(w.message) for w in caught if "ember" in str(w.message)]
+    assert not ember_warnings, ember_warnings
+    assert backend.stats["fallbacks"] == before["fallbacks"]
+    assert backend.stats["backward"] > before["backward"], "no backward graph was compiled by Ember"
+    _assert_grads_match(want, got)
+    assert got_losses == pytest.approx(want_losses, rel=1e-4), (got_losses, want_losses)
+
+
+def test_gpt2_lm_gradients_match_eager() -> None:
+    """A transformers GPT-2 LM. Regression: torch's decomposition of the CPU flash-attention op
+    returned the probabilities where the log-sum-exp goes, so every gradient below the last
+    block's attention was wrong (|ember - eager| > |grad|)."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=2, n_head=4, n_embd=64, vocab_size=300, n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = transformers.GPT2LMHeadModel(cfg)
+    batches = [torch.randint(0, 300, (2, 16)) for _ in range(3)]
+    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.1), lambda m, ids: m(input_ids=ids, labels=ids).loss, batches)
+
+
+def test_batchnorm_convnet_gradients_match_eager() -> None:
+    """Conv + BatchNorm (running statistics updated in the forward graph) + max pooling, SGD with momentum."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10),
+    )  # fmt: skip
+    batches = [(torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))) for _ in range(3)]
+    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches)
+
+
+def test_mlp_adamw_gradients_match_eager() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 8))
+    batches = [(torch.randn(16, 32), torch.randn(16, 8)) for _ in range(3)]
+    _check_training(model, lambda p: torch.optim.AdamW(p, lr=1e-2), lambda m, b: F.mse_loss(m(b[0]), b[1]), batches)
+
+
+def test_batchnorm_running_stats_are_updated() -> None:
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(6)
+    x = torch.randn(8, 6)
+    want = copy.deepcopy(bn)
+    want(x).sum().backward()
+    torch.compile(bn, backend="ember")(x).sum().backward()
+    torch.testing.assert_close(bn.running_mean, want.running_mean)
+    torch.testing.assert_close(bn.running_var, want.running_var)
+    assert int(bn.num_batches_tracked) == 1
+
+
+@pytest.mark.parametrize("case", ["causal", "mask", "plain"])
+def test_flash_attention_decompositions_match_the_kernels(case: str) -> None:
+    """Ember's decompositions of the CPU flash-attention op and its backward give the kernels'
+    outputs, log-sum-exp (shape, values, layout) and gradients."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 8).transpose(1, 2).contiguous().transpose(1, 2) for _ in range(3))
+    kw = {"attn_mask": torch.randn(5, 5)} if case == "mask" else {}
+    causal = case == "causal"
+    fwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    bwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+    table = decompositions.table()
+    out, lse = fwd(q, k, v, 0.0, causal, **kw)
+    d_out, d_lse = table[fwd](q, k, v, 0.0, causal, **kw)
+    torch.testing.assert_close(d_out, out)
+    torch.testing.assert_close(d_lse, lse)
+    assert d_lse.shape == lse.shape == (2, 3, 5) and d_lse.stride() == lse.stride()
+    grad = torch.randn_like(out)
+    want = bwd(grad, q, k, v, out, lse, 0.0, causal, **kw)
+    got = table[bwd](grad, q, k, v, out, lse, 0.0, causal, **kw)
+    for w, g in zip(want, got):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+        assert g.stride() == w.stride()
+
+
+def test_outputs_keep_declared_views_and_aliases() -> None:
+    """Outputs that are inputs, views of inputs, views of computed values (non-contiguous, one
+    aliasing another) come back with torch's shapes, strides, offsets and aliasing."""
+
+    def f(x: torch.Tensor, w: torch.Tensor):
+        y = torch.relu(x @ w)
+        return y, y.t(), y[1:, ::2], x.t(), w, (y * 2).transpose(0, 1).contiguous().transpose(0, 1)
+
+    torch.manual_seed(0)
+    x, w = torch.randn(6, 4), torch.randn(4, 6)
+    want = f(x, w)
+    with torch.no_grad():
+        got = torch.compile(f, backend="ember")(x, w)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+        assert a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
+    assert got[1].untyped_storage().data_ptr() == got[0].untyped_storage().data_ptr()
+    assert got[2].untyped_storage().data_ptr() == got[0].untyped_storage().data_ptr()
+
+
+class _TanhLayer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.lin(x))
+
+
+def test_check_mode_names_a_wrong_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(0)
+    model, x = _TanhLayer(), torch.randn(4, 8)
+    torch.compile(model, backend="ember", options={"check": True})(x).sum().backward()  # right results pass
+    torch._dynamo.reset()
+    real = backend._Compiled.run_core
+
+    def wrong(self, args):
+        outs = real(self, args)
+        outs[0] = outs[0] + 0.5  # an injected kernel error
+        return outs
+
+    monkeypatch.setattr(backend._Compiled, "run_core", wrong)
+    with pytest.raises(backend.CheckError, match=r"output 0 of a forward graph, node `tanh` \(.*test_training\.py:\d+\), differs from torch eager"):
+        torch.compile(model, backend="ember", options={"check": True})(x)
+
+
+def test_unknown_options_and_targets_are_errors() -> None:
+    m = torch.nn.Linear(2, 2)
+    with pytest.raises(Exception, match="unknown option 'chek'"):
+        torch.compile(m, backend="ember", options={"chek": True})(torch.randn(1, 2))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="target 'nonsense'"):
+        torch.compile(m, backend="ember", options={"target": "nonsense"})(torch.randn(1, 2))
