@@ -28,6 +28,33 @@ impl Blob {
     pub fn is_mapped(&self) -> bool {
         matches!(self.0, Bytes::Mapped { .. })
     }
+
+    /// The dense row-major bytes of a tensor stored in this blob as torch lays out storage:
+    /// element `offset`, element `strides` (non-negative, checked by the caller to stay inside
+    /// the blob). A layout that is already dense stays a view of the map; others are gathered.
+    pub fn dense(&self, shape: &[usize], strides: &[usize], offset: usize, elem: usize) -> Blob {
+        // Size-1 dims move nowhere; dropping them bounds the recursion below by log2(numel).
+        let dims: Vec<(usize, usize)> = shape.iter().copied().zip(strides.iter().copied()).filter(|&(d, _)| d != 1).collect();
+        let numel: usize = dims.iter().map(|d| d.0).product();
+        let row_major = dims.iter().rev().try_fold(1usize, |want, &(d, s)| (s == want).then(|| want * d)).is_some();
+        if row_major || numel == 0 {
+            let (start, len) = (offset * elem, numel * elem);
+            return match &self.0 {
+                Bytes::Mapped { map, start: s, .. } => Blob(Bytes::Mapped { map: map.clone(), start: s + start, len }),
+                Bytes::Owned(v) => Blob(Bytes::Owned(Arc::new(v[start..start + len].to_vec()))),
+            };
+        }
+        fn gather(src: &[u8], dims: &[(usize, usize)], at: usize, elem: usize, out: &mut Vec<u8>) {
+            match dims {
+                [] => out.extend_from_slice(&src[at * elem..(at + 1) * elem]),
+                [(n, 1)] => out.extend_from_slice(&src[at * elem..(at + n) * elem]),
+                [(n, s), rest @ ..] => (0..*n).for_each(|i| gather(src, rest, at + i * s, elem, out)),
+            }
+        }
+        let mut out = Vec::with_capacity(numel * elem);
+        gather(self.bytes(), &dims, offset, elem, &mut out);
+        Blob(Bytes::Owned(Arc::new(out)))
+    }
 }
 
 pub struct Archive {
