@@ -8,6 +8,7 @@ pub mod frontend;
 pub mod npz;
 pub mod tpu;
 pub mod trainium;
+mod zip_entry;
 
 pub use frontend::{import_path, ImportError, Imported};
 

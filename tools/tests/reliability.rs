@@ -2,7 +2,8 @@
 //! gives the right numbers or a clear error, never a crash, and an `-o` directory is always one
 //! complete artifact.
 
-use super::bad_input::{edit_json, read_entries, write_zip, Entries};
+use super::bad_input::{edit_json, read_entries, write_zip, write_zip_as, Entries};
+use super::cpu::close;
 use super::*;
 use ember_targets::cpu::{HostTensor, Program};
 use serde_json::json;
@@ -63,3 +64,120 @@ fn weights_are_read_through_their_offset_and_strides() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Writes an .npz of raw entries.
+fn write_npz_raw(path: &Path, arrays: &[(&str, Vec<u8>)], method: zip::CompressionMethod) {
+    let e: Entries = arrays.iter().map(|(n, b)| (n.to_string(), b.clone())).collect();
+    write_zip_as(path, &e, method);
+}
+
+fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    [b"\x93NUMPY\x01\x00".to_vec(), (h.len() as u16).to_le_bytes().to_vec(), h.into_bytes(), data.to_vec()].concat()
+}
+
+#[test]
+fn npz_sizes_are_checked_against_the_file() {
+    let dir = scratch("npz");
+    let read = |name: &str, arrays: &[(&str, Vec<u8>)], method| {
+        let p = dir.join(format!("{name}.npz"));
+        write_npz_raw(&p, arrays, method);
+        ember_compiler::npz::read_npz(&p).map_err(|e| e.replace(&dir.display().to_string(), "DIR"))
+    };
+    let stored = zip::CompressionMethod::Stored;
+    let ok = read("ok", &[("a.npy", npy("<f4", "(2, 3)", &f32_bytes(&[1.0; 6])))], stored).unwrap();
+    assert_eq!(ok["a"].shape, [2, 3]);
+    // A shape whose byte size overflows, in a few hundred bytes.
+    let e = read("huge", &[("a.npy", npy("<f4", "(4611686018427387904, 10)", &[0; 8]))], stored).unwrap_err();
+    assert_eq!(e, "`DIR/huge.npz`: `a` holds 8 bytes of data, but a float32 array of shape [4611686018427387904, 10] needs more bytes than memory can address");
+    // Short by fewer bytes than the header: the header is not data.
+    let e = read("short", &[("a.npy", npy("<f4", "(2, 3)", &f32_bytes(&[1.0; 5])))], stored).unwrap_err();
+    assert_eq!(e, "`DIR/short.npz`: `a` holds 20 bytes of data, but a float32 array of shape [2, 3] needs 24 bytes");
+    // `a` and `a.npy` are one array to np.load.
+    let e = read("dup", &[("a", npy("<f4", "(1,)", &[0; 4])), ("a.npy", npy("<f4", "(1,)", &[0; 4]))], stored).unwrap_err();
+    assert_eq!(e, "`DIR/dup.npz` holds two arrays named `a`");
+    // The same entry name twice, which the zip reader alone would resolve to the last.
+    let p = dir.join("dup2.npz");
+    write_npz_raw(&p, &[("a.npy", npy("<f4", "(1,)", &[0; 4])), ("b.npy", npy("<f4", "(1,)", &[0; 4]))], stored);
+    let mut bytes = std::fs::read(&p).unwrap();
+    let at = bytes.windows(5).rposition(|w| w == b"b.npy").unwrap();
+    bytes[at] = b'a';
+    std::fs::write(&p, &bytes).unwrap();
+    let e = ember_compiler::npz::read_npz(&p).unwrap_err().replace(&dir.display().to_string(), "DIR");
+    assert_eq!(e, "`DIR/dup2.npz` has 2 entries but only 1 distinct names: two entries share a name");
+    let e = read("header", &[("a.npy", npy("<f4", "(2, é)", &[0; 4]))], stored).unwrap_err();
+    assert!(e.contains("`a` is not a .npy array: shape entry `é` is not a size"), "{e}");
+    // np.savez_compressed writes deflated entries.
+    let big: Vec<f32> = (0..10000).map(|i| (i % 7) as f32).collect();
+    let z = read("deflated", &[("a.npy", npy("<f4", "(10000,)", &f32_bytes(&big)))], zip::CompressionMethod::Deflated).unwrap();
+    assert_eq!(f32s(&z["a"].data), big);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Sets the uncompressed size every header of a one-entry zip declares.
+fn declare_size(zip: &mut [u8], size: u32) {
+    for (sig, at) in [(b"PK\x03\x04", 22), (b"PK\x01\x02", 24)] {
+        let h = zip.windows(4).position(|w| w == sig).unwrap();
+        zip[h + at..h + at + 4].copy_from_slice(&size.to_le_bytes());
+    }
+}
+
+#[test]
+fn inflating_is_capped_by_the_declared_size() {
+    let dir = scratch("inflate");
+    let p = dir.join("bomb.npz");
+    write_npz_raw(&p, &[("a.npy", npy("<f4", "(100000,)", &[0; 400000]))], zip::CompressionMethod::Deflated);
+    let mut bytes = std::fs::read(&p).unwrap();
+    // A declared size deflate cannot reach from this file is refused before inflating.
+    declare_size(&mut bytes, u32::MAX);
+    std::fs::write(&p, &bytes).unwrap();
+    let e = ember_compiler::npz::read_npz(&p).unwrap_err();
+    assert!(e.contains("`a` declares 4294967295 bytes") && e.contains("more than deflate can hold"), "{e}");
+    // An entry that inflates past its declared size is caught, not read on.
+    declare_size(&mut bytes, 1000);
+    std::fs::write(&p, &bytes).unwrap();
+    let e = ember_compiler::npz::read_npz(&p).unwrap_err();
+    assert!(e.contains("`a` declares 1000 bytes but holds 1001"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A `.pt2` written with deflate imports like the stored original.
+#[test]
+fn deflated_archives_import() {
+    let dir = scratch("deflated-pt2");
+    let p = dir.join("mlp.pt2");
+    write_zip_as(&p, &read_entries(&testdata().join("models/mlp.pt2")), zip::CompressionMethod::Deflated);
+    let got = ember(&dir, &["import", "mlp.pt2"]);
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    assert_eq!(got.stdout, ember(&testdata(), &["import", "models/mlp.pt2"]).stdout);
+    let got = run_mlp(&p, &dir.join("art"));
+    let want = ember_compiler::npz::read_npz(&testdata().join("models/mlp.npz")).unwrap();
+    assert!(close(&got, &want["out0"]).unwrap() <= 1.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An artifact with an unbounded dynamic dim (torch writes `max_val` 2^63-1 for one) and an
+/// input whose declared shape overflows every size product.
+#[test]
+fn run_rejects_inputs_whose_sizes_overflow() {
+    let dir = scratch("overflow");
+    let mut e = read_entries(&testdata().join("models/mlp_dynamic.pt2"));
+    crate::bad_input::edit_model(&mut e, |j| j["range_constraints"]["s77"]["max_val"] = i64::MAX.into());
+    write_zip(&dir.join("unbounded.pt2"), &e);
+    let r = ember(&dir, &["compile", "unbounded.pt2", "--target", "cpu", "-o", "art"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for (rows, name) in [(1u64 << 62, "huge"), (1 << 61, "big")] {
+        write_npz_raw(&dir.join(format!("{name}.npz")), &[("arg0.npy", npy("<f4", &format!("({rows}, 32)"), &[0; 64]))], zip::CompressionMethod::Stored);
+        let r = ember(&dir, &["run", "art", "--inputs", &format!("{name}.npz"), "--outputs", "out.npz"]);
+        assert_eq!(r.code, 2, "{}", r.render());
+        insta::assert_snapshot!(format!("run_input_size_overflow_{name}"), r.render());
+    }
+    // The runtime checks sizes itself, for callers that do not come through an .npz.
+    let prog = Program::load(&dir.join("art")).unwrap();
+    let t = HostTensor { dtype: ember_ir::DType::F32, shape: vec![1 << 62, 32], data: vec![0; 64] };
+    assert_eq!(prog.run(&[t]).unwrap_err(), "input 0 holds 64 bytes, its shape [4611686018427387904, 32] needs more than memory can address");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -77,6 +77,7 @@ impl Archive {
                  If the file was copied, check that the copy is complete."
             ))
         })?;
+        crate::zip_entry::check_unique_names(std::io::Cursor::new(&map[..]), zip.len()).map_err(|e| ImportError::new(format!("`{shown}` {e}")))?;
         let mut entries = BTreeMap::new();
         let mut prefix: Option<String> = None;
         for i in 0..zip.len() {
@@ -109,8 +110,7 @@ impl Archive {
                 }
                 Blob(Bytes::Mapped { map: map.clone(), start, len })
             } else {
-                let mut v = Vec::with_capacity(f.size().min(1 << 30) as usize);
-                std::io::copy(&mut f, &mut v).map_err(|e| ImportError::new(format!("`{shown}`: cannot read `{name}`: {e}")))?;
+                let v = crate::zip_entry::read_entry(&mut f, map.len() as u64).map_err(|e| ImportError::new(format!("`{shown}`: entry `{name}` {e}")))?;
                 Blob(Bytes::Owned(Arc::new(v)))
             };
             let rel = name[top.len() + 1..].to_string();
