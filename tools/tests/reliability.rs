@@ -181,3 +181,85 @@ fn run_rejects_inputs_whose_sizes_overflow() {
     assert_eq!(prog.run(&[t]).unwrap_err(), "input 0 holds 64 bytes, its shape [4611686018427387904, 32] needs more than memory can address");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Threads of one process (the eager runtime compiles on several) and processes writing one
+/// `-o` at once: every write succeeds and the directory always holds one writer's whole set.
+#[test]
+fn concurrent_writes_leave_one_complete_artifact() {
+    let dir = scratch("concurrent");
+    let out = dir.join("art");
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let out = &out;
+            s.spawn(move || {
+                for i in 0..20 {
+                    let id = format!("{t}-{i}");
+                    let files: [(&str, &[u8]); 2] = [("manifest.json", id.as_bytes()), ("weights.bin", id.as_bytes())];
+                    ember_compiler::artifact::write_dir(out, &files).unwrap();
+                }
+            });
+        }
+    });
+    let m = std::fs::read(out.join("manifest.json")).unwrap();
+    assert_eq!(m, std::fs::read(out.join("weights.bin")).unwrap());
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["art"], "temporary directories left behind");
+
+    let mut children: Vec<_> = (0..8)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+                .args(["compile", "models/mlp.pt2", "--target", "cpu", "-o"])
+                .arg(dir.join("cli"))
+                .current_dir(testdata())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children.drain(..) {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let mut inputs = ember_compiler::npz::read_npz(&testdata().join("models/mlp.npz")).unwrap();
+    Program::load(&dir.join("cli")).unwrap().run(&[inputs.remove("arg0").unwrap()]).unwrap();
+    let mut left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    left.sort();
+    assert_eq!(left, ["art", "cli"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A compile killed with SIGKILL leaves its temporary artifact and link dir; the next compile
+/// removes those of processes that are gone (and none of a live one).
+#[test]
+fn a_killed_compiles_leftovers_are_removed_by_the_next() {
+    let dir = scratch("stale");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let dead = {
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        c.wait().unwrap();
+        c.id()
+    };
+    let live = std::process::id();
+    let stale = [dir.join(format!(".art.tmp-{dead}")), dir.join(format!(".art.old-{dead}-3")), tmp.join(format!("ember-link-{dead}-0"))];
+    let kept = [dir.join(format!(".art.tmp-{live}-999")), tmp.join(format!("ember-link-{live}-999"))];
+    for d in stale.iter().chain(&kept) {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("kernels.o"), b"partial").unwrap();
+    }
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(["compile", "models/mlp.pt2", "--target", "cpu", "-o"])
+        .arg(dir.join("art"))
+        .env("TMPDIR", &tmp)
+        .current_dir(testdata())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for d in &stale {
+        assert!(!d.exists(), "{} was left", d.display());
+    }
+    for d in &kept {
+        assert!(d.exists(), "{} belongs to a live process", d.display());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
