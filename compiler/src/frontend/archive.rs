@@ -30,14 +30,19 @@ impl Blob {
     }
 
     /// The dense row-major bytes of a tensor stored in this blob as torch lays out storage:
-    /// element `offset`, element `strides` (non-negative, checked by the caller to stay inside
-    /// the blob). A layout that is already dense stays a view of the map; others are gathered.
+    /// element `offset`, element `strides` (non-negative; the caller has checked that a
+    /// non-empty tensor stays inside the blob). A dense layout stays a view of the map; others
+    /// are gathered into a copy.
     pub fn dense(&self, shape: &[usize], strides: &[usize], offset: usize, elem: usize) -> Blob {
         // Size-1 dims move nowhere; dropping them bounds the recursion below by log2(numel).
         let dims: Vec<(usize, usize)> = shape.iter().copied().zip(strides.iter().copied()).filter(|&(d, _)| d != 1).collect();
         let numel: usize = dims.iter().map(|d| d.0).product();
         let row_major = dims.iter().rev().try_fold(1usize, |want, &(d, s)| (s == want).then(|| want * d)).is_some();
-        if row_major || numel == 0 {
+        if numel == 0 {
+            // An empty tensor's offset need not lie inside its storage.
+            return Blob(Bytes::Owned(Arc::new(Vec::new())));
+        }
+        if row_major {
             let (start, len) = (offset * elem, numel * elem);
             return match &self.0 {
                 Bytes::Mapped { map, start: s, .. } => Blob(Bytes::Mapped { map: map.clone(), start: s + start, len }),
