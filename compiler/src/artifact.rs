@@ -176,8 +176,7 @@ pub fn write_dir(out: &Path, files: &[(&str, &[u8])]) -> Result<(), String> {
     if out.exists() && !out.join("manifest.json").exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
         return Err(format!("`{}` exists and is not an Ember artifact; refusing to overwrite it", out.display()));
     }
-    let tmp = parent.join(format!(".{}.tmp-{}", out.file_name().and_then(|n| n.to_str()).unwrap_or("out"), std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
+    let tmp = crate::scratch::sibling(out, "tmp");
     let result = (|| -> Result<(), String> {
         std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create `{}`: {e}", tmp.display()))?;
         for (name, bytes) in files {
@@ -187,15 +186,63 @@ pub fn write_dir(out: &Path, files: &[(&str, &[u8])]) -> Result<(), String> {
             }
             std::fs::write(&path, bytes).map_err(|e| format!("cannot write `{name}`: {e}"))?;
         }
-        if out.exists() {
-            std::fs::remove_dir_all(out).map_err(|e| format!("cannot replace `{}`: {e}", out.display()))?;
-        }
-        std::fs::rename(&tmp, out).map_err(|e| format!("cannot move the artifact into `{}`: {e}", out.display()))
+        swap_in(&tmp, out).map_err(|e| format!("cannot move the artifact into `{}`: {e}", out.display()))
     })();
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
+    let _ = std::fs::remove_dir_all(&tmp);
     result
+}
+
+/// Puts directory `new` at `out`. An existing `out` is exchanged with `new` in one step where the
+/// filesystem can (then `new` holds the old artifact, for the caller to remove), else renamed
+/// aside first. Concurrent compiles into one `out` race between those steps; each retries, so
+/// `out` always ends as one complete artifact.
+fn swap_in(new: &Path, out: &Path) -> std::io::Result<()> {
+    use std::io::ErrorKind;
+    let mut exchange_works = true;
+    for _ in 0..100 {
+        if exchange_works {
+            match exchange(new, out) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) if e.kind() == ErrorKind::Unsupported => exchange_works = false,
+                Err(e) => return Err(e),
+            }
+        }
+        let aside = crate::scratch::sibling(out, "old");
+        let moved = match std::fs::rename(out, &aside) {
+            Ok(()) => true,
+            Err(e) if e.kind() == ErrorKind::NotFound => false,
+            Err(e) => return Err(e),
+        };
+        let r = std::fs::rename(new, out);
+        if moved {
+            if r.is_err() {
+                let _ = std::fs::rename(&aside, out);
+            }
+            let _ = std::fs::remove_dir_all(&aside);
+        }
+        match r {
+            Ok(()) => return Ok(()),
+            // Another compile put its artifact at `out` meanwhile.
+            Err(e) if matches!(e.kind(), ErrorKind::DirectoryNotEmpty | ErrorKind::AlreadyExists) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("other processes kept replacing it; try again"))
+}
+
+/// Swaps two existing paths atomically (`renameat2(RENAME_EXCHANGE)`); `Unsupported` where the
+/// system or filesystem cannot.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE)
+        .map_err(|e| if e == rustix::io::Errno::INVAL { std::io::ErrorKind::Unsupported.into() } else { e.into() })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 /// Ops of an imported model that no target lowering handles (they stay torch ops after the

@@ -163,8 +163,7 @@ fn store_weights_for_gemm(man: &mut Manifest, blob: &mut [u8]) {
 
 /// Links LLVM's object into a shared library with the system C compiler (in a scratch dir).
 fn link(objects: &[Vec<u8>]) -> Result<Vec<u8>, String> {
-    let dir = std::env::temp_dir().join(format!("ember-link-{}-{:?}", std::process::id(), std::thread::current().id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+    let dir = crate::scratch::temp_dir("link").map_err(|e| format!("cannot create a scratch dir for linking: {e}"))?;
     let r = (|| {
         let mut names = Vec::new();
         for (i, o) in objects.iter().enumerate() {

@@ -6,17 +6,17 @@ pub mod cpu;
 pub mod eager;
 pub mod frontend;
 pub mod npz;
+pub mod scratch;
 pub mod tpu;
 pub mod trainium;
+mod zip_entry;
 
 pub use frontend::{import_path, ImportError, Imported};
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a failure never leaves a
 /// half-written output behind.
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = scratch::sibling(path, "tmp");
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);

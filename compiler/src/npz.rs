@@ -3,7 +3,7 @@
 use ember_ir::types::DType;
 use ember_targets::cpu::HostTensor;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 fn descr(d: DType) -> Option<&'static str> {
@@ -27,31 +27,139 @@ fn from_descr(s: &str) -> Option<DType> {
 }
 
 pub fn read_npz(path: &Path) -> Result<BTreeMap<String, HostTensor>, String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot open `{}`: {e}", path.display()))?;
-    let mut z = zip::ZipArchive::new(f).map_err(|e| format!("`{}` is not an .npz file: {e}", path.display()))?;
+    let shown = path.display();
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot open `{shown}`: {e}"))?;
+    let file_len = f.metadata().map_err(|e| format!("cannot read `{shown}`: {e}"))?.len();
+    let mut z = zip::ZipArchive::new(&f).map_err(|e| format!("`{shown}` is not an .npz file: {e}"))?;
+    crate::zip_entry::check_unique_names(&f, z.len()).map_err(|e| format!("`{shown}` {e}"))?;
     let mut out = BTreeMap::new();
     for i in 0..z.len() {
-        let mut entry = z.by_index(i).map_err(|e| format!("`{}`: {e}", path.display()))?;
-        let name = entry.name().trim_end_matches(".npy").to_string();
-        let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).map_err(|e| format!("`{}`: cannot read `{name}`: {e}", path.display()))?;
-        let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| format!("`{}`: `{name}` is not a .npy array: {e}", path.display()))?;
-        if npy.order() != npyz::Order::C {
-            return Err(format!("`{}`: `{name}` is Fortran-ordered; save it C-contiguous (np.ascontiguousarray)", path.display()));
+        let mut entry = z.by_index(i).map_err(|e| format!("`{shown}`: {e}"))?;
+        let name = entry.name().strip_suffix(".npy").unwrap_or(entry.name()).to_string();
+        if out.contains_key(&name) {
+            return Err(format!("`{shown}` holds two arrays named `{name}`"));
         }
-        let d = npy.dtype().descr().trim_matches('\'').to_string();
-        let dtype = from_descr(&d).ok_or_else(|| format!("`{}`: `{name}` has dtype `{d}`, which Ember does not read", path.display()))?;
-        let shape: Vec<usize> = npy.shape().iter().map(|&s| s as usize).collect();
-        let n: usize = shape.iter().product();
-        let nbytes = n * dtype.byte_size();
-        if bytes.len() < nbytes {
-            return Err(format!("`{}`: `{name}` is truncated", path.display()));
+        let bytes = crate::zip_entry::read_entry(&mut entry, file_len).map_err(|e| format!("`{shown}`: `{name}` {e}"))?;
+        let h = NpyHeader::parse(&bytes).map_err(|e| format!("`{shown}`: `{name}` is not a .npy array: {e}"))?;
+        if h.fortran_order {
+            return Err(format!("`{shown}`: `{name}` is Fortran-ordered; save it C-contiguous (np.ascontiguousarray)"));
         }
-        // The data is the tail of the .npy entry, after its header.
-        let data = bytes[bytes.len() - nbytes..].to_vec();
-        out.insert(name, HostTensor { dtype, shape, data });
+        let dtype = from_descr(&h.descr).ok_or_else(|| format!("`{shown}`: `{name}` has dtype `{}`, which Ember does not read", h.descr))?;
+        let nbytes = h.shape.iter().try_fold(dtype.byte_size(), |n, &d| n.checked_mul(d));
+        let data = &bytes[h.data_start..];
+        if nbytes != Some(data.len()) {
+            let need = nbytes.map(|n| format!("{n} bytes")).unwrap_or_else(|| "more bytes than memory can address".into());
+            return Err(format!(
+                "`{shown}`: `{name}` holds {} bytes of data, but a {} array of shape {:?} needs {need}",
+                data.len(),
+                dtype.torch_name(),
+                h.shape
+            ));
+        }
+        out.insert(name, HostTensor { dtype, shape: h.shape, data: data.to_vec() });
     }
     Ok(out)
+}
+
+/// A `.npy` header (format versions 1 to 3). Parsed here, strictly, rather than by npyz, which
+/// multiplies a shape from the file unchecked.
+struct NpyHeader {
+    descr: String,
+    fortran_order: bool,
+    shape: Vec<usize>,
+    data_start: usize,
+}
+
+impl NpyHeader {
+    fn parse(b: &[u8]) -> Result<NpyHeader, String> {
+        let rest = b.strip_prefix(b"\x93NUMPY").ok_or("it does not start with the .npy magic")?;
+        let (len, start) = match (rest.first(), rest.get(2..4), rest.get(2..6)) {
+            (Some(1), Some(l), _) => (u16::from_le_bytes([l[0], l[1]]) as usize, 10usize),
+            (Some(2 | 3), _, Some(l)) => (u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize, 12),
+            (Some(v), ..) => return Err(format!("format version {v} is not one numpy writes (1 to 3)")),
+            (None, ..) => return Err("it ends inside its header".into()),
+        };
+        let end = start.checked_add(len).filter(|&e| e <= b.len()).ok_or("its header runs past the end of the entry")?;
+        let text = std::str::from_utf8(&b[start..end]).map_err(|_| "its header is not UTF-8")?;
+        let toks = py_tokens(text)?;
+        let mut t = toks.iter().copied().peekable();
+        let mut next = |what: &str| t.next().ok_or_else(|| format!("its header ends where {what} belongs"));
+        let (mut descr, mut fortran_order, mut shape) = (None, None, None);
+        if next("`{`")? != "{" {
+            return Err("its header is not a dict".into());
+        }
+        loop {
+            let key = next("a key")?;
+            if key == "}" {
+                break;
+            }
+            if next("`:`")? != ":" {
+                return Err(format!("expected `:` after {key}"));
+            }
+            match key {
+                "'descr'" | "\"descr\"" => descr = Some(py_str(next("a dtype")?).ok_or("`descr` is not a string (structured dtypes are not read)")?),
+                "'fortran_order'" | "\"fortran_order\"" => {
+                    fortran_order = Some(match next("a bool")? {
+                        "True" => true,
+                        "False" => false,
+                        v => return Err(format!("`fortran_order` is `{v}`, not True or False")),
+                    })
+                }
+                "'shape'" | "\"shape\"" => {
+                    if next("`(`")? != "(" {
+                        return Err("`shape` is not a tuple".into());
+                    }
+                    let mut dims = Vec::new();
+                    loop {
+                        match next("`)`")? {
+                            ")" => break,
+                            d => dims.push(d.parse::<usize>().map_err(|_| format!("shape entry `{d}` is not a size"))?),
+                        }
+                        match next("`)`")? {
+                            ")" => break,
+                            "," => {}
+                            x => return Err(format!("expected `,` or `)` in `shape`, found `{x}`")),
+                        }
+                    }
+                    shape = Some(dims);
+                }
+                k => return Err(format!("unknown header key {k}")),
+            }
+            match next("`}`")? {
+                "}" => break,
+                "," => {}
+                x => return Err(format!("expected `,` or `}}` in the header, found `{x}`")),
+            }
+        }
+        let missing = |k: &str| format!("its header has no `{k}`");
+        Ok(NpyHeader {
+            descr: descr.ok_or_else(|| missing("descr"))?,
+            fortran_order: fortran_order.ok_or_else(|| missing("fortran_order"))?,
+            shape: shape.ok_or_else(|| missing("shape"))?,
+            data_start: end,
+        })
+    }
+}
+
+/// Python literal tokens: punctuation, quoted strings (with their quotes) and bare words.
+fn py_tokens(s: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    let mut rest = s.trim_start();
+    while let Some(c) = rest.chars().next() {
+        let len = match c {
+            '{' | '}' | '(' | ')' | ':' | ',' => 1,
+            '\'' | '"' => rest[1..].find(c).map(|i| i + 2).ok_or("its header has an unterminated string")?,
+            _ => rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len()).max(c.len_utf8()),
+        };
+        out.push(&rest[..len]);
+        rest = rest[len..].trim_start();
+    }
+    Ok(out)
+}
+
+fn py_str(tok: &str) -> Option<String> {
+    let q = tok.chars().next().filter(|&q| q == '\'' || q == '"')?;
+    tok.strip_prefix(q)?.strip_suffix(q).map(str::to_string)
 }
 
 fn npy_bytes(t: &HostTensor) -> Result<Vec<u8>, String> {

@@ -392,8 +392,7 @@ pub fn python() -> R<PathBuf> {
 
 /// Converts StableHLO texts to (serialized HloModuleProto, HLO text) with `python -m ember.xla to-hlo`.
 fn to_hlo(texts: &[&str]) -> R<Vec<(Vec<u8>, String)>> {
-    let dir = std::env::temp_dir().join(format!("ember-hlo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+    let dir = crate::scratch::temp_dir("hlo").map_err(|e| format!("cannot create a scratch dir: {e}"))?;
     let result = (|| {
         let mut files = Vec::new();
         for (i, t) in texts.iter().enumerate() {

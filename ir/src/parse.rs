@@ -16,14 +16,14 @@ pub struct ParseError {
 }
 
 pub fn parse_module(text: &str) -> Result<Module, ParseError> {
-    let mut p = P { s: text.as_bytes(), src: text, pos: 0, m: Module::new(), scopes: Vec::new() };
+    let mut p = P { s: text.as_bytes(), src: text, pos: 0, m: Module::new(), scopes: Vec::new(), depth: 0 };
     p.module()?;
     Ok(p.m)
 }
 
 /// Parses a type on its own (used by tests and the CLI).
 pub fn parse_type(text: &str) -> Result<Type, ParseError> {
-    let mut p = P { s: text.as_bytes(), src: text, pos: 0, m: Module::new(), scopes: Vec::new() };
+    let mut p = P { s: text.as_bytes(), src: text, pos: 0, m: Module::new(), scopes: Vec::new(), depth: 0 };
     let t = p.ty()?;
     p.ws();
     if p.pos != p.s.len() {
@@ -39,16 +39,38 @@ struct P<'a> {
     m: Module,
     /// Value names visible in the current function (a stack for nested regions).
     scopes: Vec<HashMap<String, Value>>,
+    /// Current nesting of attributes, types, locations and regions (see `MAX_NESTING`).
+    depth: usize,
 }
+
+/// How deeply attributes, types, locations and regions may nest. The parser recurses on each
+/// (and so do the printer and verifier), so crafted text must get an error, not a stack
+/// overflow; Ember's own modules nest a few levels.
+const MAX_NESTING: usize = 256;
 
 type R<T> = Result<T, ParseError>;
 
 impl<'a> P<'a> {
     fn err(&self, msg: impl Into<String>) -> ParseError {
-        let before = &self.src[..self.pos.min(self.src.len())];
+        // Inside a multi-byte character (a bad escape), the position is that character's start.
+        let mut end = self.pos.min(self.src.len());
+        while !self.src.is_char_boundary(end) {
+            end -= 1;
+        }
+        let before = &self.src[..end];
         let line = before.matches('\n').count() + 1;
         let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
         ParseError { line, col, msg: msg.into() }
+    }
+
+    fn nested<T>(&mut self, what: &str, f: impl FnOnce(&mut Self) -> R<T>) -> R<T> {
+        if self.depth >= MAX_NESTING {
+            return Err(self.err(format!("{what} nested more than {MAX_NESTING} levels deep")));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
     }
 
     fn ws(&mut self) {
@@ -146,11 +168,9 @@ impl<'a> P<'a> {
                         b'"' => out.push(b'"'),
                         b'\\' => out.push(b'\\'),
                         h if h.is_ascii_hexdigit() => {
-                            let l = self.s.get(self.pos).copied().unwrap_or(b'0');
+                            let l = self.s.get(self.pos).copied().filter(u8::is_ascii_hexdigit).ok_or_else(|| self.err("bad escape"))?;
                             self.pos += 1;
-                            let v = u8::from_str_radix(std::str::from_utf8(&[h, l]).unwrap_or("00"), 16)
-                                .map_err(|_| self.err("bad escape"))?;
-                            out.push(v);
+                            out.push(u8::from_str_radix(&format!("{}{}", h as char, l as char), 16).map_err(|_| self.err("bad escape"))?);
                         }
                         _ => return Err(self.err("bad escape")),
                     }
@@ -211,6 +231,10 @@ impl<'a> P<'a> {
     // ---- types -----------------------------------------------------------------------------
 
     fn ty(&mut self) -> R<Type> {
+        self.nested("types", Self::ty_inner)
+    }
+
+    fn ty_inner(&mut self) -> R<Type> {
         self.ws();
         if self.at("(") {
             self.expect("(")?;
@@ -347,6 +371,10 @@ impl<'a> P<'a> {
     }
 
     fn attr(&mut self) -> R<Attr> {
+        self.nested("attributes", Self::attr_inner)
+    }
+
+    fn attr_inner(&mut self) -> R<Attr> {
         self.ws();
         match self.peek() {
             Some(b'"') => return Ok(Attr::Str(self.string()?)),
@@ -429,6 +457,10 @@ impl<'a> P<'a> {
     }
 
     fn loc_inner(&mut self) -> R<Loc> {
+        self.nested("locations", Self::loc_body)
+    }
+
+    fn loc_body(&mut self) -> R<Loc> {
         if self.eat("unknown") {
             return Ok(Loc::Unknown);
         }
@@ -590,6 +622,10 @@ impl<'a> P<'a> {
     }
 
     fn region(&mut self) -> R<crate::module::RegionId> {
+        self.nested("regions", Self::region_inner)
+    }
+
+    fn region_inner(&mut self) -> R<crate::module::RegionId> {
         self.expect("{")?;
         self.scopes.push(HashMap::new());
         let mut blocks = Vec::new();

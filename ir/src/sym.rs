@@ -11,9 +11,12 @@ use std::fmt;
 pub enum SymExpr {
     Const(i64),
     Sym(String),
-    /// Sum of at least two terms, canonically ordered, at most one constant (last).
+    /// Sum of at least two terms, canonically ordered, at most one constant (last). Terms whose
+    /// constants would overflow i64 when folded stay apart, so evaluating the sum fails instead
+    /// of wrapping.
     Add(Vec<SymExpr>),
-    /// Product of at least two factors, canonically ordered, at most one constant (first).
+    /// Product of at least two factors, canonically ordered, at most one constant (first), or
+    /// several when their product would overflow i64.
     Mul(Vec<SymExpr>),
     FloorDiv(Box<SymExpr>, Box<SymExpr>),
     Mod(Box<SymExpr>, Box<SymExpr>),
@@ -29,10 +32,18 @@ pub struct Bounds {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot read symbolic size `{text}`: {why}")]
+#[error("cannot read symbolic size `{}`: {why}", shortened(text))]
 pub struct SymParseError {
     pub text: String,
     pub why: String,
+}
+
+/// `text` cut to its first 80 characters: a crafted size can be kilobytes long.
+fn shortened(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.to_string(),
+    }
 }
 
 impl SymExpr {
@@ -57,7 +68,7 @@ impl SymExpr {
 
     pub fn floordiv(a: SymExpr, b: SymExpr) -> SymExpr {
         match (&a, &b) {
-            (SymExpr::Const(x), SymExpr::Const(y)) if *y != 0 => SymExpr::Const(x.div_euclid(*y)),
+            (SymExpr::Const(x), SymExpr::Const(y)) if x.checked_div_euclid(*y).is_some() => SymExpr::Const(x.div_euclid(*y)),
             (_, SymExpr::Const(1)) => a,
             _ => SymExpr::FloorDiv(Box::new(a), Box::new(b)),
         }
@@ -65,34 +76,41 @@ impl SymExpr {
 
     pub fn modulo(a: SymExpr, b: SymExpr) -> SymExpr {
         match (&a, &b) {
-            (SymExpr::Const(x), SymExpr::Const(y)) if *y != 0 => SymExpr::Const(x.rem_euclid(*y)),
+            (SymExpr::Const(x), SymExpr::Const(y)) if x.checked_rem_euclid(*y).is_some() => SymExpr::Const(x.rem_euclid(*y)),
             _ => SymExpr::Mod(Box::new(a), Box::new(b)),
         }
     }
 
     fn make_add(terms: Vec<SymExpr>) -> SymExpr {
         // Flatten, fold constants, merge `c*x` terms with equal `x`.
-        let mut konst: i64 = 0;
-        let mut coeffs: BTreeMap<SymExpr, i64> = BTreeMap::new();
+        let mut konsts = Vec::new();
+        let mut coeffs: BTreeMap<SymExpr, Vec<i64>> = BTreeMap::new();
         let mut stack = terms;
         while let Some(t) = stack.pop() {
             match t {
                 SymExpr::Add(ts) => stack.extend(ts),
-                SymExpr::Const(c) => konst = konst.wrapping_add(c),
+                SymExpr::Const(c) => konsts.push(c),
                 other => {
                     let (c, rest) = other.split_coeff();
-                    *coeffs.entry(rest).or_insert(0) += c;
+                    coeffs.entry(rest).or_default().push(c);
                 }
             }
         }
-        let mut out: Vec<SymExpr> = coeffs
-            .into_iter()
-            .filter(|(_, c)| *c != 0)
-            .map(|(e, c)| if c == 1 { e } else { Self::make_mul(vec![SymExpr::Const(c), e]) })
-            .collect();
-        if konst != 0 || out.is_empty() {
-            out.push(SymExpr::Const(konst));
+        let mut out = Vec::new();
+        for (e, cs) in coeffs {
+            for c in fold(cs, 0, i64::checked_add) {
+                match c {
+                    0 => {}
+                    1 => out.push(e.clone()),
+                    c => out.push(Self::make_mul(vec![SymExpr::Const(c), e.clone()])),
+                }
+            }
         }
+        let konsts: Vec<i64> = fold(konsts, 0, i64::checked_add).into_iter().filter(|&k| k != 0).collect();
+        if konsts.is_empty() && out.is_empty() {
+            return SymExpr::Const(0);
+        }
+        out.extend(konsts.into_iter().map(SymExpr::Const));
         if out.len() == 1 {
             out.pop().unwrap()
         } else {
@@ -101,34 +119,35 @@ impl SymExpr {
     }
 
     fn make_mul(factors: Vec<SymExpr>) -> SymExpr {
-        let mut konst: i64 = 1;
+        let mut konsts = Vec::new();
         let mut rest = Vec::new();
         let mut stack = factors;
         while let Some(f) = stack.pop() {
             match f {
                 SymExpr::Mul(fs) => stack.extend(fs),
-                SymExpr::Const(c) => konst = konst.wrapping_mul(c),
-                // Distribute constants over sums so `2*(s0+1)` and `2*s0+2` are one expression.
+                SymExpr::Const(c) => konsts.push(c),
                 other => rest.push(other),
             }
         }
-        if konst == 0 {
+        if konsts.contains(&0) {
             return SymExpr::Const(0);
         }
         rest.sort();
-        if rest.len() == 1 {
-            if let SymExpr::Add(ts) = &rest[0] {
-                let ts = ts.iter().map(|t| Self::make_mul(vec![SymExpr::Const(konst), t.clone()])).collect();
-                return Self::make_add(ts);
-            }
+        let konsts = fold(konsts, 1, i64::checked_mul);
+        if let ([konst], [SymExpr::Add(ts)]) = (&konsts[..], &rest[..]) {
+            // Distribute constants over sums so `2*(s0+1)` and `2*s0+2` are one expression.
+            let ts = ts.iter().map(|t| Self::make_mul(vec![SymExpr::Const(*konst), t.clone()])).collect();
+            return Self::make_add(ts);
         }
-        if konst != 1 || rest.is_empty() {
-            rest.insert(0, SymExpr::Const(konst));
+        let mut out: Vec<SymExpr> = konsts.into_iter().filter(|&k| k != 1).map(SymExpr::Const).collect();
+        if out.is_empty() && rest.is_empty() {
+            return SymExpr::Const(1);
         }
-        if rest.len() == 1 {
-            rest.pop().unwrap()
+        out.extend(rest);
+        if out.len() == 1 {
+            out.pop().unwrap()
         } else {
-            SymExpr::Mul(rest)
+            SymExpr::Mul(out)
         }
     }
 
@@ -141,6 +160,15 @@ impl SymExpr {
                 (c, rest)
             }
             e => (1, e),
+        }
+    }
+
+    /// The number of nodes in the tree.
+    pub fn nodes(&self) -> usize {
+        1 + match self {
+            SymExpr::Const(_) | SymExpr::Sym(_) => 0,
+            SymExpr::Add(v) | SymExpr::Mul(v) => v.iter().map(SymExpr::nodes).sum(),
+            SymExpr::FloorDiv(a, b) | SymExpr::Mod(a, b) | SymExpr::Max(a, b) | SymExpr::Min(a, b) => a.nodes() + b.nodes(),
         }
     }
 
@@ -160,27 +188,16 @@ impl SymExpr {
         }
     }
 
-    /// Evaluates with every symbol bound; `None` if a symbol is unbound or a division by zero occurs.
+    /// Evaluates with every symbol bound; `None` if a symbol is unbound, a division by zero occurs
+    /// or a result overflows i64.
     pub fn eval(&self, env: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
         Some(match self {
             SymExpr::Const(c) => *c,
             SymExpr::Sym(s) => env(s)?,
             SymExpr::Add(v) => v.iter().try_fold(0i64, |acc, e| acc.checked_add(e.eval(env)?))?,
             SymExpr::Mul(v) => v.iter().try_fold(1i64, |acc, e| acc.checked_mul(e.eval(env)?))?,
-            SymExpr::FloorDiv(a, b) => {
-                let d = b.eval(env)?;
-                if d == 0 {
-                    return None;
-                }
-                a.eval(env)?.div_euclid(d)
-            }
-            SymExpr::Mod(a, b) => {
-                let d = b.eval(env)?;
-                if d == 0 {
-                    return None;
-                }
-                a.eval(env)?.rem_euclid(d)
-            }
+            SymExpr::FloorDiv(a, b) => a.eval(env)?.checked_div_euclid(b.eval(env)?)?,
+            SymExpr::Mod(a, b) => a.eval(env)?.checked_rem_euclid(b.eval(env)?)?,
             SymExpr::Max(a, b) => a.eval(env)?.max(b.eval(env)?),
             SymExpr::Min(a, b) => a.eval(env)?.min(b.eval(env)?),
         })
@@ -197,7 +214,7 @@ impl SymExpr {
                 let lo = b.lower_bound(bounds).max(1);
                 Some(a.upper_bound(bounds)?.div_euclid(lo))
             }
-            SymExpr::Mod(_, b) => Some(b.upper_bound(bounds)? - 1),
+            SymExpr::Mod(_, b) => b.upper_bound(bounds)?.checked_sub(1),
             SymExpr::Max(a, b) => Some(a.upper_bound(bounds)?.max(b.upper_bound(bounds)?)),
             SymExpr::Min(a, b) => match (a.upper_bound(bounds), b.upper_bound(bounds)) {
                 (Some(x), Some(y)) => Some(x.min(y)),
@@ -227,7 +244,7 @@ impl SymExpr {
     pub fn parse(text: &str) -> Result<SymExpr, SymParseError> {
         let err = |why: String| SymParseError { text: text.to_string(), why };
         let toks = lex(text).map_err(err)?;
-        let mut p = Parser { toks: &toks, pos: 0 };
+        let mut p = Parser { toks: &toks, pos: 0, depth: 0 };
         let e = p.expr().map_err(err)?;
         if p.pos != toks.len() {
             return Err(err(format!("unexpected `{}`", toks[p.pos])));
@@ -236,9 +253,22 @@ impl SymExpr {
     }
 }
 
+/// `cs` folded into one constant with `op` from `unit`, or, when that overflows i64, `cs` sorted
+/// (a canonical order, so the unfolded form prints and parses back the same).
+fn fold(mut cs: Vec<i64>, unit: i64, op: fn(i64, i64) -> Option<i64>) -> Vec<i64> {
+    match cs.iter().try_fold(unit, |acc, &c| op(acc, c)) {
+        Some(v) => vec![v],
+        None => {
+            cs.sort();
+            cs
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
-    Int(i64),
+    /// A magnitude: `-9223372036854775808` (i64::MIN, which Display writes) is `-` then 2^63.
+    Int(u64),
     Ident(String),
     Str(String),
     Punct(&'static str),
@@ -287,10 +317,10 @@ fn lex(s: &str) -> Result<Vec<Tok>, String> {
             out.push(Tok::Str(s[st..i].to_string()));
             i += 1;
         } else {
-            let two = if i + 1 < b.len() { &s[i..i + 2] } else { "" };
+            let two = b.get(i..i + 2).unwrap_or_default();
             let p: &'static str = match (two, c) {
-                ("//", _) => "//",
-                ("**", _) => "**",
+                (b"//", _) => "//",
+                (b"**", _) => "**",
                 (_, b'+') => "+",
                 (_, b'-') => "-",
                 (_, b'*') => "*",
@@ -299,7 +329,7 @@ fn lex(s: &str) -> Result<Vec<Tok>, String> {
                 (_, b')') => ")",
                 (_, b',') => ",",
                 (_, b'=') => "=",
-                _ => return Err(format!("unexpected character `{}`", c as char)),
+                _ => return Err(format!("unexpected character `{}`", s[i..].chars().next().unwrap_or_default())),
             };
             i += p.len();
             out.push(Tok::Punct(p));
@@ -308,9 +338,14 @@ fn lex(s: &str) -> Result<Vec<Tok>, String> {
     Ok(out)
 }
 
+/// How deeply parentheses, calls and unary minus may nest: the parser recurses on each, and a
+/// crafted size must get an error rather than overflow the stack. sympy writes a few levels.
+const MAX_DEPTH: usize = 200;
+
 struct Parser<'a> {
     toks: &'a [Tok],
     pos: usize,
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -324,6 +359,15 @@ impl Parser<'_> {
         } else {
             Err(format!("expected `{p}`"))
         }
+    }
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, String>) -> Result<T, String> {
+        if self.depth >= MAX_DEPTH {
+            return Err(format!("nested more than {MAX_DEPTH} levels deep"));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
     }
     fn expr(&mut self) -> Result<SymExpr, String> {
         let mut lhs = self.term()?;
@@ -341,25 +385,32 @@ impl Parser<'_> {
     }
     fn term(&mut self) -> Result<SymExpr, String> {
         let mut lhs = self.unary()?;
+        // A chain of `//` and `%` builds a tree as deep as it is long, which later passes walk
+        // recursively: it counts against the same limit.
+        let mut chain = 0;
         loop {
-            if self.peek_punct("*") {
-                self.pos += 1;
-                lhs = SymExpr::mul(lhs, self.unary()?);
-            } else if self.peek_punct("//") {
-                self.pos += 1;
-                lhs = SymExpr::floordiv(lhs, self.unary()?);
-            } else if self.peek_punct("%") {
-                self.pos += 1;
-                lhs = SymExpr::modulo(lhs, self.unary()?);
-            } else {
-                return Ok(lhs);
+            let Some(op) = ["*", "//", "%"].into_iter().find(|p| self.peek_punct(p)) else { return Ok(lhs) };
+            self.pos += 1;
+            let rhs = self.unary()?;
+            if op == "*" {
+                lhs = SymExpr::mul(lhs, rhs);
+                continue;
             }
+            chain += 1;
+            if self.depth + chain > MAX_DEPTH {
+                return Err(format!("nested more than {MAX_DEPTH} levels deep"));
+            }
+            lhs = if op == "//" { SymExpr::floordiv(lhs, rhs) } else { SymExpr::modulo(lhs, rhs) };
         }
     }
     fn unary(&mut self) -> Result<SymExpr, String> {
         if self.peek_punct("-") {
             self.pos += 1;
-            return Ok(SymExpr::mul(SymExpr::Const(-1), self.unary()?));
+            if self.toks.get(self.pos) == Some(&Tok::Int(1 << 63)) && !matches!(self.toks.get(self.pos + 1), Some(Tok::Punct("**"))) {
+                self.pos += 1;
+                return Ok(SymExpr::Const(i64::MIN));
+            }
+            return Ok(SymExpr::mul(SymExpr::Const(-1), self.nested(Self::unary)?));
         }
         let base = self.atom()?;
         if self.peek_punct("**") {
@@ -373,11 +424,11 @@ impl Parser<'_> {
         match self.toks.get(self.pos).cloned() {
             Some(Tok::Int(i)) => {
                 self.pos += 1;
-                Ok(SymExpr::Const(i))
+                Ok(SymExpr::Const(i64::try_from(i).map_err(|_| format!("integer `{i}` out of range"))?))
             }
             Some(Tok::Punct("(")) => {
                 self.pos += 1;
-                let e = self.expr()?;
+                let e = self.nested(Self::expr)?;
                 self.eat(")")?;
                 Ok(e)
             }
@@ -398,7 +449,7 @@ impl Parser<'_> {
                         self.pos += 1;
                         args.push(SymExpr::Sym(s));
                     } else {
-                        args.push(self.expr()?);
+                        args.push(self.nested(Self::expr)?);
                     }
                     if !self.peek_punct(")") {
                         self.eat(",")?;
@@ -413,9 +464,16 @@ impl Parser<'_> {
     }
 }
 
+/// The most nodes a power may expand to: nested powers multiply, so without a cap a short text
+/// (`((s0+1)**16)**16...`) expands past any memory.
+const MAX_POW_NODES: usize = 4096;
+
 fn pow(base: SymExpr, e: SymExpr) -> Result<SymExpr, String> {
     match e.as_const() {
         Some(n) if (0..=16).contains(&n) => {
+            if base.nodes().saturating_mul(n as usize) > MAX_POW_NODES {
+                return Err(format!("the power expands to more than {MAX_POW_NODES} terms"));
+            }
             Ok((0..n).fold(SymExpr::Const(1), |acc, _| SymExpr::mul(acc, base.clone())))
         }
         _ => Err("only small non-negative integer powers are supported".into()),
@@ -531,6 +589,58 @@ mod tests {
         let e = SymExpr::parse("3*s0 + 1").unwrap();
         assert_eq!(e.upper_bound(&b), Some(193));
         assert_eq!(e.lower_bound(&b), 7);
+    }
+
+    #[test]
+    fn non_ascii_is_an_error_not_a_panic() {
+        let e = SymExpr::parse("s77+é").unwrap_err();
+        assert!(e.why.contains("unexpected character `é`"), "{e}");
+        assert!(SymExpr::parse("s0/é").is_err());
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let n = 8000;
+        for text in [
+            format!("{}s0{}", "(".repeat(n), ")".repeat(n)),
+            format!("{}s0", "-".repeat(n)),
+            format!("{}s0{}", "Max(1, ".repeat(n), ")".repeat(n)),
+            format!("s0{}", "//2".repeat(n)),
+        ] {
+            // A thread with a small stack: the limit must hold far below the main thread's 8 MB.
+            let r = std::thread::Builder::new().stack_size(1 << 20).spawn(move || SymExpr::parse(&text)).unwrap().join().unwrap();
+            assert!(r.as_ref().unwrap_err().why.contains("nested more than"), "{r:?}");
+        }
+        assert!(SymExpr::parse(&format!("{}s0{}", "(".repeat(50), ")".repeat(50))).is_ok());
+    }
+
+    #[test]
+    fn nested_powers_are_capped() {
+        let e = SymExpr::parse("((((s0 + 1)**16)**16)**16)**16").unwrap_err();
+        assert!(e.why.contains("expands to more than"), "{e}");
+    }
+
+    #[test]
+    fn folding_never_panics_or_wraps() {
+        let min = SymExpr::Const(i64::MIN);
+        let q = SymExpr::floordiv(min.clone(), SymExpr::Const(-1));
+        assert_eq!(q.eval(&|_| None), None);
+        assert_eq!(SymExpr::modulo(min.clone(), SymExpr::Const(-1)).eval(&|_| None), None);
+        // Printed and parsed back, i64::MIN stays itself.
+        assert_eq!(SymExpr::parse(&q.to_string()).unwrap(), q);
+        let max = i64::MAX;
+        let e = SymExpr::parse(&format!("{max}*s0 + {max}*s0")).unwrap();
+        assert_ne!(e, SymExpr::parse("-2*s0").unwrap());
+        assert_eq!(e.eval(&|_| Some(1)), None);
+        assert_eq!(SymExpr::parse(&e.to_string()).unwrap(), e);
+        let e = SymExpr::parse(&format!("{max} + {max} + s0")).unwrap();
+        assert_eq!(e.eval(&|_| Some(-max)), Some(max));
+        assert_eq!(SymExpr::parse(&e.to_string()).unwrap(), e);
+        let e = SymExpr::parse(&format!("{max}*{max}*s0")).unwrap();
+        assert_eq!(e.eval(&|_| Some(1)), None);
+        assert_eq!(SymExpr::parse(&e.to_string()).unwrap(), e);
+        // Folding that fits is unchanged.
+        assert_eq!(SymExpr::parse("3*s0 + 4*s0 + 2 + 5").unwrap().to_string(), "7*s0 + 7");
     }
 
     #[test]

@@ -226,8 +226,7 @@ fn python(why: &str) -> Result<PathBuf, Failure> {
 
 /// `python -m ember.xla portable`: StableHLO text -> (VHLO bytecode, StableHLO version).
 fn vhlo(python: &Path, text: &str) -> Result<(Vec<u8>, String), String> {
-    let dir = std::env::temp_dir().join(format!("ember-vhlo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+    let dir = ember_compiler::scratch::temp_dir("vhlo").map_err(|e| format!("cannot create a scratch dir: {e}"))?;
     let (src, dst) = (dir.join("m.stablehlo.mlir"), dir.join("m.vhlo.mlirbc"));
     let r = (|| {
         std::fs::write(&src, text).map_err(|e| format!("cannot write `{}`: {e}", src.display()))?;

@@ -5,9 +5,9 @@ use super::*;
 use serde_json::Value as Json;
 use std::io::{Read, Write};
 
-type Entries = Vec<(String, Vec<u8>)>;
+pub type Entries = Vec<(String, Vec<u8>)>;
 
-fn read_entries(path: &Path) -> Entries {
+pub fn read_entries(path: &Path) -> Entries {
     let mut z = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
     (0..z.len())
         .map(|i| {
@@ -19,9 +19,13 @@ fn read_entries(path: &Path) -> Entries {
         .collect()
 }
 
-fn write_zip(path: &Path, entries: &Entries) {
+pub fn write_zip(path: &Path, entries: &Entries) {
+    write_zip_as(path, entries, zip::CompressionMethod::Stored)
+}
+
+pub fn write_zip_as(path: &Path, entries: &Entries, method: zip::CompressionMethod) {
     let mut w = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let opts = zip::write::SimpleFileOptions::default().compression_method(method);
     for (n, b) in entries {
         w.start_file(n.as_str(), opts).unwrap();
         w.write_all(b).unwrap();
@@ -29,8 +33,13 @@ fn write_zip(path: &Path, entries: &Entries) {
     w.finish().unwrap();
 }
 
-fn edit_model(entries: &mut Entries, f: impl FnOnce(&mut Json)) {
-    let e = entries.iter_mut().find(|(n, _)| n.ends_with("models/model.json")).unwrap();
+pub fn edit_model(entries: &mut Entries, f: impl FnOnce(&mut Json)) {
+    edit_json(entries, "models/model.json", f)
+}
+
+/// Edits the JSON entry whose name ends with `suffix`.
+pub fn edit_json(entries: &mut Entries, suffix: &str, f: impl FnOnce(&mut Json)) {
+    let e = entries.iter_mut().find(|(n, _)| n.ends_with(suffix)).unwrap();
     let mut j: Json = serde_json::from_slice(&e.1).unwrap();
     f(&mut j);
     e.1 = serde_json::to_vec(&j).unwrap();
@@ -101,6 +110,14 @@ fn bad_inputs_give_clear_errors() {
         });
         write_zip(p, &e)
     })));
+    let weight_meta = |p: &Path, f: &dyn Fn(&mut Json)| {
+        let mut e = base.clone();
+        edit_json(&mut e, "model_weights_config.json", |j| f(&mut j["config"]["fc1.weight"]["tensor_meta"]));
+        write_zip(p, &e)
+    };
+    cases.push(("negative_weight_stride", Box::new(move |p: &Path| weight_meta(p, &|m| m["strides"][0]["as_int"] = (-(1i64 << 62)).into()))));
+    cases.push(("weight_span_overflow", Box::new(move |p: &Path| weight_meta(p, &|m| m["strides"][0]["as_int"] = (1i64 << 62).into()))));
+    cases.push(("weight_offset_past_end", Box::new(move |p: &Path| weight_meta(p, &|m| m["storage_offset"]["as_int"] = 1.into()))));
     cases.push(("dangling_reference", Box::new(|p: &Path| {
         let mut e = base.clone();
         edit_model(&mut e, |j| nodes(j)[1]["inputs"][1]["arg"] = serde_json::json!({"as_tensor": {"name": "nowhere"}}));

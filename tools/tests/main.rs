@@ -7,12 +7,14 @@
 //! - The TPU target (`tpu.rs`): StableHLO snapshot cases, artifacts, the CLI.
 //! - The e-graph optimizer's report (`egraph.rs`) for every model and cost model.
 //! - The trainium target (`trainium.rs`): deterministic artifacts, static shapes.
+//! - Crafted inputs, and interrupted or concurrent compiles (`reliability.rs`).
 
 mod bad_input;
 mod cpu;
 mod cases;
 mod eager;
 mod egraph;
+mod reliability;
 mod tpu;
 mod trainium;
 

@@ -28,6 +28,38 @@ impl Blob {
     pub fn is_mapped(&self) -> bool {
         matches!(self.0, Bytes::Mapped { .. })
     }
+
+    /// The dense row-major bytes of a tensor stored in this blob as torch lays out storage:
+    /// element `offset`, element `strides` (non-negative; the caller has checked that a
+    /// non-empty tensor stays inside the blob). A dense layout stays a view of the map; others
+    /// are gathered into a copy.
+    pub fn dense(&self, shape: &[usize], strides: &[usize], offset: usize, elem: usize) -> Blob {
+        // Size-1 dims move nowhere; dropping them bounds the recursion below by log2(numel).
+        let dims: Vec<(usize, usize)> = shape.iter().copied().zip(strides.iter().copied()).filter(|&(d, _)| d != 1).collect();
+        let numel: usize = dims.iter().map(|d| d.0).product();
+        let row_major = dims.iter().rev().try_fold(1usize, |want, &(d, s)| (s == want).then(|| want * d)).is_some();
+        if numel == 0 {
+            // An empty tensor's offset need not lie inside its storage.
+            return Blob(Bytes::Owned(Arc::new(Vec::new())));
+        }
+        if row_major {
+            let (start, len) = (offset * elem, numel * elem);
+            return match &self.0 {
+                Bytes::Mapped { map, start: s, .. } => Blob(Bytes::Mapped { map: map.clone(), start: s + start, len }),
+                Bytes::Owned(v) => Blob(Bytes::Owned(Arc::new(v[start..start + len].to_vec()))),
+            };
+        }
+        fn gather(src: &[u8], dims: &[(usize, usize)], at: usize, elem: usize, out: &mut Vec<u8>) {
+            match dims {
+                [] => out.extend_from_slice(&src[at * elem..(at + 1) * elem]),
+                [(n, 1)] => out.extend_from_slice(&src[at * elem..(at + n) * elem]),
+                [(n, s), rest @ ..] => (0..*n).for_each(|i| gather(src, rest, at + i * s, elem, out)),
+            }
+        }
+        let mut out = Vec::with_capacity(numel * elem);
+        gather(self.bytes(), &dims, offset, elem, &mut out);
+        Blob(Bytes::Owned(Arc::new(out)))
+    }
 }
 
 pub struct Archive {
@@ -50,6 +82,7 @@ impl Archive {
                  If the file was copied, check that the copy is complete."
             ))
         })?;
+        crate::zip_entry::check_unique_names(std::io::Cursor::new(&map[..]), zip.len()).map_err(|e| ImportError::new(format!("`{shown}` {e}")))?;
         let mut entries = BTreeMap::new();
         let mut prefix: Option<String> = None;
         for i in 0..zip.len() {
@@ -82,8 +115,7 @@ impl Archive {
                 }
                 Blob(Bytes::Mapped { map: map.clone(), start, len })
             } else {
-                let mut v = Vec::with_capacity(f.size().min(1 << 30) as usize);
-                std::io::copy(&mut f, &mut v).map_err(|e| ImportError::new(format!("`{shown}`: cannot read `{name}`: {e}")))?;
+                let v = crate::zip_entry::read_entry(&mut f, map.len() as u64).map_err(|e| ImportError::new(format!("`{shown}`: entry `{name}` {e}")))?;
                 Blob(Bytes::Owned(Arc::new(v)))
             };
             let rel = name[top.len() + 1..].to_string();

@@ -374,23 +374,42 @@ impl<'a> Importer<'a> {
         }
         let blob = ar.get(&path).ok_or_else(|| self.err(format!("weight `{fq}` is missing: the archive has no `{path}`")))?;
         let shape = ty.static_shape().ok_or_else(|| self.err(format!("weight `{fq}` has a symbolic shape")))?;
-        // The file holds the tensor's whole storage; the tensor spans offset + sum((size-1)*stride) + 1 elements.
-        let strides: Vec<i64> = meta.strides.iter().filter_map(|s| s.get("as_int").and_then(|v| v.as_i64())).collect();
-        let offset = meta.storage_offset.as_ref().and_then(|s| s.get("as_int")).and_then(|v| v.as_i64()).unwrap_or(0);
-        let numel: i64 = shape.iter().product();
+        let dtype = ty.dtype.torch_name();
+        let bad = |why: String| self.err(format!("weight `{fq}` ({path}): {why}"));
+        // The file holds the tensor's whole storage; the tensor is the elements at `offset` +
+        // sum(index * stride). Every number here comes from the file, so all of it is checked.
+        let int = |j: &Json| j.get("as_int").and_then(|v| v.as_i64());
+        let strides: Vec<i64> = if meta.strides.is_empty() {
+            row_major_strides(&shape)
+        } else {
+            meta.strides.iter().map(int).collect::<Option<_>>().ok_or_else(|| bad(format!("strides {:?} are not all integers", meta.strides)))?
+        };
+        if strides.len() != shape.len() {
+            return Err(bad(format!("has {} strides for a rank-{} tensor", strides.len(), shape.len())));
+        }
+        let offset = match &meta.storage_offset {
+            None => 0,
+            Some(o) => int(o).ok_or_else(|| bad(format!("storage_offset `{o}` is not an integer")))?,
+        };
+        if offset < 0 || strides.iter().any(|&s| s < 0) {
+            return Err(bad(format!("storage_offset {offset} and strides {strides:?} must be non-negative (torch never writes negative ones)")));
+        }
+        let too_big = || bad(format!("shape {shape:?} with strides {strides:?} at offset {offset} spans more elements than fit in 64 bits"));
+        let numel = shape.iter().try_fold(1i64, |n, &d| n.checked_mul(d)).ok_or_else(too_big)?;
         let span = if numel == 0 {
             0
-        } else if strides.len() == shape.len() {
-            offset + shape.iter().zip(&strides).map(|(&d, &s)| (d - 1) * s).sum::<i64>() + 1
         } else {
-            numel
+            let last = shape.iter().zip(&strides).try_fold(offset, |acc, (&d, &s)| (d - 1).checked_mul(s).and_then(|x| acc.checked_add(x)));
+            last.and_then(|l| l.checked_add(1)).ok_or_else(too_big)?
         };
         let need = span as u128 * ty.dtype.byte_size() as u128;
         let have = blob.bytes().len() as u128;
         if have < need {
-            return Err(self.err(format!("weight `{fq}` ({path}) has {have} bytes, but a {} tensor of shape {shape:?} needs {need}", ty.dtype.torch_name())));
+            return Err(self.err(format!("weight `{fq}` ({path}) has {have} bytes, but a {dtype} tensor of shape {shape:?} needs {need}")));
         }
-        Ok(Some(blob.clone()))
+        // Everything fits in the blob now, so the usize conversions below are exact.
+        let (shape, strides): (Vec<usize>, Vec<usize>) = shape.iter().zip(&strides).map(|(&d, &s)| (d as usize, s as usize)).unzip();
+        Ok(Some(blob.dense(&shape, &strides, offset as usize, ty.dtype.byte_size())))
     }
 
     fn node(&mut self, block: ember_ir::BlockId, node: &Node) -> R<()> {
@@ -607,4 +626,12 @@ impl<'a> Importer<'a> {
             _ => return Err(bad()),
         })
     }
+}
+
+fn row_major_strides(shape: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1].saturating_mul(shape[i + 1]);
+    }
+    strides
 }

@@ -107,7 +107,7 @@ struct Arena {
 
 impl Arena {
     /// Greedy first-fit over the step order: a temp's slot is free again after its last reader.
-    fn plan(man: &Manifest, shapes: Vec<Vec<i64>>, dtypes: &[DType]) -> Arena {
+    fn plan(man: &Manifest, shapes: Vec<Vec<i64>>, nbytes: &[usize]) -> Arena {
         let n = man.buffers.len();
         let mut first = vec![usize::MAX; n];
         let mut last = vec![0usize; n];
@@ -133,7 +133,7 @@ impl Arena {
         for o in &man.outputs {
             first[o.buf] = usize::MAX;
         }
-        let bytes = |b: usize| (shapes[b].iter().product::<i64>().max(0) as usize * dtypes[b].byte_size()).div_ceil(8) + 1;
+        let bytes = |b: usize| nbytes[b].div_ceil(8) + 1;
         let mut slots: Vec<(usize, usize)> = Vec::new(); // (words, free after step)
         let mut slot_of = vec![None; n];
         let mut order: Vec<usize> = (0..n).filter(|&b| man.buffers[b].kind == BufKind::Temp && first[b] != usize::MAX).collect();
@@ -204,7 +204,7 @@ impl Program {
             // SAFETY: read-only map of the artifact's own weights file.
             let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| format!("cannot map weights.bin: {e}"))?;
             for w in &manifest.weights {
-                if w.offset + w.bytes > map.len() as u64 {
+                if w.offset.checked_add(w.bytes).is_none_or(|end| end > map.len() as u64) {
                     return Err(format!("weights.bin is truncated: `{}` runs past its end", w.name));
                 }
             }
@@ -241,12 +241,13 @@ impl Program {
             }
             for (d, &n) in dims.iter().zip(t.shape) {
                 if let SymExpr::Sym(s) = d {
+                    let n = i64::try_from(n).map_err(|_| format!("input {i} (`{}`): size {n} for `{s}` does not fit in 64 bits", info.name))?;
                     if let Some(&old) = env.get(s) {
-                        if old != n as i64 {
+                        if old != n {
                             return Err(format!("input {i} (`{}`): size {n} for `{s}` disagrees with {old} from an earlier input", info.name));
                         }
                     }
-                    env.insert(s.clone(), n as i64);
+                    env.insert(s.clone(), n);
                 }
             }
         }
@@ -260,7 +261,7 @@ impl Program {
         for (i, (t, info)) in inputs.iter().zip(&man.inputs).enumerate() {
             let dims = &self.dims[info.buf];
             let want: Vec<i64> = dims.iter().map(|d| d.eval(&|s| env.get(s).copied()).unwrap_or(-1)).collect();
-            if want.iter().zip(t.shape).any(|(&w, &n)| w != n as i64) {
+            if want.iter().zip(t.shape).any(|(&w, &n)| i64::try_from(n) != Ok(w)) {
                 return Err(format!("input {i} (`{}`) must have shape {want:?}, got {:?}", info.name, t.shape));
             }
         }
@@ -292,20 +293,33 @@ impl Program {
 
     /// With `into`, outputs go to the caller's memory and the returned tensors carry shapes only.
     fn run_inner(&self, inputs: &[TensorView], into: Option<&[*mut u8]>) -> Result<Vec<HostTensor>, String> {
-        let env = self.bind(inputs)?;
         for (i, t) in inputs.iter().enumerate() {
-            let need = t.shape.iter().product::<usize>() * t.dtype.byte_size();
-            if t.data.len() < need {
-                return Err(format!("input {i} holds {} bytes, its shape needs {need}", t.data.len()));
+            let need = t.shape.iter().try_fold(t.dtype.byte_size(), |n, &d| n.checked_mul(d));
+            if need.is_none_or(|n| t.data.len() < n) {
+                let need = need.map_or("more than memory can address".to_string(), |n| n.to_string());
+                return Err(format!("input {i} holds {} bytes, its shape {:?} needs {need}", t.data.len(), t.shape));
             }
         }
+        let env = self.bind(inputs)?;
         let man = &self.manifest;
         let sym_vals: Vec<i64> = man.symbols.iter().map(|s| env[&s.name]).collect();
-        let eval = |e: &SymExpr| -> Result<i64, String> { e.eval(&|s| env.get(s).copied()).ok_or_else(|| format!("cannot evaluate `{e}`")) };
+        let eval = |e: &SymExpr| -> Result<i64, String> { e.eval(&|s| env.get(s).copied()).ok_or_else(|| format!("cannot evaluate `{e}` (it overflows 64 bits or divides by zero)")) };
         let shapes: Vec<Vec<i64>> = self.dims.iter().map(|d| d.iter().map(&eval).collect::<Result<_, _>>()).collect::<Result<_, _>>()?;
+        // Every size below is this buffer's byte count: checked once here, since input sizes
+        // and unbounded symbols can make any product overflow.
+        let nbytes: Vec<usize> = shapes
+            .iter()
+            .zip(&self.dtypes)
+            .enumerate()
+            .map(|(b, (s, dt))| {
+                s.iter()
+                    .try_fold(dt.byte_size(), |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+                    .ok_or_else(|| format!("buffer {b} would have shape {s:?}, which is negative or larger than memory can address"))
+            })
+            .collect::<Result<_, _>>()?;
         let mut guard = self.arena.lock().unwrap_or_else(|e| e.into_inner());
         if guard.as_ref().is_none_or(|a| a.shapes != shapes) {
-            *guard = Some(Arena::plan(man, shapes.clone(), &self.dtypes));
+            *guard = Some(Arena::plan(man, shapes.clone(), &nbytes));
         }
         let arena = guard.as_mut().unwrap();
         let mut ptrs: Vec<*mut u8> = vec![std::ptr::null_mut(); man.buffers.len()];
@@ -321,7 +335,7 @@ impl Program {
                 continue;
             }
             if man.buffers[o.buf].kind == BufKind::Temp && !out_data.contains_key(&o.buf) {
-                let bytes = shapes[o.buf].iter().product::<i64>().max(0) as usize * self.dtypes[o.buf].byte_size();
+                let bytes = nbytes[o.buf];
                 // A kernel writes every element of its buffer: zeroing it first would only add
                 // a pass over memory (a GEMM's output stays zeroed, whatever the GEMM does).
                 let by_kernel = man.steps.iter().any(|st| matches!(st, Step::Kernel { out, also, .. } if *out == o.buf || also.contains(&o.buf)));
@@ -335,11 +349,14 @@ impl Program {
         let input_buf: HashMap<usize, usize> = man.inputs.iter().enumerate().map(|(i, x)| (x.buf, i)).collect();
         let weight_buf: HashMap<usize, &WeightInfo> = man.weights.iter().map(|w| (w.buf, w)).collect();
         for (b, buf) in man.buffers.iter().enumerate() {
-            let bytes = shapes[b].iter().product::<i64>().max(0) as usize * self.dtypes[b].byte_size();
+            let bytes = nbytes[b];
             ptrs[b] = match buf.kind {
                 BufKind::Arg(_) if input_buf.contains_key(&b) => inputs[input_buf[&b]].data.as_ptr() as *mut u8,
                 BufKind::Arg(_) => {
                     let w = weight_buf.get(&b).ok_or_else(|| format!("buffer {b} is an argument with no input or weight"))?;
+                    if (w.bytes as u128) < bytes as u128 {
+                        return Err(format!("weight `{}` has {} bytes in the manifest, but its type needs {bytes}", w.name, w.bytes));
+                    }
                     // Kernels and GEMMs never write argument buffers; the map stays read-only.
                     unsafe { self.weights.as_ref().unwrap().as_ptr().add(w.offset as usize) as *mut u8 }
                 }
@@ -377,10 +394,9 @@ impl Program {
         }
         for (&b, v) in out_data.iter_mut() {
             if v.is_empty() {
-                let bytes = shapes[b].iter().product::<i64>().max(0) as usize * self.dtypes[b].byte_size();
                 // SAFETY: every step has run, and the kernel that computes buffer `b` wrote all of
-                // its `bytes` (at most the capacity it was allocated with).
-                unsafe { v.set_len(bytes) };
+                // its bytes (the capacity it was allocated with).
+                unsafe { v.set_len(nbytes[b]) };
             }
         }
         if let Some(into) = into {
@@ -388,7 +404,7 @@ impl Program {
             let mut shapes_out = Vec::new();
             for (oi, o) in man.outputs.iter().enumerate() {
                 let shape: Vec<usize> = shapes[o.buf].iter().map(|&d| d as usize).collect();
-                let bytes = shape.iter().product::<usize>() * self.dtypes[o.buf].byte_size();
+                let bytes = nbytes[o.buf];
                 if ptrs[o.buf] != into[oi] && bytes > 0 {
                     unsafe { std::ptr::copy_nonoverlapping(ptrs[o.buf], into[oi], bytes) };
                 }
@@ -401,7 +417,7 @@ impl Program {
             .iter()
             .map(|o| {
                 let shape: Vec<usize> = shapes[o.buf].iter().map(|&d| d as usize).collect();
-                let bytes = shape.iter().product::<usize>() * self.dtypes[o.buf].byte_size();
+                let bytes = nbytes[o.buf];
                 // An output returned twice, or an argument returned as is, is copied.
                 let data = match out_data.remove(&o.buf) {
                     Some(mut v) => {
