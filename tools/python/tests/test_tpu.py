@@ -333,3 +333,28 @@ def test_version_pin_is_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jax, "__version__", "0.0.1")
     with pytest.raises(xla.XlaError, match=r"pinned to jax 0\.10\.2.*jax 0\.0\.1 is installed"):
         xla.run_stablehlo("module {}", [])
+
+
+@pytest.mark.parametrize("target", ["tpu", "trainium"])
+def test_philox_generator_gives_the_same_bits_on_xla(target: str, tmp_path: Path) -> None:
+    """The random ops' generator (`ember.rng`, integer ATen ops) compiled for the XLA targets
+    gives torch's bits for the same seed: uniform exactly, normal to rounding."""
+    import torch
+
+    from ember import rng
+
+    class Draw(torch.nn.Module):
+        def forward(self, seed: torch.Tensor):
+            return rng.uniform(seed, 3, [4096], torch.float32), rng.normal(seed, 4, [64, 64], torch.float32)
+
+    seed = torch.tensor((1 << 61) + 12345)
+    ep = torch.export.export(Draw(), (seed,)).run_decompositions()
+    torch.export.save(ep, tmp_path / "draw.pt2")
+    # Its 64-bit products need Neuron's int64 (narrowed to int32 they would be an error).
+    flags = ["--native-int64"] if target == "trainium" else []
+    r = ember("compile", str(tmp_path / "draw.pt2"), "--target", target, "-o", str(tmp_path / "art"), *flags)
+    assert r.returncode == 0, r.stderr
+    want = Draw()(seed)
+    got = xla.run_artifact(tmp_path / "art", [seed.numpy()])
+    np.testing.assert_array_equal(got[0], want[0].numpy())
+    np.testing.assert_allclose(got[1], want[1].numpy(), rtol=1e-5, atol=1e-5)

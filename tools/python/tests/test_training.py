@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ember import backend, decompositions
+from ember import backend, decompositions, rng
 
 
 @pytest.fixture(autouse=True)
@@ -182,3 +182,57 @@ def test_unknown_options_and_targets_are_errors() -> None:
     torch._dynamo.reset()
     with pytest.raises(Exception, match="target 'nonsense'"):
         torch.compile(m, backend="ember", options={"target": "nonsense"})(torch.randn(1, 2))
+
+
+def test_philox_known_answer() -> None:
+    """Philox4x32-10 at counter 0, key 0 (Random123's known-answer vector)."""
+    words = [int(w) for w in rng.philox(torch.tensor(0), 0, 1)]
+    assert words == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+
+
+class _Noise(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+        u = torch.rand_like(x)
+        return u, torch.randn(x.shape), torch.bernoulli(torch.full_like(x, 0.25)), torch.randint(3, 10, x.shape), F.dropout(x, 0.4)
+
+
+def test_random_ops_compile_with_the_right_statistics() -> None:
+    before = dict(backend.stats)
+    x = torch.ones(256, 1024)
+    compiled = torch.compile(_Noise(), backend="ember", options={"check": True})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.manual_seed(0)
+        first = compiled(x)
+        torch.manual_seed(0)
+        again = compiled(x)
+        later = compiled(x)
+    assert not [str(w.message) for w in caught if "ember" in str(w.message)]
+    assert backend.stats["fallbacks"] == before["fallbacks"] and backend.stats["compiled"] > before["compiled"]
+    assert all(torch.equal(a, b) for a, b in zip(first, again)), "a fixed seed gives the same numbers"
+    assert not torch.equal(first[0], later[0]), "consecutive calls draw new numbers"
+    u, z, b, i, d = first
+    assert 0.0 <= float(u.min()) and float(u.max()) < 1.0
+    assert abs(float(u.mean()) - 0.5) < 5e-3 and abs(float(u.var()) - 1 / 12) < 2e-3
+    assert abs(float(z.mean())) < 1e-2 and abs(float(z.var()) - 1.0) < 2e-2
+    assert abs(float(b.mean()) - 0.25) < 5e-3 and set(b.unique().tolist()) == {0.0, 1.0}
+    assert i.dtype == torch.int64 and set(i.unique().tolist()) == set(range(3, 10))
+    kept = d != 0
+    assert abs(float(kept.float().mean()) - 0.6) < 5e-3
+    torch.testing.assert_close(d[kept], torch.full_like(d[kept], 1 / 0.6))
+    # Streams of different ops are independent.
+    assert abs(float(torch.corrcoef(torch.stack([u.flatten(), z.flatten()]))[0, 1])) < 1e-2
+
+
+def test_dropout_training_compiles_and_its_gradients_use_the_mask() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.Dropout(0.5))
+    x = torch.randn(64, 32)
+    before = dict(backend.stats)
+    out = torch.compile(model, backend="ember", options={"check": True})(x)
+    out.sum().backward()
+    assert backend.stats["backward"] > before["backward"] and backend.stats["fallbacks"] == before["fallbacks"]
+    scale = (out != 0).float() / 0.5  # the mask the forward drew (a linear layer's outputs are nonzero)
+    assert abs(float((out != 0).float().mean()) - 0.5) < 0.02
+    torch.testing.assert_close(model[0].weight.grad, scale.t() @ x, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(model[0].bias.grad, scale.sum(0))

@@ -16,7 +16,8 @@ and dtypes, Ember's version and the CPU, so a second process reuses them without
 Ops Ember cannot compile are partitioned out and run with torch eager, after one warning that
 lists them with their source lines; the rest of the graph still runs on Ember. Graphs Ember cannot
 take at all (a non-CPU device, symbolic shapes) run with torch eager after a warning; the user's
-program never fails because of Ember. ``options={"check": True}`` (or ``EMBER_CHECK=1``) also runs
+program never fails because of Ember. Random ops draw from a counter-based generator keyed by a
+seed input (``rng.py``). ``options={"check": True}`` (or ``EMBER_CHECK=1``) also runs
 every compiled graph with torch eager and raises ``CheckError`` at the first output that differs.
 """
 
@@ -431,6 +432,11 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
     Ember cannot compile, torch eager after one warning."""
     from torch._functorch.aot_autograd import make_boxed_func
 
+    from . import rng
+
+    if rng.functional(gm):
+        example_inputs = [*example_inputs, torch.zeros((), dtype=torch.int64)]
+        return make_boxed_func(_Seeded(_compile_graph(gm, example_inputs, kind, check)))
     original = _copy(gm)
     backward = kind == "backward"
     try:
@@ -461,6 +467,19 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
     if check:
         run = _Checked(run, original, kind)
     return make_boxed_func(run)
+
+
+class _Seeded:
+    """A graph whose random ops read a seed as their last input (`rng.functional`): each call
+    draws a fresh one from torch's generator."""
+
+    def __init__(self, boxed: Callable[[list[Any]], Any]) -> None:
+        self.boxed = boxed
+
+    def __call__(self, *args: Any) -> Any:
+        from . import rng
+
+        return self.boxed([*args, rng.seed()])
 
 
 def _options(options: dict | None) -> dict:

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Training benchmark: one optimizer step under torch eager, Inductor (`torch.compile` default
+backend) and Ember (`torch.compile(backend="ember")`), fp32, 2 threads.
+
+Each (case, backend) runs in a fresh process with empty compile caches. A step is zero_grad,
+forward, loss, backward and the (uncompiled) optimizer step. Reported per backend: the median
+step time over the timed steps after warm-up, the compile time (first step minus the median
+step), and for Ember the graphs it compiled, how many were backward graphs, and its fallbacks;
+the first step's loss is compared with eager's. Writes tools/bench/results/train.md and train.png.
+
+    python tools/bench/bench_train.py [--cases mlp_adamw,gpt2_lm,resnet_bn] [--steps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT / "tools" / "python" / "python"))
+THREADS = 2
+BACKENDS = ("eager", "inductor", "ember")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+
+def mlp_adamw():
+    model = torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 4096))
+    x, y = torch.randn(256, 4096), torch.randn(256, 4096)
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4), lambda m: F.mse_loss(m(x), y)
+
+
+def gpt2_lm():
+    import transformers
+
+    cfg = transformers.GPT2Config(n_layer=4, n_embd=512, n_head=8, n_positions=256, vocab_size=8192, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = transformers.GPT2LMHeadModel(cfg)
+    ids = torch.randint(0, 8192, (4, 256))
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4), lambda m: m(input_ids=ids, labels=ids).loss
+
+
+def resnet_bn():
+    def block(cin: int, cout: int, stride: int) -> torch.nn.Module:
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False), torch.nn.BatchNorm2d(cout), torch.nn.ReLU(),
+            torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(cout), torch.nn.ReLU(),
+        )  # fmt: skip
+
+    model = torch.nn.Sequential(
+        block(3, 32, 1), block(32, 64, 2), block(64, 128, 2), block(128, 256, 2),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(256, 10),
+    )  # fmt: skip
+    x, y = torch.randn(16, 3, 64, 64), torch.randint(0, 10, (16,))
+    return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9), lambda m: F.cross_entropy(m(x), y)
+
+
+CASES = {
+    "mlp_adamw": (mlp_adamw, "MLP 4096→4096→4096, GELU, AdamW, batch 256"),
+    "gpt2_lm": (gpt2_lm, "GPT-2 LM (transformers), 4 blocks, d 512, 8 heads, seq 256, batch 4, vocab 8192, AdamW"),
+    "resnet_bn": (resnet_bn, "ResNet-style conv net with BatchNorm, 3×64×64, batch 16, SGD momentum"),
+}
+
+
+def worker(case: str, backend: str, steps: int) -> dict:
+    torch.set_num_threads(THREADS)
+    torch.manual_seed(0)
+    model, opt, loss_fn = CASES[case][0]()
+    model.train()
+    run = model if backend == "eager" else torch.compile(model, backend="ember" if backend == "ember" else "inductor")
+
+    def step() -> float:
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(run)
+        loss.backward()
+        opt.step()
+        return float(loss)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        first_loss = step()
+        first = time.perf_counter() - t0
+        for _ in range(3):
+            step()
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            step()
+            times.append((time.perf_counter() - t0) * 1e3)
+    out = dict(ms=statistics.median(times), min=min(times), first_s=first, first_loss=first_loss)
+    out["compile_s"] = max(first - out["ms"] / 1e3, 0.0)
+    if backend == "ember":
+        from ember import backend as eb
+
+        out["stats"] = dict(eb.stats)
+        out["warnings"] = sorted({str(w.message)[:200] for w in caught if "ember" in str(w.message)})
+    return out
+
+
+def run_worker(case: str, backend: str, steps: int, tmp: Path) -> dict:
+    cache = Path(tempfile.mkdtemp(prefix=f"{case}-{backend}-", dir=tmp))
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"), EMBER_CACHE_DIR=str(cache / "ember"), TMPDIR=str(tmp))
+    p = subprocess.run([sys.executable, __file__, "--_worker", case, backend, "--steps", str(steps)], env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        return dict(error=(p.stderr.strip().splitlines() or ["?"])[-1][:200])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def fmt(r: dict, key: str, spec: str) -> str:
+    v = r.get(key)
+    return "error" if v is None else format(v, spec)
+
+
+def table(rows: list[dict]) -> str:
+    head = "| case | eager ms | Inductor ms | Ember ms | Ember/Inductor | Ember/eager | compile s: Inductor | compile s: Ember | compile Ember/Inductor | Ember graphs (backward) | fallbacks | loss Ember vs eager |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        e, i, m = (r[b] for b in BACKENDS)
+        ratio = m["ms"] / i["ms"] if "ms" in m and "ms" in i else None
+        vs_eager = m["ms"] / e["ms"] if "ms" in m and "ms" in e else None
+        cratio = m["compile_s"] / i["compile_s"] if "compile_s" in m and i.get("compile_s") else None
+        st = m.get("stats", {})
+        graphs = f"{st.get('compiled', 0) + st.get('cache_hits', 0)} ({st.get('backward', 0)})" if st else "-"
+        dloss = abs(m["first_loss"] - e["first_loss"]) / max(abs(e["first_loss"]), 1e-30) if "first_loss" in m and "first_loss" in e else None
+        lines.append(
+            f"| {r['case']} | {fmt(e, 'ms', '.1f')} | {fmt(i, 'ms', '.1f')} | {fmt(m, 'ms', '.1f')} | "
+            f"{'-' if ratio is None else f'**{ratio:.2f}**'} | {'-' if vs_eager is None else f'{vs_eager:.2f}'} | "
+            f"{fmt(i, 'compile_s', '.1f')} | {fmt(m, 'compile_s', '.1f')} | {'-' if cratio is None else f'{cratio:.2f}'} | "
+            f"{graphs} | {st.get('fallbacks', '-') if st else '-'} | {'-' if dloss is None else f'{dloss:.1e}'} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2.4 * len(rows) + 2, 4.5))
+    w = 0.27
+    for k, (b, label) in enumerate(zip(BACKENDS, ("torch eager", "Inductor", "Ember"))):
+        vals = [r[b].get("ms", 0.0) for r in rows]
+        bars = ax.bar([x + (k - 1) * w for x in range(len(rows))], vals, w, label=label)
+        for bar, v in zip(bars, vals):
+            ax.annotate(f"{v:.0f}" if v else "error", (bar.get_x() + w / 2, max(v, 0.1)), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(rows)), [r["case"] for r in rows])
+    ax.set_yscale("log")
+    ax.set_ylabel("median ms per training step (log, lower is better)")
+    ax.set_title(f"training step, CPU fp32, {THREADS} threads")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated (default: all): {', '.join(CASES)}")
+    ap.add_argument("--steps", type=int, default=20, help="timed steps per backend after 1 + 3 warm-up steps (default 20)")
+    ap.add_argument("--out", default=str(HERE / "results"), help="results dir (train.md, train.png)")
+    ap.add_argument("--_worker", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.steps < 1:
+        ap.error("--steps must be at least 1")
+    if args._worker:
+        print(json.dumps(worker(*args._worker, args.steps)))
+        return 0
+    names = [c for c in args.cases.split(",") if c]
+    unknown = [c for c in names if c not in CASES]
+    if unknown:
+        ap.error(f"unknown case(s) {unknown}; known: {list(CASES)}")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-train-", dir=os.environ.get("TMPDIR") or "/tmp"))
+    load0 = os.getloadavg()[0]
+    rows = []
+    for n in names:
+        row = {"case": n}
+        for b in BACKENDS:
+            print(f"[{n}] {b}", file=sys.stderr, flush=True)
+            row[b] = run_worker(n, b, args.steps, tmp)
+            print(f"[{n}] {b}: {row[b]}", file=sys.stderr, flush=True)
+        rows.append(row)
+    load1 = os.getloadavg()[0]
+    ratios = [r["ember"]["ms"] / r["inductor"]["ms"] for r in rows if "ms" in r["ember"] and "ms" in r["inductor"]]
+    geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+    git = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
+    notes = [f"- {n}: {CASES[n][1]}" for n in names]
+    warn = [f"- {r['case']}: {w}" for r in rows for w in r["ember"].get("warnings", [])]
+    errors = [f"- {r['case']} {b}: {r[b]['error']}" for r in rows for b in BACKENDS if "error" in r[b]]
+    md = "\n".join(
+        [
+            "# Training step: torch eager vs Inductor vs Ember (torch.compile)",
+            "",
+            f"- date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}; tree {git or '?'}; torch {torch.__version__}; {platform.machine()}, {os.cpu_count()} logical CPUs",
+            f"- fp32, {THREADS} threads; each case and backend in a fresh process with empty compile caches; median (and min) of {args.steps} steps after 1 + 3 warm-up steps",
+            "- a step: zero_grad, forward, loss, backward, optimizer step (the optimizer step is not compiled)",
+            "- compile s = first step minus the median step (Dynamo, AOT Autograd and the backend's compiler)",
+            f"- 1-min load average at start / end: {load0:.2f} / {load1:.2f} (the machine is shared: compare ratios within this run)",
+            *notes,
+            "",
+            table(rows),
+            "",
+            f"**Geomean Ember/Inductor: {geo:.2f}x** over {len(ratios)} case(s) (>1: Ember is slower)" if geo else "**Geomean Ember/Inductor: n/a**",
+            *(["", "Ember warnings (ops or graphs run with torch eager):", *warn] if warn else []),
+            *(["", "Errors:", *errors] if errors else []),
+        ]
+    )
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "train.md").write_text(md + "\n")
+    try:
+        plot(rows, out / "train.png")
+    except ImportError:
+        print("matplotlib is not installed: no train.png", file=sys.stderr)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
