@@ -11,7 +11,7 @@ without checking its shape: every gradient below an attention layer comes out si
 (a transformers GPT-2 trained under ``torch.compile`` got |ember − eager| > |grad| from the last
 block's ``c_attn`` down). ``table()`` replaces it with one that returns the log-sum-exp, and
 decomposes the backward from it; it also decomposes the backward ops core ATen keeps
-(convolution, max pooling) into ops Ember lowers.
+(convolution, max pooling) and the optimizers' `_foreach_*` ops into ops Ember lowers.
 """
 
 from __future__ import annotations
@@ -48,6 +48,13 @@ def table() -> dict:
     t[aten.convolution_backward.default] = functools.partial(convolution_backward, _call)
     t[aten.max_pool2d_with_indices_backward.default] = functools.partial(max_pool_backward(2), _call)
     t[aten.max_pool3d_with_indices_backward.default] = functools.partial(max_pool_backward(3), _call)
+    for name in dir(aten):
+        if name.startswith("_foreach_") and not name.endswith("_"):
+            packet = getattr(aten, name)
+            for ov in packet.overloads():
+                func = getattr(packet, ov)
+                if foreach_element(func) is not None:
+                    t[func] = functools.partial(foreach, func, _call)
     return t
 
 
@@ -200,6 +207,52 @@ def max_pool_backward(spatial: int):
         return op(aten.reshape.default, flat, list(x.shape))
 
     return backward
+
+
+_FOREACH_BINARY = {"add", "sub", "mul", "div"}
+_FOREACH_UNARY = {"sqrt", "rsqrt", "neg", "abs", "exp", "expm1", "log", "log1p", "reciprocal", "sigmoid", "tanh", "sign", "zero"}
+
+
+def foreach_element(func) -> tuple | None:
+    """The per-tensor op a `_foreach_*` overload applies to each element of its lists, and
+    the keyword its trailing scalar passes as there (None: positionally); None for the forms
+    Ember leaves to torch."""
+    base = func._schema.name.split("::", 1)[1][len("_foreach_"):]
+    name, ov = base.rstrip("_"), func._overloadname
+    kw = None
+    if name in _FOREACH_BINARY and ov in ("Scalar", "List", "ScalarList", "Tensor"):
+        elem = "Tensor"
+    elif name in ("addcmul", "addcdiv") and ov in ("Scalar", "ScalarList"):
+        elem, kw = "default", "value"
+    elif name == "lerp" and ov in ("Scalar", "ScalarList", "List"):
+        elem = "Tensor" if ov == "List" else "Scalar"
+    elif name in _FOREACH_UNARY and ov == "default":
+        elem = "default"
+    elif name == "pow" and ov in ("List", "Scalar", "ScalarList", "ScalarAndTensor"):
+        elem = {"List": "Tensor_Tensor", "ScalarAndTensor": "Scalar"}.get(ov, "Tensor_Scalar")
+    else:
+        return None
+    packet = getattr(aten, name + ("_" if base.endswith("_") else ""), None)
+    op = getattr(packet, elem, None) if packet is not None else None
+    return None if op is None else (op, kw)
+
+
+def foreach(func, op, *args, **kwargs):
+    """A `_foreach_*` op (an optimizer's multi-tensor step) as its per-tensor op on each element
+    of its lists (a lone tensor or scalar goes to every element)."""
+    elem, kw = foreach_element(func)
+    lists = [isinstance(a, (list, tuple)) for a in args]
+    n = len(args[lists.index(True)])
+    if any(l and len(a) != n for a, l in zip(args, lists)) or any(isinstance(v, (list, tuple)) for v in kwargs.values()):
+        return NotImplemented  # torch raises its own error on mismatched lists
+    outs = []
+    for i in range(n):
+        a = [x[i] if l else x for x, l in zip(args, lists)]
+        k = kwargs
+        if kw is not None and len(a) > 3:
+            k = dict(kwargs, **{kw: a.pop()})
+        outs.append(op(elem, *a, **k))
+    return outs
 
 
 def _traced(t) -> bool:

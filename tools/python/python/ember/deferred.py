@@ -313,7 +313,7 @@ class _Schema:
         self.fast = _FAST.get(self.target)
         self.alpha = self.target in ("aten.add.Tensor", "aten.sub.Tensor")
         self.same_value = self.target in ("aten.detach.default", "aten.alias.default")
-        self.foreach = _foreach_element(func) if func.namespace == "aten" and base.startswith("_foreach_") else None
+        self.foreach = decompositions.foreach_element(func) if func.namespace == "aten" and base.startswith("_foreach_") else None
         # How `__torch_dispatch__` starts on this op: 0 torch eager, 1 a `_LIKE` op, 2 the rest.
         self.route = 0 if func.namespace != "aten" or not self.returns_tensors or self.name in _RANDOM else 1 if self.name in _LIKE else 2
 
@@ -342,32 +342,6 @@ _MAX_VIEW_WRITES = 16
 _SMALL_INDEX = 1 << 16
 #: Excluded to run an op on a wrapper itself (its metadata), past the recorder.
 _PYTHON_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(torch._C.DispatchKey.PythonTLSSnapshot)
-
-
-_FOREACH_BINARY = {"add", "sub", "mul", "div"}
-_FOREACH_UNARY = {"sqrt", "rsqrt", "neg", "abs", "exp", "expm1", "log", "log1p", "reciprocal", "sigmoid", "tanh", "sign", "zero"}
-
-
-def _foreach_element(func) -> tuple | None:
-    """The per-tensor op a `_foreach_*` overload applies to each element of its lists, and
-    the keyword its trailing scalar passes as there (None: positionally); None for the forms
-    Ember leaves to torch."""
-    base = func._schema.name.split("::", 1)[1][len("_foreach_"):]
-    name, ov = base.rstrip("_"), func._overloadname
-    kw = None
-    if name in _FOREACH_BINARY and ov in ("Scalar", "List", "ScalarList", "Tensor"):
-        elem = "Tensor"
-    elif name in ("addcmul", "addcdiv") and ov in ("Scalar", "ScalarList"):
-        elem, kw = "default", "value"
-    elif name == "lerp" and ov in ("Scalar", "ScalarList", "List"):
-        elem = "Tensor" if ov == "List" else "Scalar"
-    elif name in _FOREACH_UNARY and ov == "default":
-        elem = "default"
-    else:
-        return None
-    packet = getattr(aten, name + ("_" if base.endswith("_") else ""), None)
-    op = getattr(packet, elem, None) if packet is not None else None
-    return None if op is None else (op, kw)
 
 
 def _decompositions() -> dict:
@@ -714,18 +688,9 @@ class _Recorder(TorchDispatchMode):
     def _foreach(self, func, s: _Schema, args, kwargs):
         """A `_foreach_*` op (an optimizer's multi-tensor step) as its per-tensor op on each
         element, each through this handler: one dispatcher round for the whole list."""
-        elem, kw = s.foreach
-        n = len(args[0])
-        lists = [isinstance(a, (list, tuple)) for a in args]
-        if any(l and len(a) != n for a, l in zip(args, lists)) or any(isinstance(v, (list, tuple)) for v in kwargs.values()):
-            return self._eager(func, s, args, kwargs)  # torch raises its own error on mismatched lists
-        outs = []
-        for i in range(n):
-            a = [x[i] if l else x for x, l in zip(args, lists)]
-            k = kwargs
-            if kw is not None and len(a) > 3:
-                k = dict(kwargs, **{kw: a.pop()})
-            outs.append(self.__torch_dispatch__(elem, (), tuple(a), k))
+        outs = decompositions.foreach(func, lambda elem, *a, **k: self.__torch_dispatch__(elem, (), a, k), *args, **kwargs)
+        if outs is NotImplemented:
+            return self._eager(func, s, args, kwargs)
         return outs if s.returns_list else None
 
     def _same_value(self, x: DeferredTensor) -> DeferredTensor:
