@@ -352,6 +352,13 @@ def _difference(want: Any, got: Any) -> str | None:
     return f"relative error {err / max(norm, 1e-30):.2e} (tolerance {tol:.0e}), max |ember - eager| = {float((w - g).abs().max()):.3g}"
 
 
+#: Ops that run with torch's own CPU kernels inside a compiled graph, as Inductor's extern
+#: kernels do (the pieces between them are compiled by Ember, like GEMMs on torch's BLAS):
+#: oneDNN's direct convolutions beat Ember's im2col + GEMM lowering several times over in
+#: training (a ResNet-style step took 610 ms against eager's 169; one im2col of a strided
+#: convolution's input gradient alone, 151 MB, 84 ms). The CLI's CPU target keeps its own.
+_EXTERN = {"aten.convolution", "aten.convolution_backward"}
+
 _UNSUPPORTED_OP = re.compile(r"op `torch\.(aten\.[\w.]+)`")
 
 
@@ -439,31 +446,35 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
         return make_boxed_func(_Seeded(_compile_graph(gm, example_inputs, kind, check)))
     original = _copy(gm)
     backward = kind == "backward"
-    try:
-        run: Callable[..., Any] = _Compiled(gm, example_inputs, backward=backward)
-    except Unsupported as exc:
-        # Ops Ember has no lowering for run with torch eager; the rest of the graph still compiles.
-        unsupported: set[str] = set()
-        if exc.exported is not None:
-            from . import _native
+    extern = {_target_name(n) for n in gm.graph.nodes if n.op == "call_function" and _target_name(n) in _EXTERN}
+    if extern:
+        run: Callable[..., Any] = _partition(gm, extern, backward).forward
+    else:
+        try:
+            run = _Compiled(gm, example_inputs, backward=backward)
+        except Unsupported as exc:
+            # Ops Ember has no lowering for run with torch eager; the rest of the graph still compiles.
+            unsupported: set[str] = set()
+            if exc.exported is not None:
+                from . import _native
 
-            try:
-                unsupported = set(_native().unlowered_ops(exc.exported))
-            except ValueError:
-                unsupported = set()
-            finally:
-                shutil.rmtree(os.path.dirname(exc.exported), ignore_errors=True)
-        if m := _UNSUPPORTED_OP.search(str(exc)):
-            unsupported.add(m.group(1))
-        if not unsupported:
+                try:
+                    unsupported = set(_native().unlowered_ops(exc.exported))
+                except ValueError:
+                    unsupported = set()
+                finally:
+                    shutil.rmtree(os.path.dirname(exc.exported), ignore_errors=True)
+            if m := _UNSUPPORTED_OP.search(str(exc)):
+                unsupported.add(m.group(1))
+            if not unsupported:
+                stats["fallbacks"] += 1
+                warnings.warn(f"ember: this {kind} graph runs with torch eager: {exc}", stacklevel=2)
+                return make_boxed_func(original.forward)
+            eager_nodes = [n for n in original.graph.nodes if n.op == "call_function" and _target_name(n) in unsupported]
+            lines = sorted({f"{_target_name(n)} ({_user_line(n)})" for n in eager_nodes})
             stats["fallbacks"] += 1
-            warnings.warn(f"ember: this {kind} graph runs with torch eager: {exc}", stacklevel=2)
-            return make_boxed_func(original.forward)
-        eager_nodes = [n for n in original.graph.nodes if n.op == "call_function" and _target_name(n) in unsupported]
-        lines = sorted({f"{_target_name(n)} ({_user_line(n)})" for n in eager_nodes})
-        stats["fallbacks"] += 1
-        warnings.warn(f"ember: these ops of a {kind} graph have no Ember lowering and run with torch eager: " + "; ".join(lines), stacklevel=2)
-        run = _partition(_copy(original), unsupported, backward).forward
+            warnings.warn(f"ember: these ops of a {kind} graph have no Ember lowering and run with torch eager: " + "; ".join(lines), stacklevel=2)
+            run = _partition(_copy(original), unsupported, backward).forward
     if check:
         run = _Checked(run, original, kind)
     return make_boxed_func(run)
