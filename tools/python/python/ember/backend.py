@@ -151,6 +151,15 @@ def _static_layout(node: torch.fx.Node) -> tuple[tuple[int, ...], tuple[int, ...
         return None
 
 
+def _dense_permutation(x: Any) -> list[int] | None:
+    """The dim order that makes `x` contiguous, when `x` is a non-contiguous permutation of a
+    dense tensor (None otherwise)."""
+    if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.is_contiguous():
+        return None
+    perm = sorted(range(x.dim()), key=lambda d: (-x.stride(d), d))
+    return perm if x.permute(perm).is_contiguous() else None
+
+
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for s in reversed(shape):
@@ -167,6 +176,23 @@ class _Split:
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> None:
         g = gm.graph
+        # An input laid out as a permutation of a dense tensor (a saved transposed weight) is
+        # read as that dense tensor, and the graph permutes it back: Ember folds the permute
+        # into the GEMM or kernel that reads it, where a contiguous copy would cost a pass
+        # (64 MB per 4096² weight per step).
+        example_inputs = list(example_inputs)
+        self.input_perms: list[list[int] | None] = []
+        for i, p in enumerate(n for n in g.nodes if n.op == "placeholder"):
+            perm = _dense_permutation(example_inputs[i]) if i < len(example_inputs) else None
+            self.input_perms.append(perm)
+            if perm is None:
+                continue
+            example_inputs[i] = example_inputs[i].permute(perm)
+            with g.inserting_after(p):
+                back = g.call_function(torch.ops.aten.permute.default, (p, [perm.index(d) for d in range(len(perm))]))
+            p.replace_all_uses_with(back, delete_user_cb=lambda u: u is not back)
+            back.meta = dict(p.meta)
+            p.meta = {"val": example_inputs[i]} if "val" in p.meta else {}
         # Tensors held by the module (a `torch.tensor([])` in the user's code) become inputs: the
         # re-trace cannot take real tensors from outside its fake mode.
         self.constants: list[torch.Tensor] = []
@@ -297,7 +323,7 @@ class _Compiled:
         return outs
 
     def __call__(self, *args: Any) -> Any:
-        args = list(args) + self.split.constants
+        args = [a.permute(p) if p is not None else a for a, p in zip(args, self.split.input_perms)] + self.split.constants
         roots = self.run_core(args) if self.program is not None else []
         with torch.no_grad():
             return self.split.epilogue(*args, *roots)
