@@ -263,3 +263,64 @@ def test_compiled_optimizer_steps_match_eager(name: str) -> None:
     assert backend.stats["compiled"] + backend.stats["cache_hits"] > before["compiled"] + before["cache_hits"]
     for (n, p), q in zip(model.named_parameters(), want_model.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6, msg=lambda m: f"{n}: {m}")
+
+
+class _Mutating(torch.nn.Module):
+    """A training forward that mutates a buffer and a user input, and returns aliasing views."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 6)
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x: torch.Tensor, scratch: torch.Tensor):
+        self.calls.add_(1)
+        scratch.mul_(2)
+        y = torch.tanh(self.lin(x * scratch))
+        return y, y.t(), y[:, 1:3], y.detach()
+
+
+def test_training_graph_with_input_mutations_and_aliased_outputs() -> None:
+    torch.manual_seed(0)
+    model, x = _Mutating(), torch.randn(4, 8)
+    want_model, scratch, want_scratch = copy.deepcopy(model), torch.ones(4, 8), torch.ones(4, 8)
+    before = dict(backend.stats)
+    got = torch.compile(model, backend="ember")(x, scratch)
+    want = want_model(x, want_scratch)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+        assert g.stride() == w.stride()
+    assert got[1].untyped_storage().data_ptr() == got[0].untyped_storage().data_ptr()
+    (got[0].sum() + got[1].pow(2).sum() + got[2].sum()).backward()
+    (want[0].sum() + want[1].pow(2).sum() + want[2].sum()).backward()
+    torch.testing.assert_close(scratch, want_scratch)
+    assert float(model.calls) == 1.0
+    torch.testing.assert_close(model.lin.weight.grad, want_model.lin.weight.grad)
+    torch.testing.assert_close(model.lin.bias.grad, want_model.lin.bias.grad)
+    assert backend.stats["backward"] > before["backward"] and backend.stats["fallbacks"] == before["fallbacks"]
+
+
+def test_compiled_train_step_function() -> None:
+    """A compiled function doing forward, backward and the AdamW step: every graph Dynamo makes
+    of it (forward, backward, the optimizer's) runs on Ember and the parameters follow eager's."""
+
+    def train_step(model, opt, x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    want_model = copy.deepcopy(model)
+    opt, want_opt = (torch.optim.AdamW(m.parameters(), lr=1e-2, foreach=True) for m in (model, want_model))
+    step = torch.compile(train_step, backend="ember")
+    before = dict(backend.stats)
+    for _ in range(3):
+        x, y = torch.randn(8, 16), torch.randn(8, 4)
+        assert float(step(model, opt, x, y)) == pytest.approx(float(train_step(want_model, want_opt, x, y)), rel=1e-5)
+    assert backend.stats["fallbacks"] == before["fallbacks"] and backend.stats["backward"] > before["backward"]
+    assert backend.stats["compiled"] - before["compiled"] >= 3
+    for p, q in zip(model.parameters(), want_model.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
