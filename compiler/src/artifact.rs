@@ -1,32 +1,13 @@
 //! Compiled artifacts: a directory with `manifest.json` plus target files. The manifest's
 //! `format_version` is `MAJOR.MINOR`; readers refuse an unknown major.
 
+use crate::target::Target;
+use ember_passes::egraph::cost::CostTable;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 pub const FORMAT_MAJOR: u32 = 2;
 pub const FORMAT_MINOR: u32 = 0;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    Cpu,
-    Tpu,
-    Trainium,
-}
-
-impl Target {
-    pub const ALL: [Target; 3] = [Target::Cpu, Target::Tpu, Target::Trainium];
-    pub fn name(&self) -> &'static str {
-        match self {
-            Target::Cpu => "cpu",
-            Target::Tpu => "tpu",
-            Target::Trainium => "trainium",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Target> {
-        Target::ALL.into_iter().find(|t| t.name() == s)
-    }
-}
 
 /// The part of a manifest every reader checks before anything else.
 #[derive(Debug, Serialize, Deserialize)]
@@ -66,10 +47,10 @@ pub fn lower(m: &mut ember_ir::Module) -> Result<(), String> {
     ember_passes::run_pipeline(m, &passes, &mut |_, _| {}).map_err(|e| e.to_string())
 }
 
-/// The e-graph optimizer with `target`'s cost model (after `lower`): rewrites, composites and
+/// The e-graph optimizer with a target's cost model (after `lower`): rewrites, composites and
 /// kernels as `ember.fusion_group`s. The trace says what it did (`--trace`, `--report`).
-pub fn optimize(m: &mut ember_ir::Module, target: &str) -> Result<ember_passes::egraph::Trace, String> {
-    m.attrs.insert("ember.target".into(), ember_ir::Attr::Str(target.into()));
+pub fn optimize(m: &mut ember_ir::Module, table: &CostTable) -> Result<ember_passes::egraph::Trace, String> {
+    m.attrs.insert("ember.target".into(), ember_ir::Attr::Str(table.target.into()));
     let opts = ember_passes::egraph::Options::for_module(m);
     let trace = ember_passes::egraph::optimize(m, &opts)?;
     ember_ir::verify::verify(m).map_err(|errs| {
@@ -81,15 +62,33 @@ pub fn optimize(m: &mut ember_ir::Module, target: &str) -> Result<ember_passes::
     Ok(trace)
 }
 
-/// The fusion report of `module` compiled for `target`: (markdown, Graphviz DOT). The optimizer
-/// is deterministic, so this describes exactly the kernels `compile` built.
-pub fn fusion_report(mut module: ember_ir::Module, target: &str, model: &str) -> Result<(String, String), String> {
+/// Writes `out/report/` for `module` compiled for `target`: fusion.md, fusion.dot and, with
+/// Graphviz, fusion.svg (through a temp dir renamed into place, like every output). The
+/// optimizer is deterministic, so this describes exactly the kernels `compile` built. Returns
+/// the line that says where it is.
+pub fn write_report(out: &Path, mut module: ember_ir::Module, target: &dyn Target, model: &str) -> Result<String, String> {
     lower(&mut module)?;
-    let trace = optimize(&mut module, target)?;
+    let table = target.cost_table();
+    let trace = optimize(&mut module, table)?;
     let f = module.func_by_name("main").ok_or("the module has no @main")?;
-    let table = ember_passes::egraph::cost::table(target).ok_or_else(|| format!("no cost model for `{target}`"))?;
     let md = ember_passes::egraph::report::markdown(model, &module, f, table, &trace);
-    Ok((md, ember_passes::egraph::report::dot(&module, f, table)))
+    let dot = ember_passes::egraph::report::dot(&module, f, table);
+    let dir = out.join("report");
+    let tmp = out.join(".report.tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    let w = |name: &str, bytes: &[u8]| std::fs::write(tmp.join(name), bytes).map_err(|e| format!("cannot write {name}: {e}"));
+    w("fusion.md", md.as_bytes())?;
+    w("fusion.dot", dot.as_bytes())?;
+    // The picture needs Graphviz; the DOT file is always there.
+    if let Ok(o) = std::process::Command::new("dot").arg("-Tsvg").arg(tmp.join("fusion.dot")).output() {
+        if o.status.success() {
+            w("fusion.svg", &o.stdout)?;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&tmp, &dir).map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
+    Ok(format!("wrote {}", dir.join("fusion.md").display()))
 }
 
 /// A user input, weight or output of `@main`, by argument (or result) index.

@@ -3,38 +3,97 @@
 //! `weights.bin` (every weight, 64-byte aligned, in argument order).
 
 use crate::frontend::Imported;
+use crate::target::{Options, Ran, Target, TargetOption};
 use ember_ir::attr::Attr;
-use ember_targets::cpu::plan::{self, BufKind};
+use ember_ir::{Module, Value};
+use ember_targets::cpu::plan::{self, BufKind, Step};
 use ember_targets::cpu::runtime::{IoInfo, Manifest, SymbolInfo, WeightInfo};
+use ember_targets::cpu::Program;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
-/// Who decides the kernels.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Fusion {
-    /// The e-graph optimizer with the CPU cost model (`fuse`).
-    #[default]
-    Egraph,
-    /// No e-graph: the CPU planner's own greedy rule (inline everything cheap, materialize
-    /// GEMM operands, reductions and values read by several kernels). Kept for comparison.
-    Greedy,
+/// The CPU target: the planner decides which values live in memory, LLVM generates the loops.
+pub struct Cpu;
+
+/// `--fusion`: who decides the kernels. `egraph` is the e-graph optimizer with the CPU cost
+/// model; `greedy` skips it for the planner's own rule (inline everything cheap, materialize GEMM
+/// operands, reductions and values read by several kernels), kept for comparison.
+const OPTIONS: &[TargetOption] = &[TargetOption {
+    name: "fusion",
+    values: &["egraph", "greedy"],
+    default: Some("egraph"),
+    elsewhere: "--fusion is a cpu option; the {target} target always uses the e-graph optimizer",
+}];
+
+impl Target for Cpu {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn options(&self) -> &'static [TargetOption] {
+        OPTIONS
+    }
+
+    // The codegen inlines producers into loop nests itself; the optimizer's kernels enter as the
+    // values that must live in memory.
+    fn keeps(&self, _kind: &str, _opts: &Options) -> bool {
+        false
+    }
+
+    fn lower(&self, m: &mut Module, opts: &Options) -> Result<Vec<Value>, String> {
+        crate::artifact::lower(m)?;
+        if opts.value("fusion") != Some("greedy") {
+            crate::artifact::optimize(m, self.cost_table())?;
+        }
+        let f = m.func_by_name("main").ok_or("the module has no @main")?;
+        Ok(ember_passes::egraph::inline_groups(m, f, &|kind| self.keeps(kind, opts)))
+    }
+
+    fn compile(&self, model: Imported, out: &Path, opts: &Options) -> Result<Vec<String>, String> {
+        let man = compile(self, model, out, opts)?;
+        let count = |p: fn(&Step) -> bool| man.steps.iter().filter(|s| p(s)).count();
+        let (kernels, gemms) = (count(|s| matches!(s, Step::Kernel { .. })), count(|s| matches!(s, Step::Gemm(_))));
+        Ok(vec![format!("wrote {} ({kernels} kernels, {gemms} GEMMs)", out.display())])
+    }
+
+    fn run(&self, dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<Ran, String> {
+        let prog = Program::load(dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
+        let mut arrays = crate::npz::read_npz(inputs)?;
+        let mut args = Vec::new();
+        for (i, info) in prog.manifest.inputs.iter().enumerate() {
+            let t = arrays
+                .remove(&format!("arg{i}"))
+                .ok_or_else(|| format!("`{}` has no array `arg{i}` for input {i} (`{}`)", inputs.display(), info.name))?;
+            args.push(t);
+        }
+        let mut outs = prog.run(&args).map_err(|e| format!("`{}`: {e}", inputs.display()))?;
+        let mut notes = vec![];
+        if repeat > 1 {
+            let mut times = Vec::with_capacity(repeat);
+            for _ in 0..repeat {
+                let t = std::time::Instant::now();
+                // Free the previous outputs first, as a caller that drops each result does
+                // (torch's benchmark loop): the allocator then reuses their pages instead of
+                // faulting in fresh ones.
+                drop(std::mem::take(&mut outs));
+                outs = prog.run(&args)?;
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            notes.push(format!("median {:.4} ms over {repeat} runs (min {:.4}, max {:.4})", times[repeat / 2], times[0], times[repeat - 1]));
+        }
+        let mutates: Vec<Option<String>> = prog.manifest.outputs.iter().map(|o| o.mutates.clone()).collect();
+        let named: Vec<(String, _)> = crate::artifact::output_array_names(&mutates).into_iter().zip(outs).collect();
+        crate::npz::write_npz(outputs, &named)?;
+        Ok(Ran { notes, exit_code: 0 })
+    }
 }
 
-pub fn compile(imported: Imported, out: &Path) -> Result<Manifest, String> {
-    compile_with(imported, out, Fusion::default())
-}
-
-pub fn compile_with(imported: Imported, out: &Path, fusion: Fusion) -> Result<Manifest, String> {
+fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<Manifest, String> {
     let source_hash = format!("{:x}", Sha256::digest(imported.module.to_string().as_bytes()));
     let mut m = imported.module;
-    crate::artifact::lower(&mut m)?;
-    if fusion == Fusion::Egraph {
-        crate::artifact::optimize(&mut m, "cpu")?;
-    }
+    let boundaries = cpu.lower(&mut m, opts)?;
     let f = m.func_by_name("main").ok_or("the module has no @main")?;
-    // The CPU codegen inlines producers into loop nests itself; the optimizer's kernels enter as
-    // the values that must live in memory.
-    let boundaries = ember_passes::egraph::inline_groups(&mut m, f, &|_| false);
     let plan = plan::plan(&m, f, &boundaries).map_err(|e| e.0)?;
     let symbols: Vec<SymbolInfo> = match m.attrs.get("ember.symbols") {
         Some(Attr::Dict(d)) => d
@@ -105,7 +164,7 @@ pub fn compile_with(imported: Imported, out: &Path, fusion: Fusion) -> Result<Ma
 /// that only GEMMs read, all through that transpose, is stored transposed in weights.bin and
 /// its GEMMs read it row-major; the manifest marks it `transposed`.
 fn store_weights_for_gemm(man: &mut Manifest, blob: &mut [u8]) {
-    use ember_targets::cpu::plan::{StridedRef, Step};
+    use ember_targets::cpu::plan::StridedRef;
     let konst = |v: &[String]| -> Option<Vec<i64>> { v.iter().map(|d| d.parse::<i64>().ok()).collect() };
     for wi in 0..man.weights.len() {
         let b = man.weights[wi].buf;
@@ -163,8 +222,7 @@ fn store_weights_for_gemm(man: &mut Manifest, blob: &mut [u8]) {
 
 /// Links LLVM's object into a shared library with the system C compiler (in a scratch dir).
 fn link(objects: &[Vec<u8>]) -> Result<Vec<u8>, String> {
-    let dir = crate::scratch::temp_dir("link").map_err(|e| format!("cannot create a scratch dir for linking: {e}"))?;
-    let r = (|| {
+    crate::scratch::with_temp_dir("link", |dir| {
         let mut names = Vec::new();
         for (i, o) in objects.iter().enumerate() {
             let name = format!("kernels{i}.o");
@@ -175,14 +233,12 @@ fn link(objects: &[Vec<u8>]) -> Result<Vec<u8>, String> {
             .args(["-shared", "-o", "kernels.so"])
             .args(&names)
             .args(["-lm", "-Wl,--build-id=none"])
-            .current_dir(&dir)
+            .current_dir(dir)
             .output()
             .map_err(|e| format!("cannot run the system C compiler (cc) to link kernels: {e}"))?;
         if !st.status.success() {
             return Err(format!("linking kernels.so failed:\n{}", String::from_utf8_lossy(&st.stderr)));
         }
         std::fs::read(dir.join("kernels.so")).map_err(|e| e.to_string())
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    r
+    })
 }

@@ -229,7 +229,7 @@ pub fn compile_region(region: &Region, dir: &std::path::Path) -> Result<Program,
     if !missing.is_empty() {
         return Err(RegionError::Unsupported(missing));
     }
-    crate::cpu::compile(import()?, dir).map_err(RegionError::Failed)?;
+    crate::compile(import()?, &crate::CompileOptions::new("cpu", dir)).map_err(RegionError::Failed)?;
     let p = Program::load(dir).map_err(RegionError::Failed);
     let _ = std::fs::remove_dir_all(dir);
     p

@@ -1,17 +1,65 @@
-//! Ember's compiler library: the torch.export frontend, the pipeline driver and artifacts.
-//! This crate is the API boundary: the CLI and the Python extension call only what it exports.
+//! Ember's compiler library: the torch.export frontend, the targets and their artifacts.
+//! This crate is the API boundary: the CLI and the Python extension call only what it exports:
+//! [`load`] a model, [`compile`] it for a target ([`CompileOptions`]), [`run`] an artifact,
+//! [`Pipeline`] for `ember opt`, and the CPU runtime ([`runtime`]) for in-process callers.
 
 pub mod artifact;
 pub mod cpu;
 pub mod eager;
 pub mod frontend;
 pub mod npz;
+pub mod python;
 pub mod scratch;
+pub mod target;
 pub mod tpu;
 pub mod trainium;
 mod zip_entry;
 
+pub use ember_ir as ir;
 pub use frontend::{import_path, ImportError, Imported};
+pub use target::{compile, run, CompileOptions, Ran, Target};
+
+/// The CPU runtime: a loaded artifact ([`runtime::Program`]) runs in this process.
+pub mod runtime {
+    pub use ember_targets::cpu::{host_blas, set_host_blas, HostTensor, Program, TensorView};
+}
+
+/// Reads a model: an `.mlir` module (parsed and verified; without weights, so every argument must
+/// be an `ember.input`) or a torch.export archive (`.pt2`, or a bare `model.json`).
+pub fn load(path: &std::path::Path) -> Result<Imported, String> {
+    if path.extension().is_some_and(|e| e == "mlir") {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        let m = ember_ir::parse_module(&text).map_err(|e| format!("{}:{e}", path.display()))?;
+        if let Err(errs) = ember_ir::verify::verify(&m) {
+            let lines: Vec<String> = errs.iter().map(|e| format!("  {e}")).collect();
+            return Err(format!("`{}` does not verify:\n{}", path.display(), lines.join("\n")));
+        }
+        return Ok(Imported { module: m, weights: vec![] });
+    }
+    import_path(path).map_err(|e| e.to_string())
+}
+
+/// A pass pipeline by name (`canonicalize,cse,dce`), as `ember opt` runs it.
+pub struct Pipeline(Vec<&'static ember_passes::PassInfo>);
+
+impl Pipeline {
+    /// Every pass: (name, doc line).
+    pub fn passes() -> impl Iterator<Item = (&'static str, &'static str)> {
+        ember_passes::PASSES.iter().map(|p| (p.name, p.doc))
+    }
+
+    /// Parses `a,b,c`, rejecting unknown names before anything runs.
+    pub fn parse(spec: &str) -> Result<Pipeline, String> {
+        ember_passes::parse_pipeline(spec).map(Pipeline).map_err(|e| e.to_string())
+    }
+
+    /// Runs the passes in order, verifying after each; `after_each` sees the IR after every
+    /// pass. Returns what each run of the e-graph optimizer (`fuse`) did, rendered.
+    pub fn run(&self, m: &mut ir::Module, after_each: &mut dyn FnMut(&str, &ir::Module)) -> Result<Vec<String>, String> {
+        ember_passes::run_pipeline(m, &self.0, after_each).map_err(|e| e.to_string())?;
+        Ok(ember_passes::egraph::take_traces())
+    }
+}
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a failure never leaves a
 /// half-written output behind.

@@ -33,6 +33,15 @@ pub fn temp_dir(kind: &str) -> io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// Runs `f` in a fresh [`temp_dir`] and removes the directory after, whatever `f` returned: the
+/// "write inputs, run a tool, read its outputs" steps of linking and of `ember.xla`.
+pub fn with_temp_dir<T>(kind: &str, f: impl FnOnce(&Path) -> Result<T, String>) -> Result<T, String> {
+    let dir = temp_dir(kind).map_err(|e| format!("cannot create a scratch dir: {e}"))?;
+    let r = f(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
 /// Removes the entries of `dir` named `{prefix}PID` or `{prefix}PID-...` whose process no longer
 /// runs. Best effort: another process may be removing the same entry.
 fn remove_stale(dir: &Path, prefix: &str) {

@@ -12,39 +12,97 @@
 //! jaxlib); `ember run` on a tpu artifact calls that.
 
 use crate::frontend::Imported;
+use crate::target::{Options, Ran, Target, TargetOption};
 use ember_ir::Module;
-use ember_targets::tpu::{Bucket, IoInfo, Manifest, MeshAxis, Options, Vhlo, WeightInfo};
+use ember_targets::tpu::{sharding, Bucket, IoInfo, Manifest, MeshAxis, Options as EmitOptions, Precision, Vhlo, WeightInfo};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
 /// The StableHLO file inside an artifact.
 pub const MODULE_FILE: &str = "module.stablehlo.mlir";
 
-/// Lowers a module (torch or ten dialect) and runs the e-graph optimizer with the TPU cost model.
-/// Its named composites (softmax, norms, attention, and matmul epilogues with an activation)
-/// stay `ember.fusion_group`s, emitted as `stablehlo.composite`; `loop` groups are inlined (XLA
-/// fuses loops itself), and so are `gemm` groups when `sharded`: the tensor-parallel rule reads
-/// matmuls at the top level.
-pub fn lower(m: &mut Module, sharded: bool) -> Result<(), String> {
-    crate::artifact::lower(m)?;
-    crate::artifact::optimize(m, "tpu")?;
-    for f in m.funcs() {
-        ember_passes::egraph::inline_groups(m, f, &|kind| !(kind == "loop" || (kind == "gemm" && sharded)));
-    }
-    Ok(())
+/// The TPU target: StableHLO for XLA. The optimizer's named composites (softmax, norms,
+/// attention, and matmul epilogues with an activation) stay `ember.fusion_group`s, emitted as
+/// `stablehlo.composite`.
+pub struct Tpu;
+
+const OPTIONS: &[TargetOption] = &[
+    TargetOption { name: "mesh", values: &[], default: None, elsewhere: "--mesh is a tpu option; the {target} target runs on one device" },
+    TargetOption { name: "shard", values: &[], default: None, elsewhere: SHARD_NEEDS_MESH },
+    TargetOption {
+        name: "portable",
+        values: &[],
+        default: None,
+        elsewhere: "--portable is a tpu option (VHLO artifacts); not for the {target} target",
+    },
+    TargetOption {
+        name: "precision",
+        values: &Precision::NAMES,
+        default: None,
+        elsewhere: "--precision is a tpu option; the {target} target computes f32 matmuls in f32",
+    },
+];
+
+const SHARD_NEEDS_MESH: &str = "--shard needs --mesh (e.g. `--mesh x=2,y=4 --shard tp`)";
+
+/// The emitter's options from the target options (checked by [`Target::check`]).
+fn emit_options(opts: &Options) -> Result<EmitOptions, String> {
+    let shard = match opts.value("mesh") {
+        Some(mesh) => Some(sharding::Options::parse(mesh, &opts.values("shard"))?),
+        None if opts.flag("shard") => return Err(SHARD_NEEDS_MESH.into()),
+        None => None,
+    };
+    let precision = opts.value("precision").map(|p| Precision::parse(p).expect("checked against Precision::NAMES")).unwrap_or_default();
+    Ok(EmitOptions { shard, precision })
 }
 
-/// Lowers a module (torch or ten dialect) and returns its StableHLO text.
-pub fn stablehlo(m: &mut Module) -> Result<String, String> {
-    lower(m, false)?;
-    ember_targets::tpu::emit(m)
+impl Target for Tpu {
+    fn name(&self) -> &'static str {
+        "tpu"
+    }
+
+    fn options(&self) -> &'static [TargetOption] {
+        OPTIONS
+    }
+
+    fn check(&self, opts: &Options) -> Result<(), String> {
+        emit_options(opts).map(|_| ())
+    }
+
+    // XLA fuses loops itself; with a mesh, the tensor-parallel rule reads matmuls at the top level.
+    fn keeps(&self, kind: &str, opts: &Options) -> bool {
+        !(kind == "loop" || (kind == "gemm" && opts.flag("mesh")))
+    }
+
+    fn compile(&self, model: Imported, out: &Path, opts: &Options) -> Result<Vec<String>, String> {
+        let portable = opts.flag("portable").then(|| {
+            crate::python::find().ok_or_else(|| {
+                "ember compile --portable needs a Python with jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv), or EMBER_PYTHON set to one".to_string()
+            })
+        });
+        let python = portable.transpose()?;
+        let man = compile(self, model, out, opts, python.as_deref())?;
+        Ok(vec![format!(
+            "wrote {} (StableHLO for XLA; inputs: {}, weights: {}, outputs: {}); run it with `ember run` or\n  python -m ember.xla run {} --inputs IN.npz --outputs OUT.npz",
+            out.display(),
+            man.inputs.len(),
+            man.weights.len(),
+            man.outputs.len(),
+            out.display()
+        )])
+    }
+
+    fn run(&self, dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<Ran, String> {
+        let exit_code = crate::python::run_artifact(self.name(), dir, inputs, outputs, repeat)?;
+        Ok(Ran { notes: vec![], exit_code })
+    }
 }
 
 /// Lowers a module and returns its StableHLO: one text, or with symbolic dims one per padded
 /// bucket, each after a `// bucket s0=4` line.
 pub fn stablehlo_buckets(m: &mut Module) -> Result<String, String> {
-    lower(m, false)?;
-    let all = ember_targets::tpu::emit_buckets(m, &Options::default())?;
+    Tpu.lower(m, &Options::default())?;
+    let all = ember_targets::tpu::emit_buckets(m, &EmitOptions::default())?;
     if all.len() == 1 && all[0].0.is_empty() {
         return Ok(all.into_iter().next().unwrap().1.text);
     }
@@ -55,31 +113,18 @@ fn bucket_label(env: &std::collections::BTreeMap<String, i64>) -> String {
     env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
-pub fn compile(imported: Imported, out: &Path) -> Result<Manifest, String> {
-    compile_with(imported, out, &Options::default())
-}
-
-/// Serializes StableHLO text as a VHLO portable artifact: (bytes, StableHLO version). Ember has
-/// no VHLO writer of its own; the CLI passes one that runs `python -m ember.xla portable`.
-pub type Portable<'a> = &'a dyn Fn(&str) -> Result<(Vec<u8>, String), String>;
-
 /// The VHLO file next to a StableHLO module file.
 pub fn vhlo_file(module: &str) -> String {
     format!("{}.vhlo.mlirbc", module.strip_suffix(".stablehlo.mlir").unwrap_or(module))
 }
 
-/// [`compile`] with the tpu flags: sharded over a device mesh when `opts.shard` is given
-/// (`--mesh`, `--shard`), and the f32 matmul `--precision`.
-pub fn compile_with(imported: Imported, out: &Path, opts: &Options) -> Result<Manifest, String> {
-    compile_portable(imported, out, opts, None)
-}
-
-/// [`compile_with`], also writing a VHLO portable artifact of every module with `portable`.
-pub fn compile_portable(imported: Imported, out: &Path, opts: &Options, portable: Option<Portable>) -> Result<Manifest, String> {
+/// Writes the artifact; with `portable`, the Python that writes a VHLO artifact of every module.
+fn compile(tpu: &Tpu, imported: Imported, out: &Path, target_opts: &Options, portable: Option<&Path>) -> Result<Manifest, String> {
+    let opts = &emit_options(target_opts)?;
     let shard = opts.shard.as_ref();
     let source_hash = format!("{:x}", Sha256::digest(imported.module.to_string().as_bytes()));
     let mut m = imported.module;
-    lower(&mut m, shard.is_some())?;
+    tpu.lower(&mut m, target_opts)?;
     let mut all = ember_targets::tpu::emit_buckets(&m, opts)?;
     // The largest bucket is `module`; the others get their own files.
     let (last_env, emitted) = all.pop().expect("at least one module");
@@ -130,12 +175,12 @@ pub fn compile_portable(imported: Imported, out: &Path, opts: &Options, portable
     };
     let mut manifest = manifest;
     let mut vhlo_bytes: Vec<(String, Vec<u8>)> = Vec::new();
-    if let Some(serialize) = portable {
+    if let Some(python) = portable {
         let modules = std::iter::once((MODULE_FILE, text.as_str())).chain(buckets.iter().filter(|(b, _)| b.module != MODULE_FILE).map(|(b, t)| (b.module.as_str(), t.as_str())));
         let mut version = String::new();
         let mut files = std::collections::BTreeMap::new();
         for (name, t) in modules {
-            let (bytes, v) = serialize(t).map_err(|e| format!("--portable: {name}: {e}"))?;
+            let (bytes, v) = vhlo(python, t).map_err(|e| format!("--portable: {name}: {e}"))?;
             version = v;
             files.insert(name.to_string(), vhlo_file(name));
             vhlo_bytes.push((vhlo_file(name), bytes));
@@ -150,4 +195,15 @@ pub fn compile_portable(imported: Imported, out: &Path, opts: &Options, portable
     files.extend(vhlo_bytes.iter().map(|(n, b)| (n.as_str(), b.as_slice())));
     crate::artifact::write_dir(out, &files)?;
     Ok(manifest)
+}
+
+/// `python -m ember.xla portable`: StableHLO text -> (VHLO bytecode, StableHLO version).
+fn vhlo(python: &Path, text: &str) -> Result<(Vec<u8>, String), String> {
+    crate::scratch::with_temp_dir("vhlo", |dir| {
+        let (src, dst) = (dir.join("m.stablehlo.mlir"), dir.join("m.vhlo.mlirbc"));
+        std::fs::write(&src, text).map_err(|e| format!("cannot write `{}`: {e}", src.display()))?;
+        let version = crate::python::ember_xla(python, "portable", [&src, &dst], "`python -m ember.xla portable` failed: ")?;
+        let bytes = std::fs::read(&dst).map_err(|e| format!("cannot read `{}`: {e}", dst.display()))?;
+        Ok((bytes, version.trim().to_string()))
+    })
 }

@@ -26,20 +26,66 @@
 //! pads the inputs and slices the outputs as for tpu artifacts.
 
 use crate::frontend::Imported;
+use crate::target::{Options, Ran, Target, TargetOption};
 use ember_ir::{Attr, Attrs, BlockId, DType, Module, OpId, Type, Value};
 use ember_targets::trainium::{self, kernels::Kernel, verify::Mem, Group};
 use ember_targets::tpu::{buckets, IoInfo, WeightInfo};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-#[derive(Clone, Debug, Default)]
-pub struct Options {
-    /// Compute f64 values in f32 instead of refusing them.
-    pub allow_downcast: bool,
-    /// Keep int64 (neuronx-cc `--native-int64`, trn2+) instead of narrowing to int32.
-    pub native_int64: bool,
+/// The trainium target: HLO for neuronx-cc plus NKI kernels for the groups of the kinds that
+/// have one.
+pub struct Trainium;
+
+const OPTIONS: &[TargetOption] = &[
+    // Compute f64 values in f32 instead of refusing them.
+    TargetOption { name: "allow-downcast", values: &[], default: None, elsewhere: NOT_TRAINIUM },
+    // Keep int64 (neuronx-cc `--native-int64`, trn2+) instead of narrowing to int32.
+    TargetOption { name: "native-int64", values: &[], default: None, elsewhere: NOT_TRAINIUM },
+];
+
+const NOT_TRAINIUM: &str = "--allow-downcast and --native-int64 are trainium options; not for the {target} target";
+
+impl Target for Trainium {
+    fn name(&self) -> &'static str {
+        "trainium"
+    }
+
+    fn options(&self) -> &'static [TargetOption] {
+        OPTIONS
+    }
+
+    // neuronx-cc fuses `loop` groups and lone activations itself.
+    fn keeps(&self, kind: &str, _opts: &Options) -> bool {
+        trainium::KERNEL_KINDS.contains(&kind)
+    }
+
+    fn legalize(&self, m: &mut Module, opts: &Options) -> R<BTreeMap<String, String>> {
+        legalize(m, opts.flag("allow-downcast"), opts.flag("native-int64"))
+    }
+
+    fn compile(&self, model: Imported, out: &Path, opts: &Options) -> R<Vec<String>> {
+        let man = compile(self, model, out, opts)?;
+        let mut notes: Vec<String> = man.plain_groups.iter().map(|w| format!("warning: {w}")).collect();
+        for k in &man.kernels {
+            let at = if k.at.is_empty() { String::new() } else { format!(" at {}", k.at) };
+            notes.push(format!("kernel {} ({}{at}): {} SBUF bytes/partition, {} PSUM banks", k.name, k.kind, k.sbuf_bytes_per_partition, k.psum_banks));
+        }
+        let buckets = man.buckets.as_ref().map(|b| format!(", {} padded buckets", b.len())).unwrap_or_default();
+        notes.push(format!(
+            "wrote {} (HLO for neuronx-cc, {} NKI kernels{buckets}); run the portable form on XLA CPU with `ember run`",
+            out.display(),
+            man.kernels.len()
+        ));
+        Ok(notes)
+    }
+
+    fn run(&self, dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> R<Ran> {
+        let exit_code = crate::python::run_artifact(self.name(), dir, inputs, outputs, repeat)?;
+        Ok(Ran { notes: vec![], exit_code })
+    }
 }
 
 /// A generated kernel in the artifact.
@@ -118,7 +164,7 @@ fn at(m: &Module, op: OpId) -> String {
 /// Rewrites dtypes for Neuron in place: f64 -> f32 (only with `allow_downcast`), i64 -> i32
 /// (unless `native_int64`). Returns the new dtype of every changed argument (`argN`) and result
 /// (`outN`) of `@main`.
-pub fn legalize(m: &mut Module, opts: &Options) -> R<BTreeMap<String, String>> {
+fn legalize(m: &mut Module, allow_downcast: bool, native_int64: bool) -> R<BTreeMap<String, String>> {
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
     let ret = m.func_return(f).ok_or("`@main` has no return")?;
     let dtypes = |m: &Module| -> Vec<(String, Option<DType>)> {
@@ -129,8 +175,8 @@ pub fn legalize(m: &mut Module, opts: &Options) -> R<BTreeMap<String, String>> {
     let before = dtypes(m);
     let map = |d: DType| -> Option<DType> {
         match d {
-            DType::F64 if opts.allow_downcast => Some(DType::F32),
-            DType::I64 if !opts.native_int64 => Some(DType::I32),
+            DType::F64 if allow_downcast => Some(DType::F32),
+            DType::I64 if !native_int64 => Some(DType::I32),
             _ => None,
         }
     };
@@ -148,7 +194,7 @@ pub fn legalize(m: &mut Module, opts: &Options) -> R<BTreeMap<String, String>> {
     let entry = m.entry(f);
     let args = m.block(entry).args.clone();
     // f64 anywhere is an error unless downcasting is allowed: the first place it appears.
-    if !opts.allow_downcast {
+    if !allow_downcast {
         for (i, &a) in args.iter().enumerate() {
             if m.ty(a).tensor().is_some_and(|t| t.dtype == DType::F64) {
                 return Err(format!(
@@ -176,7 +222,7 @@ pub fn legalize(m: &mut Module, opts: &Options) -> R<BTreeMap<String, String>> {
     m.walk(entry, &mut |op| ops.push(op));
     for op in ops {
         let i64_result = m.op(op).results.iter().any(|&r| m.ty(r).tensor().is_some_and(|t| t.dtype == DType::I64));
-        if i64_result && !opts.native_int64 {
+        if i64_result && !native_int64 {
             if let Some(v) = m.op(op).attrs.get("value").and_then(|a| a.as_int()) {
                 if i32::try_from(v).is_err() {
                     return Err(format!(
@@ -379,36 +425,19 @@ pub fn emit(m: &Module, strict: bool, suffix: &str) -> R<Emitted> {
     Ok(Emitted { kernels, plain, portable, neuron })
 }
 
-/// The Python that runs `ember.xla` (`$EMBER_PYTHON`, else the setup venv).
-pub fn python() -> R<PathBuf> {
-    if let Some(p) = std::env::var_os("EMBER_PYTHON").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(p));
-    }
-    let venv = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/ember/venv/bin/python"));
-    venv.filter(|p| p.exists()).ok_or_else(|| {
-        "the trainium target converts StableHLO to HLO with XLA's converter in jaxlib: set EMBER_PYTHON to a Python with jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv)".to_string()
-    })
-}
-
 /// Converts StableHLO texts to (serialized HloModuleProto, HLO text) with `python -m ember.xla to-hlo`.
 fn to_hlo(texts: &[&str]) -> R<Vec<(Vec<u8>, String)>> {
-    let dir = crate::scratch::temp_dir("hlo").map_err(|e| format!("cannot create a scratch dir: {e}"))?;
-    let result = (|| {
+    crate::scratch::with_temp_dir("hlo", |dir| {
         let mut files = Vec::new();
         for (i, t) in texts.iter().enumerate() {
             let p = dir.join(format!("m{i}.stablehlo.mlir"));
             std::fs::write(&p, t).map_err(|e| format!("cannot write `{}`: {e}", p.display()))?;
             files.push(p);
         }
-        let py = python()?;
-        let out = std::process::Command::new(&py)
-            .args(["-m", "ember.xla", "to-hlo"])
-            .args(&files)
-            .output()
-            .map_err(|e| format!("cannot start `{}`: {e}", py.display()))?;
-        if !out.status.success() {
-            return Err(format!("XLA's StableHLO -> HLO conversion failed:\n{}", String::from_utf8_lossy(&out.stderr).trim()));
-        }
+        let py = crate::python::find().ok_or(
+            "the trainium target converts StableHLO to HLO with XLA's converter in jaxlib: set EMBER_PYTHON to a Python with jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv)",
+        )?;
+        crate::python::ember_xla(&py, "to-hlo", &files, "XLA's StableHLO -> HLO conversion failed:\n")?;
         files
             .iter()
             .map(|p| {
@@ -417,9 +446,7 @@ fn to_hlo(texts: &[&str]) -> R<Vec<(Vec<u8>, String)>> {
                 Ok((pb, txt))
             })
             .collect()
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    })
 }
 
 /// Custom-call targets neuronx-cc accepts (others fail there); Ember emits only the kernel one.
@@ -455,18 +482,6 @@ fn check_custom_calls(hlo: &str) -> R<()> {
 
 const BUILD_SCRIPT: &str = include_str!("trainium_build_on_neuron_host.py");
 
-/// Lowers a module and runs the e-graph optimizer with the Trn2 cost model. Groups of the kinds
-/// that have NKI kernels (gemm, softmax, layer_norm, rms_norm, attention) stay; `loop` groups
-/// and lone activations are inlined (neuronx-cc fuses those itself).
-fn lower(m: &mut Module) -> R<()> {
-    crate::artifact::lower(m)?;
-    crate::artifact::optimize(m, "trainium")?;
-    for f in m.funcs() {
-        ember_passes::egraph::inline_groups(m, f, &|kind| matches!(kind, "gemm" | "softmax" | "layer_norm" | "rms_norm" | "attention"));
-    }
-    Ok(())
-}
-
 /// What one bucket (or the one static module) emitted, and its files' stem in the artifact.
 struct Part {
     symbols: BTreeMap<String, i64>,
@@ -474,14 +489,14 @@ struct Part {
     emitted: Emitted,
 }
 
-pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
+fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
     let source_hash = format!("{:x}", Sha256::digest(imported.module.to_string().as_bytes()));
     let mut m = imported.module;
-    lower(&mut m)?;
+    trn.lower(&mut m, opts)?;
     let f = m.func_by_name("main").ok_or("the module has no @main")?;
     // Weights are packed in their model dtype; the runner narrows them (range-checked) like inputs.
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
-    let narrowed = legalize(&mut m, opts)?;
+    let narrowed = trn.legalize(&mut m, opts)?;
     let dynamic = !buckets::used_symbols(&m, f).is_empty();
     let modules = if dynamic { buckets::specialized(&m, f).map_err(retarget)? } else { vec![(BTreeMap::new(), m.clone())] };
     let n = modules.len();
@@ -537,7 +552,7 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
         plain_groups: parts.iter().flat_map(|p| p.emitted.plain.iter().cloned()).collect(),
         neuronx_cc_flags: {
             let mut v: Vec<String> = ["--framework", "XLA", "--target", "trn2"].iter().map(|s| s.to_string()).collect();
-            if opts.native_int64 {
+            if opts.flag("native-int64") {
                 v.push("--native-int64".into());
             }
             v
@@ -579,7 +594,7 @@ pub fn compile(imported: Imported, out: &Path, opts: &Options) -> R<Manifest> {
 /// conversion (kernels with their regions, portable and Neuron StableHLO); a group without a
 /// kernel is an error here, so the snapshot cases show every message.
 pub fn inspect(m: &mut Module, opts: &Options) -> R<Emitted> {
-    lower(m)?;
-    legalize(m, opts)?;
+    Trainium.lower(m, opts)?;
+    Trainium.legalize(m, opts)?;
     emit(m, true, "")
 }

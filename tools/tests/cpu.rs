@@ -46,11 +46,11 @@ fn bundled_models_match_eager() {
     let dir = std::env::temp_dir().join(format!("ember-cpu-{}", std::process::id()));
     let mut checked = 0;
     // Both kernel formations: the e-graph optimizer's and the planner's greedy rule.
-    for (fusion, (name, p)) in [ember_compiler::cpu::Fusion::Egraph, ember_compiler::cpu::Fusion::Greedy].into_iter().flat_map(|f| bundled_models().into_iter().map(move |m| (f, m))) {
-        let name = format!("{name} ({fusion:?})");
+    for (fusion, (name, p)) in ["egraph", "greedy"].into_iter().flat_map(|f| bundled_models().into_iter().map(move |m| (f, m))) {
+        let name = format!("{name} ({fusion})");
         let out = dir.join(&name);
         let imported = ember_compiler::import_path(&p).unwrap();
-        let r = ember_compiler::cpu::compile_with(imported, &out, fusion);
+        let r = compile_for(imported, "cpu", &out, &[("fusion", fusion)]);
         if let Some((_, why)) = NOT_YET.iter().find(|(n, _)| name.starts_with(n)) {
             let err = r.err().unwrap_or_else(|| panic!("{name} now compiles: remove it from NOT_YET"));
             assert!(err.contains(why), "{name}: {err}");
@@ -76,7 +76,7 @@ fn bundled_models_match_eager() {
 fn dynamic_batch_runs_every_size_in_range_without_recompiling() {
     let dir = std::env::temp_dir().join(format!("ember-dyn-{}", std::process::id()));
     let imported = ember_compiler::import_path(&testdata().join("models/mlp_dynamic.pt2")).unwrap();
-    ember_compiler::cpu::compile(imported, &dir).unwrap();
+    compile_for(imported, "cpu", &dir, &[]).unwrap();
     let prog = Program::load(&dir).unwrap();
     let x = |b: usize| HostTensor { dtype: ember_ir::DType::F32, shape: vec![b, 32], data: (0..b * 32).flat_map(|i| ((i % 7) as f32 * 0.1).to_le_bytes()).collect() };
     for b in [2, 5, 64] {
@@ -103,7 +103,7 @@ fn cpu_artifacts_are_deterministic() {
     for k in 0..2 {
         let out = base.join(format!("a{k}"));
         let imported = ember_compiler::import_path(&testdata().join("models/gpt2_block.pt2")).unwrap();
-        ember_compiler::cpu::compile(imported, &out).unwrap();
+        compile_for(imported, "cpu", &out, &[]).unwrap();
         let mut names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();
         files.push(names.iter().map(|n| (n.clone(), std::fs::read(out.join(n)).unwrap())).collect::<Vec<_>>());
@@ -148,7 +148,7 @@ fn compile_text(text: &str, name: &str) -> Program {
     let m = ember_ir::parse_module(text).unwrap();
     ember_ir::verify::verify(&m).unwrap();
     let out = std::env::temp_dir().join(format!("ember-{name}-{}", std::process::id()));
-    ember_compiler::cpu::compile(ember_compiler::Imported { module: m, weights: vec![] }, &out).unwrap();
+    compile_for(ember_compiler::Imported { module: m, weights: vec![] }, "cpu", &out, &[]).unwrap();
     let p = Program::load(&out).unwrap();
     std::fs::remove_dir_all(&out).unwrap();
     p
@@ -210,7 +210,7 @@ fn assert_archive_matches_eager(stem: &str) {
     let pt2 = testdata().join(format!("cpu/{stem}.pt2"));
     let out = std::env::temp_dir().join(format!("ember-{stem}-{}", std::process::id()));
     let imported = ember_compiler::import_path(&pt2).unwrap();
-    ember_compiler::cpu::compile(imported, &out).unwrap_or_else(|e| panic!("{stem}: {e}"));
+    compile_for(imported, "cpu", &out, &[]).unwrap_or_else(|e| panic!("{stem}: {e}"));
     let prog = Program::load(&out).unwrap();
     std::fs::remove_dir_all(&out).unwrap();
     let mut arrays = ember_compiler::npz::read_npz(&pt2.with_extension("npz")).unwrap();

@@ -29,7 +29,7 @@ fn entry<'a>(e: &'a mut Entries, suffix: &str) -> &'a mut Vec<u8> {
 
 /// Compiles `pt2` for the CPU and runs it on `models/mlp.npz`'s input.
 fn run_mlp(pt2: &Path, out: &Path) -> HostTensor {
-    ember_compiler::cpu::compile(ember_compiler::import_path(pt2).unwrap(), out).unwrap();
+    compile_for(ember_compiler::import_path(pt2).unwrap(), "cpu", out, &[]).unwrap();
     let mut inputs = ember_compiler::npz::read_npz(&testdata().join("models/mlp.npz")).unwrap();
     Program::load(out).unwrap().run(&[inputs.remove("arg0").unwrap()]).unwrap().remove(0)
 }

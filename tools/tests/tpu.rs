@@ -38,7 +38,12 @@ fn stablehlo_cases() {
 
 fn compile(name: &str, out: &Path) -> Result<Manifest, String> {
     let imported = ember_compiler::import_path(&testdata().join(format!("models/{name}.pt2"))).unwrap();
-    ember_compiler::tpu::compile(imported, out)
+    compile_for(imported, "tpu", out, &[])?;
+    Ok(manifest(out))
+}
+
+fn manifest(out: &Path) -> Manifest {
+    serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap()
 }
 
 #[test]
@@ -191,12 +196,10 @@ fn every_ten_op_has_a_tpu_case() {
 /// it on 8 virtual devices against eager and checks the collectives XLA inserted.
 #[test]
 fn sharded_gpt2_block() {
-    use ember_targets::tpu::sharding::Options;
     let dir = std::env::temp_dir().join(format!("ember-tpu-shard-{}", std::process::id()));
-    let opts = Options::parse("x=2,y=4", &["dp,tp".into(), "fsdp".into()]).unwrap();
     let imported = ember_compiler::import_path(&testdata().join("models/gpt2_block.pt2")).unwrap();
-    let opts = ember_targets::tpu::Options { shard: Some(opts), ..Default::default() };
-    let man = ember_compiler::tpu::compile_with(imported, &dir, &opts).unwrap();
+    compile_for(imported, "tpu", &dir, &[("mesh", "x=2,y=4"), ("shard", "dp,tp"), ("shard", "fsdp")]).unwrap();
+    let man = manifest(&dir);
     let text = std::fs::read_to_string(dir.join(&man.module)).unwrap();
     assert!(text.contains("mhlo.num_partitions = 8 : i32") && text.contains("sdy.mesh @mesh = <[\"x\"=2, \"y\"=4]>"));
     insta::assert_snapshot!("sharded_gpt2_block_stablehlo", text);
@@ -219,8 +222,7 @@ fn sharded_gpt2_block() {
     let json = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
     assert!(json.contains("\"mesh\"") && json.contains("\"sharding\""));
     std::fs::remove_dir_all(&dir).unwrap();
-    let imported = ember_compiler::import_path(&testdata().join("models/mlp.pt2")).unwrap();
-    ember_compiler::tpu::compile(imported, &dir).unwrap();
+    compile("mlp", &dir).unwrap();
     let json = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
     assert!(!json.contains("\"mesh\"") && !json.contains("\"sharding\""), "{json}");
     std::fs::remove_dir_all(&dir).unwrap();

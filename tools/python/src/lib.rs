@@ -3,8 +3,8 @@
 //! The extension links LLVM statically; rustc's cdylib version script exports only
 //! `PyInit__ember`, so LLVM's symbols stay private when torch and jaxlib share the process.
 
-use ember_ir::types::DType;
-use ember_targets::cpu::{Program as CpuProgram, TensorView};
+use ember_compiler::ir::DType;
+use ember_compiler::runtime::{Program as CpuProgram, TensorView};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -27,15 +27,15 @@ fn import_model(py: Python<'_>, path: &str) -> PyResult<String> {
     py.detach(|| ember_compiler::import_path(Path::new(path)).map(|m| m.module.to_string()).map_err(err))
 }
 
-/// Compiles a .pt2 archive for `target` into the artifact directory `out_dir`.
+/// Compiles a .pt2 archive for `target` (any of `ember compile`'s, default options) into the
+/// artifact directory `out_dir`.
 #[pyfunction]
 fn compile(py: Python<'_>, path: &str, target: &str, out_dir: &str) -> PyResult<()> {
-    if target != "cpu" {
-        return Err(err(format!("target `{target}` is not built yet: this Ember compiles for cpu only")));
-    }
+    let opts = ember_compiler::CompileOptions::new(target, Path::new(out_dir));
+    opts.check().map_err(err)?;
     py.detach(|| {
-        let imported = ember_compiler::import_path(Path::new(path)).map_err(err)?;
-        ember_compiler::cpu::compile(imported, Path::new(out_dir)).map(|_| ()).map_err(err)
+        let imported = ember_compiler::load(Path::new(path)).map_err(err)?;
+        ember_compiler::compile(imported, &opts).map(|_| ()).map_err(err)
     })
 }
 
@@ -187,13 +187,13 @@ fn set_host_blas(sgemm: usize, dgemm: usize, threads_local: usize) -> PyResult<b
         return Err(err("set_host_blas: null function address"));
     }
     // SAFETY: see the doc comment; the library stays loaded while torch is.
-    Ok(unsafe { ember_targets::cpu::set_host_blas(sgemm, dgemm, threads_local) })
+    Ok(unsafe { ember_compiler::runtime::set_host_blas(sgemm, dgemm, threads_local) })
 }
 
 /// Whether the CPU runtime's GEMM steps run on a registered host BLAS.
 #[pyfunction]
 fn host_blas() -> bool {
-    ember_targets::cpu::host_blas()
+    ember_compiler::runtime::host_blas()
 }
 
 /// Whether Ember's torch dialect defines an ATen op (`aten.add.Tensor`).
