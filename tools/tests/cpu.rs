@@ -641,7 +641,7 @@ fn multi_dim_reductions_vectorize_their_innermost_loop() {
     let m = ember_ir::parse_module(text).unwrap();
     ember_ir::verify::verify(&m).unwrap();
     let out = std::env::temp_dir().join(format!("ember-reduce-vector-{}", std::process::id()));
-    ember_compiler::cpu::compile(ember_compiler::Imported { module: m, weights: vec![] }, &out).unwrap();
+    compile_for(ember_compiler::Imported { module: m, weights: vec![] }, "cpu", &out, &[]).unwrap();
     let ll = std::fs::read_to_string(out.join("kernels.ll")).unwrap();
     let p = Program::load(&out).unwrap();
     std::fs::remove_dir_all(&out).unwrap();
