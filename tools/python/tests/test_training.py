@@ -32,9 +32,9 @@ def _assert_grads_match(want: dict, got: dict) -> None:
     assert not bad, f"gradients differ from torch eager (name: |grad|, |ember - eager|): {bad}"
 
 
-def _train(model: torch.nn.Module, make_opt: Callable, step: Callable, batches: list, compiled: bool) -> tuple[list[float], dict]:
+def _train(model: torch.nn.Module, make_opt: Callable, step: Callable, batches: list, compiled: bool, target: str = "cpu") -> tuple[list[float], dict]:
     """Three optimizer steps; the losses and the first step's gradients."""
-    run = torch.compile(model, backend="ember") if compiled else model
+    run = torch.compile(model, backend="ember", options={"target": target}) if compiled else model
     opt = make_opt(model.parameters())
     losses, first = [], {}
     for i, batch in enumerate(batches):
@@ -48,16 +48,17 @@ def _train(model: torch.nn.Module, make_opt: Callable, step: Callable, batches: 
     return losses, first
 
 
-def _check_training(model: torch.nn.Module, make_opt: Callable, step: Callable, batches: list) -> None:
-    before = dict(backend.stats)
+def _check_training(model: torch.nn.Module, make_opt: Callable, step: Callable, batches: list, target: str = "cpu") -> None:
+    before = dict(backend.stats, targets=dict(backend.stats["targets"]))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got_losses, got = _train(copy.deepcopy(model), make_opt, step, batches, compiled=True)
+        got_losses, got = _train(copy.deepcopy(model), make_opt, step, batches, compiled=True, target=target)
     want_losses, want = _train(model, make_opt, step, batches, compiled=False)
     ember_warnings = [str(w.message) for w in caught if "ember" in str(w.message)]
     assert not ember_warnings, ember_warnings
     assert backend.stats["fallbacks"] == before["fallbacks"]
     assert backend.stats["backward"] > before["backward"], "no backward graph was compiled by Ember"
+    assert backend.stats["targets"].get(target, 0) > before["targets"].get(target, 0), f"nothing ran on {target}"
     _assert_grads_match(want, got)
     assert got_losses == pytest.approx(want_losses, rel=1e-4), (got_losses, want_losses)
 
@@ -180,7 +181,7 @@ def test_unknown_options_and_targets_are_errors() -> None:
     with pytest.raises(Exception, match="unknown option 'chek'"):
         torch.compile(m, backend="ember", options={"chek": True})(torch.randn(1, 2))
     torch._dynamo.reset()
-    with pytest.raises(Exception, match="target 'nonsense'"):
+    with pytest.raises(Exception, match="unknown target 'nonsense'"):
         torch.compile(m, backend="ember", options={"target": "nonsense"})(torch.randn(1, 2))
 
 
@@ -324,3 +325,32 @@ def test_compiled_train_step_function() -> None:
     assert backend.stats["compiled"] - before["compiled"] >= 3
     for p, q in zip(model.parameters(), want_model.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", ["tpu", "trainium"])
+def test_training_on_the_xla_targets(target: str) -> None:
+    """`options={"target": ...}`: both graphs compiled for the accelerator target and run by PJRT
+    (jax's CPU client here; the TPU client on a TPU host is untested), gradients and losses
+    against torch eager: an MLP with AdamW and a transformers GPT-2 LM."""
+    pytest.importorskip("jax")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.LayerNorm(64), torch.nn.Linear(64, 8))
+    batches = [(torch.randn(16, 32), torch.randn(16, 8)) for _ in range(3)]
+    _check_training(mlp, lambda p: torch.optim.AdamW(p, lr=1e-2), lambda m, b: F.mse_loss(m(b[0]), b[1]), batches, target)
+    torch._dynamo.reset()
+    cfg = transformers.GPT2Config(n_layer=2, n_head=4, n_embd=64, vocab_size=300, n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    gpt2 = transformers.GPT2LMHeadModel(cfg)
+    ids = [torch.randint(0, 300, (2, 16)) for _ in range(3)]
+    _check_training(gpt2, lambda p: torch.optim.SGD(p, lr=0.1), lambda m, i: m(input_ids=i, labels=i).loss, ids, target)
+
+
+def test_batchnorm_convnet_trains_on_tpu() -> None:
+    pytest.importorskip("jax")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 10),
+    )  # fmt: skip
+    batches = [(torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))) for _ in range(3)]
+    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches, "tpu")

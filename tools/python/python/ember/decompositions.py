@@ -11,7 +11,7 @@ without checking its shape: every gradient below an attention layer comes out si
 (a transformers GPT-2 trained under ``torch.compile`` got |ember − eager| > |grad| from the last
 block's ``c_attn`` down). ``table()`` replaces it with one that returns the log-sum-exp, and
 decomposes the backward from it; it also decomposes the backward ops core ATen keeps
-(max pooling) and the optimizers' `_foreach_*` ops into ops Ember lowers.
+(max pooling; convolution off the CPU) and the optimizers' `_foreach_*` ops into ops Ember lowers.
 """
 
 from __future__ import annotations
@@ -39,13 +39,15 @@ def core_aten() -> dict:
     return table
 
 
-def table() -> dict:
-    """The table AOT Autograd traces with: ``core_aten()`` plus Ember's attention decompositions."""
+def table(target: str = "cpu") -> dict:
+    """The table AOT Autograd traces with for `target`: ``core_aten()`` plus Ember's."""
     t = core_aten()
     t[_FLASH] = functools.partial(sdpa_cpu, _call)
     t[_FLASH_BACKWARD] = functools.partial(sdpa_cpu_backward, _call)
-    # Core ATen keeps these (Ember has no lowering of its own for them; the convolution's
-    # backward runs with torch's kernel under torch.compile, see backend._EXTERN).
+    # Core ATen keeps these (Ember has no lowering of its own for them). On the CPU the
+    # convolution's backward runs with torch's kernel instead (backend._EXTERN).
+    if target != "cpu":
+        t[aten.convolution_backward.default] = functools.partial(convolution_backward, _call)
     t[aten.max_pool2d_with_indices_backward.default] = functools.partial(max_pool_backward(2), _call)
     t[aten.max_pool3d_with_indices_backward.default] = functools.partial(max_pool_backward(3), _call)
     for name in dir(aten):
