@@ -106,14 +106,16 @@ def test_batchnorm_running_stats_are_updated() -> None:
     assert int(bn.num_batches_tracked) == 1
 
 
-@pytest.mark.parametrize("case", ["causal", "mask", "plain"])
+@pytest.mark.parametrize("case", ["causal", "mask", "plain", "gqa"])
 def test_flash_attention_decompositions_match_the_kernels(case: str) -> None:
     """Ember's decompositions of the CPU flash-attention op and its backward give the kernels'
-    outputs, log-sum-exp (shape, values, layout) and gradients."""
+    outputs, log-sum-exp (shape, values, layout) and gradients; grouped-query attention too
+    (6 query heads on 2 key/value heads, causal)."""
     torch.manual_seed(0)
-    q, k, v = (torch.randn(2, 3, 5, 8).transpose(1, 2).contiguous().transpose(1, 2) for _ in range(3))
+    heads = (6, 2) if case == "gqa" else (3, 3)
+    q, k, v = (torch.randn(2, hd, 5, 8).transpose(1, 2).contiguous().transpose(1, 2) for hd in (heads[0], heads[1], heads[1]))
     kw = {"attn_mask": torch.randn(5, 5)} if case == "mask" else {}
-    causal = case == "causal"
+    causal = case in ("causal", "gqa")
     fwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
     bwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
     table = decompositions.table()
@@ -121,7 +123,7 @@ def test_flash_attention_decompositions_match_the_kernels(case: str) -> None:
     d_out, d_lse = table[fwd](q, k, v, 0.0, causal, **kw)
     torch.testing.assert_close(d_out, out)
     torch.testing.assert_close(d_lse, lse)
-    assert d_lse.shape == lse.shape == (2, 3, 5) and d_lse.stride() == lse.stride()
+    assert d_lse.shape == lse.shape == (2, heads[0], 5) and d_lse.stride() == lse.stride()
     grad = torch.randn_like(out)
     want = bwd(grad, q, k, v, out, lse, 0.0, causal, **kw)
     got = table[bwd](grad, q, k, v, out, lse, 0.0, causal, **kw)

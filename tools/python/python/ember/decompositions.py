@@ -61,10 +61,10 @@ def table(target: str = "cpu") -> dict:
 
 
 def _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask) -> bool:
-    """Whether these decompositions cover this call: 4-D, equal head counts, no dropout, a float
-    additive mask (the kernel's only kind) or none, not together with is_causal (the kernel
-    raises torch's own error for that)."""
-    if dropout_p != 0.0 or q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or k.shape[1] != q.shape[1] or v.shape[1] != q.shape[1]:
+    """Whether these decompositions cover this call: 4-D, as many query heads as key/value heads
+    or a multiple (grouped-query attention), no dropout, a float additive mask (the kernel's only
+    kind) or none, not together with is_causal (the kernel raises torch's own error for that)."""
+    if dropout_p != 0.0 or q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or k.shape[1] != v.shape[1] or q.shape[1] % k.shape[1]:
         return False
     return attn_mask is None or (attn_mask.dtype == q.dtype and not is_causal)
 
@@ -78,6 +78,7 @@ def sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, sca
         return NotImplemented
     n, h, L, e = q.shape
     S = k.shape[2]
+    k, v = _repeat_heads(op, k, h), _repeat_heads(op, v, h)
     sf = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(e))
     qs = op(aten.reshape.default, op(aten.mul.Scalar, q, sf), [n * h, L, e])
     kt = op(aten.reshape.default, op(aten.mul.Scalar, op(aten.transpose.int, k, -2, -1), sf), [n * h, e, S])
@@ -121,7 +122,8 @@ def sdpa_cpu_backward(op, grad, q, k, v, out, lse, dropout_p, is_causal, *, attn
     if not _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask):
         return NotImplemented
     n, h, L, e = q.shape
-    S = k.shape[2]
+    S, hk = k.shape[2], k.shape[1]
+    k, v = _repeat_heads(op, k, h), _repeat_heads(op, v, h)
     sc = scale if scale is not None else 1.0 / math.sqrt(e)
 
     def flat(x, rows):
@@ -142,11 +144,24 @@ def sdpa_cpu_backward(op, grad, q, k, v, out, lse, dropout_p, is_causal, *, attn
     dq = op(aten.mul.Scalar, op(aten.bmm.default, ds, k3), sc)
     dk = op(aten.mul.Scalar, op(aten.bmm.default, op(aten.transpose.int, ds, 1, 2), q3), sc)
 
-    def laid_out(x, rows):
-        x = op(aten.permute.default, op(aten.view.default, x, [n, h, rows, e]), [0, 2, 1, 3])
+    def laid_out(x, rows, heads):
+        x = op(aten.view.default, x, [n, h, rows, e])
+        if heads != h:  # a key/value head's gradient: the sum over the query heads it served
+            x = op(aten.sum.dim_IntList, op(aten.view.default, x, [n, heads, h // heads, rows, e]), [2])
+        x = op(aten.permute.default, x, [0, 2, 1, 3])
         return op(aten.permute.default, op(aten.clone.default, x, memory_format=torch.contiguous_format), [0, 2, 1, 3])
 
-    return laid_out(dq, L), laid_out(dk, S), laid_out(dv, S)
+    return laid_out(dq, L, h), laid_out(dk, S, hk), laid_out(dv, S, hk)
+
+
+def _repeat_heads(op, x, heads):
+    """Key or value heads repeated for `heads` query heads (grouped-query attention: query head
+    i reads key head i // (heads / key heads), torch's `repeat_interleave` on dim 1)."""
+    n, hk, s, e = x.shape
+    if hk == heads:
+        return x
+    x = op(aten.expand.default, op(aten.unsqueeze.default, x, 2), [n, hk, heads // hk, s, e])
+    return op(aten.reshape.default, x, [n, heads, s, e])
 
 
 def convolution_backward(op, grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
