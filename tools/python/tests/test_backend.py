@@ -109,3 +109,25 @@ def test_native_compile_and_run(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="must have rank 2"):
         prog.run_raw([(x.ctypes.data, x.nbytes // 2, [2, 32, 1], "f32")])
     assert ember.import_model(str(REPO / "testdata/models/mlp.pt2")).startswith("module")
+
+
+def test_ops_outside_embers_dialect_are_partitioned_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`randperm` is not in Ember's torch dialect: it runs with torch eager (the same draw as
+    torch's), the ops around it on Ember; one warning names it and the user's line."""
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+
+    def shuffle(x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x[torch.randperm(x.shape[0])] * 2) + 1
+
+    x = torch.randn(8, 4)
+    before = dict(backend.stats)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.manual_seed(0)
+        got = torch.compile(shuffle, backend="ember")(x)
+    torch.manual_seed(0)
+    torch.testing.assert_close(got, shuffle(x))
+    msgs = [str(w.message) for w in caught if "ember" in str(w.message)]
+    assert len(msgs) == 1 and "aten.randperm (" in msgs[0] and "test_backend.py" in msgs[0], msgs
+    assert backend.stats["compiled"] > before["compiled"]

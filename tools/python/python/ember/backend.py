@@ -389,7 +389,7 @@ class _Checked:
             if problem:
                 node = self.nodes[i] if i < len(self.nodes) else None
                 where = f"node `{node.name}` ({_user_line(node)})" if isinstance(node, torch.fx.Node) else "no node"
-                raise CheckError(f"ember check: output {i} of a {self.kind} graph, {where}, differs from torch eager: {problem}")
+                raise CheckError(f"ember check: output {i} of {_a(self.kind)} graph, {where}, differs from torch eager: {problem}")
         return got
 
 
@@ -425,7 +425,9 @@ def _difference(want: Any, got: Any) -> str | None:
 #: convolution's input gradient alone, 151 MB, 84 ms). The CLI's CPU target keeps its own.
 _EXTERN = {"aten.convolution", "aten.convolution_backward"}
 
-_UNSUPPORTED_OP = re.compile(r"op `torch\.(aten\.[\w.]+)`")
+#: The op an import error names: `torch.aten.sort` (no lowering) or `torch.ops.aten.X.default`
+#: (not in Ember's torch dialect), in `_target_name`'s spelling.
+_UNSUPPORTED_OP = re.compile(r"op `torch\.(?:ops\.)?(aten\.[\w.]+?)(?:\.default)?`")
 
 
 def _target_name(node: torch.fx.Node) -> str:
@@ -439,6 +441,10 @@ def _user_line(node: torch.fx.Node) -> str:
     frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
     user = [f for f in frames if "/torch/" not in f[0]] or frames
     return f"{user[-1][0]}:{user[-1][1]}" if user else "unknown line"
+
+
+def _a(kind: str) -> str:
+    return ("an " if kind[0] in "aeiou" else "a ") + kind
 
 
 def _copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -540,7 +546,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
             eager_nodes = [n for n in original.graph.nodes if n.op == "call_function" and _target_name(n) in unsupported]
             lines = sorted({f"{_target_name(n)} ({_user_line(n)})" for n in eager_nodes})
             stats["fallbacks"] += 1
-            warnings.warn(f"ember: these ops of a {kind} graph have no Ember lowering and run with torch eager: " + "; ".join(lines), stacklevel=2)
+            warnings.warn(f"ember: these ops of {_a(kind)} graph have no Ember lowering and run with torch eager: " + "; ".join(lines), stacklevel=2)
             run = _partition(_copy(original), unsupported, backward, target).forward
     if check:
         run = _Checked(run, original, kind)
