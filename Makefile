@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export EMBER_PYTHON := $(PY)
 export TMPDIR := $(EMBER_HOME)/tmp
 
-.PHONY: setup setup-llvm setup-venv setup-python-ext build demo test test-rust test-python regen-models
+.PHONY: setup setup-llvm setup-venv setup-python-ext build demo test test-rust test-python regen-models fuzz fuzz-ci fuzz-build
 
 setup: setup-llvm setup-venv setup-python-ext
 
@@ -57,3 +57,35 @@ test-python:
 
 regen-models: setup-venv
 	$(PY) testdata/models/generate.py
+
+# Fuzzing (cargo-fuzz, nightly; fuzz/ is its own workspace with its own target dir). Each target
+# runs FUZZ_SECONDS from its committed seeds (fuzz/corpus/<t>) plus the inputs earlier runs found
+# (fuzz/work/<t>, not committed); a crash stops `make` and leaves its input in fuzz/artifacts/<t>.
+# No sanitizer: the code under test is safe Rust (ASan would halve the speed for nothing), and
+# the kernels `run_inputs` calls are LLVM-generated, which ASan cannot instrument; debug
+# assertions and overflow checks stay on (-a), so a wrapped size crashes instead of passing.
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS ?= json_import pt2_archive ir_parse npz_read run_inputs
+FUZZ_FLAGS := --sanitizer none --debug-assertions
+# -timeout: no input may take Ember longer than a few seconds; -rss_limit_mb: nor make it
+# allocate more than its declared sizes justify (seeds and inputs are at most a few hundred KB).
+FUZZ_ARGS := -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+FUZZ_WORK ?= work
+
+fuzz-build:
+	@mkdir -p $(TMPDIR)
+	@cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	cd fuzz && cargo +nightly fuzz build $(FUZZ_FLAGS)
+
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+	  case $$t in ir_parse) d=mlir;; npz_read|run_inputs) d=npz;; *) d=json;; esac; \
+	  echo "== fuzz $$t for $(FUZZ_SECONDS) s" && \
+	  (cd fuzz && mkdir -p $(FUZZ_WORK)/$$t && cargo +nightly fuzz run $(FUZZ_FLAGS) $$t $(FUZZ_WORK)/$$t corpus/$$t -- \
+	    $(FUZZ_ARGS) -dict=$$d.dict -max_total_time=$(FUZZ_SECONDS)) || exit 1; done
+
+# CI: each target 30 s from the committed corpus only; what it finds goes to a throwaway dir, so
+# runs stay comparable and the tree stays clean.
+fuzz-ci:
+	rm -rf $(TMPDIR)/fuzz-work
+	$(MAKE) fuzz FUZZ_SECONDS=30 FUZZ_WORK=$(TMPDIR)/fuzz-work

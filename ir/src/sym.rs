@@ -98,7 +98,7 @@ impl SymExpr {
         }
         let mut out = Vec::new();
         for (e, cs) in coeffs {
-            for c in fold(cs, 0, i64::checked_add) {
+            for c in fold_sum(cs) {
                 match c {
                     0 => {}
                     1 => out.push(e.clone()),
@@ -106,7 +106,7 @@ impl SymExpr {
                 }
             }
         }
-        let konsts: Vec<i64> = fold(konsts, 0, i64::checked_add).into_iter().filter(|&k| k != 0).collect();
+        let konsts: Vec<i64> = fold_sum(konsts).into_iter().filter(|&k| k != 0).collect();
         if konsts.is_empty() && out.is_empty() {
             return SymExpr::Const(0);
         }
@@ -133,7 +133,7 @@ impl SymExpr {
             return SymExpr::Const(0);
         }
         rest.sort();
-        let konsts = fold(konsts, 1, i64::checked_mul);
+        let konsts = fold_product(konsts);
         if let ([konst], [SymExpr::Add(ts)]) = (&konsts[..], &rest[..]) {
             // Distribute constants over sums so `2*(s0+1)` and `2*s0+2` are one expression.
             let ts = ts.iter().map(|t| Self::make_mul(vec![SymExpr::Const(*konst), t.clone()])).collect();
@@ -255,14 +255,42 @@ impl SymExpr {
 
 /// `cs` folded into one constant with `op` from `unit`, or, when that overflows i64, `cs` sorted
 /// (a canonical order, so the unfolded form prints and parses back the same).
-fn fold(mut cs: Vec<i64>, unit: i64, op: fn(i64, i64) -> Option<i64>) -> Vec<i64> {
-    match cs.iter().try_fold(unit, |acc, &c| op(acc, c)) {
-        Some(v) => vec![v],
-        None => {
-            cs.sort();
-            cs
+/// Folds constant terms into as few as i64 holds, canonically: the result depends only on the
+/// exact sum, never on how the terms were grouped, so a printed sum parses back to itself.
+/// A sum beyond i64 stays as several terms (`i64::MAX` chunks and a remainder), so evaluating
+/// it fails instead of wrapping.
+fn fold_sum(cs: Vec<i64>) -> Vec<i64> {
+    // Exact in i128: reaching its range would take 2^64 terms, more than any input holds.
+    let total: i128 = cs.iter().map(|&c| c as i128).sum();
+    let chunk: i128 = if total >= 0 { i64::MAX as i128 } else { i64::MIN as i128 };
+    let mut out = vec![chunk as i64; (total / chunk) as usize];
+    if total % chunk != 0 {
+        out.push((total % chunk) as i64);
+    }
+    if out.is_empty() {
+        out.push(0);
+    }
+    out.sort();
+    out
+}
+
+/// Folds constant factors greedily in order of magnitude, starting a new factor when the product
+/// would overflow i64. Every two factors this leaves overflow when multiplied, so folding the
+/// result again (as parsing its printed form does, two factors at a time) changes nothing.
+fn fold_product(mut cs: Vec<i64>) -> Vec<i64> {
+    cs.sort_by_key(|c| (c.unsigned_abs(), *c));
+    let mut out: Vec<i64> = Vec::new();
+    for c in cs {
+        match out.last_mut().map(|l| (l.checked_mul(c), l)) {
+            Some((Some(p), l)) => *l = p,
+            _ => out.push(c),
         }
     }
+    if out.is_empty() {
+        out.push(1);
+    }
+    out.sort();
+    out
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -263,3 +263,35 @@ fn a_killed_compiles_leftovers_are_removed_by_the_next() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A weight whose strides overlap (stride 0) is copied dense; from a 24 KB archive that copy
+/// could be 4 EiB (found by review while fuzzing: the allocation aborted the process). Over the
+/// cap it is a clear error; a small expanded weight still reads as its expanded values.
+#[test]
+fn expanded_weights_are_capped() {
+    let dir = scratch("expanded");
+    let expand = |sizes: serde_json::Value, path: &Path| {
+        let mut e = read_entries(&testdata().join("models/mlp.pt2"));
+        edit_json(&mut e, "models/model.json", |j| {
+            let tv = j["graph_module"]["graph"]["tensor_values"].as_object_mut().unwrap();
+            let k = tv.keys().find(|k| k.contains("fc1_weight")).unwrap().clone();
+            tv[&k]["sizes"] = sizes.clone();
+        });
+        edit_json(&mut e, "model_weights_config.json", |j| {
+            let m = &mut j["config"]["fc1.weight"]["tensor_meta"];
+            m["sizes"] = sizes.clone();
+            m["strides"] = json!([{"as_int": 0}, {"as_int": 0}]);
+        });
+        write_zip(path, &e);
+        ember_compiler::import_path(path)
+    };
+    let huge = expand(json!([{"as_int": 1u64 << 40}, {"as_int": 1u64 << 20}]), &dir.join("huge.pt2"));
+    let err = huge.err().expect("a 4 EiB expanded weight must not import").msg;
+    assert!(err.contains("fc1.weight") && err.contains("expanded tensor") && err.contains("contiguous"), "{err}");
+    // [64, 32] from one stored element: every element is the first stored value.
+    let small = expand(json!([{"as_int": 64}, {"as_int": 32}]), &dir.join("small.pt2")).unwrap();
+    let w = small.weights.iter().find(|(n, _)| n == "fc1.weight").unwrap().1.data.as_ref().unwrap().bytes().to_vec();
+    let first = f32s(entry(&mut read_entries(&testdata().join("models/mlp.pt2")), "data/weights/weight_0"))[0];
+    assert_eq!(f32s(&w), vec![first; 64 * 32]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

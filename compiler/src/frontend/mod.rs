@@ -37,6 +37,9 @@ type R<T> = Result<T, ImportError>;
 
 pub const SCHEMA_MAJOR: i64 = 8;
 
+/// The most bytes an expanded (overlapping-stride) weight may take once copied dense: 1 GiB.
+pub const MAX_EXPANDED_WEIGHT_BYTES: u128 = 1 << 30;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WeightKind {
     Parameter,
@@ -407,7 +410,20 @@ impl<'a> Importer<'a> {
         if have < need {
             return Err(self.err(format!("weight `{fq}` ({path}) has {have} bytes, but a {dtype} tensor of shape {shape:?} needs {need}")));
         }
-        // Everything fits in the blob now, so the usize conversions below are exact.
+        // Overlapping strides (stride 0: an expanded tensor) read some stored elements at several
+        // indices, so the dense copy is larger than what the file holds: up to numel elements
+        // from a single stored one. Capped, since such a copy from a small file is far more
+        // likely a crafted archive than a model, and copying it could exhaust memory.
+        let dense = numel as u128 * ty.dtype.byte_size() as u128;
+        if numel > span && dense > MAX_EXPANDED_WEIGHT_BYTES {
+            return Err(bad(format!(
+                "strides {strides:?} read {numel} elements of shape {shape:?} from {span} stored ones (an expanded tensor); \
+                 its dense copy would take {dense} bytes, over Ember's limit of {MAX_EXPANDED_WEIGHT_BYTES} for expanded weights. \
+                 Save the tensor contiguous (`.contiguous()`) before exporting"
+            )));
+        }
+        // Everything fits in the blob (or under the cap) now, so the usize conversions and the
+        // dense copy's size below are exact.
         let (shape, strides): (Vec<usize>, Vec<usize>) = shape.iter().zip(&strides).map(|(&d, &s)| (d as usize, s as usize)).unzip();
         Ok(Some(blob.dense(&shape, &strides, offset as usize, ty.dtype.byte_size())))
     }
