@@ -50,6 +50,7 @@ demo: setup build
 test: setup test-rust test-python
 
 test-rust:
+	cargo fmt --all -- --check
 	INSTA_UPDATE=no cargo test --workspace
 
 test-python:

@@ -22,11 +22,9 @@ pub struct ArtifactError(pub String);
 
 pub fn read_header(dir: &Path) -> Result<ManifestHeader, ArtifactError> {
     let path: PathBuf = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        ArtifactError(format!("`{}` is not an Ember artifact: cannot read {}: {e}", dir.display(), path.display()))
-    })?;
-    let h: ManifestHeader = serde_json::from_str(&text)
-        .map_err(|e| ArtifactError(format!("{} is malformed: {e}", path.display())))?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| ArtifactError(format!("`{}` is not an Ember artifact: cannot read {}: {e}", dir.display(), path.display())))?;
+    let h: ManifestHeader = serde_json::from_str(&text).map_err(|e| ArtifactError(format!("{} is malformed: {e}", path.display())))?;
     let major = h.format_version.split('.').next().and_then(|m| m.parse::<u32>().ok());
     match major {
         Some(FORMAT_MAJOR) => Ok(h),
@@ -55,9 +53,14 @@ pub fn optimize(m: &mut ember_ir::Module, table: &CostTable) -> Result<ember_pas
     let trace = ember_passes::egraph::optimize(m, &opts)?;
     ember_ir::verify::verify(m).map_err(|errs| {
         let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-        format!("internal error: the IR does not verify after the e-graph optimizer:
-  {}", lines.join("
-  "))
+        format!(
+            "internal error: the IR does not verify after the e-graph optimizer:
+  {}",
+            lines.join(
+                "
+  "
+            )
+        )
     })?;
     Ok(trace)
 }

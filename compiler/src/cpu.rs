@@ -61,9 +61,7 @@ impl Target for Cpu {
         let mut arrays = crate::npz::read_npz(inputs)?;
         let mut args = Vec::new();
         for (i, info) in prog.manifest.inputs.iter().enumerate() {
-            let t = arrays
-                .remove(&format!("arg{i}"))
-                .ok_or_else(|| format!("`{}` has no array `arg{i}` for input {i} (`{}`)", inputs.display(), info.name))?;
+            let t = arrays.remove(&format!("arg{i}")).ok_or_else(|| format!("`{}` has no array `arg{i}` for input {i} (`{}`)", inputs.display(), info.name))?;
             args.push(t);
         }
         let mut outs = prog.run(&args).map_err(|e| format!("`{}`: {e}", inputs.display()))?;
@@ -117,7 +115,8 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
     let symbols: Vec<SymbolInfo> = symbols.into_iter().filter(|s| used.contains(&s.name)).collect();
     let entry = m.entry(f);
     for s in &symbols {
-        let bindable = m.block(entry).args.iter().any(|&a| m.ty(a).tensor().is_some_and(|t| t.dims.iter().any(|d| *d == ember_ir::SymExpr::Sym(s.name.clone()))));
+        let bindable =
+            m.block(entry).args.iter().any(|&a| m.ty(a).tensor().is_some_and(|t| t.dims.iter().any(|d| *d == ember_ir::SymExpr::Sym(s.name.clone()))));
         if !bindable {
             return Err(format!("symbolic size `{}` is not the size of any input dim, so the runtime cannot bind it", s.name));
         }
@@ -127,7 +126,8 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
     // Arguments are the plan's first buffers, in order, so an argument index is its buffer id.
     debug_assert!(m.block(m.entry(f)).args.iter().enumerate().all(|(i, a)| plan.buf_of[a] == i && plan.buffers[i].kind == BufKind::Arg(i)));
-    let io = |x: &crate::artifact::Io, buf: usize| IoInfo { name: x.name.clone(), buf, dtype: x.dtype.clone(), dims: x.dims.clone(), mutates: x.mutates.clone() };
+    let io =
+        |x: &crate::artifact::Io, buf: usize| IoInfo { name: x.name.clone(), buf, dtype: x.dtype.clone(), dims: x.dims.clone(), mutates: x.mutates.clone() };
     let mut manifest = Manifest {
         format_version: format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR),
         target: "cpu".into(),
@@ -138,7 +138,11 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
         symbols,
         inputs: packed.inputs.iter().map(|x| io(x, x.index)).collect(),
         outputs: packed.outputs.iter().map(|x| io(x, plan.outputs[x.index])).collect(),
-        weights: packed.weights.iter().map(|(x, offset, bytes)| WeightInfo { name: x.name.clone(), buf: x.index, offset: *offset, bytes: *bytes, transposed: false }).collect(),
+        weights: packed
+            .weights
+            .iter()
+            .map(|(x, offset, bytes)| WeightInfo { name: x.name.clone(), buf: x.index, offset: *offset, bytes: *bytes, transposed: false })
+            .collect(),
         buffers: plan.buffers.clone(),
         steps: plan.steps.clone(),
     };

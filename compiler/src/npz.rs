@@ -187,9 +187,7 @@ pub fn write_npz(path: &Path, arrays: &[(String, HostTensor)]) -> Result<(), Str
     let mut buf = std::io::Cursor::new(Vec::new());
     {
         let mut w = zip::ZipWriter::new(&mut buf);
-        let opts = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Stored)
-            .last_modified_time(zip::DateTime::default());
+        let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored).last_modified_time(zip::DateTime::default());
         for (name, t) in arrays {
             w.start_file(format!("{name}.npy"), opts).map_err(|e| e.to_string())?;
             w.write_all(&npy_bytes(t)?).map_err(|e| e.to_string())?;

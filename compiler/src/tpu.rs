@@ -29,12 +29,7 @@ pub struct Tpu;
 const OPTIONS: &[TargetOption] = &[
     TargetOption { name: "mesh", values: &[], default: None, elsewhere: "--mesh is a tpu option; the {target} target runs on one device" },
     TargetOption { name: "shard", values: &[], default: None, elsewhere: SHARD_NEEDS_MESH },
-    TargetOption {
-        name: "portable",
-        values: &[],
-        default: None,
-        elsewhere: "--portable is a tpu option (VHLO artifacts); not for the {target} target",
-    },
+    TargetOption { name: "portable", values: &[], default: None, elsewhere: "--portable is a tpu option (VHLO artifacts); not for the {target} target" },
     TargetOption {
         name: "precision",
         values: &Precision::NAMES,
@@ -129,11 +124,8 @@ fn compile(tpu: &Tpu, imported: Imported, out: &Path, target_opts: &Options, por
     // The largest bucket is `module`; the others get their own files.
     let (last_env, emitted) = all.pop().expect("at least one module");
     let text = emitted.text;
-    let mut buckets: Vec<(Bucket, String)> = all
-        .into_iter()
-        .enumerate()
-        .map(|(i, (symbols, e))| (Bucket { symbols, module: format!("module.b{i}.stablehlo.mlir") }, e.text))
-        .collect();
+    let mut buckets: Vec<(Bucket, String)> =
+        all.into_iter().enumerate().map(|(i, (symbols, e))| (Bucket { symbols, module: format!("module.b{i}.stablehlo.mlir") }, e.text)).collect();
     let dynamic = !last_env.is_empty();
     if dynamic {
         buckets.push((Bucket { symbols: last_env, module: MODULE_FILE.into() }, String::new()));
@@ -142,7 +134,14 @@ fn compile(tpu: &Tpu, imported: Imported, out: &Path, target_opts: &Options, por
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
     let plan = emitted.sharding.as_ref();
     let arg_spec = |i: usize| plan.map(|p| p.args[i].clone());
-    let io = |x: &crate::artifact::Io, sharding| IoInfo { name: x.name.clone(), arg: x.index, dtype: x.dtype.clone(), dims: x.dims.clone(), sharding, mutates: x.mutates.clone() };
+    let io = |x: &crate::artifact::Io, sharding| IoInfo {
+        name: x.name.clone(),
+        arg: x.index,
+        dtype: x.dtype.clone(),
+        dims: x.dims.clone(),
+        sharding,
+        mutates: x.mutates.clone(),
+    };
     let inputs = packed.inputs.iter().map(|x| io(x, arg_spec(x.index))).collect();
     let outputs = packed.outputs.iter().map(|x| io(x, plan.map(|p| p.results[x.index].clone()))).collect();
     let weights = packed
@@ -176,7 +175,8 @@ fn compile(tpu: &Tpu, imported: Imported, out: &Path, target_opts: &Options, por
     let mut manifest = manifest;
     let mut vhlo_bytes: Vec<(String, Vec<u8>)> = Vec::new();
     if let Some(python) = portable {
-        let modules = std::iter::once((MODULE_FILE, text.as_str())).chain(buckets.iter().filter(|(b, _)| b.module != MODULE_FILE).map(|(b, t)| (b.module.as_str(), t.as_str())));
+        let modules = std::iter::once((MODULE_FILE, text.as_str()))
+            .chain(buckets.iter().filter(|(b, _)| b.module != MODULE_FILE).map(|(b, t)| (b.module.as_str(), t.as_str())));
         let mut version = String::new();
         let mut files = std::collections::BTreeMap::new();
         for (name, t) in modules {

@@ -28,8 +28,8 @@
 use crate::frontend::Imported;
 use crate::target::{Options, Ran, Target, TargetOption};
 use ember_ir::{Attr, Attrs, BlockId, DType, Module, OpId, Type, Value};
-use ember_targets::trainium::{self, kernels::Kernel, verify::Mem, Group};
 use ember_targets::tpu::{buckets, IoInfo, WeightInfo};
+use ember_targets::trainium::{self, kernels::Kernel, verify::Mem, Group};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -209,10 +209,7 @@ fn legalize(m: &mut Module, allow_downcast: bool, native_int64: bool) -> R<BTree
             }
         });
         if let Some(op) = bad {
-            return Err(format!(
-                "{} produces f64: Neuron devices have no fp64. Export in float32, or pass --allow-downcast to compute it in f32",
-                at(m, op)
-            ));
+            return Err(format!("{} produces f64: Neuron devices have no fp64. Export in float32, or pass --allow-downcast to compute it in f32", at(m, op)));
         }
     }
     for &a in &args {
@@ -242,20 +239,15 @@ fn legalize(m: &mut Module, allow_downcast: bool, native_int64: bool) -> R<BTree
                 }
             }
         }
-        let attrs: Vec<(String, DType)> =
-            m.op(op).attrs.iter().filter_map(|(k, a)| a.as_dtype().and_then(|d| map(d).map(|n| (k.clone(), n)))).collect();
+        let attrs: Vec<(String, DType)> = m.op(op).attrs.iter().filter_map(|(k, a)| a.as_dtype().and_then(|d| map(d).map(|n| (k.clone(), n)))).collect();
         for (k, d) in attrs {
             m.op_mut(op).attrs.insert(k, Attr::DType(d));
         }
     }
     let (a, r): (Vec<Type>, Vec<Type>) = (args.iter().map(|&v| m.ty(v).clone()).collect(), m.op(ret).operands.iter().map(|&v| m.ty(v).clone()).collect());
     m.op_mut(f).attrs.insert("function_type".into(), Attr::Type(Type::Function(a, r)));
-    let changed = before
-        .into_iter()
-        .zip(dtypes(m))
-        .filter(|((_, b), (_, a))| a != b)
-        .filter_map(|(_, (k, a))| a.map(|d| (k, d.mlir_name().to_string())))
-        .collect();
+    let changed =
+        before.into_iter().zip(dtypes(m)).filter(|((_, b), (_, a))| a != b).filter_map(|(_, (k, a))| a.map(|d| (k, d.mlir_name().to_string()))).collect();
     Ok(changed)
 }
 
@@ -284,12 +276,7 @@ pub fn region_module(m: &Module, group: OpId) -> R<Module> {
     let (term, inner) = ops.split_last().ok_or("empty fusion group")?;
     let yields = m.op(*term).operands.clone();
     let mut out = Module::new();
-    let (_, entry) = out.add_func(
-        "main",
-        args.iter().map(|&a| m.ty(a).clone()).collect(),
-        yields.iter().map(|&v| m.ty(v).clone()).collect(),
-        vec![],
-    );
+    let (_, entry) = out.add_func("main", args.iter().map(|&a| m.ty(a).clone()).collect(), yields.iter().map(|&v| m.ty(v).clone()).collect(), vec![]);
     let mut map: HashMap<Value, Value> = args.iter().copied().zip(out.block(entry).args.clone()).collect();
     clone_ops(m, inner, &mut out, entry, &mut map)?;
     let rets = yields.iter().map(|v| map[v]).collect();
@@ -413,10 +400,7 @@ pub fn emit(m: &Module, strict: bool, suffix: &str) -> R<Emitted> {
             "{{\\22ember_kernel\\22: \\22{}\\22, \\22kernel_file\\22: \\22kernels/{}.py\\22, \\22status\\22: \\22placeholder: build_on_neuron_host.py puts the nki-compiled kernel here\\22}}",
             g.name, g.name
         );
-        neuron = neuron.replace(
-            &format!("func.call @ember_kernel_{}(", g.name),
-            &format!("stablehlo.custom_call @{KERNEL_TARGET}("),
-        );
+        neuron = neuron.replace(&format!("func.call @ember_kernel_{}(", g.name), &format!("stablehlo.custom_call @{KERNEL_TARGET}("));
         neuron = neuron.replace(
             &format!("{{mhlo.frontend_attributes = {{ember_kernel = \"{}\"", g.name),
             &format!("{{backend_config = \"{config}\", mhlo.frontend_attributes = {{ember_kernel = \"{}\"", g.name),
@@ -517,7 +501,14 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
     for (_, text) in &hlo {
         check_custom_calls(text)?;
     }
-    let io = |x: &crate::artifact::Io| IoInfo { name: x.name.clone(), arg: x.index, dtype: x.dtype.clone(), dims: x.dims.clone(), sharding: None, mutates: x.mutates.clone() };
+    let io = |x: &crate::artifact::Io| IoInfo {
+        name: x.name.clone(),
+        arg: x.index,
+        dtype: x.dtype.clone(),
+        dims: x.dims.clone(),
+        sharding: None,
+        mutates: x.mutates.clone(),
+    };
     let manifest = Manifest {
         format_version: format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR),
         target: "trainium".into(),
@@ -530,7 +521,15 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
         weights: packed
             .weights
             .iter()
-            .map(|(x, offset, bytes)| WeightInfo { name: x.name.clone(), arg: x.index, offset: *offset, bytes: *bytes, dtype: x.dtype.clone(), dims: x.dims.clone(), sharding: None })
+            .map(|(x, offset, bytes)| WeightInfo {
+                name: x.name.clone(),
+                arg: x.index,
+                offset: *offset,
+                bytes: *bytes,
+                dtype: x.dtype.clone(),
+                dims: x.dims.clone(),
+                sharding: None,
+            })
             .collect(),
         narrowed,
         kernels: parts
@@ -560,7 +559,11 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
         buckets: dynamic.then(|| {
             parts
                 .iter()
-                .map(|p| Bucket { symbols: p.symbols.clone(), module: format!("{}.hlo_module.pb", p.stem), neuron_module: format!("{}.neuron.hlo_module.pb", p.stem) })
+                .map(|p| Bucket {
+                    symbols: p.symbols.clone(),
+                    module: format!("{}.hlo_module.pb", p.stem),
+                    neuron_module: format!("{}.neuron.hlo_module.pb", p.stem),
+                })
                 .collect()
         }),
     };

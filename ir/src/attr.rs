@@ -220,7 +220,11 @@ pub fn fmt_dict(m: &BTreeMap<String, Attr>, f: &mut fmt::Formatter<'_>) -> fmt::
 pub enum Loc {
     #[default]
     Unknown,
-    File { file: String, line: u32, col: u32 },
+    File {
+        file: String,
+        line: u32,
+        col: u32,
+    },
     Named(String, Box<Loc>),
     Fused(Vec<Loc>),
 }

@@ -85,14 +85,7 @@ pub const RETURN: &str = "func.return";
 
 impl Module {
     pub fn new() -> Self {
-        Module {
-            attrs: Attrs::new(),
-            top: BlockId(0),
-            ops: Vec::new(),
-            values: Vec::new(),
-            blocks: vec![BlockData::default()],
-            regions: Vec::new(),
-        }
+        Module { attrs: Attrs::new(), top: BlockId(0), ops: Vec::new(), values: Vec::new(), blocks: vec![BlockData::default()], regions: Vec::new() }
     }
 
     // ---- accessors -------------------------------------------------------------------------
@@ -217,15 +210,7 @@ impl Module {
     }
 
     /// Creates a detached op; `insert_op` / `append_op` place it.
-    pub fn create_op(
-        &mut self,
-        name: &str,
-        operands: Vec<Value>,
-        result_types: Vec<Type>,
-        attrs: Attrs,
-        regions: Vec<RegionId>,
-        loc: Loc,
-    ) -> OpId {
+    pub fn create_op(&mut self, name: &str, operands: Vec<Value>, result_types: Vec<Type>, attrs: Attrs, regions: Vec<RegionId>, loc: Loc) -> OpId {
         let id = OpId(self.ops.len() as u32);
         let results = result_types.into_iter().enumerate().map(|(i, t)| self.new_value(t, ValueDef::Result(id, i as u32))).collect();
         for &r in &regions {
@@ -236,15 +221,7 @@ impl Module {
     }
 
     /// Appends a new op at the end of `block`.
-    pub fn append_op(
-        &mut self,
-        block: BlockId,
-        name: &str,
-        operands: Vec<Value>,
-        result_types: Vec<Type>,
-        attrs: Attrs,
-        loc: Loc,
-    ) -> OpId {
+    pub fn append_op(&mut self, block: BlockId, name: &str, operands: Vec<Value>, result_types: Vec<Type>, attrs: Attrs, loc: Loc) -> OpId {
         let op = self.create_op(name, operands, result_types, attrs, Vec::new(), loc);
         self.insert_op(block, self.block(block).ops.len(), op);
         op

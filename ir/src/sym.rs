@@ -469,9 +469,7 @@ impl Parser<'_> {
                 let mut args = Vec::new();
                 while !self.peek_punct(")") {
                     // Keyword arguments (`integer=True`) are sympy assumptions; skip them.
-                    if let (Some(Tok::Ident(_)), Some(Tok::Punct("="))) =
-                        (self.toks.get(self.pos), self.toks.get(self.pos + 1))
-                    {
+                    if let (Some(Tok::Ident(_)), Some(Tok::Punct("="))) = (self.toks.get(self.pos), self.toks.get(self.pos + 1)) {
                         self.pos += 3;
                     } else if let Some(Tok::Str(s)) = self.toks.get(self.pos).cloned() {
                         self.pos += 1;

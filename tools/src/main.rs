@@ -54,10 +54,12 @@ archive: parameters, buffers and constants are function arguments named by `embe
         trace: bool,
     },
     /// Compile a model for a target into an artifact directory.
-    #[command(after_help = "Example:\n  ember compile testdata/models/mlp.pt2 --target cpu -o out/\n\nTargets: cpu (native code via LLVM; `ember run` runs it), tpu (StableHLO; `ember run` runs it on
+    #[command(
+        after_help = "Example:\n  ember compile testdata/models/mlp.pt2 --target cpu -o out/\n\nTargets: cpu (native code via LLVM; `ember run` runs it), tpu (StableHLO; `ember run` runs it on
 XLA through the Python env), trainium (HLO for neuronx-cc + NKI kernels; `ember run` runs the
 portable HLO on XLA CPU).
-An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compile leaves nothing.")]
+An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compile leaves nothing."
+    )]
     Compile {
         /// The model: a .pt2 archive from torch.export.save (or an .mlir module without weights).
         model: PathBuf,
@@ -123,7 +125,9 @@ legalization for Neuron (what `ember compile --target trainium` converts to HLO)
         native_int64: bool,
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
-    #[command(after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order; an in-place update of an input or\nbuffer (a functionalized mutation) as mutated_input.NAME / mutated_buffer.NAME.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python.")]
+    #[command(
+        after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order; an in-place update of an input or\nbuffer (a functionalized mutation) as mutated_input.NAME / mutated_buffer.NAME.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python."
+    )]
     Run {
         /// An artifact directory written by `ember compile`.
         artifact: PathBuf,
@@ -295,4 +299,3 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
         }
     }
 }
-

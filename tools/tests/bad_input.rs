@@ -68,48 +68,72 @@ fn bad_inputs_give_clear_errors() {
     let mut cases: Vec<(&str, Box<dyn Fn(&Path)>)> = Vec::new();
     cases.push(("truncated", Box::new(|p: &Path| std::fs::write(p, &bytes[..bytes.len() / 2]).unwrap())));
     cases.push(("not_a_zip", Box::new(|p: &Path| std::fs::write(p, b"this is not an archive\n").unwrap())));
-    cases.push(("path_traversal", Box::new(|p: &Path| {
-        let mut e = base.clone();
-        e.push(("mlp/../../escape.txt".into(), b"x".to_vec()));
-        write_zip(p, &e)
-    })));
-    cases.push(("no_model_json", Box::new(|p: &Path| {
-        let e: Entries = base.iter().filter(|(n, _)| !n.ends_with("model.json")).cloned().collect();
-        write_zip(p, &e)
-    })));
-    cases.push(("invalid_json", Box::new(|p: &Path| {
-        let mut e = base.clone();
-        e.iter_mut().find(|(n, _)| n.ends_with("models/model.json")).unwrap().1 = b"{\"graph_module\": [".to_vec();
-        write_zip(p, &e)
-    })));
-    cases.push(("unknown_schema_major", Box::new(|p: &Path| {
-        let mut e = base.clone();
-        edit_model(&mut e, |j| j["schema_version"]["major"] = 99.into());
-        write_zip(p, &e)
-    })));
-    cases.push(("unknown_op", Box::new(|p: &Path| {
-        let mut e = base.clone();
-        edit_model(&mut e, |j| nodes(j)[1]["target"] = "torch.ops.aten.frobnicate.default".into());
-        write_zip(p, &e)
-    })));
-    cases.push(("missing_weight_file", Box::new(|p: &Path| {
-        let e: Entries = base.iter().filter(|(n, _)| !n.ends_with("data/weights/weight_0")).cloned().collect();
-        write_zip(p, &e)
-    })));
-    cases.push(("wrong_sized_weight", Box::new(|p: &Path| {
-        let mut e = base.clone();
-        e.iter_mut().find(|(n, _)| n.ends_with("data/weights/weight_0")).unwrap().1.truncate(10);
-        write_zip(p, &e)
-    })));
-    cases.push(("size_overflow", Box::new(|p: &Path| {
-        let mut e = base.clone();
-        edit_model(&mut e, |j| {
-            let tv = j.pointer_mut("/graph_module/graph/tensor_values").unwrap();
-            let first = tv.as_object_mut().unwrap().keys().next().unwrap().clone();
-            tv[&first]["sizes"] = serde_json::json!([{"as_int": 1i64 << 40}, {"as_int": 1i64 << 40}]);
-        });
-        write_zip(p, &e)
-    })));
+    cases.push((
+        "path_traversal",
+        Box::new(|p: &Path| {
+            let mut e = base.clone();
+            e.push(("mlp/../../escape.txt".into(), b"x".to_vec()));
+            write_zip(p, &e)
+        }),
+    ));
+    cases.push((
+        "no_model_json",
+        Box::new(|p: &Path| {
+            let e: Entries = base.iter().filter(|(n, _)| !n.ends_with("model.json")).cloned().collect();
+            write_zip(p, &e)
+        }),
+    ));
+    cases.push((
+        "invalid_json",
+        Box::new(|p: &Path| {
+            let mut e = base.clone();
+            e.iter_mut().find(|(n, _)| n.ends_with("models/model.json")).unwrap().1 = b"{\"graph_module\": [".to_vec();
+            write_zip(p, &e)
+        }),
+    ));
+    cases.push((
+        "unknown_schema_major",
+        Box::new(|p: &Path| {
+            let mut e = base.clone();
+            edit_model(&mut e, |j| j["schema_version"]["major"] = 99.into());
+            write_zip(p, &e)
+        }),
+    ));
+    cases.push((
+        "unknown_op",
+        Box::new(|p: &Path| {
+            let mut e = base.clone();
+            edit_model(&mut e, |j| nodes(j)[1]["target"] = "torch.ops.aten.frobnicate.default".into());
+            write_zip(p, &e)
+        }),
+    ));
+    cases.push((
+        "missing_weight_file",
+        Box::new(|p: &Path| {
+            let e: Entries = base.iter().filter(|(n, _)| !n.ends_with("data/weights/weight_0")).cloned().collect();
+            write_zip(p, &e)
+        }),
+    ));
+    cases.push((
+        "wrong_sized_weight",
+        Box::new(|p: &Path| {
+            let mut e = base.clone();
+            e.iter_mut().find(|(n, _)| n.ends_with("data/weights/weight_0")).unwrap().1.truncate(10);
+            write_zip(p, &e)
+        }),
+    ));
+    cases.push((
+        "size_overflow",
+        Box::new(|p: &Path| {
+            let mut e = base.clone();
+            edit_model(&mut e, |j| {
+                let tv = j.pointer_mut("/graph_module/graph/tensor_values").unwrap();
+                let first = tv.as_object_mut().unwrap().keys().next().unwrap().clone();
+                tv[&first]["sizes"] = serde_json::json!([{"as_int": 1i64 << 40}, {"as_int": 1i64 << 40}]);
+            });
+            write_zip(p, &e)
+        }),
+    ));
     let weight_meta = |p: &Path, f: &dyn Fn(&mut Json)| {
         let mut e = base.clone();
         edit_json(&mut e, "model_weights_config.json", |j| f(&mut j["config"]["fc1.weight"]["tensor_meta"]));
@@ -118,26 +142,35 @@ fn bad_inputs_give_clear_errors() {
     cases.push(("negative_weight_stride", Box::new(move |p: &Path| weight_meta(p, &|m| m["strides"][0]["as_int"] = (-(1i64 << 62)).into()))));
     cases.push(("weight_span_overflow", Box::new(move |p: &Path| weight_meta(p, &|m| m["strides"][0]["as_int"] = (1i64 << 62).into()))));
     cases.push(("weight_offset_past_end", Box::new(move |p: &Path| weight_meta(p, &|m| m["storage_offset"]["as_int"] = 1.into()))));
-    cases.push(("dangling_reference", Box::new(|p: &Path| {
-        let mut e = base.clone();
-        edit_model(&mut e, |j| nodes(j)[1]["inputs"][1]["arg"] = serde_json::json!({"as_tensor": {"name": "nowhere"}}));
-        write_zip(p, &e)
-    })));
-    cases.push(("cyclic_reference", Box::new(|p: &Path| {
-        let mut e = base.clone();
-        edit_model(&mut e, |j| {
-            // The first node reads the last node's output: a cycle once the graph is read in order.
-            let ns = nodes(j);
-            let last = ns.last().unwrap()["outputs"][0]["as_tensor"]["name"].clone();
-            ns[0]["inputs"][0]["arg"] = serde_json::json!({"as_tensor": {"name": last}});
-        });
-        write_zip(p, &e)
-    })));
-    cases.push(("wrong_argument_kind", Box::new(|p: &Path| {
-        let mut e = base.clone();
-        edit_model(&mut e, |j| nodes(j)[0]["inputs"][1]["arg"] = serde_json::json!({"as_string": "sideways"}));
-        write_zip(p, &e)
-    })));
+    cases.push((
+        "dangling_reference",
+        Box::new(|p: &Path| {
+            let mut e = base.clone();
+            edit_model(&mut e, |j| nodes(j)[1]["inputs"][1]["arg"] = serde_json::json!({"as_tensor": {"name": "nowhere"}}));
+            write_zip(p, &e)
+        }),
+    ));
+    cases.push((
+        "cyclic_reference",
+        Box::new(|p: &Path| {
+            let mut e = base.clone();
+            edit_model(&mut e, |j| {
+                // The first node reads the last node's output: a cycle once the graph is read in order.
+                let ns = nodes(j);
+                let last = ns.last().unwrap()["outputs"][0]["as_tensor"]["name"].clone();
+                ns[0]["inputs"][0]["arg"] = serde_json::json!({"as_tensor": {"name": last}});
+            });
+            write_zip(p, &e)
+        }),
+    ));
+    cases.push((
+        "wrong_argument_kind",
+        Box::new(|p: &Path| {
+            let mut e = base.clone();
+            edit_model(&mut e, |j| nodes(j)[0]["inputs"][1]["arg"] = serde_json::json!({"as_string": "sideways"}));
+            write_zip(p, &e)
+        }),
+    ));
 
     for (name, make) in &cases {
         let file = dir.join(format!("{name}.pt2"));

@@ -78,7 +78,11 @@ fn dynamic_batch_runs_every_size_in_range_without_recompiling() {
     let imported = ember_compiler::import_path(&testdata().join("models/mlp_dynamic.pt2")).unwrap();
     compile_for(imported, "cpu", &dir, &[]).unwrap();
     let prog = Program::load(&dir).unwrap();
-    let x = |b: usize| HostTensor { dtype: ember_ir::DType::F32, shape: vec![b, 32], data: (0..b * 32).flat_map(|i| ((i % 7) as f32 * 0.1).to_le_bytes()).collect() };
+    let x = |b: usize| HostTensor {
+        dtype: ember_ir::DType::F32,
+        shape: vec![b, 32],
+        data: (0..b * 32).flat_map(|i| ((i % 7) as f32 * 0.1).to_le_bytes()).collect(),
+    };
     for b in [2, 5, 64] {
         let out = prog.run(&[x(b)]).unwrap();
         assert_eq!(out[0].shape, vec![b, 16]);
@@ -345,10 +349,30 @@ fn conv_pool_scan_edge_cases_match_reference() {
     let nan = f32::NAN;
     // Rows: ties (first wins), NaN (first NaN wins, values NaN), all equal, -inf and +inf.
     let t: Vec<f32> = vec![
-        2.0, 5.0, 1.0, 5.0, 1.0, 0.0, //
-        3.0, nan, 9.0, nan, -9.0, 3.0, //
-        4.0, 4.0, 4.0, 4.0, 4.0, 4.0, //
-        f32::NEG_INFINITY, -1.0, f32::INFINITY, f32::INFINITY, f32::NEG_INFINITY, 0.5,
+        2.0,
+        5.0,
+        1.0,
+        5.0,
+        1.0,
+        0.0, //
+        3.0,
+        nan,
+        9.0,
+        nan,
+        -9.0,
+        3.0, //
+        4.0,
+        4.0,
+        4.0,
+        4.0,
+        4.0,
+        4.0, //
+        f32::NEG_INFINITY,
+        -1.0,
+        f32::INFINITY,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.5,
     ];
     let w: Vec<f32> = (0..36).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.25).collect();
     for n in [1usize, 3] {
@@ -461,7 +485,19 @@ fn scatter_matches_reference() {
     let prog = compile_text(&text, "scatter");
     let x: Vec<f32> = (0..n).map(|k| ((k * 37 % 101) as f32 - 50.0) * 0.125).collect();
     // Every 7th entry repeats an earlier position; a few fall outside [0, n).
-    let idx: Vec<i64> = (0..512i64).map(|k| if k % 61 == 5 { -3 } else if k % 67 == 9 { n as i64 + k } else if k % 7 == 0 { (k / 7) * 13 } else { k * 13 % n as i64 }).collect();
+    let idx: Vec<i64> = (0..512i64)
+        .map(|k| {
+            if k % 61 == 5 {
+                -3
+            } else if k % 67 == 9 {
+                n as i64 + k
+            } else if k % 7 == 0 {
+                (k / 7) * 13
+            } else {
+                k * 13 % n as i64
+            }
+        })
+        .collect();
     let u: Vec<f32> = (0..512).map(|k| ((k * 29 % 43) as f32 - 21.0) * 0.25).collect();
     let it = HostTensor { dtype: ember_ir::DType::I64, shape: vec![64, 8], data: idx.iter().flat_map(|v| v.to_le_bytes()).collect() };
     let outs = prog.run(&[f32_nd(&[n], &x), it, f32_nd(&[64, 8], &u)]).unwrap();
@@ -476,7 +512,14 @@ fn scatter_matches_reference() {
     };
     let set = reference(&x, &|_, v| v);
     let sum = reference(&x, &|a, v| a + v);
-    let want = [set.clone(), sum.clone(), reference(&x, &|a, v| a * v), reference(&set, &|a, v| a.max(v)), reference(&x, &|a, v| a.min(v)), sum.iter().map(|v| -v).collect()];
+    let want = [
+        set.clone(),
+        sum.clone(),
+        reference(&x, &|a, v| a * v),
+        reference(&set, &|a, v| a.max(v)),
+        reference(&x, &|a, v| a.min(v)),
+        sum.iter().map(|v| -v).collect(),
+    ];
     for (k, w) in want.iter().enumerate() {
         assert_eq!(&f32s(&outs[k]), w, "output {k}");
     }
@@ -619,8 +662,32 @@ fn min_max_against_constants_keep_nan_and_signed_zero() {
     let text = format!("module {{\n  func.func @main(%x: {t} {{ember.input = \"x\"}}) -> ({tys}) {{\n{body}    return {} : {tys}\n  }}\n}}\n", rets.join(", "));
     let prog = compile_text(&text, "minmax");
     let outs = prog.run(&[f32_tensor(&xs)]).unwrap();
-    let maximum = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else if a == b { if a.is_sign_negative() { b } else { a } } else { a.max(b) };
-    let minimum = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else if a == b { if a.is_sign_negative() { a } else { b } } else { a.min(b) };
+    let maximum = |a: f32, b: f32| {
+        if a.is_nan() || b.is_nan() {
+            f32::NAN
+        } else if a == b {
+            if a.is_sign_negative() {
+                b
+            } else {
+                a
+            }
+        } else {
+            a.max(b)
+        }
+    };
+    let minimum = |a: f32, b: f32| {
+        if a.is_nan() || b.is_nan() {
+            f32::NAN
+        } else if a == b {
+            if a.is_sign_negative() {
+                a
+            } else {
+                b
+            }
+        } else {
+            a.min(b)
+        }
+    };
     for (i, &c) in consts.iter().enumerate() {
         let c = c as f32;
         for (k, (out, f)) in [(&outs[2 * i], &maximum as &dyn Fn(f32, f32) -> f32), (&outs[2 * i + 1], &minimum)].into_iter().enumerate() {

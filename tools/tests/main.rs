@@ -10,8 +10,8 @@
 //! - Crafted inputs, and interrupted or concurrent compiles (`reliability.rs`).
 
 mod bad_input;
-mod cpu;
 mod cases;
+mod cpu;
 mod eager;
 mod egraph;
 mod reliability;

@@ -164,7 +164,11 @@ fn cli_compile_tpu_and_run_without_python() {
     assert!(r.stderr.contains("python -m ember.xla run") && r.stderr.contains("/nonexistent/python3"), "{}", r.stderr);
     // `--portable` needs the Python env for the VHLO serializer; without it, nothing is written.
     let port = dir.join("port");
-    let r = ember_env(&testdata(), &["compile", "models/mlp.pt2", "--target", "tpu", "--portable", "-o", port.to_str().unwrap()], &[("EMBER_PYTHON", "/nonexistent/python3")]);
+    let r = ember_env(
+        &testdata(),
+        &["compile", "models/mlp.pt2", "--target", "tpu", "--portable", "-o", port.to_str().unwrap()],
+        &[("EMBER_PYTHON", "/nonexistent/python3")],
+    );
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--portable: module.stablehlo.mlir: cannot start `/nonexistent/python3`"), "{}", r.stderr);
     assert!(!port.exists());

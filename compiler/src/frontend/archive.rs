@@ -89,9 +89,7 @@ impl Archive {
             let mut f = zip.by_index(i).map_err(|e| ImportError::new(format!("`{shown}`: entry {i} is damaged: {e}")))?;
             let name = f.name().to_string();
             if f.enclosed_name().is_none() || name.split('/').any(|c| c == "..") || name.starts_with('/') {
-                return Err(ImportError::new(format!(
-                    "`{shown}` contains the entry `{name}`, which points outside the archive; refusing to read it"
-                )));
+                return Err(ImportError::new(format!("`{shown}` contains the entry `{name}`, which points outside the archive; refusing to read it")));
             }
             if f.is_dir() {
                 continue;

@@ -102,7 +102,8 @@ pub fn import_json(text: &str, ar: Option<&Archive>, shown: &str) -> R<Imported>
         }
         None => return Err(ImportError::new(format!("`{shown}`: model.json has no `schema_version.major`; is it a torch.export graph?"))),
     }
-    let ep: ExportedProgram = serde_json::from_value(raw).map_err(|e| ImportError::new(format!("`{shown}`: model.json does not match the torch.export schema: {e}")))?;
+    let ep: ExportedProgram =
+        serde_json::from_value(raw).map_err(|e| ImportError::new(format!("`{shown}`: model.json does not match the torch.export schema: {e}")))?;
     Importer::new(ep, ar, shown).run()
 }
 
@@ -205,9 +206,8 @@ impl<'a> Importer<'a> {
     }
 
     fn tensor_type(&self, meta: &TensorMeta, what: &str) -> R<TensorType> {
-        let dtype = serde_dtype(meta.dtype).ok_or_else(|| {
-            self.err(format!("{what} has dtype code {} (complex or another type Ember does not support)", meta.dtype))
-        })?;
+        let dtype = serde_dtype(meta.dtype)
+            .ok_or_else(|| self.err(format!("{what} has dtype code {} (complex or another type Ember does not support)", meta.dtype)))?;
         let dims = meta.sizes.iter().map(|s| self.sym_expr(s, what)).collect::<R<Vec<_>>>()?;
         let mut n: i64 = 1;
         for d in &dims {
@@ -231,10 +231,13 @@ impl<'a> Importer<'a> {
         for (name, rc) in &self.ep.range_constraints {
             let min = rc.min_val.as_ref().and_then(|v| v.as_i64()).unwrap_or(0);
             let max = rc.max_val.as_ref().and_then(|v| v.as_i64()).filter(|&m| m < i64::MAX / 2);
-            symbols.insert(name.clone(), Attr::Ints(match max {
-                Some(mx) => vec![min, mx],
-                None => vec![min],
-            }));
+            symbols.insert(
+                name.clone(),
+                Attr::Ints(match max {
+                    Some(mx) => vec![min, mx],
+                    None => vec![min],
+                }),
+            );
         }
         if !symbols.is_empty() {
             self.m.attrs.insert("ember.symbols".into(), Attr::Dict(symbols));
@@ -263,7 +266,11 @@ impl<'a> Importer<'a> {
                 "buffer" => (Some(WeightKind::Buffer), "buffer_name"),
                 "tensor_constant" => (Some(WeightKind::Constant), "tensor_constant_name"),
                 "user_input" => (None, ""),
-                other => return Err(self.err(format!("input {i} is a `{other}` input, which Ember does not support (only tensors, parameters, buffers and constants)"))),
+                other => {
+                    return Err(
+                        self.err(format!("input {i} is a `{other}` input, which Ember does not support (only tensors, parameters, buffers and constants)"))
+                    )
+                }
             };
             let arg = body.get("arg").ok_or_else(|| self.err(format!("input spec {i} has no `arg`")))?;
             let name = arg
@@ -272,7 +279,14 @@ impl<'a> Importer<'a> {
                 .and_then(|n| n.as_str())
                 .ok_or_else(|| self.err(format!("input {i} is not a tensor (`{arg}`); Ember supports tensor inputs only")))?
                 .to_string();
-            let meta = self.ep.graph_module.graph.tensor_values.get(&name).cloned().ok_or_else(|| self.err(format!("input `{name}` has no entry in tensor_values")))?;
+            let meta = self
+                .ep
+                .graph_module
+                .graph
+                .tensor_values
+                .get(&name)
+                .cloned()
+                .ok_or_else(|| self.err(format!("input `{name}` has no entry in tensor_values")))?;
             let ty = self.tensor_type(&meta, &format!("input `{name}`"))?;
             let mut attrs = Attrs::new();
             match wkind {
@@ -327,7 +341,14 @@ impl<'a> Importer<'a> {
         }
         let mut out_types = Vec::new();
         for name in &out_names {
-            let meta = self.ep.graph_module.graph.tensor_values.get(name).cloned().ok_or_else(|| self.err(format!("output `{name}` has no entry in tensor_values")))?;
+            let meta = self
+                .ep
+                .graph_module
+                .graph
+                .tensor_values
+                .get(name)
+                .cloned()
+                .ok_or_else(|| self.err(format!("output `{name}` has no entry in tensor_values")))?;
             out_types.push(Type::Tensor(self.tensor_type(&meta, &format!("output `{name}`"))?));
         }
         let (f, entry) = self.m.add_func("main", arg_types, out_types, arg_attrs);
@@ -352,10 +373,7 @@ impl<'a> Importer<'a> {
 
         if let Err(errs) = ember_ir::verify::verify(&self.m) {
             let list: Vec<String> = errs.iter().take(10).map(|e| format!("  {e}")).collect();
-            return Err(self.err(format!(
-                "the imported graph does not verify; this is an Ember bug, please report it with the model:\n{}",
-                list.join("\n")
-            )));
+            return Err(self.err(format!("the imported graph does not verify; this is an Ember bug, please report it with the model:\n{}", list.join("\n"))));
         }
         Ok(Imported { module: self.m, weights })
     }
@@ -449,9 +467,8 @@ impl<'a> Importer<'a> {
         let short = node.target.strip_prefix("torch.ops.").unwrap_or(&node.target);
         let short = short.strip_suffix(".default").unwrap_or(short);
         let ir_name = format!("torch.{short}");
-        let def = dialect::lookup(&ir_name).ok_or_else(|| {
-            at(format!("unknown op `{}`: Ember's torch dialect has no definition for it, so this graph cannot be imported", node.target))
-        })?;
+        let def = dialect::lookup(&ir_name)
+            .ok_or_else(|| at(format!("unknown op `{}`: Ember's torch dialect has no definition for it, so this graph cannot be imported", node.target)))?;
         let sig = def.signature();
         let mut given: BTreeMap<&str, &Json> = BTreeMap::new();
         for (i, a) in node.inputs.iter().enumerate() {
@@ -526,7 +543,9 @@ impl<'a> Importer<'a> {
             let meta = n.as_ref().and_then(|n| self.ep.graph_module.graph.tensor_values.get(n)).cloned();
             let ty = match meta {
                 Some(meta) => Type::Tensor(self.tensor_type(&meta, &format!("{} result {i}", loc.describe())).map_err(|e| ImportError::new(e.msg))?),
-                None => inferred.as_ref().and_then(|v| v.get(i).cloned()).ok_or_else(|| at(format!("result {i} has no recorded type and none can be inferred")))?,
+                None => {
+                    inferred.as_ref().and_then(|v| v.get(i).cloned()).ok_or_else(|| at(format!("result {i} has no recorded type and none can be inferred")))?
+                }
             };
             types.push(ty);
         }
@@ -568,13 +587,15 @@ impl<'a> Importer<'a> {
                         let mut at = Attrs::new();
                         at.insert("s".into(), s);
                         at.insert("dtype".into(), Attr::DType(dtype));
-                        let op = self.m.append_op(block, "torch.aten.scalar_tensor", vec![], vec![Type::Tensor(TensorType::new(vec![], dtype))], at, loc.clone());
+                        let op =
+                            self.m.append_op(block, "torch.aten.scalar_tensor", vec![], vec![Type::Tensor(TensorType::new(vec![], dtype))], at, loc.clone());
                         operands.push(self.m.result(op, 0));
                     }
                 }
             }
             Kind::TensorList => {
-                let list = a.get("as_tensors").and_then(|l| l.as_array()).ok_or_else(|| format!("argument `{}` should be a tensor list, found `{a}`", p.name))?;
+                let list =
+                    a.get("as_tensors").and_then(|l| l.as_array()).ok_or_else(|| format!("argument `{}` should be a tensor list, found `{a}`", p.name))?;
                 for t in list {
                     let n = t.get("name").and_then(|n| n.as_str()).ok_or_else(|| format!("bad tensor in `{}`", p.name))?;
                     operands.push(self.lookup_tensor(n)?);
@@ -623,7 +644,9 @@ impl<'a> Importer<'a> {
             (_, "as_string") => Attr::Str(v.as_str().ok_or_else(bad)?.to_string()),
             (_, "as_ints") => Attr::Ints(v.as_array().ok_or_else(bad)?.iter().map(|x| x.as_i64().ok_or_else(bad)).collect::<Result<_, _>>()?),
             (_, "as_floats") => Attr::Floats(v.as_array().ok_or_else(bad)?.iter().map(|x| json_f64(x).ok_or_else(bad)).collect::<Result<_, _>>()?),
-            (_, "as_bools") => Attr::Array(v.as_array().ok_or_else(bad)?.iter().map(|x| x.as_bool().map(Attr::Bool).ok_or_else(bad)).collect::<Result<_, _>>()?),
+            (_, "as_bools") => {
+                Attr::Array(v.as_array().ok_or_else(bad)?.iter().map(|x| x.as_bool().map(Attr::Bool).ok_or_else(bad)).collect::<Result<_, _>>()?)
+            }
             (_, "as_sym_int") => Attr::sym(self.sym_arg(v)?),
             (_, "as_sym_ints") => Attr::dims(v.as_array().ok_or_else(bad)?.iter().map(|x| self.sym_arg(x)).collect::<Result<_, _>>()?),
             (_, "as_scalar_type") => {

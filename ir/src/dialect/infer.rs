@@ -417,15 +417,17 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let ts = cx.all_tensors();
             let shapes: Vec<&[SymExpr]> = ts.iter().map(|t| t.dims.as_slice()).collect();
             let dims = broadcast(&shapes)?;
-            let scalars: Vec<&Attr> = ["other", "exponent", "self"].iter().filter_map(|n| {
-                cx.sig.param(n).filter(|p| p.kind == Kind::Scalar).and(cx.attr(n))
-            }).collect();
+            let scalars: Vec<&Attr> =
+                ["other", "exponent", "self"].iter().filter_map(|n| cx.sig.param(n).filter(|p| p.kind == Kind::Scalar).and(cx.attr(n))).collect();
             let dt = result_type(&ts, &scalars);
-            one(tt(dims, match rule {
-                Compare => DType::Bool,
-                BinaryFloat => float_of(dt),
-                _ => dt,
-            }))
+            one(tt(
+                dims,
+                match rule {
+                    Compare => DType::Bool,
+                    BinaryFloat => float_of(dt),
+                    _ => dt,
+                },
+            ))
         }
         Where => {
             let (cnd, a, b) = (cx.t("condition")?, cx.t("self")?, cx.t("other")?);
@@ -436,21 +438,12 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let t = cx.t("self")?;
             let keep = cx.bool_or("keepdim", false);
             let rank = t.rank();
-            let (dims, flatten) = if rule == ReduceArg && cx.attr("dim").is_none() {
-                ((0..rank).collect::<Vec<_>>(), true)
-            } else {
-                (cx.reduce_dims(rank)?, false)
-            };
+            let (dims, flatten) =
+                if rule == ReduceArg && cx.attr("dim").is_none() { ((0..rank).collect::<Vec<_>>(), true) } else { (cx.reduce_dims(rank)?, false) };
             let shape: Vec<SymExpr> = if flatten && !keep {
                 vec![]
             } else {
-                t.dims.iter().enumerate().filter_map(|(i, d)| {
-                    if dims.contains(&i) {
-                        keep.then(|| c(1))
-                    } else {
-                        Some(d.clone())
-                    }
-                }).collect()
+                t.dims.iter().enumerate().filter_map(|(i, d)| if dims.contains(&i) { keep.then(|| c(1)) } else { Some(d.clone()) }).collect()
             };
             let dt = match rule {
                 ReduceSum => cx.dtype().unwrap_or(if t.dtype.is_float() { t.dtype } else { DType::I64 }),
@@ -630,11 +623,14 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let t = cx.first()?;
             let d = norm_dim(cx.int_or("dim", 0)?, t.rank())?;
             let sizes = cx.dims("split_sizes")?;
-            Ok(sizes.into_iter().map(|s| {
-                let mut dims = t.dims.clone();
-                dims[d] = s;
-                tt(dims, t.dtype)
-            }).collect())
+            Ok(sizes
+                .into_iter()
+                .map(|s| {
+                    let mut dims = t.dims.clone();
+                    dims[d] = s;
+                    tt(dims, t.dtype)
+                })
+                .collect())
         }
         Cat | Stack => {
             let name = if cx.sig.param("inputs").is_some() { "inputs" } else { "tensors" };

@@ -47,9 +47,7 @@ fn all_tables() -> impl Iterator<Item = &'static OpDef> {
 fn signatures() -> &'static HashMap<&'static str, Signature> {
     static SIGS: OnceLock<HashMap<&'static str, Signature>> = OnceLock::new();
     SIGS.get_or_init(|| {
-        all_tables()
-            .map(|d| (d.name, schema::parse_signature(d.sig).unwrap_or_else(|e| panic!("bad signature for {}: {e}", d.name))))
-            .collect()
+        all_tables().map(|d| (d.name, schema::parse_signature(d.sig).unwrap_or_else(|e| panic!("bad signature for {}: {e}", d.name)))).collect()
     })
 }
 
@@ -101,10 +99,7 @@ impl<'m> OpView<'m> {
     /// The result types the op's rule gives, or why it cannot.
     pub fn infer(&self) -> Result<Vec<Type>, InferError> {
         let groups = self.operand_groups().map_err(InferError)?;
-        let tensors = groups
-            .iter()
-            .map(|(n, vs)| (*n, vs.iter().map(|v| v.and_then(|v| self.m.ty(v).tensor())).collect()))
-            .collect();
+        let tensors = groups.iter().map(|(n, vs)| (*n, vs.iter().map(|v| v.and_then(|v| self.m.ty(v).tensor())).collect())).collect();
         let cx = InferCtx { sig: self.def.signature(), tensors, attrs: &self.m.op(self.op).attrs };
         infer::infer(self.def.rule, &cx)
     }
@@ -113,11 +108,7 @@ impl<'m> OpView<'m> {
 pub const SEGMENTS: &str = "operandSegmentSizes";
 
 /// Splits a flat operand list into per-parameter groups using `operandSegmentSizes`.
-pub fn group_operands(
-    sig: &'static Signature,
-    operands: &[Value],
-    attrs: &crate::module::Attrs,
-) -> Result<Vec<(&'static str, Vec<Option<Value>>)>, String> {
+pub fn group_operands(sig: &'static Signature, operands: &[Value], attrs: &crate::module::Attrs) -> Result<Vec<(&'static str, Vec<Option<Value>>)>, String> {
     let params: Vec<&'static Param> = sig.tensor_params().collect();
     let sizes: Vec<usize> = if sig.has_segments() {
         match attrs.get(SEGMENTS) {
@@ -184,13 +175,7 @@ mod tests {
 }
 
 /// Creates a detached op whose result types come from its rule; place it with `Module::insert_op`.
-pub fn build_op(
-    m: &mut Module,
-    name: &str,
-    operands: Vec<Value>,
-    attrs: crate::module::Attrs,
-    loc: crate::attr::Loc,
-) -> Result<OpId, String> {
+pub fn build_op(m: &mut Module, name: &str, operands: Vec<Value>, attrs: crate::module::Attrs, loc: crate::attr::Loc) -> Result<OpId, String> {
     let def = lookup(name).ok_or_else(|| format!("unknown op `{name}`"))?;
     let probe = m.create_op(name, operands.clone(), vec![], attrs.clone(), vec![], loc.clone());
     let types = OpView { m, op: probe, def }.infer().map_err(|e| format!("`{name}`: {}", e.0))?;

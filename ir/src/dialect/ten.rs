@@ -8,7 +8,6 @@
 use super::infer::Rule::*;
 use super::{op, OpDef};
 
-
 /// Sorted by name (a test checks).
 #[rustfmt::skip]
 pub static OPS: &[OpDef] = &[

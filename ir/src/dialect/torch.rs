@@ -8,7 +8,6 @@
 use super::infer::Rule::*;
 use super::{op, OpDef};
 
-
 /// Sorted by name (a test checks), so lookups can binary-search.
 #[rustfmt::skip]
 pub static OPS: &[OpDef] = &[

@@ -120,7 +120,12 @@ impl Trace {
         for (i, b) in self.blocks.iter().enumerate() {
             s += &format!(
                 "  block {}: {} ops, {} iterations, {} e-nodes, {} e-classes, stopped: {}\n",
-                i + 1, b.ops, b.iterations, b.enodes, b.eclasses, b.stop
+                i + 1,
+                b.ops,
+                b.iterations,
+                b.enodes,
+                b.eclasses,
+                b.stop
             );
         }
         let fired: Vec<String> = self.fired.iter().map(|(r, n)| format!("{r} x{n}")).collect();
@@ -574,7 +579,6 @@ impl<'a> Writer<'a> {
 fn id_of(eg: &EG, inputs: &HashMap<Id, Value>, id: Id) -> Id {
     inputs.keys().copied().find(|&k| eg.find(k) == id).expect("input leaf")
 }
-
 
 /// Replaces the top-level `ember.fusion_group`s of `f` whose kind `keep` refuses by their body,
 /// for codegen that works on plain `ten` ops. Returns the values the inlined groups yielded (the

@@ -19,10 +19,40 @@ use std::collections::HashMap;
 fn is_elementwise(name: &str) -> bool {
     matches!(
         name,
-        "ten.add" | "ten.sub" | "ten.mul" | "ten.div" | "ten.max" | "ten.min" | "ten.pow" | "ten.atan2" | "ten.rem" | "ten.and" | "ten.or" | "ten.xor"
-            | "ten.abs" | "ten.neg" | "ten.exp" | "ten.log" | "ten.log1p" | "ten.sqrt" | "ten.rsqrt" | "ten.tanh" | "ten.sigmoid" | "ten.erf"
-            | "ten.sin" | "ten.cos" | "ten.tan" | "ten.floor" | "ten.ceil" | "ten.round" | "ten.trunc" | "ten.sign" | "ten.not"
-            | "ten.compare" | "ten.select" | "ten.convert"
+        "ten.add"
+            | "ten.sub"
+            | "ten.mul"
+            | "ten.div"
+            | "ten.max"
+            | "ten.min"
+            | "ten.pow"
+            | "ten.atan2"
+            | "ten.rem"
+            | "ten.and"
+            | "ten.or"
+            | "ten.xor"
+            | "ten.abs"
+            | "ten.neg"
+            | "ten.exp"
+            | "ten.log"
+            | "ten.log1p"
+            | "ten.sqrt"
+            | "ten.rsqrt"
+            | "ten.tanh"
+            | "ten.sigmoid"
+            | "ten.erf"
+            | "ten.sin"
+            | "ten.cos"
+            | "ten.tan"
+            | "ten.floor"
+            | "ten.ceil"
+            | "ten.round"
+            | "ten.trunc"
+            | "ten.sign"
+            | "ten.not"
+            | "ten.compare"
+            | "ten.select"
+            | "ten.convert"
     )
 }
 
@@ -151,9 +181,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
     // 2. loop groups, greedily in program order. A layout op of outside values read by one op
     //    (a weight's broadcast or transpose) joins its reader's group instead of starting one.
     let pullable = |m: &Module, o: OpId| -> bool {
-        is_layout(&m.op(o).name)
-            && users(o).len() == 1
-            && m.op(o).operands.iter().all(|&v| producer(m, v).is_none_or(|p| is_free(&m.op(p).name)))
+        is_layout(&m.op(o).name) && users(o).len() == 1 && m.op(o).operands.iter().all(|&v| producer(m, v).is_none_or(|p| is_free(&m.op(p).name)))
     };
     for &o in &ops {
         let name = m.op(o).name.clone();
@@ -242,13 +270,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
 }
 
 /// A broadcast of a value defined before `first`, used once: pulled into the group.
-fn single_use_broadcast_of_input(
-    m: &Module,
-    p: OpId,
-    first: usize,
-    pos: &HashMap<OpId, usize>,
-    users: &dyn Fn(OpId) -> Vec<OpId>,
-) -> bool {
+fn single_use_broadcast_of_input(m: &Module, p: OpId, first: usize, pos: &HashMap<OpId, usize>, users: &dyn Fn(OpId) -> Vec<OpId>) -> bool {
     m.op(p).name == "ten.broadcast"
         && users(p).len() == 1
         && m.op(p).operands.iter().all(|&v| match m.value(v).def {
@@ -260,7 +282,14 @@ fn single_use_broadcast_of_input(
 /// Moves `members` (in program order) into a new `ember.fusion_group` region. Values used after
 /// the group become its results; values read from outside become block arguments; constants
 /// and iotas read from outside are copied in.
-fn build_group(m: &mut Module, kind: &str, members: &[OpId], attrs: &Attrs, remap: &mut HashMap<Value, Value>, value_users: &HashMap<Value, Vec<OpId>>) -> OpId {
+fn build_group(
+    m: &mut Module,
+    kind: &str,
+    members: &[OpId],
+    attrs: &Attrs,
+    remap: &mut HashMap<Value, Value>,
+    value_users: &HashMap<Value, Vec<OpId>>,
+) -> OpId {
     let inside: std::collections::HashSet<OpId> = members.iter().copied().collect();
     let mut inputs: Vec<Value> = Vec::new();
     let mut copies: Vec<OpId> = Vec::new();
@@ -329,10 +358,15 @@ fn build_group(m: &mut Module, kind: &str, members: &[OpId], attrs: &Attrs, rema
     }
     let mut locs = Vec::new();
     for &o in members {
-        let operands: Vec<Value> = m.op(o).operands.iter().map(|v| {
-            let v = *remap.get(v).unwrap_or(v);
-            *local.get(&v).unwrap_or(&v)
-        }).collect();
+        let operands: Vec<Value> = m
+            .op(o)
+            .operands
+            .iter()
+            .map(|v| {
+                let v = *remap.get(v).unwrap_or(v);
+                *local.get(&v).unwrap_or(&v)
+            })
+            .collect();
         if m.op(o).name == "ember.fusion_group" {
             // A composite absorbed into a gemm epilogue: inline its body.
             let region = m.op(o).regions[0];

@@ -232,8 +232,8 @@ pub fn math(cx: &mut Cx, name: &str) -> Lowered {
             let one = cx.splat_like(1.0, x)?;
             cx.emit("ten.div", vec![one, x], vec![])?
         }
-        "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan" | "floor" | "ceil"
-        | "round" | "trunc" | "sign" | "sigmoid" => cx.unary(&format!("ten.{name}"), x)?,
+        "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan" | "floor" | "ceil" | "round" | "trunc" | "sign"
+        | "sigmoid" => cx.unary(&format!("ten.{name}"), x)?,
         "expm1" => expm1(cx, x)?,
         "log2" | "log10" => {
             let l = cx.unary("ten.log", x)?;

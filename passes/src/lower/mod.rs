@@ -63,26 +63,27 @@ fn lower(cx: &mut Cx) -> build::Lowered {
     let name = cx.name().strip_prefix("torch.aten.").unwrap_or("").to_string();
     match name.as_str() {
         // Arithmetic with broadcasting, promotion, wrapped scalars and `alpha`.
-        "add.Tensor" | "add.Scalar" | "sub.Tensor" | "sub.Scalar" | "mul.Tensor" | "mul.Scalar" | "div.Tensor" | "div.Scalar"
-        | "maximum" | "minimum" | "pow.Tensor_Tensor" | "pow.Scalar" | "fmod.Tensor" | "fmod.Scalar" | "bitwise_and.Tensor"
-        | "atan2" | "bitwise_and.Scalar" | "bitwise_or.Tensor" | "bitwise_or.Scalar" | "bitwise_xor.Tensor" | "bitwise_xor.Scalar" => ew::arith(cx, &name),
+        "add.Tensor" | "add.Scalar" | "sub.Tensor" | "sub.Scalar" | "mul.Tensor" | "mul.Scalar" | "div.Tensor" | "div.Scalar" | "maximum" | "minimum"
+        | "pow.Tensor_Tensor" | "pow.Scalar" | "fmod.Tensor" | "fmod.Scalar" | "bitwise_and.Tensor" | "atan2" | "bitwise_and.Scalar" | "bitwise_or.Tensor"
+        | "bitwise_or.Scalar" | "bitwise_xor.Tensor" | "bitwise_xor.Scalar" => ew::arith(cx, &name),
         "div.Tensor_mode" | "div.Scalar_mode" => ew::div_mode(cx),
         "remainder.Tensor" | "remainder.Scalar" => ew::remainder(cx),
         "pow.Tensor_Scalar" => ew::pow_scalar(cx),
-        "eq.Tensor" | "eq.Scalar" | "ne.Tensor" | "ne.Scalar" | "lt.Tensor" | "lt.Scalar" | "le.Tensor" | "le.Scalar" | "gt.Tensor"
-        | "gt.Scalar" | "ge.Tensor" | "ge.Scalar" => ew::compare(cx, &name),
+        "eq.Tensor" | "eq.Scalar" | "ne.Tensor" | "ne.Scalar" | "lt.Tensor" | "lt.Scalar" | "le.Tensor" | "le.Scalar" | "gt.Tensor" | "gt.Scalar"
+        | "ge.Tensor" | "ge.Scalar" => ew::compare(cx, &name),
         "logical_and" | "logical_or" | "logical_xor" | "logical_not" => ew::logical(cx, &name),
         "bitwise_not" => ew::unary(cx, "ten.not"),
-        "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan" | "floor" | "ceil"
-        | "round" | "trunc" | "sign" | "sigmoid" | "reciprocal" | "isnan" | "isinf" | "expm1" | "log2" | "log10" | "sinh" | "cosh"
-        | "asinh" | "acosh" | "atanh" | "asin" | "acos" | "atan" => ew::math(cx, &name),
+        "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan" | "floor" | "ceil" | "round" | "trunc" | "sign"
+        | "sigmoid" | "reciprocal" | "isnan" | "isinf" | "expm1" | "log2" | "log10" | "sinh" | "cosh" | "asinh" | "acosh" | "atanh" | "asin" | "acos"
+        | "atan" => ew::math(cx, &name),
         "relu" | "leaky_relu" | "hardtanh" | "clamp" | "clamp.Tensor" | "gelu" | "silu" | "elu" => ew::activation(cx, &name),
         "where.self" => ew::where_self(cx),
         "fmax" | "fmin" | "copysign.Tensor" => ew::binary_special(cx, &name),
         "round.decimals" => ew::round_decimals(cx),
         // Reductions and normalizations.
-        "sum" | "sum.dim_IntList" | "prod" | "prod.dim_int" | "amax" | "amin" | "any" | "any.dim" | "any.dims" | "mean"
-        | "mean.dim" => reduce::reduction(cx, &name),
+        "sum" | "sum.dim_IntList" | "prod" | "prod.dim_int" | "amax" | "amin" | "any" | "any.dim" | "any.dims" | "mean" | "mean.dim" => {
+            reduce::reduction(cx, &name)
+        }
         "var.correction" | "var.dim" | "var_mean.correction" => reduce::variance(cx, &name),
         "_softmax" | "_log_softmax" => reduce::softmax(cx, name == "_log_softmax"),
         "native_layer_norm" => reduce::layer_norm(cx),
@@ -109,8 +110,9 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "mm" | "bmm" | "addmm" => matmul::matmul(cx, &name),
         "addbmm" => matmul::addbmm(cx),
         // Layout: reshapes, transposes, broadcasts, slices, concatenation, gathers.
-        "view" | "view_copy" | "_unsafe_view" | "reshape" | "unsqueeze" | "unsqueeze_copy" | "squeeze.dim" | "squeeze.dims"
-        | "squeeze_copy.dims" => shape::reshape(cx),
+        "view" | "view_copy" | "_unsafe_view" | "reshape" | "unsqueeze" | "unsqueeze_copy" | "squeeze.dim" | "squeeze.dims" | "squeeze_copy.dims" => {
+            shape::reshape(cx)
+        }
         "permute" | "permute_copy" | "transpose.int" => shape::transpose(cx, &name),
         "expand" | "expand_copy" => shape::expand(cx),
         "slice.Tensor" | "slice_copy.Tensor" | "select.int" | "select_copy.int" => shape::slice(cx, &name),
@@ -128,8 +130,17 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "index_put" => scatter::index_put(cx),
         "slice_scatter" | "select_scatter" | "diagonal_scatter" => scatter::view_scatter(cx, &name),
         // Constants, conversions, identities.
-        "full" | "full_like" | "scalar_tensor" | "zeros" | "zeros_like" | "ones" | "ones_like" | "fill.Scalar"
-        | "empty.memory_format" | "empty_strided" | "empty_permuted" => create::fill(cx, &name),
+        "full"
+        | "full_like"
+        | "scalar_tensor"
+        | "zeros"
+        | "zeros_like"
+        | "ones"
+        | "ones_like"
+        | "fill.Scalar"
+        | "empty.memory_format"
+        | "empty_strided"
+        | "empty_permuted" => create::fill(cx, &name),
         "arange" | "arange.start" | "arange.start_step" => create::arange(cx),
         "_to_copy" | "copy" => create::to_copy(cx, &name),
         "clone" | "alias" | "alias_copy" | "detach" | "lift_fresh_copy" => create::identity(cx),

@@ -427,7 +427,11 @@ fn p_norm(cx: &mut Cx, d: Value, p: f64, dims: &[usize], dtype: ember_ir::DType)
     }
     let powd = if p == 1.0 { ad } else { cx.binary_scalar("ten.pow", ad, p)? };
     let s = cx.reduce(powd, "sum", dims)?;
-    if p == 1.0 { Ok(s) } else { cx.binary_scalar("ten.pow", s, 1.0 / p) }
+    if p == 1.0 {
+        Ok(s)
+    } else {
+        cx.binary_scalar("ten.pow", s, 1.0 / p)
+    }
 }
 
 /// dist: the p-norm of self - other over every element (broadcast), a 0-d result.

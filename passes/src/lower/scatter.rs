@@ -143,7 +143,8 @@ pub fn index_put(cx: &mut Cx) -> Lowered {
     let mut lin = if stride(ix.last) != 1 { cx.binary_scalar("ten.mul", merged, stride(ix.last) as f64)? } else { merged };
     let other: Vec<(usize, usize)> = (0..ix.first).map(|j| (j, j)).chain((ix.last + 1..xt.rank()).map(|j| (j, j - ix.last - 1 + ix.first + k))).collect();
     for (xdim, rdim) in other {
-        let io = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(rshape.clone())), ("dim", Attr::Int(rdim as i64)), ("dtype", Attr::DType(DType::I64))])?;
+        let io =
+            cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(rshape.clone())), ("dim", Attr::Int(rdim as i64)), ("dtype", Attr::DType(DType::I64))])?;
         let term = if stride(xdim) != 1 { cx.binary_scalar("ten.mul", io, stride(xdim) as f64)? } else { io };
         lin = cx.emit("ten.add", vec![lin, term], vec![])?;
     }
@@ -201,7 +202,11 @@ pub fn view_scatter(cx: &mut Cx, name: &str) -> Lowered {
             coords.push(if k == d1 || k == d2 {
                 let l = iota(cx, &st.dims, diag)?;
                 let shift = if k == d1 { (-offset).max(0) } else { offset.max(0) };
-                if shift != 0 { cx.binary_scalar("ten.add", l, shift as f64)? } else { l }
+                if shift != 0 {
+                    cx.binary_scalar("ten.add", l, shift as f64)?
+                } else {
+                    l
+                }
             } else {
                 others.next().ok_or_else(|| cx.err("src has the wrong rank"))?
             });
@@ -229,7 +234,11 @@ pub fn view_scatter(cx: &mut Cx, name: &str) -> Lowered {
                 io
             } else {
                 let v = if step != 1 { cx.binary_scalar("ten.mul", io, step as f64)? } else { io };
-                if start != 0 { cx.binary_scalar("ten.add", v, start as f64)? } else { v }
+                if start != 0 {
+                    cx.binary_scalar("ten.add", v, start as f64)?
+                } else {
+                    v
+                }
             });
         }
         (src, coords)

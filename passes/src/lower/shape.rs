@@ -247,7 +247,13 @@ pub(super) fn adjacent_index(cx: &mut Cx, xt: &TensorType) -> Result<Option<Adja
         });
         stride *= n;
     }
-    Ok(Some(AdjacentIndex { first: present[0].0, last: present[present.len() - 1].0, count: stride, shape: bshape, linear: linear.expect("at least one index") }))
+    Ok(Some(AdjacentIndex {
+        first: present[0].0,
+        last: present[present.len() - 1].0,
+        count: stride,
+        shape: bshape,
+        linear: linear.expect("at least one index"),
+    }))
 }
 
 /// An i64 index into a dim of size `n` with negative entries counted from the end.
@@ -343,7 +349,13 @@ pub fn diagonal(cx: &mut Cx) -> Lowered {
     };
     let flat = cx.reshape(tx, &merged)?;
     // An empty diagonal starts at 0 so the slice stays in bounds.
-    let start = if len == c(0) { 0 } else if offset >= 0 { offset } else { -offset * b };
+    let start = if len == c(0) {
+        0
+    } else if offset >= 0 {
+        offset
+    } else {
+        -offset * b
+    };
     let mut starts = vec![c(0); rank - 1];
     starts[rank - 2] = c(start);
     let mut steps = vec![1; rank - 1];
@@ -363,7 +375,9 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
     if cx.m.defining_op(x).is_some() || !xt.is_static() || !t.is_static() {
         return Ok(None);
     }
-    let Some(strides) = cx.attr("stride").and_then(|a| a.as_dims()).and_then(|v| v.iter().map(SymExpr::as_const).collect::<Option<Vec<i64>>>()) else { return Ok(None) };
+    let Some(strides) = cx.attr("stride").and_then(|a| a.as_dims()).and_then(|v| v.iter().map(SymExpr::as_const).collect::<Option<Vec<i64>>>()) else {
+        return Ok(None);
+    };
     let offset = match cx.attr("storage_offset").map(|a| a.as_sym().and_then(|s| s.as_const())) {
         Some(Some(o)) => o,
         Some(None) => return Ok(None),

@@ -94,7 +94,8 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
     let mut stride = int_list(cx, "stride", sp, Some(&vec![1; sp]))?;
     let padding = int_list(cx, "padding", sp, Some(&vec![0; sp]))?;
     let dilation = int_list(cx, "dilation", sp, Some(&vec![1; sp]))?;
-    let kernel: Vec<i64> = wt.dims[2..].iter().map(|d| d.as_const().ok_or_else(|| cx.err("convolution kernel sizes must be static"))).collect::<Result<_, _>>()?;
+    let kernel: Vec<i64> =
+        wt.dims[2..].iter().map(|d| d.as_const().ok_or_else(|| cx.err("convolution kernel sizes must be static"))).collect::<Result<_, _>>()?;
     let x = cx.convert(x, t.dtype)?;
     let mut w = cx.convert(w, t.dtype)?;
     let mut low = vec![c(0), c(0)];
@@ -164,7 +165,11 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
     let y = if groups == 1 {
         let cols = cx.reshape(cols, &[SymExpr::mul(cin, prod(&wt.dims[2..])), np])?;
         let wm = cx.reshape(w, &[cout.clone(), kk])?;
-        let y = cx.emit("ten.dot_general", vec![wm, cols], vec![("lhs_batch", ints(&[])), ("rhs_batch", ints(&[])), ("lhs_contract", ints(&[1])), ("rhs_contract", ints(&[0]))])?;
+        let y = cx.emit(
+            "ten.dot_general",
+            vec![wm, cols],
+            vec![("lhs_batch", ints(&[])), ("rhs_batch", ints(&[])), ("lhs_contract", ints(&[1])), ("rhs_contract", ints(&[0]))],
+        )?;
         // [CO, N*P] -> [N, CO, O..]
         if n == c(1) {
             cx.reshape(y, &t.dims)?
@@ -181,7 +186,11 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
         let cog = SymExpr::floordiv(cout.clone(), g.clone());
         let cols = cx.reshape(cols, &[g.clone(), kk.clone(), np])?;
         let wm = cx.reshape(w, &[g.clone(), cog.clone(), kk])?;
-        let y = cx.emit("ten.dot_general", vec![wm, cols], vec![("lhs_batch", ints(&[0])), ("rhs_batch", ints(&[0])), ("lhs_contract", ints(&[2])), ("rhs_contract", ints(&[1]))])?;
+        let y = cx.emit(
+            "ten.dot_general",
+            vec![wm, cols],
+            vec![("lhs_batch", ints(&[0])), ("rhs_batch", ints(&[0])), ("lhs_contract", ints(&[2])), ("rhs_contract", ints(&[1]))],
+        )?;
         // [G, COg, N*P] -> [N, G, COg, O..] -> [N, CO, O..]
         let mut shape = vec![g, cog, n];
         shape.extend(out_sp.iter().cloned());
@@ -211,7 +220,13 @@ struct Pool {
 
 fn pool_geometry(cx: &Cx, x: Value, out: &[SymExpr], with_dilation: bool) -> Result<Pool, String> {
     let xt = cx.tt(x);
-    let sp = if cx.name().contains("3d") { 3 } else if cx.name().contains("1d") { 1 } else { 2 };
+    let sp = if cx.name().contains("3d") {
+        3
+    } else if cx.name().contains("1d") {
+        1
+    } else {
+        2
+    };
     if xt.rank() < sp || out.len() != xt.rank() {
         return Err(cx.err(&format!("pooling needs at least {sp} dims")));
     }
@@ -268,7 +283,11 @@ pub fn max_pool(cx: &mut Cx) -> Lowered {
         let inner: i64 = g.kernel[i + 1..].iter().product();
         let digit = scale(cx, "ten.div", k, inner, 1)?;
         let digit = if i == 0 { digit } else { cx.binary_scalar("ten.rem", digit, g.kernel[i] as f64)? };
-        let o = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(ti.dims.clone())), ("dim", Attr::Int((g.lead + i) as i64)), ("dtype", Attr::DType(DType::I64))])?;
+        let o = cx.emit(
+            "ten.iota",
+            vec![],
+            vec![("shape", Attr::dims(ti.dims.clone())), ("dim", Attr::Int((g.lead + i) as i64)), ("dtype", Attr::DType(DType::I64))],
+        )?;
         let low = g.low[g.lead + i].as_const().ok_or_else(|| cx.err("max pooling indices need static padding"))?;
         let pos = scale(cx, "ten.mul", o, g.stride[i], 1)?;
         let pos = scale(cx, "ten.sub", pos, low, 0)?;
@@ -459,7 +478,9 @@ pub fn upsample_bilinear(cx: &mut Cx) -> Lowered {
     if xt.rank() != 4 || !t.dtype.is_float() {
         return Ok(None);
     }
-    let (Some(ins), Some(outs)) = (xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(), t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>()) else {
+    let (Some(ins), Some(outs)) =
+        (xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(), t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>())
+    else {
         return Ok(None);
     };
     let align = cx.bool_or("align_corners", false);
@@ -474,7 +495,11 @@ pub fn upsample_bilinear(cx: &mut Cx) -> Lowered {
         let factor = factors.as_ref().and_then(|f| f.get(dim - 2).copied()).filter(|&s| s > 0.0);
         // torch's area_pixel_compute_scale, in f32 like its kernel's opmath.
         let scale = if align {
-            if n_out > 1 { (n_in - 1) as f32 / (n_out - 1) as f32 } else { 0.0 }
+            if n_out > 1 {
+                (n_in - 1) as f32 / (n_out - 1) as f32
+            } else {
+                0.0
+            }
         } else {
             match factor {
                 Some(s) => (1.0 / s) as f32,
@@ -524,7 +549,9 @@ pub fn upsample_nearest(cx: &mut Cx) -> Lowered {
     if xt.rank() != 4 {
         return Ok(None);
     }
-    let (Some(ins), Some(outs)) = (xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(), t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>()) else {
+    let (Some(ins), Some(outs)) =
+        (xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(), t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>())
+    else {
         return Ok(None);
     };
     let factors: Option<Vec<f64>> = match cx.attr("scale_factors") {
@@ -582,7 +609,11 @@ pub fn grid_sampler(cx: &mut Cx) -> Lowered {
     let pshape = [c(n), c(ho), c(wo)];
     // Pixel coordinate along grid component `k` (0 = x over W, 1 = y over H).
     let coord = |cx: &mut Cx, k: i64, size: i64| -> Result<Value, String> {
-        let g = cx.emit("ten.slice", vec![grid], vec![("start", Attr::Ints(vec![0, 0, 0, k])), ("shape", Attr::Ints(vec![n, ho, wo, 1])), ("step", Attr::Ints(vec![1; 4]))])?;
+        let g = cx.emit(
+            "ten.slice",
+            vec![grid],
+            vec![("start", Attr::Ints(vec![0, 0, 0, k])), ("shape", Attr::Ints(vec![n, ho, wo, 1])), ("step", Attr::Ints(vec![1; 4]))],
+        )?;
         let g = cx.reshape(g, &pshape)?;
         let g1 = cx.binary_scalar("ten.add", g, 1.0)?;
         let mut p = if align {

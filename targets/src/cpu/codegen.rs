@@ -119,9 +119,7 @@ fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &Has
     }
     let pre = if std::env::var_os("EMBER_DUMP_LLVM").is_some() { module.print_to_string().to_string() } else { String::new() };
     module.verify().map_err(|e| format!("generated LLVM IR does not verify: {e}"))?;
-    module
-        .run_passes("default<O3>", &tm, inkwell::passes::PassBuilderOptions::create())
-        .map_err(|e| format!("LLVM optimization failed: {e}"))?;
+    module.run_passes("default<O3>", &tm, inkwell::passes::PassBuilderOptions::create()).map_err(|e| format!("LLVM optimization failed: {e}"))?;
     let llvm_ir = module.print_to_string().to_string();
     let asm = if std::env::var_os("EMBER_DUMP_ASM").is_some() {
         let a = tm.write_to_memory_buffer(&module, FileType::Assembly).map_err(le)?;
@@ -170,7 +168,14 @@ struct Kernel<'a, 'ctx> {
 }
 
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
-    fn new(ctx: &'ctx Context, module: &'a inkwell::module::Module<'ctx>, name: &str, m: &'a Module, plan: &'a Plan, sym_index: &'a HashMap<String, usize>) -> Self {
+    fn new(
+        ctx: &'ctx Context,
+        module: &'a inkwell::module::Module<'ctx>,
+        name: &str,
+        m: &'a Module,
+        plan: &'a Plan,
+        sym_index: &'a HashMap<String, usize>,
+    ) -> Self {
         let ptr = ctx.ptr_type(AddressSpace::default());
         let i64t = ctx.i64_type();
         let fty = ctx.void_type().fn_type(&[ptr.into(), ptr.into(), i64t.into(), i64t.into()], false);
@@ -190,7 +195,26 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("noalias");
             f.add_attribute(inkwell::attributes::AttributeLoc::Param(i), ctx.create_enum_attribute(kind, 0));
         }
-        Kernel { ctx, b, module, f, m, plan, sym_index, bufs, syms, cache: HashMap::new(), root: None, buf_ptrs: Vec::new(), sym_vals: HashMap::new(), scratch: HashMap::new(), interleave: 1, interleave_next: 1, rolled_inner: false, rolled_next: false }
+        Kernel {
+            ctx,
+            b,
+            module,
+            f,
+            m,
+            plan,
+            sym_index,
+            bufs,
+            syms,
+            cache: HashMap::new(),
+            root: None,
+            buf_ptrs: Vec::new(),
+            sym_vals: HashMap::new(),
+            scratch: HashMap::new(),
+            interleave: 1,
+            interleave_next: 1,
+            rolled_inner: false,
+            rolled_next: false,
+        }
     }
 
     /// A stack slot in the entry block (so LLVM promotes it to registers even when the code that
@@ -464,7 +488,13 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     }
 
     /// Loops over `dims` (the first from `start` to `end` when `outer` is given).
-    fn nest(&mut self, dims: &[SymExpr], outer: Option<(IntValue<'ctx>, IntValue<'ctx>)>, idx: &mut Vec<IntValue<'ctx>>, body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]) -> R<()>) -> R<()> {
+    fn nest(
+        &mut self,
+        dims: &[SymExpr],
+        outer: Option<(IntValue<'ctx>, IntValue<'ctx>)>,
+        idx: &mut Vec<IntValue<'ctx>>,
+        body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]) -> R<()>,
+    ) -> R<()> {
         if idx.len() == dims.len() {
             self.cache.clear();
             let r = body(self, idx);
@@ -853,10 +883,18 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             ("prod", BasicTypeEnum::IntType(t)) => t.const_int(1, false).into(),
             ("and", BasicTypeEnum::IntType(t)) => t.const_all_ones().into(),
             ("max", BasicTypeEnum::IntType(t)) => {
-                if dt == DType::Bool || dt.mlir_name().starts_with("ui") { t.const_zero().into() } else { t.const_int(1u64 << (t.get_bit_width() - 1), false).into() }
+                if dt == DType::Bool || dt.mlir_name().starts_with("ui") {
+                    t.const_zero().into()
+                } else {
+                    t.const_int(1u64 << (t.get_bit_width() - 1), false).into()
+                }
             }
             ("min", BasicTypeEnum::IntType(t)) => {
-                if dt == DType::Bool || dt.mlir_name().starts_with("ui") { t.const_all_ones().into() } else { t.const_int((1u64 << (t.get_bit_width() - 1)) - 1, false).into() }
+                if dt == DType::Bool || dt.mlir_name().starts_with("ui") {
+                    t.const_all_ones().into()
+                } else {
+                    t.const_int((1u64 << (t.get_bit_width() - 1)) - 1, false).into()
+                }
             }
             _ => return Err(format!("reduce kind `{kind}` is not supported for {}", dt.torch_name())),
         })
@@ -899,7 +937,10 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     fn libm2(&self, name: &str, x: FloatValue<'ctx>, y: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
         let ft = x.get_type();
         let sym = if ft == self.ctx.f32_type() { format!("{name}f") } else { name.to_string() };
-        let f = self.module.get_function(&sym).unwrap_or_else(|| self.module.add_function(&sym, ft.fn_type(&[ft.into(), ft.into()], false), Some(Linkage::External)));
+        let f = self
+            .module
+            .get_function(&sym)
+            .unwrap_or_else(|| self.module.add_function(&sym, ft.fn_type(&[ft.into(), ft.into()], false), Some(Linkage::External)));
         Ok(self.b.build_call(f, &[x.into(), y.into()], "").map_err(le)?.try_as_basic_value().basic().ok_or("libm returned void")?)
     }
 
@@ -923,7 +964,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let zero = b.build_float_compare(FloatPredicate::OEQ, mx, self.fconst(0.0), "").map_err(le)?;
         let t = sel(zero, self.fconst(0.0), t)?;
         let big = b.build_float_compare(FloatPredicate::OGT, t, self.fconst(0.414_213_562_373_095_03), "").map_err(le)?;
-        let zb = b.build_float_div(b.build_float_sub(t, self.fconst(1.0), "").map_err(le)?, b.build_float_add(t, self.fconst(1.0), "").map_err(le)?, "").map_err(le)?;
+        let zb = b
+            .build_float_div(b.build_float_sub(t, self.fconst(1.0), "").map_err(le)?, b.build_float_add(t, self.fconst(1.0), "").map_err(le)?, "")
+            .map_err(le)?;
         let z = sel(big, zb, t)?;
         let z2 = b.build_float_mul(z, z, "").map_err(le)?;
         let p = self.horner(z2, &[-3.333_294_915_39e-1, 1.997_771_064_78e-1, -1.387_768_560_32e-1, 8.053_744_495_38e-2])?;
@@ -1081,7 +1124,13 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let small = self.fma(b.build_float_mul(p, z, "").map_err(le)?, x, x)?;
         let two_ax = b.build_float_mul(self.fmin_max(ax, 0.0, 20.0)?, self.fconst(2.0), "").map_err(le)?;
         let e2 = self.exp_f32(two_ax)?;
-        let big = b.build_float_sub(self.fconst(1.0), b.build_float_div(self.fconst(2.0), b.build_float_add(e2, self.fconst(1.0), "").map_err(le)?, "").map_err(le)?, "").map_err(le)?;
+        let big = b
+            .build_float_sub(
+                self.fconst(1.0),
+                b.build_float_div(self.fconst(2.0), b.build_float_add(e2, self.fconst(1.0), "").map_err(le)?, "").map_err(le)?,
+                "",
+            )
+            .map_err(le)?;
         self.odd_blend(x, ax, small, big, 0.625)
     }
 
@@ -1095,7 +1144,13 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let k = std::f64::consts::FRAC_2_SQRT_PI;
         let series = self.horner(z, &[k, -k / 3.0, k / 10.0, -k / 42.0, k / 216.0, -k / 1320.0])?;
         let small = b.build_float_mul(series, x, "").map_err(le)?;
-        let t = b.build_float_div(self.fconst(1.0), b.build_float_add(self.fconst(1.0), b.build_float_mul(ax, self.fconst(0.327_591_1), "").map_err(le)?, "").map_err(le)?, "").map_err(le)?;
+        let t = b
+            .build_float_div(
+                self.fconst(1.0),
+                b.build_float_add(self.fconst(1.0), b.build_float_mul(ax, self.fconst(0.327_591_1), "").map_err(le)?, "").map_err(le)?,
+                "",
+            )
+            .map_err(le)?;
         let poly = self.horner(t, &[0.0, 0.254_829_592, -0.284_496_736, 1.421_413_741, -1.453_152_027, 1.061_405_429])?;
         let nz = b.build_float_neg(b.build_float_mul(ax, ax, "").map_err(le)?, "").map_err(le)?;
         let big = b.build_float_sub(self.fconst(1.0), b.build_float_mul(poly, self.exp_f32(nz)?, "").map_err(le)?, "").map_err(le)?;
@@ -1179,7 +1234,11 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                     Attr::Float(f) => *f as i64,
                     a => a.as_int().ok_or("constant value must be a number")?,
                 };
-                if dt == DType::Bool { t.const_int((v != 0) as u64, false).into() } else { t.const_int(v as u64, true).into() }
+                if dt == DType::Bool {
+                    t.const_int((v != 0) as u64, false).into()
+                } else {
+                    t.const_int(v as u64, true).into()
+                }
             }
             _ => return Err("unsupported constant type".into()),
         })
@@ -1254,7 +1313,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let ints = |k: &str| -> Vec<i64> { attrs.get(k).and_then(|a| a.as_ints()).map(|v| v.to_vec()).unwrap_or_default() };
         let b = &self.b;
         match name.as_str() {
-            "abs" | "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "sin" | "cos" | "tan" | "tanh" | "erf" | "log1p" | "sigmoid" | "floor" | "ceil" | "trunc" | "round" | "sign" | "not" => {
+            "abs" | "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "sin" | "cos" | "tan" | "tanh" | "erf" | "log1p" | "sigmoid" | "floor" | "ceil" | "trunc"
+            | "round" | "sign" | "not" => {
                 let x = self.emit(ops[0], idx)?;
                 self.unary(&name, dt, x)
             }

@@ -70,7 +70,12 @@ pub enum Step {
     Gemm(GemmStep),
     /// Stable argsort of the dense buffer `src` along `dim` (NaN after every number, before them
     /// when `descending`, as torch orders), int64 positions into `out` (run by the runtime).
-    Sort { out: usize, src: usize, dim: usize, descending: bool },
+    Sort {
+        out: usize,
+        src: usize,
+        dim: usize,
+        descending: bool,
+    },
 }
 
 pub struct Plan {
@@ -120,7 +125,6 @@ pub fn dtype_name(d: DType) -> String {
     d.mlir_name().to_string()
 }
 
-
 /// `boundaries`: values the optimizer's kernel partition wants in memory (group results).
 pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError> {
     let entry = m.entry(f);
@@ -129,10 +133,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
     for &op in &ops {
         let name = &m.op(op).name;
         if !name.starts_with("ten.") {
-            return Err(PlanError(format!(
-                "op `{name}`{} has no CPU lowering yet (it is not in the ten dialect after torch-to-ten)",
-                loc_of(m, op)
-            )));
+            return Err(PlanError(format!("op `{name}`{} has no CPU lowering yet (it is not in the ten dialect after torch-to-ten)", loc_of(m, op))));
         }
     }
     let mut uses: HashMap<Value, usize> = HashMap::new();
@@ -211,7 +212,12 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         }
         // Reading memory twice costs more than a few flops per element: cheap values are
         // recomputed by each kernel that reads them instead of being written and read back.
-        if !materialize.contains(&r) && uses.get(&r).copied().unwrap_or(0) > 1 && !is_remap(&d.name) && readers.len() > 1 && inline_cost(m, r, &materialize, &mut cost) > RECOMPUTE_LIMIT {
+        if !materialize.contains(&r)
+            && uses.get(&r).copied().unwrap_or(0) > 1
+            && !is_remap(&d.name)
+            && readers.len() > 1
+            && inline_cost(m, r, &materialize, &mut cost) > RECOMPUTE_LIMIT
+        {
             want(r, &mut materialize);
         }
         roots.insert(r, if materialize.contains(&r) { vec![r] } else { readers });
@@ -369,7 +375,8 @@ fn share_row_values(m: &Module, k: &mut KernelDef, buf_of: &HashMap<Value, usize
             ident &= pointwise;
         }
         let t = m.ty(v).tensor();
-        let row: Option<i64> = t.filter(|t| t.rank() >= k.outer && t.dims[..k.outer] == prefix[..]).and_then(|t| t.dims[k.outer..].iter().map(|d| d.as_const()).product());
+        let row: Option<i64> =
+            t.filter(|t| t.rank() >= k.outer && t.dims[..k.outer] == prefix[..]).and_then(|t| t.dims[k.outer..].iter().map(|d| d.as_const()).product());
         let expensive = || row_cost(m, v, &|x| buf_of.contains_key(&x) || shared.contains(&x)) >= SHARE_MIN_COST;
         let op = m.defining_op(v).unwrap();
         if ps.len() >= 2 && ident && !is_remap(&m.op(op).name) && row.is_some_and(|n| n >= 1 && n <= SCRATCH_LIMIT) && expensive() {
@@ -437,10 +444,40 @@ const SHARE_MIN_COST: u32 = 2;
 pub fn is_pointwise(name: &str) -> bool {
     matches!(
         name,
-        "ten.abs" | "ten.neg" | "ten.exp" | "ten.log" | "ten.sqrt" | "ten.rsqrt" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.tanh"
-            | "ten.erf" | "ten.log1p" | "ten.sigmoid" | "ten.floor" | "ten.ceil" | "ten.trunc" | "ten.round" | "ten.sign" | "ten.not"
-            | "ten.add" | "ten.sub" | "ten.mul" | "ten.div" | "ten.rem" | "ten.max" | "ten.min" | "ten.pow" | "ten.atan2" | "ten.and" | "ten.or"
-            | "ten.xor" | "ten.compare" | "ten.select" | "ten.convert"
+        "ten.abs"
+            | "ten.neg"
+            | "ten.exp"
+            | "ten.log"
+            | "ten.sqrt"
+            | "ten.rsqrt"
+            | "ten.sin"
+            | "ten.cos"
+            | "ten.tan"
+            | "ten.tanh"
+            | "ten.erf"
+            | "ten.log1p"
+            | "ten.sigmoid"
+            | "ten.floor"
+            | "ten.ceil"
+            | "ten.trunc"
+            | "ten.round"
+            | "ten.sign"
+            | "ten.not"
+            | "ten.add"
+            | "ten.sub"
+            | "ten.mul"
+            | "ten.div"
+            | "ten.rem"
+            | "ten.max"
+            | "ten.min"
+            | "ten.pow"
+            | "ten.atan2"
+            | "ten.and"
+            | "ten.or"
+            | "ten.xor"
+            | "ten.compare"
+            | "ten.select"
+            | "ten.convert"
     )
 }
 

@@ -220,7 +220,17 @@ impl Program {
                 Step::Kernel { .. } | Step::Sort { .. } => Ok(None),
             })
             .collect::<Result<_, String>>()?;
-        Ok(Program { manifest, _lib: lib, kernels, weights, dims, gemm_exprs, dtypes, arena: std::sync::Mutex::new(None), pack: std::sync::Mutex::new(Vec::new()) })
+        Ok(Program {
+            manifest,
+            _lib: lib,
+            kernels,
+            weights,
+            dims,
+            gemm_exprs,
+            dtypes,
+            arena: std::sync::Mutex::new(None),
+            pack: std::sync::Mutex::new(Vec::new()),
+        })
     }
 
     /// Binds symbols from input shapes and checks every input against its declared type.
@@ -303,7 +313,9 @@ impl Program {
         let env = self.bind(inputs)?;
         let man = &self.manifest;
         let sym_vals: Vec<i64> = man.symbols.iter().map(|s| env[&s.name]).collect();
-        let eval = |e: &SymExpr| -> Result<i64, String> { e.eval(&|s| env.get(s).copied()).ok_or_else(|| format!("cannot evaluate `{e}` (it overflows 64 bits or divides by zero)")) };
+        let eval = |e: &SymExpr| -> Result<i64, String> {
+            e.eval(&|s| env.get(s).copied()).ok_or_else(|| format!("cannot evaluate `{e}` (it overflows 64 bits or divides by zero)"))
+        };
         let shapes: Vec<Vec<i64>> = self.dims.iter().map(|d| d.iter().map(&eval).collect::<Result<_, _>>()).collect::<Result<_, _>>()?;
         // Every size below is this buffer's byte count: checked once here, since input sizes
         // and unbounded symbols can make any product overflow.
@@ -513,8 +525,48 @@ impl Program {
             unsafe {
                 let (dst, lhs, rhs) = ((out as *mut u8).add(oo * es), (lhs as *const u8).offset(lo * es as isize), (rhs as *const u8).offset(ro * es as isize));
                 match dt {
-                    DType::F32 => gemm::gemm(m, n, k, dst as *mut f32, 1, n as isize, false, lhs as *const f32, lcs, lrs, rhs as *const f32, rcs, rrs, 0.0f32, 1.0f32, false, false, false, par),
-                    _ => gemm::gemm(m, n, k, dst as *mut f64, 1, n as isize, false, lhs as *const f64, lcs, lrs, rhs as *const f64, rcs, rrs, 0.0f64, 1.0f64, false, false, false, par),
+                    DType::F32 => gemm::gemm(
+                        m,
+                        n,
+                        k,
+                        dst as *mut f32,
+                        1,
+                        n as isize,
+                        false,
+                        lhs as *const f32,
+                        lcs,
+                        lrs,
+                        rhs as *const f32,
+                        rcs,
+                        rrs,
+                        0.0f32,
+                        1.0f32,
+                        false,
+                        false,
+                        false,
+                        par,
+                    ),
+                    _ => gemm::gemm(
+                        m,
+                        n,
+                        k,
+                        dst as *mut f64,
+                        1,
+                        n as isize,
+                        false,
+                        lhs as *const f64,
+                        lcs,
+                        lrs,
+                        rhs as *const f64,
+                        rcs,
+                        rrs,
+                        0.0f64,
+                        1.0f64,
+                        false,
+                        false,
+                        false,
+                        par,
+                    ),
                 }
             }
         };
@@ -545,7 +597,21 @@ fn batch_offsets(bi: usize, batch: &[i64], lbs: &[i64], rbs: &[i64]) -> (isize, 
 }
 
 /// A Fortran-interface BLAS GEMM (`sgemm_`/`dgemm_`, LP64): column-major, arguments by pointer.
-type FortranGemm<T> = unsafe extern "C" fn(*const u8, *const u8, *const i32, *const i32, *const i32, *const T, *const T, *const i32, *const T, *const i32, *const T, *mut T, *const i32);
+type FortranGemm<T> = unsafe extern "C" fn(
+    *const u8,
+    *const u8,
+    *const i32,
+    *const i32,
+    *const i32,
+    *const T,
+    *const T,
+    *const i32,
+    *const T,
+    *const i32,
+    *const T,
+    *mut T,
+    *const i32,
+);
 
 /// The BLAS of the process Ember runs in, when it registered one (`set_host_blas`).
 pub struct HostBlas {
@@ -657,8 +723,12 @@ impl HostBlas {
         let ldc = ldd.max(1) as i32;
         unsafe {
             match dt {
-                DType::F32 => (self.sgemm)(&b.trans, &a.trans, &ni, &mi, &ki, &1.0f32, rhs as *const f32, &b.ld, lhs as *const f32, &a.ld, &0.0f32, dst as *mut f32, &ldc),
-                _ => (self.dgemm)(&b.trans, &a.trans, &ni, &mi, &ki, &1.0f64, rhs as *const f64, &b.ld, lhs as *const f64, &a.ld, &0.0f64, dst as *mut f64, &ldc),
+                DType::F32 => {
+                    (self.sgemm)(&b.trans, &a.trans, &ni, &mi, &ki, &1.0f32, rhs as *const f32, &b.ld, lhs as *const f32, &a.ld, &0.0f32, dst as *mut f32, &ldc)
+                }
+                _ => {
+                    (self.dgemm)(&b.trans, &a.trans, &ni, &mi, &ki, &1.0f64, rhs as *const f64, &b.ld, lhs as *const f64, &a.ld, &0.0f64, dst as *mut f64, &ldc)
+                }
             }
         }
     }

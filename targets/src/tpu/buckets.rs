@@ -93,11 +93,16 @@ pub fn choose(m: &Module, f: OpId) -> Result<Vec<BTreeMap<String, i64>>, String>
     }
     let mut out: Vec<BTreeMap<String, i64>> = vec![BTreeMap::new()];
     for (s, sizes) in &lists {
-        out = out.into_iter().flat_map(|env| sizes.iter().map(move |&v| {
-            let mut e = env.clone();
-            e.insert(s.clone(), v);
-            e
-        })).collect();
+        out = out
+            .into_iter()
+            .flat_map(|env| {
+                sizes.iter().map(move |&v| {
+                    let mut e = env.clone();
+                    e.insert(s.clone(), v);
+                    e
+                })
+            })
+            .collect();
     }
     if out.len() > MAX_BUCKETS {
         return Err(format!(
@@ -151,7 +156,11 @@ pub fn check_inputs(m: &Module, f: OpId) -> Result<(), String> {
 
 fn at(m: &Module, op: OpId) -> String {
     let s = m.op(op).loc.describe();
-    if s.is_empty() { String::new() } else { format!(" at {s}") }
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!(" at {s}")
+    }
 }
 
 /// Refuses ops for which padding a symbolic dim could change values at real positions.

@@ -48,9 +48,7 @@ impl Options {
     pub fn parse(mesh: &str, shard: &[String]) -> Result<Options, String> {
         let mut o = Options::default();
         for part in mesh.split(',') {
-            let (name, size) = part
-                .split_once('=')
-                .ok_or_else(|| format!("--mesh `{mesh}`: each axis is NAME=SIZE (e.g. `x=2,y=4`), found `{part}`"))?;
+            let (name, size) = part.split_once('=').ok_or_else(|| format!("--mesh `{mesh}`: each axis is NAME=SIZE (e.g. `x=2,y=4`), found `{part}`"))?;
             let name = name.trim();
             let size: i64 = size.trim().parse().map_err(|_| format!("--mesh `{mesh}`: axis `{name}` has size `{size}`, not an integer"))?;
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || name.starts_with(|c: char| c.is_ascii_digit()) {

@@ -29,12 +29,12 @@
 //! Integer operands of ops that only have float meaning (floor, ceil, round, trunc, abs of
 //! unsigned) are the operand itself.
 
+use super::sharding::{sdy_text, Plan, Spec};
+use super::{Options, Precision};
 use ember_ir::attr::{fmt_f64, fmt_str, Attr};
 use ember_ir::module::{Module, OpId, Value};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::{DType, Type};
-use super::sharding::{sdy_text, Plan, Spec};
-use super::{Options, Precision};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -181,7 +181,13 @@ fn lit_text(v: Lit, dt: DType) -> String {
         }
         if !f.is_finite() {
             let (pinf, ninf, nan, w) = special_bits(dt).expect("float dtype");
-            let bits = if f.is_nan() { nan } else if f > 0.0 { pinf } else { ninf };
+            let bits = if f.is_nan() {
+                nan
+            } else if f > 0.0 {
+                pinf
+            } else {
+                ninf
+            };
             return format!("0x{bits:0w$X}");
         }
         return fmt_f64(f);
@@ -554,10 +560,15 @@ impl<'a> Emitter<'a> {
             composites: self.composites,
             precision: self.precision,
         };
-        let params: Vec<String> = args.iter().zip(&arg_tys).enumerate().map(|(i, (&a, t))| {
-            sub.names.insert(a, format!("%arg{i}"));
-            format!("%arg{i}: {t}")
-        }).collect();
+        let params: Vec<String> = args
+            .iter()
+            .zip(&arg_tys)
+            .enumerate()
+            .map(|(i, (&a, t))| {
+                sub.names.insert(a, format!("%arg{i}"));
+                format!("%arg{i}: {t}")
+            })
+            .collect();
         for &o in inner {
             sub.op(o)?;
         }
@@ -570,12 +581,8 @@ impl<'a> Emitter<'a> {
         self.composites = sub.composites;
         self.funcs.push(f);
         // The group's parameters (everything but `kind` and the `rules` that formed it).
-        let cattrs: Vec<String> = d
-            .attrs
-            .iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "kind" | "rules") && !k.starts_with("ember."))
-            .map(|(k, v)| format!("{k} = {v}"))
-            .collect();
+        let cattrs: Vec<String> =
+            d.attrs.iter().filter(|(k, _)| !matches!(k.as_str(), "kind" | "rules") && !k.starts_with("ember.")).map(|(k, v)| format!("{k} = {v}")).collect();
         let mut dict = Vec::new();
         if !cattrs.is_empty() {
             dict.push(format!("composite_attributes = {{{}}}", cattrs.join(", ")));
@@ -586,12 +593,7 @@ impl<'a> Emitter<'a> {
         let n = d.results.len();
         let lhs = if n == 1 { r.clone() } else { format!("{r}:{n}") };
         let rt = if n == 1 { res_tys[0].to_string() } else { format!("({})", join(&res_tys)) };
-        self.line(format!(
-            "{lhs} = stablehlo.composite \"ember.{kind}\" {} {{{}}} : ({}) -> {rt}",
-            operands.join(", "),
-            dict.join(", "),
-            join(&arg_tys)
-        ));
+        self.line(format!("{lhs} = stablehlo.composite \"ember.{kind}\" {} {{{}}} : ({}) -> {rt}", operands.join(", "), dict.join(", "), join(&arg_tys)));
         for (i, &res) in d.results.iter().enumerate() {
             self.names.insert(res, if n == 1 { r.clone() } else { format!("{r}#{i}") });
         }
@@ -609,12 +611,8 @@ impl<'a> Emitter<'a> {
         let tags: Vec<String> =
             d.attrs.iter().filter_map(|(k, a)| a.as_str().filter(|_| k.starts_with("ember_")).map(|s| format!("{k} = {}", fmt_str(s)))).collect();
         let rt = self.t(res)?;
-        let n = self.def(format!(
-            "func.call @{callee}({}) {{mhlo.frontend_attributes = {{{}}}}} : ({}) -> {rt}",
-            args.join(", "),
-            tags.join(", "),
-            tys.join(", ")
-        ));
+        let n =
+            self.def(format!("func.call @{callee}({}) {{mhlo.frontend_attributes = {{{}}}}} : ({}) -> {rt}", args.join(", "), tags.join(", "), tys.join(", ")));
         self.names.insert(res, n);
         Ok(())
     }
@@ -624,7 +622,10 @@ impl<'a> Emitter<'a> {
         let attrs = &d.attrs;
         let ints = |k: &str| -> R<Vec<i64>> {
             match attrs.get(k) {
-                Some(a) => a.as_dims().and_then(|v| v.iter().map(|e| e.as_const()).collect()).ok_or_else(|| format!("attribute `{k}` must be a static list of integers")),
+                Some(a) => a
+                    .as_dims()
+                    .and_then(|v| v.iter().map(|e| e.as_const()).collect())
+                    .ok_or_else(|| format!("attribute `{k}` must be a static list of integers")),
                 None => Err(format!("missing attribute `{k}`")),
             }
         };
@@ -754,7 +755,8 @@ impl<'a> Emitter<'a> {
                 if xt == rt && start.iter().all(|&s| s == 0) && step.iter().all(|&s| s == 1) {
                     x
                 } else {
-                    let limit: Vec<i64> = (0..start.len()).map(|i| if rt.shape[i] == 0 { start[i] } else { start[i] + (rt.shape[i] - 1) * step[i] + 1 }).collect();
+                    let limit: Vec<i64> =
+                        (0..start.len()).map(|i| if rt.shape[i] == 0 { start[i] } else { start[i] + (rt.shape[i] - 1) * step[i] + 1 }).collect();
                     self.slice(&x, &xt, &start, &limit, &step, &rt)
                 }
             }
@@ -768,12 +770,7 @@ impl<'a> Emitter<'a> {
                 let st = T::scalar(xt.dt);
                 let c = self.constant(v, &st);
                 let interior = vec![0; low.len()];
-                self.def(format!(
-                    "stablehlo.pad {x}, {c}, low = {}, high = {}, interior = {} : ({xt}, {st}) -> {rt}",
-                    list(&low),
-                    list(&high),
-                    list(&interior)
-                ))
+                self.def(format!("stablehlo.pad {x}, {c}, low = {}, high = {}, interior = {} : ({xt}, {st}) -> {rt}", list(&low), list(&high), list(&interior)))
             }
             "dot_general" => {
                 let (lb, rb, lc, rc) = (ints("lhs_batch")?, ints("rhs_batch")?, ints("lhs_contract")?, ints("rhs_contract")?);
@@ -886,7 +883,9 @@ impl<'a> Emitter<'a> {
         let kind = d.attrs.get("kind").and_then(|a| a.as_str()).ok_or("missing attribute `kind`")?.to_string();
         let dims: Vec<i64> = d.attrs.get("dims").and_then(|a| a.as_ints()).ok_or("missing attribute `dims`")?.to_vec();
         let st = T::scalar(xt.dt);
-        let (lo, hi) = if xt.dt.is_float() { (Lit::F(f64::NEG_INFINITY), Lit::F(f64::INFINITY)) } else {
+        let (lo, hi) = if xt.dt.is_float() {
+            (Lit::F(f64::NEG_INFINITY), Lit::F(f64::INFINITY))
+        } else {
             let (lo, hi) = int_range(xt.dt);
             (Lit::I(lo), Lit::I(hi))
         };

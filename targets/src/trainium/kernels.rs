@@ -253,7 +253,14 @@ fn gemm(k: &mut Src, g: &Group) -> Result<(), String> {
     } else {
         k.line(&format!("nisa.dma_copy(dst=rhs_t[0:kp, 0:nf], src=rhs[{bx}k0:k0 + kp, n0:n0 + nf])"));
     }
-    k.matmul("acc[0:mp, 0:nf]", &format!("lhs_t[0:kp, ki * {PART}:ki * {PART} + mp]"), "rhs_t[0:kp, 0:nf]", "ki > 0", [kk.min(PART), m.min(PART)], [kk.min(PART), nf]);
+    k.matmul(
+        "acc[0:mp, 0:nf]",
+        &format!("lhs_t[0:kp, ki * {PART}:ki * {PART} + mp]"),
+        "rhs_t[0:kp, 0:nf]",
+        "ki > 0",
+        [kk.min(PART), m.min(PART)],
+        [kk.min(PART), nf],
+    );
     k.close();
     if bias {
         k.line("# bias joins the accumulation group: ones[1, M].T @ bias[1, N]");

@@ -214,7 +214,12 @@ fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<(bool, usize
     let nb = batch.len() as i64;
     let leading: Vec<i64> = (0..nb).collect();
     let direct = d.operands[0] == args[0] && d.operands[1] == args[1];
-    if batch != leading || ints("rhs_batch") != leading || rhs_rank != nb + 2 || (nb > 0 && (lhs_rank != nb + 2 || !direct)) || ints("lhs_contract") != [lhs_rank - 1] {
+    if batch != leading
+        || ints("rhs_batch") != leading
+        || rhs_rank != nb + 2
+        || (nb > 0 && (lhs_rank != nb + 2 || !direct))
+        || ints("lhs_contract") != [lhs_rank - 1]
+    {
         return Err("the gemm kernel supports lhs [..., M, K] x rhs [K, N] or [N, K], or lhs [B..., M, K] x rhs [B..., K, N] or [B..., N, K] with the batch dims leading".into());
     }
     let transposed = match ints("rhs_contract").as_slice() {

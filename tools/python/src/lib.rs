@@ -106,7 +106,11 @@ impl Program {
                 .zip(&dtypes)
                 // SAFETY: the Python caller passes live, contiguous buffers of `len` bytes (an
                 // empty tensor's address may be null, so it gets an empty slice instead).
-                .map(|((ptr, len, shape, _), &dtype)| TensorView { dtype, shape, data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } } })
+                .map(|((ptr, len, shape, _), &dtype)| TensorView {
+                    dtype,
+                    shape,
+                    data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } },
+                })
                 .collect();
             let outs: Vec<*mut u8> = outputs.iter().map(|&p| p as *mut u8).collect();
             // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.
@@ -143,7 +147,11 @@ fn eager_run_program(program: &CpuProgram, inputs: &[ember_compiler::eager::Meta
         .zip(&shapes)
         // SAFETY: the Python caller passes live, contiguous buffers of `len` bytes (an empty
         // tensor's address may be null, so it gets an empty slice instead).
-        .map(|(((ptr, len), m), shape)| TensorView { dtype: m.dtype, shape, data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } } })
+        .map(|(((ptr, len), m), shape)| TensorView {
+            dtype: m.dtype,
+            shape,
+            data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } },
+        })
         .collect();
     let outs: Vec<*mut u8> = out_ptrs.iter().map(|&p| p as *mut u8).collect();
     // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.
@@ -226,7 +234,15 @@ impl EagerPlans {
     /// `inputs` (shape, dtype) with `in_ptrs` (address, bytes) of contiguous tensors, `outputs` the
     /// value ids to write to `out_ptrs` (contiguous, 16-byte aligned). Returns (cache hit, ops
     /// without a lowering, plan handle for `run_plan`); when that list is not empty nothing ran.
-    fn run(&self, py: Python<'_>, ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>, outputs: Vec<usize>, in_ptrs: Vec<(usize, usize)>, out_ptrs: Vec<usize>) -> PyResult<(bool, Vec<String>, u64)> {
+    fn run(
+        &self,
+        py: Python<'_>,
+        ops: Vec<EagerOp<'_>>,
+        inputs: Vec<(Vec<i64>, String)>,
+        outputs: Vec<usize>,
+        in_ptrs: Vec<(usize, usize)>,
+        out_ptrs: Vec<usize>,
+    ) -> PyResult<(bool, Vec<String>, u64)> {
         use ember_compiler::eager::RegionError;
         let region = eager_region(ops, inputs, outputs)?;
         if in_ptrs.len() != region.inputs.len() || out_ptrs.len() != region.outputs.len() {

@@ -4,7 +4,7 @@
 //! extracts it (one pass over memory), and the optimizer turns it into an `ember.fusion_group`
 //! whose body is the decomposition (see ARCHITECTURE.md, the fusion-group contract).
 
-use super::{composite, konst, last_dim, near, node, pick, reduces_last, spreads_last, spreads_leading, same, str_attr, var, Rhs, Rule};
+use super::{composite, konst, last_dim, near, node, pick, reduces_last, same, spreads_last, spreads_leading, str_attr, var, Rhs, Rule};
 use crate::egraph::lang::{type_of, EG};
 use egg::{Id, Subst};
 use ember_ir::Attr;
@@ -113,7 +113,10 @@ fn gelu_tanh(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
 
 /// ½x(1 + erf(x/√2)).
 fn gelu_erf(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
-    let ok = same(eg, s, &["?x", "?x1"]) && near(konst(eg, var(s, "?half")), 0.5) && near(konst(eg, var(s, "?one")), 1.0) && near(konst(eg, var(s, "?r")), std::f64::consts::FRAC_1_SQRT_2);
+    let ok = same(eg, s, &["?x", "?x1"])
+        && near(konst(eg, var(s, "?half")), 0.5)
+        && near(konst(eg, var(s, "?one")), 1.0)
+        && near(konst(eg, var(s, "?r")), std::f64::consts::FRAC_1_SQRT_2);
     ok.then(|| composite(eg, root, "ember.gelu", vec![("approximate", Attr::Str("none".into()))], vec![var(s, "?x")]))
 }
 
@@ -178,7 +181,8 @@ fn attention(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     let batch: Vec<i64> = (0..r as i64 - 2).collect();
     let last = r as i64 - 1;
     let dims = |n: &crate::egraph::lang::ENode, k: &str| super::ints(eg, n, k);
-    let std_batch = dims(&inner, "lhs_batch") == batch && dims(&inner, "rhs_batch") == batch && dims(&outer, "lhs_batch") == batch && dims(&outer, "rhs_batch") == batch;
+    let std_batch =
+        dims(&inner, "lhs_batch") == batch && dims(&inner, "rhs_batch") == batch && dims(&outer, "lhs_batch") == batch && dims(&outer, "rhs_batch") == batch;
     let outer_ok = dims(&outer, "lhs_contract") == [last] && dims(&outer, "rhs_contract") == [last - 1];
     let pre_transposed = match (dims(&inner, "lhs_contract").as_slice(), dims(&inner, "rhs_contract").as_slice()) {
         ([l], [rc]) if *l == last && *rc == last => false,

@@ -54,9 +54,9 @@ fn dot_scale(eg: &mut EG, root: Id, s: &Subst, side: usize) -> Option<Id> {
         return None;
     }
     // The matched dot: `?y` on the other side, `?x · ?c` on this one.
-    let dot = crate::egraph::lang::nodes(eg, root, "ten.dot_general").into_iter().find(|d| {
-        eg.find(d.args[1 - side]) == eg.find(y) && super::pick(eg, d.args[side], "ten.mul", &[Some(x), Some(var(s, "?c"))]).is_some()
-    })?;
+    let dot = crate::egraph::lang::nodes(eg, root, "ten.dot_general")
+        .into_iter()
+        .find(|d| eg.find(d.args[1 - side]) == eg.find(y) && super::pick(eg, d.args[side], "ten.mul", &[Some(x), Some(var(s, "?c"))]).is_some())?;
     let mut args = dot.args.clone();
     args[side] = x;
     let attrs = crate::egraph::lang::attrs_of(eg, &dot).clone();
@@ -65,7 +65,25 @@ fn dot_scale(eg: &mut EG, root: Id, s: &Subst, side: usize) -> Option<Id> {
     Some(op0(eg, "ten.mul", &ty, vec![unscaled, c]))
 }
 
-const UNARY: &[&str] = &["ten.exp", "ten.log", "ten.log1p", "ten.tanh", "ten.sigmoid", "ten.erf", "ten.neg", "ten.abs", "ten.sqrt", "ten.rsqrt", "ten.sin", "ten.cos", "ten.floor", "ten.ceil", "ten.round", "ten.sign", "ten.not"];
+const UNARY: &[&str] = &[
+    "ten.exp",
+    "ten.log",
+    "ten.log1p",
+    "ten.tanh",
+    "ten.sigmoid",
+    "ten.erf",
+    "ten.neg",
+    "ten.abs",
+    "ten.sqrt",
+    "ten.rsqrt",
+    "ten.sin",
+    "ten.cos",
+    "ten.floor",
+    "ten.ceil",
+    "ten.round",
+    "ten.sign",
+    "ten.not",
+];
 
 /// transpose(f(x)) = f(transpose(x)) for elementwise unary f: transposes move toward the inputs,
 /// where they cancel against other transposes or become strided reads.
@@ -87,9 +105,9 @@ fn dot_unflatten_batch(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     use crate::egraph::lang::{attrs_of, nodes};
     use ember_ir::Attr;
     let (a, b) = (var(s, "?a"), var(s, "?b"));
-    let dot = nodes(eg, root, "ten.dot_general").into_iter().find(|d| {
-        super::pick(eg, d.args[0], "ten.reshape", &[Some(a)]).is_some() && super::pick(eg, d.args[1], "ten.reshape", &[Some(b)]).is_some()
-    })?;
+    let dot = nodes(eg, root, "ten.dot_general")
+        .into_iter()
+        .find(|d| super::pick(eg, d.args[0], "ten.reshape", &[Some(a)]).is_some() && super::pick(eg, d.args[1], "ten.reshape", &[Some(b)]).is_some())?;
     if ints(eg, &dot, "lhs_batch") != [0] || ints(eg, &dot, "rhs_batch") != [0] {
         return None;
     }
