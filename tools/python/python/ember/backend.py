@@ -268,7 +268,7 @@ class _Split:
             g.eliminate_dead_code()
             gm.recompile()
             self.core = gm
-        self.example_inputs = list(example_inputs) + self.constants
+        self.example_inputs = example_inputs + self.constants
 
 
 class _Compiled:

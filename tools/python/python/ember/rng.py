@@ -66,10 +66,6 @@ def normal(seed: torch.Tensor, stream: int, shape: list[int], dtype: torch.dtype
     return (torch.sqrt(-2.0 * torch.log(u1)) * torch.cos((2.0 * math.pi) * u2)).to(dtype).reshape(shape)
 
 
-def _dtype(kwargs: dict, default: torch.dtype | None = None) -> torch.dtype:
-    return kwargs.get("dtype") or default or torch.get_default_dtype()
-
-
 # Each maps (seed, stream, node args, node kwargs, meta of the node's value) to its result, in
 # torch ops; tensors among the args are traced inputs.
 def _rand(seed, stream, args, kwargs, val):
