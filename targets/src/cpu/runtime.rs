@@ -477,6 +477,19 @@ impl Program {
         let nb = batch.iter().product::<i64>().max(1) as usize;
         let (lcs, lrs, rcs, rrs) = (lstr[g.lhs_contract] as isize, lstr[g.lhs_free] as isize, rstr[g.rhs_free] as isize, rstr[g.rhs_contract] as isize);
         let (out, lhs, mut rhs) = (ptrs[g.out] as usize, ptrs[g.lhs.buf] as usize, ptrs[g.rhs.buf] as usize);
+        if self.dtypes[g.lhs.buf] != dt || self.dtypes[g.rhs.buf] != dt {
+            return Err(format!(
+                "matmul of {} and {} into {} is not supported by the CPU target",
+                self.dtypes[g.lhs.buf].torch_name(),
+                self.dtypes[g.rhs.buf].torch_name(),
+                dt.torch_name()
+            ));
+        }
+        if matches!(dt, DType::F16 | DType::BF16) {
+            let p = NarrowProduct { dt, nb, m, n, k, batch: &batch, lbs: &lbs, rbs: &rbs, lhs, lrs, lcs, rhs, rrs, rcs, out };
+            p.run();
+            return Ok(());
+        }
         if !matches!(dt, DType::F32 | DType::F64) {
             return Err(format!("matmul in {} is not supported by the CPU target yet", dt.torch_name()));
         }
@@ -584,6 +597,135 @@ impl Program {
     }
 }
 
+/// A batched f16/bf16 product, accumulated in f32 and rounded once, as torch's CPU kernels do.
+/// Operands are element offsets and strides into 2-byte buffers (addresses as `usize`).
+struct NarrowProduct<'a> {
+    dt: DType,
+    nb: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: &'a [i64],
+    lbs: &'a [i64],
+    rbs: &'a [i64],
+    lhs: usize,
+    lrs: isize,
+    lcs: isize,
+    rhs: usize,
+    rrs: isize,
+    rcs: isize,
+    out: usize,
+}
+
+impl NarrowProduct<'_> {
+    fn run(&self) {
+        use rayon::prelude::*;
+        let (m, n, k) = (self.m, self.n, self.k);
+        let threads = rayon::current_num_threads();
+        let mut acc = vec![0f32; self.nb * m * n];
+        let accp = acc.as_mut_ptr() as usize;
+        let blas = HOST_BLAS.get().filter(|_| [m, n, k].iter().all(|&d| d <= i32::MAX as usize));
+        let native = blas.and_then(|b| if self.dt == DType::BF16 { b.bf16 } else { b.f16 }.map(|g| (b, g)));
+        if let (Some((blas, g)), Some(a), Some(b)) = (native, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n)) {
+            // The host BLAS multiplies the narrow operands in place (MKL: AVX512-BF16 where the
+            // CPU has it) into the f32 accumulator.
+            blas.split(self.nb, m, n, k, threads, |bi, rows, cols| {
+                let (lo, ro) = batch_offsets(bi, self.batch, self.lbs, self.rbs);
+                let (lo, ro) = (lo + rows.start as isize * self.lrs, ro + cols.start as isize * self.rcs);
+                let oo = bi * m * n + rows.start * n + cols.start;
+                let (mi, ni, ki, ldc) = (rows.len() as i32, cols.len() as i32, k as i32, n as i32);
+                // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb); the
+                // column-major call computes the transpose, as `HostBlas::run`.
+                unsafe {
+                    let (l, r) = ((self.lhs as *const u16).offset(lo), (self.rhs as *const u16).offset(ro));
+                    g(&b.trans, &a.trans, &ni, &mi, &ki, &1.0, r, &b.ld, l, &a.ld, &0.0, (accp as *mut f32).add(oo), &ldc);
+                }
+            });
+        } else {
+            // Converted operands: each product's operands widened to dense f32, then the f32 GEMM.
+            let one = |bi: usize, par: gemm::Parallelism| {
+                let (lo, ro) = batch_offsets(bi, self.batch, self.lbs, self.rbs);
+                let a = widen(self.dt, self.lhs, lo, m, k, self.lrs, self.lcs);
+                let b = widen(self.dt, self.rhs, ro, k, n, self.rrs, self.rcs);
+                // SAFETY: `a`, `b` are dense [m, k] and [k, n]; product bi's [m, n] block of `acc`.
+                unsafe {
+                    let c = (accp as *mut f32).add(bi * m * n);
+                    match blas {
+                        Some(blas) => blas.run(
+                            DType::F32,
+                            m,
+                            n,
+                            k,
+                            a.as_ptr() as _,
+                            BlasOperand { trans: b'N', ld: k.max(1) as i32 },
+                            b.as_ptr() as _,
+                            BlasOperand { trans: b'N', ld: n.max(1) as i32 },
+                            c as _,
+                            n,
+                        ),
+                        None => gemm::gemm(
+                            m,
+                            n,
+                            k,
+                            c,
+                            1,
+                            n as isize,
+                            false,
+                            a.as_ptr(),
+                            1,
+                            k as isize,
+                            b.as_ptr(),
+                            1,
+                            n as isize,
+                            0.0f32,
+                            1.0f32,
+                            false,
+                            false,
+                            false,
+                            par,
+                        ),
+                    }
+                }
+            };
+            if self.nb > 1 && threads > 1 {
+                (0..self.nb).into_par_iter().for_each(|bi| one(bi, gemm::Parallelism::None));
+            } else {
+                (0..self.nb).for_each(|bi| one(bi, gemm::Parallelism::Rayon(0)));
+            }
+        }
+        let (dt, out) = (self.dt, self.out);
+        acc.par_chunks(1 << 14).enumerate().for_each(|(i, c)| {
+            // SAFETY: `out` holds nb·m·n narrow elements; chunk i covers [i·2¹⁴, ..+c.len()).
+            let dst = unsafe { std::slice::from_raw_parts_mut((out as *mut u16).add(i << 14), c.len()) };
+            narrow_into(dt, c, dst);
+        });
+    }
+}
+
+/// The [rows, cols] matrix at element offset `off` of the 2-byte buffer `base` (strides `rs`,
+/// `cs`), widened to a dense row-major f32 matrix.
+fn widen(dt: DType, base: usize, off: isize, rows: usize, cols: usize, rs: isize, cs: isize) -> Vec<f32> {
+    let mut v = Vec::with_capacity(rows * cols);
+    let src = base as *const u16;
+    for r in 0..rows {
+        for c in 0..cols {
+            // SAFETY: the caller's strides address the operand's elements.
+            let bits = unsafe { *src.offset(off + r as isize * rs + c as isize * cs) };
+            v.push(if dt == DType::BF16 { half::bf16::from_bits(bits).to_f32() } else { half::f16::from_bits(bits).to_f32() });
+        }
+    }
+    v
+}
+
+/// f32 values rounded (to nearest even) into f16/bf16 bit patterns.
+fn narrow_into(dt: DType, src: &[f32], dst: &mut [u16]) {
+    if dt == DType::BF16 {
+        dst.iter_mut().zip(src).for_each(|(d, &s)| *d = half::bf16::from_f32(s).to_bits());
+    } else {
+        dst.iter_mut().zip(src).for_each(|(d, &s)| *d = half::f16::from_f32(s).to_bits());
+    }
+}
+
 /// Element offsets of product `bi`'s lhs and rhs in a batched GEMM (batch dims row-major).
 fn batch_offsets(bi: usize, batch: &[i64], lbs: &[i64], rbs: &[i64]) -> (isize, isize) {
     let (mut rem, mut lo, mut ro) = (bi as i64, 0i64, 0i64);
@@ -617,9 +759,29 @@ type FortranGemm<T> = unsafe extern "C" fn(
 pub struct HostBlas {
     sgemm: FortranGemm<f32>,
     dgemm: FortranGemm<f64>,
+    /// Narrow operands, f32 result (MKL's `gemm_bf16bf16f32_`, `gemm_f16f16f32_`).
+    bf16: Option<NarrowGemm>,
+    f16: Option<NarrowGemm>,
     /// Sets the calling thread's BLAS thread count (MKL's `MKL_Set_Num_Threads_Local`).
     threads_local: Option<unsafe extern "C" fn(i32) -> i32>,
 }
+
+/// A Fortran-interface GEMM of 2-byte operands into f32 (the alpha/beta scalars are f32).
+type NarrowGemm = unsafe extern "C" fn(
+    *const u8,
+    *const u8,
+    *const i32,
+    *const i32,
+    *const i32,
+    *const f32,
+    *const u16,
+    *const i32,
+    *const u16,
+    *const i32,
+    *const f32,
+    *mut f32,
+    *const i32,
+);
 
 static HOST_BLAS: std::sync::OnceLock<HostBlas> = std::sync::OnceLock::new();
 
@@ -630,14 +792,18 @@ static HOST_BLAS: std::sync::OnceLock<HostBlas> = std::sync::OnceLock::new();
 /// kernels that follow on rayon's threads. Returns false when one was registered already.
 ///
 /// # Safety
-/// `sgemm` and `dgemm` must be the addresses of LP64 Fortran-interface `sgemm_` and `dgemm_`,
-/// and `threads_local` 0 or that of a C `int f(int)` setting the calling thread's BLAS thread
-/// count, all staying loaded for the life of the process.
-pub unsafe fn set_host_blas(sgemm: usize, dgemm: usize, threads_local: usize) -> bool {
+/// `sgemm` and `dgemm` must be the addresses of LP64 Fortran-interface `sgemm_` and `dgemm_`;
+/// `bf16`, `f16` 0 or those of MKL's `gemm_bf16bf16f32_` and `gemm_f16f16f32_` (the same
+/// interface with 2-byte operands into f32); `threads_local` 0 or that of a C `int f(int)`
+/// setting the calling thread's BLAS thread count; all staying loaded for the life of the process.
+pub unsafe fn set_host_blas(sgemm: usize, dgemm: usize, bf16: usize, f16: usize, threads_local: usize) -> bool {
+    let narrow = |a: usize| (a != 0).then(|| unsafe { std::mem::transmute::<usize, NarrowGemm>(a) });
     let blas = unsafe {
         HostBlas {
             sgemm: std::mem::transmute::<usize, FortranGemm<f32>>(sgemm),
             dgemm: std::mem::transmute::<usize, FortranGemm<f64>>(dgemm),
+            bf16: narrow(bf16),
+            f16: narrow(f16),
             threads_local: (threads_local != 0).then(|| std::mem::transmute::<usize, unsafe extern "C" fn(i32) -> i32>(threads_local)),
         }
     };
@@ -777,6 +943,8 @@ fn argsort(dt: DType, shape: &[i64], dim: usize, descending: bool, src: *const u
     match dt {
         DType::F32 => sort_rows::<f32>(src, out, n, inner, rows, descending, f32::is_nan),
         DType::F64 => sort_rows::<f64>(src, out, n, inner, rows, descending, f64::is_nan),
+        DType::F16 => sort_rows::<half::f16>(src, out, n, inner, rows, descending, half::f16::is_nan),
+        DType::BF16 => sort_rows::<half::bf16>(src, out, n, inner, rows, descending, half::bf16::is_nan),
         DType::I64 => sort_rows::<i64>(src, out, n, inner, rows, descending, |_| false),
         DType::I32 => sort_rows::<i32>(src, out, n, inner, rows, descending, |_| false),
         DType::I16 => sort_rows::<i16>(src, out, n, inner, rows, descending, |_| false),

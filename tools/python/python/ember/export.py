@@ -214,7 +214,11 @@ def _flatten_tensors(tree: Any, what: str) -> list[Any]:
         if isinstance(leaf, torch.Tensor):
             t = leaf.detach().cpu()
             if t.dtype == torch.bfloat16:
-                t = t.float()  # numpy has no bfloat16
+                # numpy has no bfloat16: ml_dtypes' (saved as `<V2`, the bf16 bit pattern).
+                import ml_dtypes
+
+                arrays.append(t.view(torch.int16).numpy().view(ml_dtypes.bfloat16))
+                continue
             arrays.append(t.numpy())
         elif isinstance(leaf, (bool, int, float)):
             arrays.append(np.asarray(leaf))

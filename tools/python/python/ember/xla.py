@@ -303,6 +303,14 @@ def _np_dtype(name: str) -> np.dtype:
     return np.dtype(ml[name])
 
 
+def as_dtype(a: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """`a` seen as `dt` when it holds `dt`'s bit patterns as a void of its size: how `np.savez`
+    stores ml_dtypes arrays (bfloat16 as `<V2`), which `np.load` gives back."""
+    if a.dtype.type is np.void and a.dtype.names is None and a.dtype.itemsize == dt.itemsize and dt.type is not np.void:
+        return a.view(dt)
+    return a
+
+
 def _eval_dim(dim: str, env: dict[str, int]) -> int:
     """A manifest dim (`64`, `s0`, `16*s0`, `Max(s0, 2)`) at the given symbol values."""
     try:
@@ -414,8 +422,8 @@ class Artifact:
             raise XlaError(f"the model takes {len(specs)} inputs, got {len(inputs)}")
         args = list(self.args)
         for i, (spec, a) in enumerate(zip(specs, inputs)):
-            a = np.asarray(a)
             dt = _np_dtype(spec["dtype"])
+            a = as_dtype(np.asarray(a), dt)
             if a.dtype != dt:
                 raise XlaError(f"input {i} (`{spec['name']}`) must be {dt}, got {a.dtype}")
             if env is None:
