@@ -15,6 +15,8 @@ use crate::types::{DType, TensorType, Type};
 pub enum Rule {
     /// The type of the first tensor operand (shape and dtype).
     Same,
+    /// `_softmax`/`_log_softmax`: `self`'s type, float32 with `half_to_float` (CUDA's f16 kernels).
+    Softmax,
     /// Shape of the first tensor operand; integer/bool inputs give float32 (sin, exp, sigmoid).
     UnaryFloat,
     /// Shape of the first tensor operand, dtype bool.
@@ -421,6 +423,10 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
         Same | LikeSelf => {
             let t = if rule == LikeSelf { cx.t("self")? } else { cx.first()? };
             one(Type::Tensor(t.clone()))
+        }
+        Softmax => {
+            let t = cx.t("self")?;
+            one(tt(t.dims.clone(), if cx.bool_or("half_to_float", false) { DType::F32 } else { t.dtype }))
         }
         UnaryFloat => {
             let t = cx.first()?;

@@ -311,6 +311,15 @@ def as_dtype(a: np.ndarray, dt: np.dtype) -> np.ndarray:
     return a
 
 
+def savable(a: np.ndarray) -> np.ndarray:
+    """`a` as `np.save` can write it and `np.load` read it back: an ml_dtypes array (bfloat16,
+    float8) as a void of its size holding the bit patterns (`np.save` writes float8_e5m2 as
+    `<f1`, which numpy cannot read)."""
+    if type(a.dtype).__module__.startswith("ml_dtypes") or a.dtype.type.__module__.startswith("ml_dtypes"):
+        return a.view(f"V{a.dtype.itemsize}")
+    return a
+
+
 def _eval_dim(dim: str, env: dict[str, int]) -> int:
     """A manifest dim (`64`, `s0`, `16*s0`, `Max(s0, 2)`) at the given symbol values."""
     try:
@@ -522,7 +531,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
         )
     outs = art.widen(finish(outs))
     tmp = Path(ns.outputs).with_name(f".{Path(ns.outputs).name}.tmp-{os.getpid()}.npz")
-    np.savez(tmp, **dict(zip(output_array_names(art.manifest["outputs"]), outs)))
+    np.savez(tmp, **{k: savable(o) for k, o in zip(output_array_names(art.manifest["outputs"]), outs)})
     os.replace(tmp, ns.outputs)
 
 
