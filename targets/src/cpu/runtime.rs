@@ -95,6 +95,9 @@ pub struct Program {
     arena: std::sync::Mutex<Option<Arena>>,
     /// Scratch for a GEMM rhs repacked row-major at run time (see `fn gemm`), kept across calls.
     pack: std::sync::Mutex<Vec<u64>>,
+    /// The f32 accumulator of f16/bf16 GEMMs, kept across calls (fresh pages cost more than the
+    /// product's own memory traffic).
+    narrow_acc: std::sync::Mutex<Vec<f32>>,
 }
 
 /// Memory for temporaries: buffers whose lifetimes do not overlap share one slot.
@@ -230,6 +233,7 @@ impl Program {
             dtypes,
             arena: std::sync::Mutex::new(None),
             pack: std::sync::Mutex::new(Vec::new()),
+            narrow_acc: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -487,7 +491,7 @@ impl Program {
         }
         if matches!(dt, DType::F16 | DType::BF16) {
             let p = NarrowProduct { dt, nb, m, n, k, batch: &batch, lbs: &lbs, rbs: &rbs, lhs, lrs, lcs, rhs, rrs, rcs, out };
-            p.run();
+            p.run(&mut self.narrow_acc.lock().unwrap_or_else(|e| e.into_inner()));
             return Ok(());
         }
         if !matches!(dt, DType::F32 | DType::F64) {
@@ -618,31 +622,32 @@ struct NarrowProduct<'a> {
 }
 
 impl NarrowProduct<'_> {
-    fn run(&self) {
+    /// Runs the product with `acc` as its f32 accumulator (grown as needed, never shrunk).
+    fn run(&self, acc: &mut Vec<f32>) {
         use rayon::prelude::*;
         let (m, n, k) = (self.m, self.n, self.k);
         let threads = rayon::current_num_threads();
-        let mut acc = vec![0f32; self.nb * m * n];
-        let accp = acc.as_mut_ptr() as usize;
-        let blas = HOST_BLAS.get().filter(|_| [m, n, k].iter().all(|&d| d <= i32::MAX as usize));
-        let native = blas.and_then(|b| if self.dt == DType::BF16 { b.bf16 } else { b.f16 }.map(|g| (b, g)));
-        if let (Some((blas, g)), Some(a), Some(b)) = (native, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n)) {
-            // The host BLAS multiplies the narrow operands in place (MKL: AVX512-BF16 where the
-            // CPU has it) into the f32 accumulator.
-            blas.split(self.nb, m, n, k, threads, |bi, rows, cols| {
+        if acc.len() < self.nb * m * n {
+            acc.resize(self.nb * m * n, 0.0);
+        }
+        let acc = &acc[..self.nb * m * n];
+        let accp = acc.as_ptr() as usize;
+        let dnnl = onednn().filter(|_| self.dt == DType::BF16);
+        if let (Some(dnnl), Some(a), Some(b)) = (dnnl, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n)) {
+            // oneDNN multiplies the bf16 operands in place (AVX512-BF16/AMX where the CPU has
+            // them: torch's own bf16 GEMM speed) into the f32 accumulator, threading itself.
+            for bi in 0..self.nb {
                 let (lo, ro) = batch_offsets(bi, self.batch, self.lbs, self.rbs);
-                let (lo, ro) = (lo + rows.start as isize * self.lrs, ro + cols.start as isize * self.rcs);
-                let oo = bi * m * n + rows.start * n + cols.start;
-                let (mi, ni, ki, ldc) = (rows.len() as i32, cols.len() as i32, k as i32, n as i32);
-                // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb); the
-                // column-major call computes the transpose, as `HostBlas::run`.
+                // SAFETY: offsets stay inside the operands; product bi's [m, n] block of `acc`.
+                // oneDNN is row-major, so `BlasOperand`'s (trans, ld) read the same layouts.
                 unsafe {
                     let (l, r) = ((self.lhs as *const u16).offset(lo), (self.rhs as *const u16).offset(ro));
-                    g(&b.trans, &a.trans, &ni, &mi, &ki, &1.0, r, &b.ld, l, &a.ld, &0.0, (accp as *mut f32).add(oo), &ldc);
+                    (dnnl.gemm_bf16)(a.trans as _, b.trans as _, m as i64, n as i64, k as i64, 1.0, l, a.ld as i64, r, b.ld as i64, 0.0, (accp as *mut f32).add(bi * m * n), n as i64);
                 }
-            });
+            }
         } else {
             // Converted operands: each product's operands widened to dense f32, then the f32 GEMM.
+            let blas = HOST_BLAS.get().filter(|_| [m, n, k].iter().all(|&d| d <= i32::MAX as usize));
             let one = |bi: usize, par: gemm::Parallelism| {
                 let (lo, ro) = batch_offsets(bi, self.batch, self.lbs, self.rbs);
                 let a = widen(self.dt, self.lhs, lo, m, k, self.lrs, self.lcs);
@@ -651,39 +656,8 @@ impl NarrowProduct<'_> {
                 unsafe {
                     let c = (accp as *mut f32).add(bi * m * n);
                     match blas {
-                        Some(blas) => blas.run(
-                            DType::F32,
-                            m,
-                            n,
-                            k,
-                            a.as_ptr() as _,
-                            BlasOperand { trans: b'N', ld: k.max(1) as i32 },
-                            b.as_ptr() as _,
-                            BlasOperand { trans: b'N', ld: n.max(1) as i32 },
-                            c as _,
-                            n,
-                        ),
-                        None => gemm::gemm(
-                            m,
-                            n,
-                            k,
-                            c,
-                            1,
-                            n as isize,
-                            false,
-                            a.as_ptr(),
-                            1,
-                            k as isize,
-                            b.as_ptr(),
-                            1,
-                            n as isize,
-                            0.0f32,
-                            1.0f32,
-                            false,
-                            false,
-                            false,
-                            par,
-                        ),
+                        Some(blas) => blas.run(DType::F32, m, n, k, a.as_ptr() as _, BlasOperand { trans: b'N', ld: k.max(1) as i32 }, b.as_ptr() as _, BlasOperand { trans: b'N', ld: n.max(1) as i32 }, c as _, n),
+                        None => gemm::gemm(m, n, k, c, 1, n as isize, false, a.as_ptr(), 1, k as isize, b.as_ptr(), 1, n as isize, 0.0f32, 1.0f32, false, false, false, par),
                     }
                 }
             };
@@ -702,16 +676,58 @@ impl NarrowProduct<'_> {
     }
 }
 
+/// oneDNN's row-major bf16 GEMM into f32 (`dnnl_gemm_bf16bf16f32`).
+type DnnlGemmBf16 = unsafe extern "C" fn(i8, i8, i64, i64, i64, f32, *const u16, i64, *const u16, i64, f32, *mut f32, i64) -> i32;
+
+/// oneDNN, when this process can load it: the bf16 GEMMs' library (the `gemm` crate has no
+/// bf16, and converting operands to f32 halves the speed of CPUs with bf16 instructions).
+struct OneDnn {
+    _lib: libloading::Library,
+    gemm_bf16: DnnlGemmBf16,
+}
+
+/// Where oneDNN is looked for, in order: `$EMBER_ONEDNN` (a path to `libdnnl.so.3`), the
+/// loader's search path, then the `lib/` of the Python environment Ember uses (`$EMBER_PYTHON`,
+/// else ~/.cache/ember/venv, where `make setup` installs the `onednn-cpu-gomp` wheel).
+fn onednn() -> Option<&'static OneDnn> {
+    static DNNL: std::sync::OnceLock<Option<OneDnn>> = std::sync::OnceLock::new();
+    DNNL.get_or_init(|| {
+        let mut paths: Vec<std::path::PathBuf> = std::env::var_os("EMBER_ONEDNN").map(Into::into).into_iter().collect();
+        paths.push("libdnnl.so.3".into());
+        let python = std::env::var_os("EMBER_PYTHON").map(std::path::PathBuf::from);
+        let venv = python.as_deref().and_then(|p| p.parent()?.parent()).map(Path::to_path_buf).or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/ember/venv")));
+        paths.extend(venv.map(|v| v.join("lib/libdnnl.so.3")));
+        paths.into_iter().find_map(|p| {
+            // SAFETY: oneDNN's initializers have no preconditions; the symbol has the C type above.
+            let lib = unsafe { libloading::Library::new(&p) }.ok()?;
+            let gemm_bf16 = *unsafe { lib.get::<DnnlGemmBf16>(b"dnnl_gemm_bf16bf16f32") }.ok()?;
+            Some(OneDnn { _lib: lib, gemm_bf16 })
+        })
+    })
+    .as_ref()
+}
+
+/// Whether f16/bf16 GEMMs find oneDNN (bf16 runs on it; f16 and the rest widen to f32).
+pub fn onednn_loaded() -> bool {
+    onednn().is_some()
+}
+
 /// The [rows, cols] matrix at element offset `off` of the 2-byte buffer `base` (strides `rs`,
 /// `cs`), widened to a dense row-major f32 matrix.
 fn widen(dt: DType, base: usize, off: isize, rows: usize, cols: usize, rs: isize, cs: isize) -> Vec<f32> {
-    let mut v = Vec::with_capacity(rows * cols);
+    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+    let mut v = vec![0f32; rows * cols];
     let src = base as *const u16;
-    for r in 0..rows {
-        for c in 0..cols {
+    let mut row = vec![0u16; cols];
+    for (r, out) in v.chunks_mut(cols.max(1)).enumerate() {
+        for (c, b) in row.iter_mut().enumerate() {
             // SAFETY: the caller's strides address the operand's elements.
-            let bits = unsafe { *src.offset(off + r as isize * rs + c as isize * cs) };
-            v.push(if dt == DType::BF16 { half::bf16::from_bits(bits).to_f32() } else { half::f16::from_bits(bits).to_f32() });
+            *b = unsafe { *src.offset(off + r as isize * rs + c as isize * cs) };
+        }
+        // half's slice conversions use F16C where the CPU has it (detected at run time).
+        match dt {
+            DType::BF16 => row.reinterpret_cast::<half::bf16>().convert_to_f32_slice(out),
+            _ => row.reinterpret_cast::<half::f16>().convert_to_f32_slice(out),
         }
     }
     v
@@ -719,10 +735,17 @@ fn widen(dt: DType, base: usize, off: isize, rows: usize, cols: usize, rs: isize
 
 /// f32 values rounded (to nearest even) into f16/bf16 bit patterns.
 fn narrow_into(dt: DType, src: &[f32], dst: &mut [u16]) {
+    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
     if dt == DType::BF16 {
-        dst.iter_mut().zip(src).for_each(|(d, &s)| *d = half::bf16::from_f32(s).to_bits());
+        // Round to nearest even on the bit pattern (NaN stays a quiet NaN): branch-free, so
+        // LLVM vectorizes it, where half's per-element conversion does not.
+        dst.iter_mut().zip(src).for_each(|(d, &s)| {
+            let b = s.to_bits();
+            let r = (b.wrapping_add(0x7FFF + ((b >> 16) & 1)) >> 16) as u16;
+            *d = if s.is_nan() { ((b >> 16) as u16) | 0x40 } else { r };
+        });
     } else {
-        dst.iter_mut().zip(src).for_each(|(d, &s)| *d = half::f16::from_f32(s).to_bits());
+        dst.reinterpret_cast_mut::<half::f16>().convert_from_f32_slice(src);
     }
 }
 
@@ -759,29 +782,9 @@ type FortranGemm<T> = unsafe extern "C" fn(
 pub struct HostBlas {
     sgemm: FortranGemm<f32>,
     dgemm: FortranGemm<f64>,
-    /// Narrow operands, f32 result (MKL's `gemm_bf16bf16f32_`, `gemm_f16f16f32_`).
-    bf16: Option<NarrowGemm>,
-    f16: Option<NarrowGemm>,
     /// Sets the calling thread's BLAS thread count (MKL's `MKL_Set_Num_Threads_Local`).
     threads_local: Option<unsafe extern "C" fn(i32) -> i32>,
 }
-
-/// A Fortran-interface GEMM of 2-byte operands into f32 (the alpha/beta scalars are f32).
-type NarrowGemm = unsafe extern "C" fn(
-    *const u8,
-    *const u8,
-    *const i32,
-    *const i32,
-    *const i32,
-    *const f32,
-    *const u16,
-    *const i32,
-    *const u16,
-    *const i32,
-    *const f32,
-    *mut f32,
-    *const i32,
-);
 
 static HOST_BLAS: std::sync::OnceLock<HostBlas> = std::sync::OnceLock::new();
 
@@ -792,18 +795,14 @@ static HOST_BLAS: std::sync::OnceLock<HostBlas> = std::sync::OnceLock::new();
 /// kernels that follow on rayon's threads. Returns false when one was registered already.
 ///
 /// # Safety
-/// `sgemm` and `dgemm` must be the addresses of LP64 Fortran-interface `sgemm_` and `dgemm_`;
-/// `bf16`, `f16` 0 or those of MKL's `gemm_bf16bf16f32_` and `gemm_f16f16f32_` (the same
-/// interface with 2-byte operands into f32); `threads_local` 0 or that of a C `int f(int)`
-/// setting the calling thread's BLAS thread count; all staying loaded for the life of the process.
-pub unsafe fn set_host_blas(sgemm: usize, dgemm: usize, bf16: usize, f16: usize, threads_local: usize) -> bool {
-    let narrow = |a: usize| (a != 0).then(|| unsafe { std::mem::transmute::<usize, NarrowGemm>(a) });
+/// `sgemm` and `dgemm` must be the addresses of LP64 Fortran-interface `sgemm_` and `dgemm_`,
+/// and `threads_local` 0 or that of a C `int f(int)` setting the calling thread's BLAS thread
+/// count, all staying loaded for the life of the process.
+pub unsafe fn set_host_blas(sgemm: usize, dgemm: usize, threads_local: usize) -> bool {
     let blas = unsafe {
         HostBlas {
             sgemm: std::mem::transmute::<usize, FortranGemm<f32>>(sgemm),
             dgemm: std::mem::transmute::<usize, FortranGemm<f64>>(dgemm),
-            bf16: narrow(bf16),
-            f16: narrow(f16),
             threads_local: (threads_local != 0).then(|| std::mem::transmute::<usize, unsafe extern "C" fn(i32) -> i32>(threads_local)),
         }
     };
