@@ -642,7 +642,21 @@ impl NarrowProduct<'_> {
                 // oneDNN is row-major, so `BlasOperand`'s (trans, ld) read the same layouts.
                 unsafe {
                     let (l, r) = ((self.lhs as *const u16).offset(lo), (self.rhs as *const u16).offset(ro));
-                    (dnnl.gemm_bf16)(a.trans as _, b.trans as _, m as i64, n as i64, k as i64, 1.0, l, a.ld as i64, r, b.ld as i64, 0.0, (accp as *mut f32).add(bi * m * n), n as i64);
+                    (dnnl.gemm_bf16)(
+                        a.trans as _,
+                        b.trans as _,
+                        m as i64,
+                        n as i64,
+                        k as i64,
+                        1.0,
+                        l,
+                        a.ld as i64,
+                        r,
+                        b.ld as i64,
+                        0.0,
+                        (accp as *mut f32).add(bi * m * n),
+                        n as i64,
+                    );
                 }
             }
         } else {
@@ -656,8 +670,39 @@ impl NarrowProduct<'_> {
                 unsafe {
                     let c = (accp as *mut f32).add(bi * m * n);
                     match blas {
-                        Some(blas) => blas.run(DType::F32, m, n, k, a.as_ptr() as _, BlasOperand { trans: b'N', ld: k.max(1) as i32 }, b.as_ptr() as _, BlasOperand { trans: b'N', ld: n.max(1) as i32 }, c as _, n),
-                        None => gemm::gemm(m, n, k, c, 1, n as isize, false, a.as_ptr(), 1, k as isize, b.as_ptr(), 1, n as isize, 0.0f32, 1.0f32, false, false, false, par),
+                        Some(blas) => blas.run(
+                            DType::F32,
+                            m,
+                            n,
+                            k,
+                            a.as_ptr() as _,
+                            BlasOperand { trans: b'N', ld: k.max(1) as i32 },
+                            b.as_ptr() as _,
+                            BlasOperand { trans: b'N', ld: n.max(1) as i32 },
+                            c as _,
+                            n,
+                        ),
+                        None => gemm::gemm(
+                            m,
+                            n,
+                            k,
+                            c,
+                            1,
+                            n as isize,
+                            false,
+                            a.as_ptr(),
+                            1,
+                            k as isize,
+                            b.as_ptr(),
+                            1,
+                            n as isize,
+                            0.0f32,
+                            1.0f32,
+                            false,
+                            false,
+                            false,
+                            par,
+                        ),
                     }
                 }
             };
@@ -695,7 +740,11 @@ fn onednn() -> Option<&'static OneDnn> {
         let mut paths: Vec<std::path::PathBuf> = std::env::var_os("EMBER_ONEDNN").map(Into::into).into_iter().collect();
         paths.push("libdnnl.so.3".into());
         let python = std::env::var_os("EMBER_PYTHON").map(std::path::PathBuf::from);
-        let venv = python.as_deref().and_then(|p| p.parent()?.parent()).map(Path::to_path_buf).or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/ember/venv")));
+        let venv = python
+            .as_deref()
+            .and_then(|p| p.parent()?.parent())
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/ember/venv")));
         paths.extend(venv.map(|v| v.join("lib/libdnnl.so.3")));
         paths.into_iter().find_map(|p| {
             // SAFETY: oneDNN's initializers have no preconditions; the symbol has the C type above.

@@ -186,16 +186,16 @@ fn eager_meta((shape, dtype): (Vec<i64>, String)) -> PyResult<ember_compiler::ea
 }
 
 /// Registers the process's BLAS for the CPU runtime's GEMM steps: addresses of LP64 Fortran
-/// `sgemm_` and `dgemm_`, of MKL's `gemm_bf16bf16f32_` and `gemm_f16f16f32_` (0 for none), and
-/// of a C `int f(int)` setting the calling thread's BLAS thread count (0 for none). False when one was registered before. The caller vouches for the
+/// `sgemm_` and `dgemm_`, and of a C `int f(int)` setting the calling thread's BLAS thread
+/// count (0 for none). False when one was registered before. The caller vouches for the
 /// addresses: `ember._use_torch_blas` passes torch's own, found by name in its loaded library.
 #[pyfunction]
-fn set_host_blas(sgemm: usize, dgemm: usize, bf16: usize, f16: usize, threads_local: usize) -> PyResult<bool> {
+fn set_host_blas(sgemm: usize, dgemm: usize, threads_local: usize) -> PyResult<bool> {
     if sgemm == 0 || dgemm == 0 {
         return Err(err("set_host_blas: null function address"));
     }
     // SAFETY: see the doc comment; the library stays loaded while torch is.
-    Ok(unsafe { ember_compiler::runtime::set_host_blas(sgemm, dgemm, bf16, f16, threads_local) })
+    Ok(unsafe { ember_compiler::runtime::set_host_blas(sgemm, dgemm, threads_local) })
 }
 
 /// Whether the CPU runtime's GEMM steps run on a registered host BLAS.

@@ -36,7 +36,19 @@ def _native() -> Any:
     if not _blas_checked:
         _blas_checked = True
         _use_torch_blas(_ember)
+        _find_onednn()
     return _ember
+
+
+def _find_onednn() -> None:
+    """The CPU runtime's bf16 GEMMs run on oneDNN (the `onednn-cpu-gomp` wheel puts
+    `libdnnl.so.3` in this environment's `lib/`); `$EMBER_ONEDNN` overrides the path."""
+    import os
+    import sys
+
+    path = os.path.join(sys.prefix, "lib", "libdnnl.so.3")
+    if os.path.exists(path):
+        os.environ.setdefault("EMBER_ONEDNN", path)
 
 
 def _use_torch_blas(ext: Any) -> None:
@@ -59,13 +71,8 @@ def _use_torch_blas(ext: Any) -> None:
         sgemm, dgemm = (ctypes.cast(getattr(h, f), ctypes.c_void_p).value for f in ("sgemm_", "dgemm_"))
     except (OSError, AttributeError):
         return  # another build of torch (no MKL symbols): the gemm crate stays
-
-    def address(name: str) -> int:
-        f = getattr(h, name, None)
-        return ctypes.cast(f, ctypes.c_void_p).value if f is not None else 0
-
-    # MKL's bf16/f16 GEMMs (f32 accumulation and result) read the narrow operands in place.
-    ext.set_host_blas(sgemm, dgemm, address("gemm_bf16bf16f32_"), address("gemm_f16f16f32_"), address("MKL_Set_Num_Threads_Local"))
+    local = getattr(h, "MKL_Set_Num_Threads_Local", None)
+    ext.set_host_blas(sgemm, dgemm, ctypes.cast(local, ctypes.c_void_p).value if local is not None else 0)
 
 
 def __getattr__(name: str) -> Any:
