@@ -636,28 +636,25 @@ impl NarrowProduct<'_> {
         if let (Some(dnnl), Some(a), Some(b)) = (dnnl, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n)) {
             // oneDNN multiplies the bf16 operands in place (AVX512-BF16/AMX where the CPU has
             // them: torch's own bf16 GEMM speed) into the f32 accumulator, threading itself.
-            for bi in 0..self.nb {
+            let product = |bi: usize| {
                 let (lo, ro) = batch_offsets(bi, self.batch, self.lbs, self.rbs);
                 // SAFETY: offsets stay inside the operands; product bi's [m, n] block of `acc`.
                 // oneDNN is row-major, so `BlasOperand`'s (trans, ld) read the same layouts.
                 unsafe {
                     let (l, r) = ((self.lhs as *const u16).offset(lo), (self.rhs as *const u16).offset(ro));
-                    (dnnl.gemm_bf16)(
-                        a.trans as _,
-                        b.trans as _,
-                        m as i64,
-                        n as i64,
-                        k as i64,
-                        1.0,
-                        l,
-                        a.ld as i64,
-                        r,
-                        b.ld as i64,
-                        0.0,
-                        (accp as *mut f32).add(bi * m * n),
-                        n as i64,
-                    );
+                    let c = (accp as *mut f32).add(bi * m * n);
+                    (dnnl.gemm_bf16)(a.trans as _, b.trans as _, m as i64, n as i64, k as i64, 1.0, l, a.ld as i64, r, b.ld as i64, 0.0, c, n as i64);
                 }
+            };
+            match dnnl.omp_set_num_threads.filter(|_| self.nb > 1 && threads > 1) {
+                // Many products (attention's per-head GEMMs): one per rayon task, each
+                // single-threaded, rather than an OpenMP team forked for every small product.
+                Some(one_thread) => (0..self.nb).into_par_iter().for_each(|bi| {
+                    // SAFETY: a per-thread OpenMP setting.
+                    unsafe { one_thread(1) };
+                    product(bi)
+                }),
+                None => (0..self.nb).for_each(product),
             }
         } else {
             // Converted operands: each product's operands widened to dense f32, then the f32 GEMM.
@@ -729,6 +726,8 @@ type DnnlGemmBf16 = unsafe extern "C" fn(i8, i8, i64, i64, i64, f32, *const u16,
 struct OneDnn {
     _lib: libloading::Library,
     gemm_bf16: DnnlGemmBf16,
+    /// The OpenMP runtime oneDNN threads with (its `omp_set_num_threads`, per calling thread).
+    omp_set_num_threads: Option<unsafe extern "C" fn(i32)>,
 }
 
 /// Where oneDNN is looked for, in order: `$EMBER_ONEDNN` (a path to `libdnnl.so.3`), the
@@ -750,7 +749,9 @@ fn onednn() -> Option<&'static OneDnn> {
             // SAFETY: oneDNN's initializers have no preconditions; the symbol has the C type above.
             let lib = unsafe { libloading::Library::new(&p) }.ok()?;
             let gemm_bf16 = *unsafe { lib.get::<DnnlGemmBf16>(b"dnnl_gemm_bf16bf16f32") }.ok()?;
-            Some(OneDnn { _lib: lib, gemm_bf16 })
+            // Found through the library's dependencies (libgomp for the gomp build).
+            let omp_set_num_threads = unsafe { lib.get::<unsafe extern "C" fn(i32)>(b"omp_set_num_threads") }.ok().map(|f| *f);
+            Some(OneDnn { _lib: lib, gemm_bf16, omp_set_num_threads })
         })
     })
     .as_ref()
