@@ -4,7 +4,7 @@
 //! dtype (the torch op's result dtype, or for comparisons the promoted operand dtype) and broadcast
 //! to the result shape first, and wrapped Python scalars become `ten.constant` splats.
 
-use super::build::{Cx, Lowered};
+use super::build::{acc_dtype, Cx, Lowered};
 use ember_ir::attr::Attr;
 use ember_ir::dialect::infer::result_type;
 use ember_ir::{DType, SymExpr, Value};
@@ -223,7 +223,10 @@ pub fn math(cx: &mut Cx, name: &str) -> Lowered {
         let inf = cx.splat_like(f64::INFINITY, a)?;
         return Ok(Some(vec![cx.compare("EQ", a, inf)?]));
     }
-    let x = cx.convert(x, t.dtype)?;
+    // Half floats compute in f32 and round once, as torch's kernels do (its opmath type): the
+    // multi-op formulas below (atanh, asinh, expm1, ...) would otherwise round at every step,
+    // which loses the result where they cancel (1 - x near 1, log1p of a rounded sum).
+    let x = cx.convert(x, acc_dtype(t.dtype))?;
     let float = t.dtype.is_float();
     let out = match name {
         "floor" | "ceil" | "round" | "trunc" if !float => x,
@@ -319,7 +322,7 @@ pub fn math(cx: &mut Cx, name: &str) -> Lowered {
         }
         _ => return Err(cx.err("no lowering for this unary op")),
     };
-    Ok(Some(vec![out]))
+    Ok(Some(vec![cx.convert(out, t.dtype)?]))
 }
 
 /// eˣ - 1 without the cancellation near 0: 2t/(1 - t) with t = tanh(x/2) for |x| < 1 (tanh is
@@ -354,8 +357,10 @@ pub fn activation(cx: &mut Cx, name: &str) -> Lowered {
         return Ok(None);
     }
     let x = cx.arg("self")?;
-    let x = cx.coerce(x, t.dtype, &t.dims)?;
-    let dt = t.dtype;
+    // In f32 for half floats, rounded once at the end (see `math`): gelu's 1 + erf(x/√2)
+    // cancels for negative x.
+    let dt = acc_dtype(t.dtype);
+    let x = cx.coerce(x, dt, &t.dims)?;
     let out = match name {
         "relu" => cx.binary_scalar("ten.max", x, 0.0)?,
         "leaky_relu" => {
@@ -423,7 +428,7 @@ pub fn activation(cx: &mut Cx, name: &str) -> Lowered {
         }
         _ => return Ok(None),
     };
-    Ok(Some(vec![out]))
+    Ok(Some(vec![cx.convert(out, t.dtype)?]))
 }
 
 /// where(condition, self, other): a select on the broadcast bool condition.
