@@ -106,30 +106,40 @@ def test_batchnorm_running_stats_are_updated() -> None:
     assert int(bn.num_batches_tracked) == 1
 
 
-@pytest.mark.parametrize("case", ["causal", "mask", "plain", "gqa"])
+@pytest.mark.parametrize("case", ["causal", "mask", "plain", "gqa", "bf16", "f16"])
 def test_flash_attention_decompositions_match_the_kernels(case: str) -> None:
     """Ember's decompositions of the CPU flash-attention op and its backward give the kernels'
-    outputs, log-sum-exp (shape, values, layout) and gradients; grouped-query attention too
-    (6 query heads on 2 key/value heads, causal)."""
+    outputs, log-sum-exp (shape, values, layout, and float32 for every input dtype) and
+    gradients; grouped-query attention too (6 query heads on 2 key/value heads, causal), and
+    bf16/f16 inputs (computed in f32 as the kernel accumulates; its tolerance for the dtype)."""
     torch.manual_seed(0)
     heads = (6, 2) if case == "gqa" else (3, 3)
-    q, k, v = (torch.randn(2, hd, 5, 8).transpose(1, 2).contiguous().transpose(1, 2) for hd in (heads[0], heads[1], heads[1]))
+    dt = {"bf16": torch.bfloat16, "f16": torch.float16}.get(case, torch.float32)
+    q, k, v = (torch.randn(2, hd, 5, 8).transpose(1, 2).contiguous().transpose(1, 2).to(dt) for hd in (heads[0], heads[1], heads[1]))
     kw = {"attn_mask": torch.randn(5, 5)} if case == "mask" else {}
-    causal = case in ("causal", "gqa")
+    causal = case in ("causal", "gqa", "bf16", "f16")
     fwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
     bwd = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
     table = decompositions.table()
     out, lse = fwd(q, k, v, 0.0, causal, **kw)
     d_out, d_lse = table[fwd](q, k, v, 0.0, causal, **kw)
-    torch.testing.assert_close(d_out, out)
-    torch.testing.assert_close(d_lse, lse)
+    def close(got: torch.Tensor, want: torch.Tensor) -> None:
+        if got.dtype == torch.float32:
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        else:  # the dtype's rtol at the tensor's scale (tests/numerics.py)
+            atol = 1e-5 + {torch.bfloat16: 1.6e-2, torch.float16: 1e-3}[got.dtype] * float(want.abs().max())
+            torch.testing.assert_close(got.double(), want.double(), rtol=0, atol=atol)
+
+    close(d_out, out)
+    torch.testing.assert_close(d_lse, lse, rtol=1e-4, atol=1e-5)
     assert d_lse.shape == lse.shape == (2, heads[0], 5) and d_lse.stride() == lse.stride()
+    assert d_out.dtype == dt and d_lse.dtype == lse.dtype == torch.float32
     grad = torch.randn_like(out)
     want = bwd(grad, q, k, v, out, lse, 0.0, causal, **kw)
     got = table[bwd](grad, q, k, v, out, lse, 0.0, causal, **kw)
     for w, g in zip(want, got):
-        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
-        assert g.stride() == w.stride()
+        close(g, w)
+        assert g.stride() == w.stride() and g.dtype == w.dtype
 
 
 def test_outputs_keep_declared_views_and_aliases() -> None:

@@ -69,6 +69,15 @@ def _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask) -> bool:
     return attn_mask is None or (attn_mask.dtype == q.dtype and not is_causal)
 
 
+_NARROW = (torch.float16, torch.bfloat16)
+
+
+def _f32(op, x):
+    """`x` in float32 (same strides): f16/bf16 attention computes in f32, as the CPU kernel
+    accumulates (its log-sum-exp is float32 for every input dtype)."""
+    return op(aten._to_copy.default, x, dtype=torch.float32)
+
+
 def sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
     """CPU `scaled_dot_product_attention` (its flash kernel) as torch's math path computes it:
     scaled q·kᵀ, causal or additive mask, softmax, ·v; the output laid out like q (the kernel's
@@ -76,6 +85,10 @@ def sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, sca
     the mask removes whole gives 0 and log-sum-exp 0, as the kernel). Other forms: NotImplemented."""
     if not _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask):
         return NotImplemented
+    dt = q.dtype
+    if dt in _NARROW:
+        q, k, v = _f32(op, q), _f32(op, k), _f32(op, v)
+        attn_mask = None if attn_mask is None else _f32(op, attn_mask)
     n, h, L, e = q.shape
     S = k.shape[2]
     k, v = _repeat_heads(op, k, h), _repeat_heads(op, v, h)
@@ -99,7 +112,7 @@ def sdpa_cpu(op, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None, sca
         out = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, out, perm), memory_format=torch.contiguous_format), [perm.index(i) for i in range(4)])
     # [N, H, L] in the kernel's [N, L, H] memory order.
     lse = op(aten.permute.default, op(aten.clone.default, op(aten.permute.default, op(aten.view.default, lse, [n, h, L]), [0, 2, 1]), memory_format=torch.contiguous_format), [0, 2, 1])
-    return out, lse
+    return (op(aten._to_copy.default, out, dtype=dt) if dt in _NARROW else out), lse
 
 
 def _masked_softmax(op, scores, like):
@@ -121,6 +134,10 @@ def sdpa_cpu_backward(op, grad, q, k, v, out, lse, dropout_p, is_causal, *, attn
     laid out as the CPU kernel's (its [N, L, H, E] memory order)."""
     if not _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask):
         return NotImplemented
+    dts = (q.dtype, k.dtype, v.dtype)
+    if q.dtype in _NARROW:
+        grad, q, k, v, out, lse = (_f32(op, x) for x in (grad, q, k, v, out, lse))
+        attn_mask = None if attn_mask is None else _f32(op, attn_mask)
     n, h, L, e = q.shape
     S, hk = k.shape[2], k.shape[1]
     k, v = _repeat_heads(op, k, h), _repeat_heads(op, v, h)
@@ -151,7 +168,8 @@ def sdpa_cpu_backward(op, grad, q, k, v, out, lse, dropout_p, is_causal, *, attn
         x = op(aten.permute.default, x, [0, 2, 1, 3])
         return op(aten.permute.default, op(aten.clone.default, x, memory_format=torch.contiguous_format), [0, 2, 1, 3])
 
-    return laid_out(dq, L, h), laid_out(dk, S, hk), laid_out(dv, S, hk)
+    grads = laid_out(dq, L, h), laid_out(dk, S, hk), laid_out(dv, S, hk)
+    return tuple(op(aten._to_copy.default, g, dtype=d) if d in _NARROW else g for g, d in zip(grads, dts))
 
 
 def _repeat_heads(op, x, heads):
