@@ -295,3 +295,58 @@ fn expanded_weights_are_capped() {
     assert_eq!(f32s(&w), vec![first; 64 * 32]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every file an artifact's manifest lists carries its size and SHA-256; a truncated or edited
+/// one is refused before it is loaded (a damaged kernels.so would otherwise be run), naming it.
+#[test]
+fn damaged_artifacts_are_refused_naming_the_file() {
+    let dir = scratch("damaged");
+    let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", dir.join("art").to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.render());
+    let man: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("art/manifest.json")).unwrap()).unwrap();
+    let listed: Vec<&str> = man["files"].as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    assert_eq!(listed, ["kernels.ll", "kernels.so", "module.mlir", "weights.bin"]);
+    let inputs = testdata().join("models/mlp.npz");
+    let run = |art: &Path| ember(&dir, &["run", art.to_str().unwrap(), "--inputs", inputs.to_str().unwrap(), "--outputs", "out.npz"]);
+    assert_eq!(run(&dir.join("art")).code, 0);
+    type Damage = fn(&mut Vec<u8>);
+    let cases: [(&str, &str, Damage, &str); 5] = [
+        ("so_truncated", "kernels.so", |b| b.truncate(b.len() / 2), "is truncated"),
+        ("so_edited", "kernels.so", |b| b[100] ^= 1, "does not match its SHA-256"),
+        ("weights_truncated", "weights.bin", |b| b.truncate(b.len() - 4), "is truncated"),
+        ("weights_edited", "weights.bin", |b| b[0] ^= 0x40, "does not match its SHA-256"),
+        ("mlir_edited", "module.mlir", |b| b.extend_from_slice(b"// edited\n"), "is longer than compiled"),
+    ];
+    for (case, file, damage, what) in cases {
+        let art = dir.join(case);
+        let _ = std::fs::remove_dir_all(&art);
+        std::fs::create_dir_all(&art).unwrap();
+        for e in std::fs::read_dir(dir.join("art")).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, art.join(p.file_name().unwrap())).unwrap();
+        }
+        let mut bytes = std::fs::read(art.join(file)).unwrap();
+        damage(&mut bytes);
+        std::fs::write(art.join(file), &bytes).unwrap();
+        let r = run(&art);
+        assert_eq!(r.code, 2, "{case}: {}", r.render());
+        assert!(r.stderr.contains(&format!("`{file}` {what}")) && r.stderr.contains("recompile"), "{case}: {}", r.stderr);
+        let err = Program::load(&art).err().expect("a damaged artifact must not load");
+        assert!(err.contains(file), "{case}: {err}");
+    }
+    // The same size, the same hash: one artifact's bytes, recompiled.
+    let again = dir.join("again");
+    assert_eq!(ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", again.to_str().unwrap()]).code, 0);
+    assert_eq!(std::fs::read(again.join("manifest.json")).unwrap(), std::fs::read(dir.join("art/manifest.json")).unwrap());
+    // 2.0 artifacts predate the list and still load; a newer one without it is damaged.
+    let mut old = man.clone();
+    old.as_object_mut().unwrap().remove("files");
+    old["format_version"] = "2.0".into();
+    std::fs::write(dir.join("art/manifest.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    Program::load(&dir.join("art")).unwrap();
+    old["format_version"] = "2.1".into();
+    std::fs::write(dir.join("art/manifest.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    assert!(Program::load(&dir.join("art")).err().unwrap().contains("lists no file checksums"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+

@@ -56,6 +56,9 @@ pub struct Manifest {
     pub weights: Vec<WeightInfo>,
     pub buffers: Vec<Buffer>,
     pub steps: Vec<Step>,
+    /// Size and SHA-256 of every other file of the artifact, checked at load (`checksum`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub files: std::collections::BTreeMap<String, crate::checksum::FileSum>,
 }
 
 /// A dense row-major host tensor.
@@ -187,6 +190,8 @@ impl Program {
                 missing.iter().take(8).map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
             ));
         }
+        // Before anything is mapped or run: a damaged kernels.so would be executed.
+        crate::checksum::verify(dir, &manifest.format_version, &manifest.files)?;
         let so = dir.join("kernels.so");
         // SAFETY: the library is Ember's own generated code; it has no initializers.
         let lib = unsafe { libloading::Library::new(&so) }.map_err(|e| format!("cannot load {}: {e}", so.display()))?;

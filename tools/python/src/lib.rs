@@ -58,7 +58,7 @@ struct Program {
 impl Program {
     #[new]
     fn new(py: Python<'_>, dir: &str) -> PyResult<Self> {
-        py.detach(|| CpuProgram::load(Path::new(dir)).map(|inner| Program { inner }).map_err(err))
+        py.detach(|| CpuProgram::load(Path::new(dir)).map(|inner| Program { inner }).map_err(|e| err(format!("`{dir}`: {e}"))))
     }
 
     /// Input (name, dtype, dims) triples; dims are ints or symbol expressions as strings.
