@@ -385,6 +385,10 @@ impl Program {
                 },
             };
         }
+        // After the buffers: the status slot where a kernel stores the message of a gather
+        // whose index was out of range (codegen's `ret`); checked after every kernel.
+        let status = std::sync::atomic::AtomicPtr::<std::ffi::c_char>::new(std::ptr::null_mut());
+        ptrs.push(&status as *const _ as *mut u8);
         let profile = std::env::var_os("EMBER_PROFILE").is_some();
         for (si, step) in man.steps.iter().enumerate() {
             let t0 = profile.then(std::time::Instant::now);
@@ -396,6 +400,11 @@ impl Program {
                     // are long: the work is the largest buffer it reads or writes.
                     let work: i64 = std::iter::once(out).chain(also).chain(args).map(|&b| shapes[b].iter().product::<i64>()).max().unwrap_or(1).max(1);
                     run_kernel(f, &ptrs, &sym_vals, outer, work);
+                    let err = status.load(std::sync::atomic::Ordering::Acquire);
+                    if !err.is_null() {
+                        // SAFETY: a NUL-terminated constant of the kernel library, which `self` keeps loaded.
+                        return Err(unsafe { std::ffi::CStr::from_ptr(err) }.to_string_lossy().into_owned());
+                    }
                 }
                 Step::Gemm(g) => self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), &ptrs, &eval)?,
                 &Step::Sort { out, src, dim, descending } => argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?,
