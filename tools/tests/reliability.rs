@@ -350,3 +350,111 @@ fn damaged_artifacts_are_refused_naming_the_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// An embedding or index_select index outside [-n, n) is an error naming the op, as torch raises
+/// (it used to read a clamped row and exit 0); negative ones in range count from the end.
+#[test]
+fn out_of_range_gather_indices_are_errors() {
+    let dir = scratch("gather");
+    std::fs::write(
+        dir.join("m.mlir"),
+        r#"func.func @main(%w: tensor<5x3xf32> {ember.input = "w"}, %ids: tensor<2x2xi64> {ember.input = "ids"}, %k: tensor<2xi32> {ember.input = "k"}) -> (tensor<2x2x3xf32> {ember.output = "e"}, tensor<5x2xf32> {ember.output = "s"}) {
+  %0 = "torch.aten.embedding"(%w, %ids) {padding_idx = -1 : i64, scale_grad_by_freq = false, sparse = false} : (tensor<5x3xf32>, tensor<2x2xi64>) -> tensor<2x2x3xf32> loc("embedding"("model.py":7:0))
+  %1 = "torch.aten.index_select"(%w, %k) {dim = 1 : i64} : (tensor<5x3xf32>, tensor<2xi32>) -> tensor<5x2xf32> loc("index_select"("model.py":8:0))
+  return %0, %1 : tensor<2x2x3xf32>, tensor<5x2xf32>
+}
+"#,
+    )
+    .unwrap();
+    compile_for(ember_compiler::load(&dir.join("m.mlir")).unwrap(), "cpu", &dir.join("art"), &[]).unwrap();
+    let prog = Program::load(&dir.join("art")).unwrap();
+    let w: Vec<f32> = (0..15).map(|i| i as f32).collect();
+    let ids = |v: [i64; 4]| HostTensor { dtype: ember_ir::DType::I64, shape: vec![2, 2], data: v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let k = |v: [i32; 2]| HostTensor { dtype: ember_ir::DType::I32, shape: vec![2], data: v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let wt = HostTensor { dtype: ember_ir::DType::F32, shape: vec![5, 3], data: f32_bytes(&w) };
+    let run = |i: [i64; 4], j: [i32; 2]| prog.run(&[wt.clone(), ids(i), k(j)]);
+    let out = run([0, 4, -1, -5], [2, -3]).unwrap();
+    assert_eq!(f32s(&out[0].data), [0., 1., 2., 12., 13., 14., 12., 13., 14., 0., 1., 2.]);
+    assert_eq!(f32s(&out[1].data), [2., 0., 5., 3., 8., 6., 11., 9., 14., 12.]);
+    for (i, j, at) in [
+        ([0, 5, 1, 1], [0, 0], "`embedding` (from model.py:7)"),
+        ([0, 1, -6, 1], [0, 0], "`embedding` (from model.py:7)"),
+        ([0, 1, 2, 3], [0, 3], "`index_select` (from model.py:8)"),
+    ] {
+        let err = run(i, j).expect_err("an out-of-range index must be an error");
+        assert_eq!(err, format!("node {at}: an index is out of range for the dim it indexes (torch raises IndexError here)"));
+    }
+    // The program is fine after an error: the next in-range call runs.
+    assert_eq!(run([0, 4, -1, -5], [2, -3]).unwrap(), out);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The artifact in `dir`, file by file (sorted by name; the report dir aside).
+fn artifact_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// `ember compile` killed with SIGKILL at points spread over a whole compile, alternately of two
+/// models into one `-o`: after every kill `-o` is absent (before the first compile finished) or
+/// exactly one of the two complete artifacts, file for file, and it loads (checksums included).
+#[test]
+fn sigkilled_compiles_leave_no_artifact_or_a_complete_one() {
+    let dir = scratch("sigkill");
+    let models = ["models/mlp.pt2", "models/mlp_dynamic.pt2"];
+    let compile = |model: &str, out: &Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+            .args(["compile", model, "--target", "cpu", "-o"])
+            .arg(out)
+            .env("TMPDIR", dir.join("tmp"))
+            .current_dir(testdata())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    let mut refs = Vec::new();
+    let mut longest = std::time::Duration::ZERO;
+    for (i, m) in models.iter().enumerate() {
+        let t = std::time::Instant::now();
+        assert!(compile(m, &dir.join(format!("ref{i}"))).wait().unwrap().success());
+        longest = longest.max(t.elapsed());
+        refs.push(artifact_files(&dir.join(format!("ref{i}"))));
+    }
+    let out = dir.join("art");
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let (mut absent, mut complete) = (0, 0);
+    for k in 0..16 {
+        // Points from the start to past the end of a compile (xorshift: the same ones every run).
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let at = longest.mul_f64((seed % 1200) as f64 / 1000.0);
+        let mut child = compile(models[k % 2], &out);
+        std::thread::sleep(at);
+        let _ = child.kill();
+        child.wait().unwrap();
+        if !out.exists() {
+            absent += 1;
+            continue;
+        }
+        let got = artifact_files(&out);
+        assert!(refs.contains(&got), "kill {k} at {at:?} left a mix: {:?}", got.iter().map(|(n, b)| (n, b.len())).collect::<Vec<_>>());
+        Program::load(&out).unwrap_or_else(|e| panic!("kill {k} at {at:?}: {e}"));
+        complete += 1;
+    }
+    assert!(complete > 0, "no compile finished before its kill ({absent} absent): the points do not cover a compile");
+    // The next compile removes what the killed ones left (temp artifacts, link dirs).
+    assert!(compile(models[0], &out).wait().unwrap().success());
+    let mut left: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    left.sort();
+    assert_eq!(left, ["art", "ref0", "ref1", "tmp"]);
+    assert_eq!(std::fs::read_dir(dir.join("tmp")).unwrap().count(), 0, "link dirs of killed compiles were left");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
