@@ -48,6 +48,13 @@ fn unlowered_ops(py: Python<'_>, path: &str) -> PyResult<Vec<String>> {
     })
 }
 
+/// The `ember` command line in this process (the wheel's `ember` console script, `ember._cli`):
+/// `args` with the program name first; returns the exit code.
+#[pyfunction]
+fn cli_main(py: Python<'_>, args: Vec<String>) -> i32 {
+    py.detach(|| ember_tools::main(args))
+}
+
 /// A loaded CPU artifact.
 #[pyclass(frozen)]
 struct Program {
@@ -326,6 +333,7 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_model, m)?)?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(unlowered_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_class::<Program>()?;
     m.add_class::<EagerPlans>()?;
     m.add_function(wrap_pyfunction!(eager_op_known, m)?)?;
