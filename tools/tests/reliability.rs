@@ -350,17 +350,21 @@ fn damaged_artifacts_are_refused_naming_the_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// An embedding or index_select index outside [-n, n) is an error naming the op, as torch raises
-/// (it used to read a clamped row and exit 0); negative ones in range count from the end.
+/// A gather index outside [-n, n) is an error naming the op, as torch raises (it used to read a
+/// clamped row and exit 0); negative ones in range count from the end. embedding and
+/// index_select gather with the index itself; index.Tensor and torch.gather through a linear
+/// index, where an out-of-range component must not land on another element.
 #[test]
 fn out_of_range_gather_indices_are_errors() {
     let dir = scratch("gather");
     std::fs::write(
         dir.join("m.mlir"),
-        r#"func.func @main(%w: tensor<5x3xf32> {ember.input = "w"}, %ids: tensor<2x2xi64> {ember.input = "ids"}, %k: tensor<2xi32> {ember.input = "k"}) -> (tensor<2x2x3xf32> {ember.output = "e"}, tensor<5x2xf32> {ember.output = "s"}) {
+        r#"func.func @main(%w: tensor<5x3xf32> {ember.input = "w"}, %ids: tensor<2x2xi64> {ember.input = "ids"}, %k: tensor<2xi32> {ember.input = "k"}, %g: tensor<5x1xi64> {ember.input = "g"}, %xi: tensor<2x2xi64> {ember.input = "xi"}) -> (tensor<2x2x3xf32> {ember.output = "e"}, tensor<5x2xf32> {ember.output = "s"}, tensor<2x2x3xf32> {ember.output = "x"}, tensor<5x1xf32> {ember.output = "t"}) {
   %0 = "torch.aten.embedding"(%w, %ids) {padding_idx = -1 : i64, scale_grad_by_freq = false, sparse = false} : (tensor<5x3xf32>, tensor<2x2xi64>) -> tensor<2x2x3xf32> loc("embedding"("model.py":7:0))
   %1 = "torch.aten.index_select"(%w, %k) {dim = 1 : i64} : (tensor<5x3xf32>, tensor<2xi32>) -> tensor<5x2xf32> loc("index_select"("model.py":8:0))
-  return %0, %1 : tensor<2x2x3xf32>, tensor<5x2xf32>
+  %2 = "torch.aten.index.Tensor"(%w, %xi) {indices = array<i64: 1>, operandSegmentSizes = array<i64: 1, 1>} : (tensor<5x3xf32>, tensor<2x2xi64>) -> tensor<2x2x3xf32> loc("index"("model.py":9:0))
+  %3 = "torch.aten.gather"(%w, %g) {dim = 1 : i64, sparse_grad = false} : (tensor<5x3xf32>, tensor<5x1xi64>) -> tensor<5x1xf32> loc("gather"("model.py":10:0))
+  return %0, %1, %2, %3 : tensor<2x2x3xf32>, tensor<5x2xf32>, tensor<2x2x3xf32>, tensor<5x1xf32>
 }
 "#,
     )
@@ -368,23 +372,36 @@ fn out_of_range_gather_indices_are_errors() {
     compile_for(ember_compiler::load(&dir.join("m.mlir")).unwrap(), "cpu", &dir.join("art"), &[]).unwrap();
     let prog = Program::load(&dir.join("art")).unwrap();
     let w: Vec<f32> = (0..15).map(|i| i as f32).collect();
-    let ids = |v: [i64; 4]| HostTensor { dtype: ember_ir::DType::I64, shape: vec![2, 2], data: v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let i64s = |shape: Vec<usize>, v: &[i64]| HostTensor { dtype: ember_ir::DType::I64, shape, data: v.iter().flat_map(|x| x.to_le_bytes()).collect() };
     let k = |v: [i32; 2]| HostTensor { dtype: ember_ir::DType::I32, shape: vec![2], data: v.iter().flat_map(|x| x.to_le_bytes()).collect() };
     let wt = HostTensor { dtype: ember_ir::DType::F32, shape: vec![5, 3], data: f32_bytes(&w) };
-    let run = |i: [i64; 4], j: [i32; 2]| prog.run(&[wt.clone(), ids(i), k(j)]);
-    let out = run([0, 4, -1, -5], [2, -3]).unwrap();
-    assert_eq!(f32s(&out[0].data), [0., 1., 2., 12., 13., 14., 12., 13., 14., 0., 1., 2.]);
+    let run =
+        |i: [i64; 4], j: [i32; 2], g: [i64; 5], x: [i64; 4]| prog.run(&[wt.clone(), i64s(vec![2, 2], &i), k(j), i64s(vec![5, 1], &g), i64s(vec![2, 2], &x)]);
+    let ok = ([0, 4, -1, -5], [2, -3], [0, 1, 2, -1, -3]);
+    let out = run(ok.0, ok.1, ok.2, ok.0).unwrap();
+    let rows = [0., 1., 2., 12., 13., 14., 12., 13., 14., 0., 1., 2.];
+    assert_eq!(f32s(&out[0].data), rows);
     assert_eq!(f32s(&out[1].data), [2., 0., 5., 3., 8., 6., 11., 9., 14., 12.]);
-    for (i, j, at) in [
-        ([0, 5, 1, 1], [0, 0], "`embedding` (from model.py:7)"),
-        ([0, 1, -6, 1], [0, 0], "`embedding` (from model.py:7)"),
-        ([0, 1, 2, 3], [0, 3], "`index_select` (from model.py:8)"),
+    assert_eq!(f32s(&out[2].data), rows);
+    assert_eq!(f32s(&out[3].data), [0., 4., 8., 11., 12.]);
+    let node = |at: &str| format!("node {at}: an index is out of range for the dim it indexes (torch raises IndexError here)");
+    let embedding = node("`embedding` (from model.py:7)");
+    // x[i] with -7 used to be wrapped twice (to row 3); torch.gather's 3 in row 0 used to read
+    // element 3 of the flattened [5, 3], w[1, 0].
+    let index = node("`index` (from model.py:9)");
+    for (i, j, g, x, want) in [
+        ([0, 5, 1, 1], ok.1, ok.2, ok.0, embedding.clone()),
+        ([0, 1, -6, 1], ok.1, ok.2, ok.0, embedding),
+        (ok.0, [0, 3], ok.2, ok.0, node("`index_select` (from model.py:8)")),
+        (ok.0, ok.1, ok.2, [0, -7, 1, 1], index.clone()),
+        (ok.0, ok.1, ok.2, [0, 1, 5, 1], index),
+        (ok.0, ok.1, [3, 0, 0, 0, 0], ok.0, node("`gather` (from model.py:10)")),
+        (ok.0, ok.1, [0, 0, 0, 0, -4], ok.0, node("`gather` (from model.py:10)")),
     ] {
-        let err = run(i, j).expect_err("an out-of-range index must be an error");
-        assert_eq!(err, format!("node {at}: an index is out of range for the dim it indexes (torch raises IndexError here)"));
+        assert_eq!(run(i, j, g, x).expect_err("an out-of-range index must be an error"), want);
     }
     // The program is fine after an error: the next in-range call runs.
-    assert_eq!(run([0, 4, -1, -5], [2, -3]).unwrap(), out);
+    assert_eq!(run(ok.0, ok.1, ok.2, ok.0).unwrap(), out);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

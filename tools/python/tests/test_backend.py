@@ -148,6 +148,21 @@ def test_compile_cache_after_a_killed_writer_and_a_damaged_entry(tmp_path: Path)
     assert _entries(tmp_path) == (entries, [])
 
 
+def test_out_of_range_embedding_index_raises_index_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 2)).eval()
+    compiled = torch.compile(m, backend="ember")
+    ok = torch.tensor([[1, 9], [0, 3]])
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(ok), m(ok))
+        with pytest.raises(IndexError):
+            m(torch.tensor([[1, 10], [0, 3]]))  # torch's own answer
+        with pytest.raises(IndexError, match="node `.*embedding.*`.*an index is out of range"):
+            compiled(torch.tensor([[1, 10], [0, 3]]))
+
+
 def test_unsupported_ops_are_partitioned_out_with_one_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
     torch._dynamo.reset()
