@@ -6,11 +6,14 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+/// numpy has no bfloat16: `ml_dtypes.bfloat16` (jax's, the ecosystem's convention) saves as a
+/// 2-byte void, `<V2`, holding the bf16 bit pattern, and Ember reads and writes it so.
 fn descr(d: DType) -> Option<&'static str> {
     Some(match d {
         DType::F32 => "<f4",
         DType::F64 => "<f8",
         DType::F16 => "<f2",
+        DType::BF16 => "<V2",
         DType::I64 => "<i8",
         DType::I32 => "<i4",
         DType::I16 => "<i2",
@@ -22,8 +25,9 @@ fn descr(d: DType) -> Option<&'static str> {
 }
 
 fn from_descr(s: &str) -> Option<DType> {
-    let s = s.replace('=', "<");
-    DType::ALL.into_iter().find(|&d| descr(d) == Some(s.as_str()))
+    // Byte order: `=` is native (little-endian here), `|` not applicable (one-byte types, voids).
+    let norm = |x: &str| x.replacen(['=', '|'], "<", 1);
+    DType::ALL.into_iter().find(|&d| descr(d).map(norm) == Some(norm(s)))
 }
 
 pub fn read_npz(path: &Path) -> Result<BTreeMap<String, HostTensor>, String> {

@@ -72,6 +72,7 @@ pub trait Target: Sync {
     /// boundaries the optimizer chose.
     fn lower(&self, m: &mut Module, opts: &Options) -> Result<Vec<Value>, String> {
         crate::artifact::lower(m)?;
+        self.rewrite(m, opts)?;
         crate::artifact::optimize(m, self.cost_table())?;
         let main = m.func_by_name("main");
         let mut boundaries = vec![];
@@ -82,6 +83,11 @@ pub trait Target: Sync {
             }
         }
         Ok(boundaries)
+    }
+
+    /// Rewrites the lowered `ten` module before the optimizer sees it (trainium's `--auto-cast`).
+    fn rewrite(&self, _m: &mut Module, _opts: &Options) -> Result<(), String> {
+        Ok(())
     }
 
     /// Rewrites a lowered module for what the device lacks (dtypes). Returns the new dtype of

@@ -44,9 +44,12 @@ const OPTIONS: &[TargetOption] = &[
     TargetOption { name: "allow-downcast", values: &[], default: None, elsewhere: NOT_TRAINIUM },
     // Keep int64 (neuronx-cc `--native-int64`, trn2+) instead of narrowing to int32.
     TargetOption { name: "native-int64", values: &[], default: None, elsewhere: NOT_TRAINIUM },
+    // f32 matmuls in bf16 (neuronx-cc's `--auto-cast matmult`), done by Ember so that the HLO
+    // checked on XLA is what Neuron runs; neuronx-cc itself always gets `--auto-cast none`.
+    TargetOption { name: "auto-cast", values: &["none", "matmult"], default: Some("none"), elsewhere: NOT_TRAINIUM },
 ];
 
-const NOT_TRAINIUM: &str = "--allow-downcast and --native-int64 are trainium options; not for the {target} target";
+const NOT_TRAINIUM: &str = "--allow-downcast, --native-int64 and --auto-cast are trainium options; not for the {target} target";
 
 impl Target for Trainium {
     fn name(&self) -> &'static str {
@@ -60,6 +63,13 @@ impl Target for Trainium {
     // neuronx-cc fuses `loop` groups and lone activations itself.
     fn keeps(&self, kind: &str, _opts: &Options) -> bool {
         trainium::KERNEL_KINDS.contains(&kind)
+    }
+
+    fn rewrite(&self, m: &mut Module, opts: &Options) -> R<()> {
+        if opts.value("auto-cast") == Some("matmult") {
+            auto_cast_matmuls(m);
+        }
+        Ok(())
     }
 
     fn legalize(&self, m: &mut Module, opts: &Options) -> R<BTreeMap<String, String>> {
@@ -130,6 +140,9 @@ pub struct Manifest {
     pub plain_groups: Vec<String>,
     /// Flags for neuronx-cc on the Neuron host.
     pub neuronx_cc_flags: Vec<String>,
+    /// `--auto-cast`: `none`, or `matmult` (f32 matmuls computed in bf16, by Ember).
+    #[serde(default = "no_auto_cast")]
+    pub auto_cast: String,
     /// Models with symbolic dims: the padded buckets, smallest first (`module` and
     /// `neuron_module` are the largest's), as in a tpu manifest; the runner runs the smallest
     /// bucket that fits, padding inputs with zeros at the end of each symbolic dim.
@@ -146,6 +159,10 @@ pub struct Bucket {
     pub neuron_module: String,
 }
 
+fn no_auto_cast() -> String {
+    "none".into()
+}
+
 pub const MODULE_FILE: &str = "model.hlo_module.pb";
 pub const NEURON_MODULE_FILE: &str = "model.neuron.hlo_module.pb";
 pub const KERNEL_TARGET: &str = "AwsNeuronCustomNativeKernel";
@@ -158,6 +175,56 @@ fn at(m: &Module, op: OpId) -> String {
         format!("`{}`", m.op(op).name)
     } else {
         format!("`{}` at {s}", m.op(op).name)
+    }
+}
+
+/// `--auto-cast matmult`: every f32 `ten.dot_general` multiplies bf16 operands into a bf16
+/// product, converted back to f32 (the form neuronx-cc maps onto its bf16 matmul engine, which
+/// accumulates in fp32 PSUM: unchecked here). Inputs, weights and outputs keep their dtypes.
+fn auto_cast_matmuls(m: &mut Module) {
+    for f in m.funcs() {
+        let b = m.entry(f);
+        let mut pos = 0;
+        while pos < m.block(b).ops.len() {
+            let op = m.block(b).ops[pos];
+            let d = m.op(op);
+            let f32_of = |v: Option<&Value>| v.and_then(|&v| m.ty(v).tensor().filter(|t| t.dtype == DType::F32).cloned());
+            let (true, Some(_), Some(_), Some(rt)) =
+                (d.name == "ten.dot_general", f32_of(d.operands.first()), f32_of(d.operands.get(1)), f32_of(d.results.first()))
+            else {
+                pos += 1;
+                continue;
+            };
+            let loc = d.loc.clone();
+            let bf16 = |t: &Type| match t {
+                Type::Tensor(t) => Type::Tensor(ember_ir::TensorType { dtype: DType::BF16, ..t.clone() }),
+                t => t.clone(),
+            };
+            for i in 0..2 {
+                let x = m.op(op).operands[i];
+                let ty = bf16(m.ty(x));
+                let c =
+                    m.create_op("ten.convert", vec![x], vec![ty], [("dtype".to_string(), Attr::DType(DType::BF16))].into_iter().collect(), vec![], loc.clone());
+                m.insert_op(b, pos, c);
+                pos += 1;
+                m.op_mut(op).operands[i] = m.result(c, 0);
+            }
+            let r = m.result(op, 0);
+            m.set_ty(r, bf16(&Type::Tensor(rt.clone())));
+            let back = m.create_op(
+                "ten.convert",
+                vec![r],
+                vec![Type::Tensor(rt)],
+                [("dtype".to_string(), Attr::DType(DType::F32))].into_iter().collect(),
+                vec![],
+                loc,
+            );
+            let wide = m.result(back, 0);
+            m.replace_all_uses(r, wide);
+            m.op_mut(back).operands[0] = r;
+            m.insert_op(b, pos + 1, back);
+            pos += 2;
+        }
     }
 }
 
@@ -549,8 +616,11 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
             })
             .collect(),
         plain_groups: parts.iter().flat_map(|p| p.emitted.plain.iter().cloned()).collect(),
+        auto_cast: opts.value("auto-cast").unwrap_or("none").to_string(),
         neuronx_cc_flags: {
-            let mut v: Vec<String> = ["--framework", "XLA", "--target", "trn2"].iter().map(|s| s.to_string()).collect();
+            // `--auto-cast none`: the HLO's dtypes are the ones Ember checked (neuronx-cc's
+            // default would cast f32 matmuls to bf16 on its own); `auto_cast` says what Ember cast.
+            let mut v: Vec<String> = ["--framework", "XLA", "--target", "trn2", "--auto-cast", "none"].iter().map(|s| s.to_string()).collect();
             if opts.flag("native-int64") {
                 v.push("--native-int64".into());
             }

@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO / "tools" / "python" / "python"))
 
 from ember.export import ModelSpecError, export_model  # noqa: E402
 
-MODELS = ["mlp", "gpt2_block", "tiny_llama", "resnet", "mlp_dynamic", "gpt2_block_dynamic"]
+MODELS = ["mlp", "gpt2_block", "tiny_llama", "resnet", "mlp_dynamic", "gpt2_block_dynamic", "mlp_f16", "tiny_llama_bf16"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Training benchmark: one optimizer step under torch eager, Inductor (`torch.compile` default
-backend) and Ember (`torch.compile(backend="ember")`), fp32, 2 threads.
+backend) and Ember (`torch.compile(backend="ember")`), fp32 (and the `_bf16` cases under bf16
+autocast), 2 threads.
 
 Each (case, backend) runs in a fresh process with empty compile caches, in rounds (eager,
 Inductor, Ember, eager, ...; each backend keeps its faster round: the machine is shared and
@@ -10,7 +11,7 @@ step time over the timed steps after warm-up, the compile time (first step minus
 step), and for Ember the graphs it compiled, how many were backward graphs, and its fallbacks;
 the first step's loss is compared with eager's. Writes tools/bench/results/train.md and train.png.
 
-    python tools/bench/bench_train.py [--cases mlp_adamw,gpt2_lm,resnet_bn] [--steps 20]
+    python tools/bench/bench_train.py [--cases mlp_adamw,gpt2_lm,resnet_bn,mlp_adamw_bf16,gpt2_lm_bf16] [--steps 20]
 """
 
 from __future__ import annotations
@@ -69,10 +70,27 @@ def resnet_bn():
     return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9), lambda m: F.cross_entropy(m(x), y)
 
 
+def bf16_autocast(factory):
+    """The case's forward and loss under `torch.autocast("cpu", bfloat16)` (f32 master weights)."""
+
+    def make():
+        model, opt, loss_fn = factory()
+
+        def loss(m):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return loss_fn(m)
+
+        return model, opt, loss
+
+    return make
+
+
 CASES = {
     "mlp_adamw": (mlp_adamw, "MLP 4096→4096→4096, GELU, AdamW, batch 256"),
     "gpt2_lm": (gpt2_lm, "GPT-2 LM (transformers), 4 blocks, d 512, 8 heads, seq 256, batch 4, vocab 8192, AdamW"),
     "resnet_bn": (resnet_bn, "ResNet-style conv net with BatchNorm, 3×64×64, batch 16, SGD momentum"),
+    "mlp_adamw_bf16": (bf16_autocast(mlp_adamw), "mlp_adamw under torch.autocast(\"cpu\", bfloat16)"),
+    "gpt2_lm_bf16": (bf16_autocast(gpt2_lm), "gpt2_lm under torch.autocast(\"cpu\", bfloat16)"),
 }
 
 

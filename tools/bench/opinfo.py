@@ -521,10 +521,8 @@ class Stage:
 def _ember_error(stderr: str) -> tuple[str, str]:
     """(one informative line, whole message) of an ember failure on stderr.
 
-    ember prints ``error: `X.pt2`: node `n` (from f.py:1): MESSAGE``; when the imported
-    graph does not verify, the verifier's lines follow on the next lines, and the first
-    one (``  `torch.aten.x` at node `n` (from ...): result 0: expected ..., found ...``)
-    is appended to the head line. A panic's ``thread '...' panicked at ...:`` line is
+    ember prints ``error: `X.pt2`: node `n` (from f.py:1): MESSAGE`` (an imported graph
+    that does not verify leads with its first disagreement). A panic's ``thread '...' panicked at ...:`` line is
     followed by its message, which is what is kept.
     """
     text = stderr.strip()
@@ -539,8 +537,6 @@ def _ember_error(stderr: str) -> tuple[str, str]:
         return f"panic: {msg}", text
     head = lines[err[0] if err else 0].removeprefix("error: ")
     head = re.sub(r"^`[^`]*\.(pt2|npz)`:\s*", "", head)
-    if "does not verify" in head and len(lines) > 1:
-        head = "the imported graph does not verify: " + lines[1].strip()
     return head, text
 
 

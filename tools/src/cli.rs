@@ -101,6 +101,11 @@ An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compil
         /// trainium: keep int64 (neuronx-cc --native-int64, trn2+) instead of narrowing to int32.
         #[arg(long)]
         native_int64: bool,
+        /// trainium: `matmult` computes f32 matmuls in bf16, as neuronx-cc's --auto-cast matmult (done
+        /// by Ember, so `ember run` checks what Neuron runs; recorded in the manifest); `none` (the
+        /// default) keeps every dtype. bf16 models stay bf16 either way.
+        #[arg(long, value_name = "MODE", value_parser = PossibleValuesParser::new(target::option_values("auto-cast")))]
+        auto_cast: Option<String>,
     },
     /// Show what the trainium target makes of a module: NKI kernels or legalized StableHLO.
     #[command(after_help = "Examples:\n  ember trainium testdata/targets/trainium/gemm_ragged_gelu_residual.mlir -o kernels/\n  \
@@ -274,12 +279,12 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                 }
             }
         }
-        Cmd::Compile { model, target, output, report, fusion, mesh, shard, precision, portable, allow_downcast, native_int64 } => {
+        Cmd::Compile { model, target, output, report, fusion, mesh, shard, precision, portable, allow_downcast, native_int64, auto_cast } => {
             // In the order their errors are reported.
             let mut given = vec![("mesh", mesh)];
             given.extend(shard.into_iter().map(|s| ("shard", Some(s))));
             given.extend([("portable", portable.then(String::new)), ("precision", precision), ("fusion", Some(fusion))]);
-            given.extend([("allow-downcast", allow_downcast.then(String::new)), ("native-int64", native_int64.then(String::new))]);
+            given.extend([("allow-downcast", allow_downcast.then(String::new)), ("native-int64", native_int64.then(String::new)), ("auto-cast", auto_cast)]);
             let options = options(given);
             let report = report.then(|| model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
             let opts = CompileOptions { target, out: output, options, report };

@@ -63,3 +63,41 @@ fn symbolic_dims_compile_to_buckets_for_trainium() {
     std::fs::remove_dir_all(&out).unwrap();
     insta::assert_snapshot!("compile_dynamic_for_trainium", s);
 }
+
+/// `--auto-cast matmult`: every f32 matmul of the HLO multiplies bf16 operands, the manifest
+/// says so, neuronx-cc gets `--auto-cast none` (with and without it, so that it casts nothing on
+/// its own), and the result moves off the f32 one by a bf16-sized amount; the cpu target
+/// rejects the option.
+#[test]
+fn auto_cast_matmult_computes_f32_matmuls_in_bf16() {
+    let base = std::env::temp_dir().join(format!("ember-trn-ac-{}", std::process::id()));
+    let mut outs = Vec::new();
+    for mode in ["none", "matmult"] {
+        let out = base.join(mode);
+        let r = ember(&testdata(), &["compile", "models/gpt2_block.pt2", "--target", "trainium", "--auto-cast", mode, "-o", out.to_str().unwrap()]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let man: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(man["auto_cast"], mode);
+        let flags: Vec<&str> = man["neuronx_cc_flags"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert!(flags.windows(2).any(|w| w == ["--auto-cast", "none"]), "{flags:?}");
+        let hlo = std::fs::read_to_string(out.join("model.hlo.txt")).unwrap();
+        let dots: Vec<&str> = hlo.lines().filter(|l| l.contains(" dot(")).collect();
+        assert!(!dots.is_empty());
+        let bf16_dots = dots.iter().filter(|l| l.split('=').nth(1).is_some_and(|t| t.trim_start().starts_with("bf16["))).count();
+        assert_eq!(bf16_dots, if mode == "matmult" { dots.len() } else { 0 }, "{mode}: {dots:#?}");
+        let got = base.join(format!("{mode}.npz"));
+        let r = ember(&testdata(), &["run", out.to_str().unwrap(), "--inputs", "models/gpt2_block.npz", "--outputs", got.to_str().unwrap()]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        outs.push(ember_compiler::npz::read_npz(&got).unwrap().remove("out0").unwrap());
+    }
+    let want = ember_compiler::npz::read_npz(&testdata().join("models/gpt2_block.npz")).unwrap().remove("out0").unwrap();
+    let f32s = |t: &ember_targets::cpu::HostTensor| t.data.chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect::<Vec<f32>>();
+    let (w, none, cast) = (f32s(&want), f32s(&outs[0]), f32s(&outs[1]));
+    let scale = w.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let err = |g: &[f32]| g.iter().zip(&w).fold(0f32, |m, (a, b)| m.max((a - b).abs())) / scale;
+    assert!(err(&none) < 1e-5, "f32: {}", err(&none));
+    assert!(err(&cast) > 1e-5 && err(&cast) < 1.6e-2, "bf16 matmuls: {} of the output's scale", err(&cast));
+    let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "--auto-cast", "matmult", "-o", base.join("cpu").to_str().unwrap()]);
+    assert!(r.code == 2 && r.stderr.contains("trainium options; not for the cpu target"), "{}", r.stderr);
+    std::fs::remove_dir_all(&base).unwrap();
+}

@@ -372,8 +372,13 @@ impl<'a> Importer<'a> {
         self.m.append_op(entry, ember_ir::module::RETURN, rets, vec![], Attrs::new(), Loc::Unknown);
 
         if let Err(errs) = ember_ir::verify::verify(&self.m) {
-            let list: Vec<String> = errs.iter().take(10).map(|e| format!("  {e}")).collect();
-            return Err(self.err(format!("the imported graph does not verify; this is an Ember bug, please report it with the model:\n{}", list.join("\n"))));
+            // The first disagreement leads: it names the node and the user's line.
+            let more: Vec<String> = errs.iter().skip(1).take(9).map(|e| format!("\n  {e}")).collect();
+            let and = if more.is_empty() { String::new() } else { format!("\n{} more:{}", errs.len() - 1, more.concat()) };
+            return Err(self.err(format!(
+                "{}: Ember's type rule disagrees with the types torch.export recorded (an Ember bug: please report it with the model){and}",
+                errs[0]
+            )));
         }
         Ok(Imported { module: self.m, weights })
     }

@@ -15,6 +15,8 @@ use crate::types::{DType, TensorType, Type};
 pub enum Rule {
     /// The type of the first tensor operand (shape and dtype).
     Same,
+    /// `_softmax`/`_log_softmax`: `self`'s type, float32 with `half_to_float` (CUDA's f16 kernels).
+    Softmax,
     /// Shape of the first tensor operand; integer/bool inputs give float32 (sin, exp, sigmoid).
     UnaryFloat,
     /// Shape of the first tensor operand, dtype bool.
@@ -175,11 +177,25 @@ pub struct InferCtx<'a> {
     /// One entry per tensor parameter; `None` entries are absent optionals.
     pub tensors: Vec<(&'a str, Vec<Option<&'a TensorType>>)>,
     pub attrs: &'a Attrs,
+    /// The op's declared result types (empty for an op being built): read only where torch's
+    /// own result dtype depends on the device the graph was exported on (`stat_dtype`).
+    pub results: Vec<Option<&'a TensorType>>,
 }
 
 impl<'a> InferCtx<'a> {
     fn first(&self) -> R<&'a TensorType> {
         self.tensors.iter().flat_map(|(_, v)| v.iter()).flatten().next().copied().ok_or_else(|| InferError("op has no tensor operand".into()))
+    }
+    /// The dtype of result `i`, a normalization statistic of a `dt` input: torch's CPU kernels
+    /// keep a reduced-precision input's dtype (an export on CPU records it), its CUDA kernels
+    /// compute and return float32. Both are torch's; the graph's choice is kept.
+    fn stat_dtype(&self, i: usize, dt: DType) -> DType {
+        let narrow = matches!(dt, DType::F16 | DType::BF16);
+        match self.results.get(i).copied().flatten() {
+            Some(r) if narrow && (r.dtype == DType::F32 || r.dtype == dt) => r.dtype,
+            _ if narrow => DType::F32,
+            _ => dt,
+        }
     }
     fn t(&self, name: &str) -> R<&'a TensorType> {
         self.opt_t(name).ok_or_else(|| InferError(format!("missing tensor operand `{name}`")))
@@ -410,6 +426,10 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
         Same | LikeSelf => {
             let t = if rule == LikeSelf { cx.t("self")? } else { cx.first()? };
             one(Type::Tensor(t.clone()))
+        }
+        Softmax => {
+            let t = cx.t("self")?;
+            one(tt(t.dims.clone(), if cx.bool_or("half_to_float", false) { DType::F32 } else { t.dtype }))
         }
         UnaryFloat => {
             let t = cx.first()?;
@@ -819,20 +839,19 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 return err("normalized_shape is longer than the input rank");
             }
             let stat: Vec<SymExpr> = t.dims.iter().enumerate().map(|(i, d)| if i >= t.rank() - n { c(1) } else { d.clone() }).collect();
-            let sdt = if t.dtype == DType::F16 || t.dtype == DType::BF16 { DType::F32 } else { t.dtype };
-            Ok(vec![Type::Tensor(t.clone()), tt(stat.clone(), sdt), tt(stat, sdt)])
+            Ok(vec![Type::Tensor(t.clone()), tt(stat.clone(), cx.stat_dtype(1, t.dtype)), tt(stat, cx.stat_dtype(2, t.dtype))])
         }
         GroupNorm => {
             let t = cx.t("input")?;
             let n = cx.sym("N")?.unwrap_or(c(1));
             let g = cx.int("group")?;
-            Ok(vec![Type::Tensor(t.clone()), tt(vec![n.clone(), c(g)], t.dtype), tt(vec![n, c(g)], t.dtype)])
+            Ok(vec![Type::Tensor(t.clone()), tt(vec![n.clone(), c(g)], cx.stat_dtype(1, t.dtype)), tt(vec![n, c(g)], cx.stat_dtype(2, t.dtype))])
         }
         BatchNorm => {
             let t = cx.t("input")?;
             let training = cx.bool_or("training", false);
             let ch = if training && t.rank() > 1 { t.dims[1].clone() } else { c(0) };
-            Ok(vec![Type::Tensor(t.clone()), tt(vec![ch.clone()], t.dtype), tt(vec![ch], t.dtype)])
+            Ok(vec![Type::Tensor(t.clone()), tt(vec![ch.clone()], cx.stat_dtype(1, t.dtype)), tt(vec![ch], cx.stat_dtype(2, t.dtype))])
         }
         Convolution => {
             let (x, w) = (cx.t("input")?, cx.t("weight")?);

@@ -100,7 +100,8 @@ impl<'m> OpView<'m> {
     pub fn infer(&self) -> Result<Vec<Type>, InferError> {
         let groups = self.operand_groups().map_err(InferError)?;
         let tensors = groups.iter().map(|(n, vs)| (*n, vs.iter().map(|v| v.and_then(|v| self.m.ty(v).tensor())).collect())).collect();
-        let cx = InferCtx { sig: self.def.signature(), tensors, attrs: &self.m.op(self.op).attrs };
+        let results = self.m.op(self.op).results.iter().map(|&r| self.m.ty(r).tensor()).collect();
+        let cx = InferCtx { sig: self.def.signature(), tensors, attrs: &self.m.op(self.op).attrs, results };
         infer::infer(self.def.rule, &cx)
     }
 }

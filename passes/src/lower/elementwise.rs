@@ -4,7 +4,7 @@
 //! dtype (the torch op's result dtype, or for comparisons the promoted operand dtype) and broadcast
 //! to the result shape first, and wrapped Python scalars become `ten.constant` splats.
 
-use super::build::{Cx, Lowered};
+use super::build::{acc_dtype, Cx, Lowered};
 use ember_ir::attr::Attr;
 use ember_ir::dialect::infer::result_type;
 use ember_ir::{DType, SymExpr, Value};
@@ -207,7 +207,9 @@ pub fn unary(cx: &mut Cx, ten: &str) -> Lowered {
 }
 
 /// Unary math. Integer inputs of float-valued functions convert first; rounding is the
-/// identity on integers.
+/// identity on integers. f16/bf16 compute in f32 and round once, as torch's kernels do (a
+/// formula of several ops would otherwise round after each on targets that keep the narrow
+/// type, XLA's).
 pub fn math(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
@@ -223,7 +225,7 @@ pub fn math(cx: &mut Cx, name: &str) -> Lowered {
         let inf = cx.splat_like(f64::INFINITY, a)?;
         return Ok(Some(vec![cx.compare("EQ", a, inf)?]));
     }
-    let x = cx.convert(x, t.dtype)?;
+    let x = cx.convert(x, acc_dtype(t.dtype))?;
     let float = t.dtype.is_float();
     let out = match name {
         "floor" | "ceil" | "round" | "trunc" if !float => x,
@@ -319,7 +321,7 @@ pub fn math(cx: &mut Cx, name: &str) -> Lowered {
         }
         _ => return Err(cx.err("no lowering for this unary op")),
     };
-    Ok(Some(vec![out]))
+    Ok(Some(vec![cx.convert(out, t.dtype)?]))
 }
 
 /// eˣ - 1 without the cancellation near 0: 2t/(1 - t) with t = tanh(x/2) for |x| < 1 (tanh is
@@ -347,15 +349,16 @@ fn huge_log(cx: &mut Cx, x: Value) -> Result<(Value, Value), String> {
     Ok((v, cx.compare("GT", x, big)?))
 }
 
-/// Activations and clamps, as max/min/select/erf/tanh/sigmoid formulas.
+/// Activations and clamps, as max/min/select/erf/tanh/sigmoid formulas (f16/bf16 in f32,
+/// rounded once, as `math`).
 pub fn activation(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
     if name == "gelu" && !matches!(cx.str_attr("approximate").as_deref(), None | Some("none") | Some("tanh")) {
         return Ok(None);
     }
+    let dt = if matches!(name, "elu" | "silu" | "gelu") { acc_dtype(t.dtype) } else { t.dtype };
     let x = cx.arg("self")?;
-    let x = cx.coerce(x, t.dtype, &t.dims)?;
-    let dt = t.dtype;
+    let x = cx.coerce(x, dt, &t.dims)?;
     let out = match name {
         "relu" => cx.binary_scalar("ten.max", x, 0.0)?,
         "leaky_relu" => {
@@ -423,7 +426,7 @@ pub fn activation(cx: &mut Cx, name: &str) -> Lowered {
         }
         _ => return Ok(None),
     };
-    Ok(Some(vec![out]))
+    Ok(Some(vec![cx.convert(out, t.dtype)?]))
 }
 
 /// where(condition, self, other): a select on the broadcast bool condition.

@@ -282,10 +282,10 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         self.m.ty(v).tensor().map(|t| t.dtype).unwrap_or(DType::F32)
     }
 
-    /// The type a value has in registers (bool is i1).
+    /// The type a value has in registers (bool is i1; f16 and bf16 compute in f32).
     fn reg_type(&self, d: DType) -> R<BasicTypeEnum<'ctx>> {
         Ok(match d {
-            DType::F32 => self.ctx.f32_type().into(),
+            DType::F32 | DType::F16 | DType::BF16 => self.ctx.f32_type().into(),
             DType::F64 => self.ctx.f64_type().into(),
             DType::I64 | DType::U64 => self.ctx.i64_type().into(),
             DType::I32 | DType::U32 => self.ctx.i32_type().into(),
@@ -298,10 +298,19 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
 
     /// The type a value has in memory (bool is one byte, as in torch).
     fn mem_type(&self, d: DType) -> R<BasicTypeEnum<'ctx>> {
-        if d == DType::Bool {
-            return Ok(self.ctx.i8_type().into());
-        }
-        self.reg_type(d)
+        Ok(match d {
+            DType::Bool => self.ctx.i8_type().into(),
+            DType::F16 => self.ctx.f16_type().into(),
+            DType::BF16 => self.ctx.bf16_type().into(),
+            d => self.reg_type(d)?,
+        })
+    }
+
+    /// f32 `v` rounded to the nearest `d` (f16/bf16) and widened back: where torch rounds.
+    fn round_narrow(&self, v: FloatValue<'ctx>, d: DType) -> R<FloatValue<'ctx>> {
+        let BasicTypeEnum::FloatType(nt) = self.mem_type(d)? else { return Err("round_narrow of a non-float type".into()) };
+        let n = self.b.build_float_trunc(v, nt, "").map_err(le)?;
+        self.b.build_float_ext(n, self.ctx.f32_type(), "").map_err(le)
     }
 
     fn buf_ptr(&self, buf: usize) -> R<PointerValue<'ctx>> {
@@ -385,16 +394,21 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let mt = self.mem_type(d)?;
         let p = unsafe { self.b.build_gep(mt, base, &[lin], "p") }.map_err(le)?;
         let v = self.b.build_load(mt, p, "").map_err(le)?;
-        if d == DType::Bool {
-            return Ok(self.b.build_int_compare(IntPredicate::NE, v.into_int_value(), self.ctx.i8_type().const_zero(), "").map_err(le)?.into());
+        match d {
+            DType::Bool => Ok(self.b.build_int_compare(IntPredicate::NE, v.into_int_value(), self.ctx.i8_type().const_zero(), "").map_err(le)?.into()),
+            DType::F16 | DType::BF16 => Ok(self.b.build_float_ext(v.into_float_value(), self.ctx.f32_type(), "").map_err(le)?.into()),
+            _ => Ok(v),
         }
-        Ok(v)
     }
 
     fn store_at(&self, base: PointerValue<'ctx>, lin: IntValue<'ctx>, d: DType, v: BasicValueEnum<'ctx>) -> R<()> {
         let mt = self.mem_type(d)?;
         let p = unsafe { self.b.build_gep(mt, base, &[lin], "p") }.map_err(le)?;
-        let v: BasicValueEnum = if d == DType::Bool { self.b.build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "").map_err(le)?.into() } else { v };
+        let v: BasicValueEnum = match (d, mt) {
+            (DType::Bool, _) => self.b.build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "").map_err(le)?.into(),
+            (DType::F16 | DType::BF16, BasicTypeEnum::FloatType(nt)) => self.b.build_float_trunc(v.into_float_value(), nt, "").map_err(le)?.into(),
+            _ => v,
+        };
         self.b.build_store(p, v).map_err(le)?;
         Ok(())
     }
@@ -1042,6 +1056,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     }
 
     fn unary(&self, name: &str, dt: DType, x: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        let dt = compute_dtype(dt);
         let b = &self.b;
         if let BasicValueEnum::FloatValue(f) = x {
             let ty = f.get_type().as_basic_type_enum();
@@ -1237,6 +1252,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     }
 
     fn binary(&self, name: &str, dt: DType, a: BasicValueEnum<'ctx>, c: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        let dt = compute_dtype(dt);
         let b = &self.b;
         if let (BasicValueEnum::FloatValue(x), BasicValueEnum::FloatValue(y)) = (a, c) {
             let ty = x.get_type().as_basic_type_enum();
@@ -1304,6 +1320,16 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     }
 
     fn convert(&self, x: BasicValueEnum<'ctx>, from: DType, to: DType) -> R<BasicValueEnum<'ctx>> {
+        let wide = self.convert_reg(x, from, to)?;
+        if matches!(to, DType::F16 | DType::BF16) && from != to {
+            // An explicit conversion rounds, as torch's `.to()` does (and Inductor keeps).
+            return Ok(self.round_narrow(wide.into_float_value(), to)?.into());
+        }
+        Ok(wide)
+    }
+
+    /// `convert` between register types (f16/bf16 are f32 there).
+    fn convert_reg(&self, x: BasicValueEnum<'ctx>, from: DType, to: DType) -> R<BasicValueEnum<'ctx>> {
         let b = &self.b;
         let tt = self.reg_type(to)?;
         let from_unsigned = from == DType::Bool || from.mlir_name().starts_with("ui");
@@ -1606,6 +1632,16 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
 }
 
 /// The operand index of a reduction: reduced dims from `r`, the others from `out`, in dim order.
+/// The dtype arithmetic runs in: f16 and bf16 values are f32 in registers (inside one kernel,
+/// as Inductor does; they round where they are stored and at explicit conversions).
+fn compute_dtype(d: DType) -> DType {
+    if matches!(d, DType::F16 | DType::BF16) {
+        DType::F32
+    } else {
+        d
+    }
+}
+
 fn interleave<'ctx>(rank: usize, rdims: &[usize], out: &[IntValue<'ctx>], r: &[IntValue<'ctx>]) -> Vec<IntValue<'ctx>> {
     let (mut oi, mut ri) = (0, 0);
     (0..rank)

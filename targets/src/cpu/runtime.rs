@@ -98,6 +98,9 @@ pub struct Program {
     arena: std::sync::Mutex<Option<Arena>>,
     /// Scratch for a GEMM rhs repacked row-major at run time (see `fn gemm`), kept across calls.
     pack: std::sync::Mutex<Vec<u64>>,
+    /// The f32 accumulator of f16/bf16 GEMMs, kept across calls (fresh pages cost more than the
+    /// product's own memory traffic).
+    narrow_acc: std::sync::Mutex<Vec<f32>>,
 }
 
 /// Memory for temporaries: buffers whose lifetimes do not overlap share one slot.
@@ -235,6 +238,7 @@ impl Program {
             dtypes,
             arena: std::sync::Mutex::new(None),
             pack: std::sync::Mutex::new(Vec::new()),
+            narrow_acc: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -491,6 +495,19 @@ impl Program {
         let nb = batch.iter().product::<i64>().max(1) as usize;
         let (lcs, lrs, rcs, rrs) = (lstr[g.lhs_contract] as isize, lstr[g.lhs_free] as isize, rstr[g.rhs_free] as isize, rstr[g.rhs_contract] as isize);
         let (out, lhs, mut rhs) = (ptrs[g.out] as usize, ptrs[g.lhs.buf] as usize, ptrs[g.rhs.buf] as usize);
+        if self.dtypes[g.lhs.buf] != dt || self.dtypes[g.rhs.buf] != dt {
+            return Err(format!(
+                "matmul of {} and {} into {} is not supported by the CPU target",
+                self.dtypes[g.lhs.buf].torch_name(),
+                self.dtypes[g.rhs.buf].torch_name(),
+                dt.torch_name()
+            ));
+        }
+        if matches!(dt, DType::F16 | DType::BF16) {
+            let p = NarrowProduct { dt, nb, m, n, k, batch: &batch, lbs: &lbs, rbs: &rbs, lhs, lrs, lcs, rhs, rrs, rcs, out };
+            p.run(&mut self.narrow_acc.lock().unwrap_or_else(|e| e.into_inner()));
+            return Ok(());
+        }
         if !matches!(dt, DType::F32 | DType::F64) {
             return Err(format!("matmul in {} is not supported by the CPU target yet", dt.torch_name()));
         }
@@ -595,6 +612,204 @@ impl Program {
         }
         drop(pack);
         Ok(())
+    }
+}
+
+/// A batched f16/bf16 product, accumulated in f32 and rounded once, as torch's CPU kernels do.
+/// Operands are element offsets and strides into 2-byte buffers (addresses as `usize`).
+struct NarrowProduct<'a> {
+    dt: DType,
+    nb: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: &'a [i64],
+    lbs: &'a [i64],
+    rbs: &'a [i64],
+    lhs: usize,
+    lrs: isize,
+    lcs: isize,
+    rhs: usize,
+    rrs: isize,
+    rcs: isize,
+    out: usize,
+}
+
+impl NarrowProduct<'_> {
+    /// Runs the product with `acc` as its f32 accumulator (grown as needed, never shrunk).
+    fn run(&self, acc: &mut Vec<f32>) {
+        use rayon::prelude::*;
+        let (m, n, k) = (self.m, self.n, self.k);
+        let threads = rayon::current_num_threads();
+        if acc.len() < self.nb * m * n {
+            acc.resize(self.nb * m * n, 0.0);
+        }
+        let acc = &acc[..self.nb * m * n];
+        let accp = acc.as_ptr() as usize;
+        let dnnl = onednn().filter(|_| self.dt == DType::BF16);
+        if let (Some(dnnl), Some(a), Some(b)) = (dnnl, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n)) {
+            // oneDNN multiplies the bf16 operands in place (AVX512-BF16/AMX where the CPU has
+            // them: torch's own bf16 GEMM speed) into the f32 accumulator, threading itself.
+            let product = |bi: usize| {
+                let (lo, ro) = batch_offsets(bi, self.batch, self.lbs, self.rbs);
+                // SAFETY: offsets stay inside the operands; product bi's [m, n] block of `acc`.
+                // oneDNN is row-major, so `BlasOperand`'s (trans, ld) read the same layouts.
+                unsafe {
+                    let (l, r) = ((self.lhs as *const u16).offset(lo), (self.rhs as *const u16).offset(ro));
+                    let c = (accp as *mut f32).add(bi * m * n);
+                    (dnnl.gemm_bf16)(a.trans as _, b.trans as _, m as i64, n as i64, k as i64, 1.0, l, a.ld as i64, r, b.ld as i64, 0.0, c, n as i64);
+                }
+            };
+            match dnnl.omp_set_num_threads.filter(|_| self.nb > 1 && threads > 1) {
+                // Many products (attention's per-head GEMMs): one per rayon task, each
+                // single-threaded, rather than an OpenMP team forked for every small product.
+                Some(one_thread) => (0..self.nb).into_par_iter().for_each(|bi| {
+                    // SAFETY: a per-thread OpenMP setting.
+                    unsafe { one_thread(1) };
+                    product(bi)
+                }),
+                None => (0..self.nb).for_each(product),
+            }
+        } else {
+            // Converted operands: each product's operands widened to dense f32, then the f32 GEMM.
+            let blas = HOST_BLAS.get().filter(|_| [m, n, k].iter().all(|&d| d <= i32::MAX as usize));
+            let one = |bi: usize, par: gemm::Parallelism| {
+                let (lo, ro) = batch_offsets(bi, self.batch, self.lbs, self.rbs);
+                let a = widen(self.dt, self.lhs, lo, m, k, self.lrs, self.lcs);
+                let b = widen(self.dt, self.rhs, ro, k, n, self.rrs, self.rcs);
+                // SAFETY: `a`, `b` are dense [m, k] and [k, n]; product bi's [m, n] block of `acc`.
+                unsafe {
+                    let c = (accp as *mut f32).add(bi * m * n);
+                    match blas {
+                        Some(blas) => blas.run(
+                            DType::F32,
+                            m,
+                            n,
+                            k,
+                            a.as_ptr() as _,
+                            BlasOperand { trans: b'N', ld: k.max(1) as i32 },
+                            b.as_ptr() as _,
+                            BlasOperand { trans: b'N', ld: n.max(1) as i32 },
+                            c as _,
+                            n,
+                        ),
+                        None => gemm::gemm(
+                            m,
+                            n,
+                            k,
+                            c,
+                            1,
+                            n as isize,
+                            false,
+                            a.as_ptr(),
+                            1,
+                            k as isize,
+                            b.as_ptr(),
+                            1,
+                            n as isize,
+                            0.0f32,
+                            1.0f32,
+                            false,
+                            false,
+                            false,
+                            par,
+                        ),
+                    }
+                }
+            };
+            if self.nb > 1 && threads > 1 {
+                (0..self.nb).into_par_iter().for_each(|bi| one(bi, gemm::Parallelism::None));
+            } else {
+                (0..self.nb).for_each(|bi| one(bi, gemm::Parallelism::Rayon(0)));
+            }
+        }
+        let (dt, out) = (self.dt, self.out);
+        acc.par_chunks(1 << 14).enumerate().for_each(|(i, c)| {
+            // SAFETY: `out` holds nb·m·n narrow elements; chunk i covers [i·2¹⁴, ..+c.len()).
+            let dst = unsafe { std::slice::from_raw_parts_mut((out as *mut u16).add(i << 14), c.len()) };
+            narrow_into(dt, c, dst);
+        });
+    }
+}
+
+/// oneDNN's row-major bf16 GEMM into f32 (`dnnl_gemm_bf16bf16f32`).
+type DnnlGemmBf16 = unsafe extern "C" fn(i8, i8, i64, i64, i64, f32, *const u16, i64, *const u16, i64, f32, *mut f32, i64) -> i32;
+
+/// oneDNN, when this process can load it: the bf16 GEMMs' library (the `gemm` crate has no
+/// bf16, and converting operands to f32 halves the speed of CPUs with bf16 instructions).
+struct OneDnn {
+    _lib: libloading::Library,
+    gemm_bf16: DnnlGemmBf16,
+    /// The OpenMP runtime oneDNN threads with (its `omp_set_num_threads`, per calling thread).
+    omp_set_num_threads: Option<unsafe extern "C" fn(i32)>,
+}
+
+/// Where oneDNN is looked for, in order: `$EMBER_ONEDNN` (a path to `libdnnl.so.3`), the
+/// loader's search path, then the `lib/` of the Python environment Ember uses (`$EMBER_PYTHON`,
+/// else ~/.cache/ember/venv, where `make setup` installs the `onednn-cpu-gomp` wheel).
+fn onednn() -> Option<&'static OneDnn> {
+    static DNNL: std::sync::OnceLock<Option<OneDnn>> = std::sync::OnceLock::new();
+    DNNL.get_or_init(|| {
+        let mut paths: Vec<std::path::PathBuf> = std::env::var_os("EMBER_ONEDNN").map(Into::into).into_iter().collect();
+        paths.push("libdnnl.so.3".into());
+        let python = std::env::var_os("EMBER_PYTHON").map(std::path::PathBuf::from);
+        let venv = python
+            .as_deref()
+            .and_then(|p| p.parent()?.parent())
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/ember/venv")));
+        paths.extend(venv.map(|v| v.join("lib/libdnnl.so.3")));
+        paths.into_iter().find_map(|p| {
+            // SAFETY: oneDNN's initializers have no preconditions; the symbol has the C type above.
+            let lib = unsafe { libloading::Library::new(&p) }.ok()?;
+            let gemm_bf16 = *unsafe { lib.get::<DnnlGemmBf16>(b"dnnl_gemm_bf16bf16f32") }.ok()?;
+            // Found through the library's dependencies (libgomp for the gomp build).
+            let omp_set_num_threads = unsafe { lib.get::<unsafe extern "C" fn(i32)>(b"omp_set_num_threads") }.ok().map(|f| *f);
+            Some(OneDnn { _lib: lib, gemm_bf16, omp_set_num_threads })
+        })
+    })
+    .as_ref()
+}
+
+/// Whether f16/bf16 GEMMs find oneDNN (bf16 runs on it; f16 and the rest widen to f32).
+pub fn onednn_loaded() -> bool {
+    onednn().is_some()
+}
+
+/// The [rows, cols] matrix at element offset `off` of the 2-byte buffer `base` (strides `rs`,
+/// `cs`), widened to a dense row-major f32 matrix.
+fn widen(dt: DType, base: usize, off: isize, rows: usize, cols: usize, rs: isize, cs: isize) -> Vec<f32> {
+    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+    let mut v = vec![0f32; rows * cols];
+    let src = base as *const u16;
+    let mut row = vec![0u16; cols];
+    for (r, out) in v.chunks_mut(cols.max(1)).enumerate() {
+        for (c, b) in row.iter_mut().enumerate() {
+            // SAFETY: the caller's strides address the operand's elements.
+            *b = unsafe { *src.offset(off + r as isize * rs + c as isize * cs) };
+        }
+        // half's slice conversions use F16C where the CPU has it (detected at run time).
+        match dt {
+            DType::BF16 => row.reinterpret_cast::<half::bf16>().convert_to_f32_slice(out),
+            _ => row.reinterpret_cast::<half::f16>().convert_to_f32_slice(out),
+        }
+    }
+    v
+}
+
+/// f32 values rounded (to nearest even) into f16/bf16 bit patterns.
+fn narrow_into(dt: DType, src: &[f32], dst: &mut [u16]) {
+    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+    if dt == DType::BF16 {
+        // Round to nearest even on the bit pattern (NaN stays a quiet NaN): branch-free, so
+        // LLVM vectorizes it, where half's per-element conversion does not.
+        dst.iter_mut().zip(src).for_each(|(d, &s)| {
+            let b = s.to_bits();
+            let r = (b.wrapping_add(0x7FFF + ((b >> 16) & 1)) >> 16) as u16;
+            *d = if s.is_nan() { ((b >> 16) as u16) | 0x40 } else { r };
+        });
+    } else {
+        dst.reinterpret_cast_mut::<half::f16>().convert_from_f32_slice(src);
     }
 }
 
@@ -791,6 +1006,8 @@ fn argsort(dt: DType, shape: &[i64], dim: usize, descending: bool, src: *const u
     match dt {
         DType::F32 => sort_rows::<f32>(src, out, n, inner, rows, descending, f32::is_nan),
         DType::F64 => sort_rows::<f64>(src, out, n, inner, rows, descending, f64::is_nan),
+        DType::F16 => sort_rows::<half::f16>(src, out, n, inner, rows, descending, half::f16::is_nan),
+        DType::BF16 => sort_rows::<half::bf16>(src, out, n, inner, rows, descending, half::bf16::is_nan),
         DType::I64 => sort_rows::<i64>(src, out, n, inner, rows, descending, |_| false),
         DType::I32 => sort_rows::<i32>(src, out, n, inner, rows, descending, |_| false),
         DType::I16 => sort_rows::<i16>(src, out, n, inner, rows, descending, |_| false),

@@ -27,6 +27,7 @@ import pytest
 jax = pytest.importorskip("jax")
 
 from ember import xla  # noqa: E402
+from numerics import as_typed, assert_close  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 TESTDATA = REPO / "testdata"
@@ -95,10 +96,9 @@ def test_models_match_eager_on_xla(model: Path, tmp_path: Path) -> None:
     assert len(outs) == n_out
     worst = 0.0
     for i, got in enumerate(outs):
-        want = ref[f"out{i}"]
-        assert got.dtype == want.dtype and got.shape == want.shape, f"out{i}: {got.dtype}{got.shape} vs {want.dtype}{want.shape}"
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, equal_nan=True, err_msg=f"{name} out{i}")
-        if got.size and got.dtype.kind in "fiub":
+        want = as_typed(ref[f"out{i}"], got)
+        assert_close(got, want, err_msg=f"{name} out{i}")
+        if got.size and (got.dtype.kind in "fiub" or got.dtype.name == "bfloat16"):
             diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
             worst = max(worst, float(np.nanmax(np.where(np.isnan(diff) & np.isnan(want), 0.0, diff))))
     print(f"{name}: {len(outs)} outputs, max |xla - eager| = {worst:.3g}")

@@ -28,6 +28,7 @@ from typing import Sequence
 
 import numpy as np
 import pytest
+from numerics import assert_close
 
 REPO = Path(__file__).resolve().parents[3]
 TESTDATA = REPO / "testdata"
@@ -382,7 +383,7 @@ def test_model_hlo_matches_eager(model: Path, tmp_path: Path) -> None:
     outs = [k for k in want.files if k.startswith("out")]
     assert outs and len(outs) == len(have.files)
     for k in outs:
-        np.testing.assert_allclose(have[k], want[k], rtol=1e-4, atol=1e-5, err_msg=f"{model.stem} {k}")
+        assert_close(have[k], want[k], err_msg=f"{model.stem} {k}")
     check_artifact_kernels(out)
 
 

@@ -36,7 +36,19 @@ def _native() -> Any:
     if not _blas_checked:
         _blas_checked = True
         _use_torch_blas(_ember)
+        _find_onednn()
     return _ember
+
+
+def _find_onednn() -> None:
+    """The CPU runtime's bf16 GEMMs run on oneDNN (the `onednn-cpu-gomp` wheel puts
+    `libdnnl.so.3` in this environment's `lib/`); `$EMBER_ONEDNN` overrides the path."""
+    import os
+    import sys
+
+    path = os.path.join(sys.prefix, "lib", "libdnnl.so.3")
+    if os.path.exists(path):
+        os.environ.setdefault("EMBER_ONEDNN", path)
 
 
 def _use_torch_blas(ext: Any) -> None:

@@ -45,6 +45,8 @@ import torch
 _DTYPES = {
     torch.float32: "f32",
     torch.float64: "f64",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
     torch.int64: "i64",
     torch.int32: "i32",
     torch.int16: "i16",
@@ -396,8 +398,26 @@ class _XlaProgram:
         self.call = self.artifact.compile()
 
     def run(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        args = self.artifact.bind([t.numpy() for t in inputs])
-        return [torch.from_numpy(o.copy()) for o in self.artifact.widen(self.call(args))]
+        args = self.artifact.bind([_to_numpy(t) for t in inputs])
+        return [_from_numpy(o) for o in self.artifact.widen(self.call(args))]
+
+
+def _to_numpy(t: torch.Tensor) -> Any:
+    """`t` as numpy, bfloat16 as ml_dtypes' (numpy has none): the same bits, no copy."""
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _from_numpy(a: Any) -> torch.Tensor:
+    import numpy as np
+
+    a = np.array(a)  # writable and owned: PJRT's buffers are neither
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 class _Checked:

@@ -213,8 +213,14 @@ def _flatten_tensors(tree: Any, what: str) -> list[Any]:
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, torch.Tensor):
             t = leaf.detach().cpu()
-            if t.dtype == torch.bfloat16:
-                t = t.float()  # numpy has no bfloat16
+            narrow = {torch.bfloat16: ("bfloat16", torch.int16), torch.float8_e4m3fn: ("float8_e4m3fn", torch.uint8), torch.float8_e5m2: ("float8_e5m2", torch.uint8)}
+            if t.dtype in narrow:
+                # numpy has none of these: ml_dtypes' (saved as `<V2`/`|V1`, the bit patterns).
+                import ml_dtypes
+
+                name, bits = narrow[t.dtype]
+                arrays.append(t.view(bits).numpy().view(getattr(ml_dtypes, name)))
+                continue
             arrays.append(t.numpy())
         elif isinstance(leaf, (bool, int, float)):
             arrays.append(np.asarray(leaf))
@@ -232,7 +238,12 @@ def write_npz(path: Path, arrays: dict[str, Any]) -> None:
     with zipfile.ZipFile(buf_zip, "w", compression=zipfile.ZIP_STORED) as zf:
         for key, arr in arrays.items():
             buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.asarray(arr), allow_pickle=False)
+            arr = np.asarray(arr)
+            if arr.dtype.type.__module__.startswith("ml_dtypes"):
+                # A void of the same size (the bit pattern): `np.save` writes float8_e5m2 as
+                # `<f1`, which numpy cannot read back.
+                arr = arr.view(f"V{arr.dtype.itemsize}")
+            np.lib.format.write_array(buf, arr, allow_pickle=False)
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
             info.external_attr = 0o644 << 16
             zf.writestr(info, buf.getvalue())
@@ -352,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
             "reference outputs (out0, out1, ...) to an .npz file."
         ),
         epilog=(
-            "built-in models: mlp, gpt2_block, tiny_llama, resnet, mlp_dynamic\n\n"
+            "built-in models: mlp, gpt2_block, tiny_llama, resnet, mlp_dynamic, gpt2_block_dynamic, mlp_f16, tiny_llama_bf16\n\n"
             "examples:\n"
             f"  {PROG} mlp -o out/mlp.pt2\n"
             f"  {PROG} my_models:make_net -o net.pt2 --npz net_ref.npz --seed 1\n\n"

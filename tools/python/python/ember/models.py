@@ -44,6 +44,24 @@ def mlp_dynamic() -> tuple[nn.Module, tuple[torch.Tensor, ...], dict[str, Any]]:
     return model, (torch.randn(8, 32),), {"x": {0: batch}}
 
 
+class LayerNormMLP(nn.Module):
+    """Linear(32, 64) -> LayerNorm -> GELU -> Linear(64, 16)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(32, 64)
+        self.norm = nn.LayerNorm(64)
+        self.fc2 = nn.Linear(64, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.gelu(self.norm(self.fc1(x))))
+
+
+def mlp_f16() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The LayerNorm MLP in float16 (weights, input and output)."""
+    return LayerNormMLP().to(torch.float16), (torch.randn(4, 32).to(torch.float16),)
+
+
 # -------------------------------------------------------------------- gpt2_block
 
 
@@ -140,6 +158,12 @@ def tiny_llama() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     return CausalLMLogits(model), (input_ids,)
 
 
+def tiny_llama_bf16() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """tiny_llama with bfloat16 weights and logits (a `model.to(torch.bfloat16)` checkpoint)."""
+    model, inputs = tiny_llama()
+    return model.to(torch.bfloat16), inputs
+
+
 # ------------------------------------------------------------------------ resnet
 
 
@@ -209,6 +233,8 @@ BUILTIN_MODELS: dict[str, ModelFactory] = {
     "resnet": resnet,
     "mlp_dynamic": mlp_dynamic,
     "gpt2_block_dynamic": gpt2_block_dynamic,
+    "mlp_f16": mlp_f16,
+    "tiny_llama_bf16": tiny_llama_bf16,
 }
 
 __all__ = ["BUILTIN_MODELS", *BUILTIN_MODELS]

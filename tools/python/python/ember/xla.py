@@ -304,6 +304,23 @@ def _np_dtype(name: str) -> np.dtype:
     return np.dtype(ml[name])
 
 
+def as_dtype(a: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """`a` seen as `dt` when it holds `dt`'s bit patterns as a void of its size: how `np.savez`
+    stores ml_dtypes arrays (bfloat16 as `<V2`), which `np.load` gives back."""
+    if a.dtype.type is np.void and a.dtype.names is None and a.dtype.itemsize == dt.itemsize and dt.type is not np.void:
+        return a.view(dt)
+    return a
+
+
+def savable(a: np.ndarray) -> np.ndarray:
+    """`a` as `np.save` can write it and `np.load` read it back: an ml_dtypes array (bfloat16,
+    float8) as a void of its size holding the bit patterns (`np.save` writes float8_e5m2 as
+    `<f1`, which numpy cannot read)."""
+    if type(a.dtype).__module__.startswith("ml_dtypes") or a.dtype.type.__module__.startswith("ml_dtypes"):
+        return a.view(f"V{a.dtype.itemsize}")
+    return a
+
+
 def _eval_dim(dim: str, env: dict[str, int]) -> int:
     """A manifest dim (`64`, `s0`, `16*s0`, `Max(s0, 2)`) at the given symbol values."""
     try:
@@ -444,8 +461,8 @@ class Artifact:
             raise XlaError(f"the model takes {len(specs)} inputs, got {len(inputs)}")
         args = list(self.args)
         for i, (spec, a) in enumerate(zip(specs, inputs)):
-            a = np.asarray(a)
             dt = _np_dtype(spec["dtype"])
+            a = as_dtype(np.asarray(a), dt)
             if a.dtype != dt:
                 raise XlaError(f"input {i} (`{spec['name']}`) must be {dt}, got {a.dtype}")
             if env is None:
@@ -544,7 +561,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
         )
     outs = art.widen(finish(outs))
     tmp = Path(ns.outputs).with_name(f".{Path(ns.outputs).name}.tmp-{os.getpid()}.npz")
-    np.savez(tmp, **dict(zip(output_array_names(art.manifest["outputs"]), outs)))
+    np.savez(tmp, **{k: savable(o) for k, o in zip(output_array_names(art.manifest["outputs"]), outs)})
     os.replace(tmp, ns.outputs)
 
 

@@ -1,0 +1,1 @@
+// RUN: import import/dtypes.pt2

@@ -1,0 +1,1 @@
+// RUN: import models/mlp_f16.pt2
