@@ -178,9 +178,10 @@ fn at(m: &Module, op: OpId) -> String {
     }
 }
 
-/// `--auto-cast matmult`: every f32 `ten.dot_general` multiplies bf16 operands into a bf16
-/// product, converted back to f32 (the form neuronx-cc maps onto its bf16 matmul engine, which
-/// accumulates in fp32 PSUM: unchecked here). Inputs, weights and outputs keep their dtypes.
+/// `--auto-cast matmult`: every f32 `ten.dot_general` multiplies bf16 operands (a bf16
+/// `ten` product, which the StableHLO emitter accumulates in f32 and converts, as Neuron's
+/// matmul engine accumulates in fp32 PSUM; the hardware side is unchecked here), converted
+/// back to f32. Inputs, weights and outputs keep their dtypes.
 fn auto_cast_matmuls(m: &mut Module) {
     for f in m.funcs() {
         let b = m.entry(f);

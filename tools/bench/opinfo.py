@@ -3,9 +3,9 @@
 
 Two commands, run one after the other::
 
-    python tools/bench/opinfo.py export [--subset] [--ops a,b] [--limit-ops N]
+    python tools/bench/opinfo.py export [--subset] [--ops a,b] [--limit-ops N] [--dtype D[,D]]
                                         [--max-samples-per-op K] [--cache DIR] [--jobs J]
-    python tools/bench/opinfo.py check  [--subset] [--ops a,b] [--stages import,cpu]
+    python tools/bench/opinfo.py check  [--subset] [--ops a,b] [--stages import,cpu] [--dtype D[,D]]
                                         [--max-samples-per-op K] [--ember PATH] [--cache DIR]
                                         [--report FILE.md] [--json FILE] [--jobs J]
                                         [--write-expected [FILE]]
@@ -25,9 +25,20 @@ content-addressed cache::
     DIR/index.json   every entry: op, variant_test_name, sample_index, key, status
                      (exported | export_failed), error, aten_targets, sample, ...
 
-``key`` is the sha256 of (op name, variant, sample index, shapes/dtypes/non-tensor
+``key`` is the sha256 of (op name, variant, sample index, sample dtype, shapes/dtypes/non-tensor
 args, torch version, harness version); a sample whose ``<key>.json`` exists is
 not exported again (use ``--force`` to redo it).
+
+``--dtype bfloat16`` / ``float16`` (or a list, run one after the other) draws the samples with
+``op.sample_inputs("cpu", torch.bfloat16)`` instead, for every OpInfo that lists the dtype in
+``supported_dtypes("cpu")`` (the others are recorded as unsupported, not resampled in another
+dtype). Each dtype has its own index (``index_bfloat16.json``, ``index_float16.json``; float32
+keeps ``index.json``) and report (``opinfo_cpu_bf16.md``, ``opinfo_tpu_f16.md``, ...); bfloat16
+arrays are stored as ml_dtypes' ``<V2`` (float32 runs keep storing a bfloat16 output widened,
+as their cached samples do). Narrow outputs are compared with torch.testing's defaults for the
+dtype, and a wrong result is measured against a float64 evaluation of the same sample
+(``exact_reference``): when Ember is the nearer of the two, it is reported as eager's
+rounding (kind ``precision``), not as a wrong result.
 
 ``check`` runs the *stages* in order on every exported sample of the index (a sample
 passes when every selected stage passes; the first failing stage's error is what the
@@ -92,6 +103,11 @@ SUBSET = [
     "index_select", "gather",
 ]
 
+# --dtype choices; float32 is the default run, the others sample every OpInfo that supports them.
+DTYPES = ["float32", "bfloat16", "float16"]
+# Report-name suffixes: opinfo_cpu.md, opinfo_cpu_bf16.md, ...
+DTYPE_SUFFIX = {"float32": "", "bfloat16": "_bf16", "float16": "_f16"}
+
 # float32 first; an OpInfo that does not support it on cpu (integer/bool-only ops)
 # is sampled with the first of these it supports.
 FALLBACK_DTYPES = ["float32", "int64", "int32", "bool", "complex64"]
@@ -128,20 +144,33 @@ def op_id(name: str, variant: str) -> str:
     return f"{name}.{variant}" if variant else name
 
 
-def load_index(cache: Path) -> list[dict[str, Any]]:
-    path = cache / "index.json"
+def index_path(cache: Path, dtype: str = "float32") -> Path:
+    """One index per --dtype (index.json for float32, as before dtypes were selectable): the
+    sample files themselves share the cache, their keys include the dtype."""
+    return cache / ("index.json" if dtype == "float32" else f"index_{dtype}.json")
+
+
+def load_index(cache: Path, dtype: str = "float32") -> list[dict[str, Any]]:
+    path = index_path(cache, dtype)
     if not path.exists():
         return []
     return json.loads(path.read_text())["entries"]
 
 
-def save_index(cache: Path, entries: list[dict[str, Any]], torch_version: str) -> None:
+def save_index(cache: Path, entries: list[dict[str, Any]], torch_version: str, dtype: str = "float32",
+               skipped: list[str] | None = None, max_samples: int | None = None) -> None:
     entries = sorted(entries, key=lambda e: (e["op"], e["variant_test_name"], e["sample_index"]))
-    write_json(cache / "index.json", {
+    meta: dict[str, Any] = {
         "harness_version": HARNESS_VERSION,
         "torch_version": torch_version,
+        "dtype": dtype,
         "entries": entries,
-    })
+    }
+    if skipped is not None:
+        meta["unsupported_opinfos"] = sorted(skipped)
+    if max_samples is not None:
+        meta["max_samples_per_op"] = max_samples
+    write_json(index_path(cache, dtype), meta)
 
 
 def select_names(args: argparse.Namespace) -> set[str] | None:
@@ -209,7 +238,7 @@ def _target_name(t: Any) -> str:
     return f"{mod}.{nm}" if mod else str(nm)
 
 
-def _to_numpy(t: Any) -> Any:
+def _to_numpy(t: Any, narrow_bf16: bool = True) -> Any:
     import torch
 
     t = t.detach().cpu()
@@ -218,7 +247,13 @@ def _to_numpy(t: Any) -> Any:
     if t.is_neg():
         t = t.resolve_neg()
     if t.dtype == torch.bfloat16:
-        t = t.float()  # numpy has no bfloat16
+        if not narrow_bf16:
+            # float32 runs keep their cached samples' convention: a bfloat16 output (of a
+            # cast) stored widened; the comparison widens Ember's alike.
+            return t.float().contiguous().numpy()
+        import ml_dtypes  # numpy has no bfloat16; write_npz stores it as `<V2`
+
+        return t.contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return t.contiguous().numpy()
 
 
@@ -275,8 +310,9 @@ def export_sample(op: Any, sample: Any, entry: dict[str, Any], cache: Path) -> N
         try:
             pt2_buf = io.BytesIO()
             torch.export.save(ep, pt2_buf)
-            arrays = {f"arg{i}": _to_numpy(t) for i, t in enumerate(inputs)}
-            arrays.update({f"out{i}": _to_numpy(t) for i, t in enumerate(out_leaves)})
+            keep = entry["dtype"] in ("bfloat16", "float16")  # see _to_numpy
+            arrays = {f"arg{i}": _to_numpy(t, keep) for i, t in enumerate(inputs)}
+            arrays.update({f"out{i}": _to_numpy(t, keep) for i, t in enumerate(out_leaves)})
         except Exception as exc:
             raise _Stage("save", exc) from exc
         write_atomic(cache / f"{key}.pt2", pt2_buf.getvalue())
@@ -301,9 +337,13 @@ class _Stage(Exception):
         self.stage, self.exc = stage, exc
 
 
-def _pick_dtype(op: Any) -> Any:
+def _pick_dtype(op: Any, requested: str = "float32") -> Any:
+    """The dtype op's samples are drawn in: the requested one, or for float32 runs, the
+    first of FALLBACK_DTYPES the op supports (None: a narrow dtype the op does not support)."""
     import torch
 
+    if requested != "float32":
+        return getattr(torch, requested) if supports(op, requested) else None
     try:
         supported = op.supported_dtypes("cpu")
     except Exception:  # noqa: BLE001
@@ -313,6 +353,15 @@ def _pick_dtype(op: Any) -> Any:
         if dt in supported:
             return dt
     return torch.float32
+
+
+def supports(op: Any, dtype: str) -> bool:
+    import torch
+
+    try:
+        return getattr(torch, dtype) in op.supported_dtypes("cpu")
+    except Exception:  # noqa: BLE001
+        return False
 
 
 _OP_DB: list[Any] | None = None
@@ -336,7 +385,7 @@ def _worker_init() -> None:
     _op_db()
 
 
-def export_op(db_index: int, cache_s: str, max_samples: int, force: bool) -> dict[str, Any]:
+def export_op(db_index: int, cache_s: str, max_samples: int, force: bool, requested: str = "float32") -> dict[str, Any]:
     """Export up to max_samples samples of op_db[db_index]. Runs in a worker process."""
     import torch
 
@@ -346,7 +395,7 @@ def export_op(db_index: int, cache_s: str, max_samples: int, force: bool) -> dic
     tv = torch.__version__
     entries: list[dict[str, Any]] = []
     note = None
-    dtype = _pick_dtype(op)
+    dtype = _pick_dtype(op, requested)
     dt_name = str(dtype).removeprefix("torch.")
     torch.manual_seed(0)
     try:
@@ -391,12 +440,20 @@ def cmd_export(args: argparse.Namespace) -> int:
         known = {op.name for op in db} | {op_id(op.name, op.variant_test_name) for op in db}
         for name in sorted(chosen - known):
             log(f"warning: no OpInfo named {name!r}")
+    dtype = args.dtype
+    skipped: list[str] | None = None
+    if dtype != "float32":
+        # A narrow-dtype run covers the OpInfos that declare the dtype on cpu; the others
+        # (integer-only ops, ...) are the float32 run's, not re-sampled in another dtype.
+        skipped = [op_id(db[i].name, db[i].variant_test_name) for i in todo if not supports(db[i], dtype)]
+        todo = [i for i in todo if supports(db[i], dtype)]
     if args.limit_ops is not None:
         todo = todo[: args.limit_ops]
-    log(f"exporting {len(todo)} OpInfo(s), up to {args.max_samples_per_op} samples each, "
-        f"into {cache} with {args.jobs} job(s)")
+    log(f"exporting {len(todo)} OpInfo(s) in {dtype}, up to {args.max_samples_per_op} samples each, "
+        f"into {cache} with {args.jobs} job(s)"
+        + (f"; {len(skipped)} selected OpInfo(s) do not support {dtype} on cpu" if skipped else ""))
 
-    index = {(e["op"], e["variant_test_name"], e["sample_index"]): e for e in load_index(cache)}
+    index = {(e["op"], e["variant_test_name"], e["sample_index"]): e for e in load_index(cache, dtype)}
     t0 = time.monotonic()
     done = 0
     totals = Counter()
@@ -429,9 +486,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             f"{c['exported']} exported, {c['export_failed']} failed, {c['cached']} cached "
             f"({res['seconds']:.1f}s){extra}")
         if done % 10 == 0:
-            save_index(cache, list(index.values()), torch.__version__)
+            save_index(cache, list(index.values()), torch.__version__, dtype, skipped, args.max_samples_per_op)
 
-    call = (str(cache), args.max_samples_per_op, args.force)
+    call = (str(cache), args.max_samples_per_op, args.force, dtype)
     if args.jobs <= 1:
         _worker_init()
         for i in todo:
@@ -439,10 +496,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         run_pool(todo, call, args.jobs, absorb, db)
 
-    save_index(cache, list(index.values()), torch.__version__)
+    save_index(cache, list(index.values()), torch.__version__, dtype, skipped, args.max_samples_per_op)
     log(f"export done in {time.monotonic() - t0:.0f}s: {totals['exported']} exported, "
         f"{totals['export_failed']} export_failed ({totals['cached']} from cache); "
-        f"index: {cache / 'index.json'}")
+        f"index: {index_path(cache, dtype)}")
     return 0
 
 
@@ -647,6 +704,9 @@ def compare_array(got: Any, want: Any, name: str) -> tuple[str | None, dict[str,
     """
     import numpy as np
 
+    if got.dtype.name == "bfloat16" and want.dtype.name == "float32":
+        # A float32 run's sample stores eager bfloat16 outputs widened (see _to_numpy).
+        got = got.astype(np.float32)
     info: dict[str, Any] = {"output": name, "shape": list(want.shape), "dtype": str(want.dtype)}
     if got.dtype != want.dtype:
         return f"{name}: dtype {got.dtype}, expected {want.dtype}", info
@@ -654,7 +714,7 @@ def compare_array(got: Any, want: Any, name: str) -> tuple[str | None, dict[str,
         return f"{name}: shape {list(got.shape)}, expected {list(want.shape)}", info
     if want.size == 0:
         return None, info
-    kind = want.dtype.kind
+    kind = "f" if want.dtype.name == "bfloat16" else want.dtype.kind  # ml_dtypes' kind is V
     if kind in "biu":
         bad = got != want
         if not bad.any():
@@ -676,7 +736,7 @@ def compare_array(got: Any, want: Any, name: str) -> tuple[str | None, dict[str,
         close = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
         finite = np.isfinite(g) & np.isfinite(w)
         diff = np.where(finite, np.abs(g - w), 0.0)
-        tiny = float(np.finfo(want.dtype).tiny) if kind == "f" else 0.0
+        tiny = float(_finfo(want.dtype).tiny) if kind == "f" else 0.0
         nz = finite & (np.abs(w) > tiny)  # relative error of denormals is noise
         info["max_abs"] = float(diff.max()) if finite.any() else None
         info["max_rel"] = float((diff[nz] / np.abs(w[nz])).max()) if nz.any() else None
@@ -712,6 +772,44 @@ def compare_array(got: Any, want: Any, name: str) -> tuple[str | None, dict[str,
     return "; ".join(parts), info
 
 
+def _finfo(dt: Any) -> Any:
+    if dt.name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.finfo(dt)
+    import numpy as np
+
+    return np.finfo(dt)
+
+
+def as_bf16(a: Any) -> Any:
+    """An array read from an .npz: a 2-byte void is bfloat16's bit pattern (ml_dtypes'
+    convention, which Ember's .npz writer and write_npz follow)."""
+    import numpy as np
+
+    if a.dtype.type is np.void and a.dtype.names is None and a.dtype.itemsize == 2:
+        import ml_dtypes
+
+        return a.view(ml_dtypes.bfloat16)
+    return a
+
+
+def npz_arrays(npz: Path, prefix: str) -> list[Any]:
+    """prefix0, prefix1, ... of an .npz, in order, bfloat16 as ml_dtypes'."""
+    import numpy as np
+
+    with np.load(npz) as z:
+        return [as_bf16(z[f"{prefix}{i}"]) for i in range(sum(k.startswith(prefix) for k in z.files))]
+
+
+def to_torch(a: Any) -> Any:
+    import torch
+
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view("int16").copy()).view(torch.bfloat16)
+    return torch.from_numpy(a.copy())
+
+
 def _py(x: Any) -> Any:
     """A numpy scalar as a JSON-able Python value (NaN/inf as strings)."""
     import math
@@ -726,10 +824,7 @@ def _py(x: Any) -> Any:
 
 def read_outputs(npz: Path) -> list[Any]:
     """out0, out1, ... of an .npz, in order."""
-    import numpy as np
-
-    with np.load(npz) as z:
-        return [z[f"out{i}"] for i in range(sum(k.startswith("out") for k in z.files))]
+    return npz_arrays(npz, "out")
 
 
 def compare_lists(got: Sequence[Any], want: Sequence[Any], values: bool = True
@@ -779,13 +874,12 @@ def decomposition_mismatch(sample: dict[str, Any], ctx: Context, got_npz: Path |
         from torch.utils import _pytree as pytree
 
         key = sample["key"]
-        with np.load(ctx.cache / f"{key}.npz") as z:
-            args = [torch.from_numpy(z[f"arg{i}"].copy())
-                    for i in range(sum(k.startswith("arg") for k in z.files))]
+        args = [to_torch(a) for a in npz_arrays(ctx.cache / f"{key}.npz", "arg")]
         ep = torch.export.load(str(ctx.cache / f"{key}.pt2"))
         with torch.no_grad():
             out = ep.module()(*args)
-        mine = [_to_numpy(t) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+        keep = sample.get("dtype") in ("bfloat16", "float16")
+        mine = [_to_numpy(t, keep) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
         vs_eager, _ = compare_lists(mine, read_outputs(ctx.cache / f"{key}.npz"))
         if vs_eager is None:
             return None
@@ -794,6 +888,101 @@ def decomposition_mismatch(sample: dict[str, Any], ctx: Context, got_npz: Path |
         return vs_eager if ember_vs_mine is None else None
     except Exception:  # noqa: BLE001 - triage is best effort
         return None
+
+
+def _find_sample(entry: dict[str, Any]) -> tuple[Any, Any] | None:
+    """(OpInfo, SampleInput) an index entry was exported from, drawn again as export_op drew
+    it (seed 0, same dtype); None when the redrawn sample's key differs."""
+    import torch
+
+    ops = [op for op in _op_db() if op.name == entry["op"] and op.variant_test_name == entry["variant_test_name"]]
+    if not ops:
+        return None
+    op = ops[0]
+    torch.manual_seed(0)
+    for index, sample in enumerate(op.sample_inputs("cpu", getattr(torch, entry["dtype"]))):
+        if index == entry["sample_index"]:
+            key = sample_key(op.name, op.variant_test_name, index, entry["dtype"], describe_sample(sample),
+                             torch.__version__)
+            return (op, sample) if key == entry["key"] else None
+    return None
+
+
+def exact_reference(sample: dict[str, Any], got: Sequence[Any], cache: Path) -> dict[str, Any] | None:
+    """For a wrong result of a bfloat16/float16 sample: which of Ember and eager is nearer the
+    exact value? The op is run again in float64 (every input of the sample's dtype widened,
+    everything else as exported) and both outputs are measured against that.
+
+    Returns, for the first output whose Ember and eager values differ beyond the tolerances:
+    "ember"/"eager", the max abs errors from the float64 value over the elements where they
+    differ; "nearer", at how many of those "differing" elements Ember is at least as near;
+    "ember_ok", whether all of Ember's output is within the dtype's tolerances of the float64
+    value. None when the float64 evaluation is not possible.
+    """
+    import numpy as np
+    import torch
+    from torch.utils import _pytree as pytree
+
+    try:
+        found = _find_sample(sample)
+        if found is None:
+            return None
+        op, smp = found
+        narrow = getattr(torch, sample["dtype"])
+        mod, _ = _make_module(op, smp)
+        npz = cache / f"{sample['key']}.npz"
+        args = [to_torch(a) for a in npz_arrays(npz, "arg")]
+        wide = [a.double() if a.dtype == narrow else a for a in args]
+        with torch.no_grad():
+            out = mod(*wide)
+        ref = [t.detach().double().numpy() if t.is_floating_point() else t.detach().numpy()
+               for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+        want = read_outputs(npz)
+        if len(ref) != len(want) or len(got) != len(want):
+            return None
+        for i, (g, w, r) in enumerate(zip(got, want, ref)):
+            if compare_array(g, w, f"out{i}")[0] is None:
+                continue
+            if r.shape != w.shape:
+                return None
+            rtol, atol = TOLERANCES.get(w.dtype.name, (0.0, 0.0))
+            r64 = r.astype(np.float64)
+            g64, w64 = g.astype(np.float64), w.astype(np.float64)
+            with np.errstate(invalid="ignore", over="ignore"):
+                # Only where Ember and eager disagree: elsewhere both carry the same output
+                # rounding, which would dominate a max over the whole tensor.
+                bad = ~np.isclose(g64, w64, rtol=rtol, atol=atol, equal_nan=True)
+                fin = bad & np.isfinite(r64) & np.isfinite(g64) & np.isfinite(w64)
+                dg, dw = np.abs(g64 - r64), np.abs(w64 - r64)
+                eg = float(dg[fin].max()) if fin.any() else 0.0
+                ew = float(dw[fin].max()) if fin.any() else 0.0
+                nearer = int((dg[fin] <= dw[fin]).sum())
+                ok = bool(np.isclose(g64, r64, rtol=rtol, atol=atol, equal_nan=True).all())
+            return {"output": f"out{i}", "ember": eg, "eager": ew, "ember_ok": ok,
+                    "nearer": nearer, "differing": int(bad.sum()), "finite": bool(fin.sum() == bad.sum())}
+        return None
+    except Exception:  # noqa: BLE001 - triage is best effort
+        return None
+
+
+def reclassify_precision(sample: dict[str, Any], got_npz: Path, cache: Path) -> None:
+    """A narrow-dtype wrong result where Ember is within the dtype's tolerances of the float64
+    value, or at least as near it as eager at every element where the two differ, is eager's
+    rounding, not an Ember bug."""
+    try:
+        got = read_outputs(got_npz)
+    except Exception:  # noqa: BLE001
+        return
+    ref = exact_reference(sample, got, cache)
+    c = sample["check"]
+    if ref is None:
+        return
+    c["info"] = {**(c.get("info") or {}), "exact": ref}
+    if ref["ember_ok"] or (ref["finite"] and ref["nearer"] == ref["differing"]):
+        c["kind"] = "precision"
+        c["error"] = (f"precision: Ember's {ref['output']} is {'within tolerance of' if ref['ember_ok'] else 'nearer'} "
+                      f"the float64 value (at the elements that differ from eager, max abs err "
+                      f"{ref['ember']:.3g}; eager's {ref['eager']:.3g}); " + c["error"].removeprefix("wrong result: "))
 
 
 class CpuStage(Stage):
@@ -844,8 +1033,12 @@ class CpuStage(Stage):
 
     @staticmethod
     def triage(sample: dict[str, Any], ctx: Context) -> None:
-        """Reclassify a wrong result that torch's decomposed graph reproduces (needs torch)."""
+        """Reclassify a wrong result that torch's decomposed graph reproduces, or (bfloat16,
+        float16) where Ember is nearer the float64 value than eager (needs torch)."""
+        got = ctx.workdir / f"{sample['key']}.cpu" / "got.npz"
         reclassify_decomposition_mismatch(sample, ctx)
+        if sample["check"]["kind"] == "wrong result" and sample.get("dtype") in ("bfloat16", "float16"):
+            reclassify_precision(sample, got, ctx.cache)
 
 
 def reclassify_decomposition_mismatch(sample: dict[str, Any], ctx: Context, got: Path | None = None) -> None:
@@ -889,15 +1082,13 @@ class TpuStage(Stage):
             return StageResult(False, f"compile: {err}", text, t_compile, kind="compile")
         t0 = time.monotonic()
         try:
-            with np.load(npz) as z:
-                inputs = [z[f"arg{i}"] for i in range(sum(k.startswith("arg") for k in z.files))]
-            # Eager bfloat16 outputs are stored as float32 (numpy has no bfloat16); compare alike.
+            inputs = npz_arrays(npz, "arg")
             outs = xla.run_artifact(art, inputs)
             # In-place updates of inputs (functionalized mutations) are extra results; the
             # references are torch's user outputs.
             names = xla.output_array_names(json.loads((art / "manifest.json").read_text())["outputs"])
             outs = [o for n, o in zip(names, outs) if n.startswith("out")]
-            got = [g.astype(np.float32) if g.dtype.name == "bfloat16" else g for g in outs]
+            got = list(outs)
         except Exception as exc:  # noqa: BLE001 - XLA's errors are many types
             dt = t_compile + time.monotonic() - t0
             return StageResult(False, f"run: {type(exc).__name__}: {first_line(str(exc))}"[:500], str(exc)[:4000],
@@ -906,7 +1097,7 @@ class TpuStage(Stage):
         why_not = values_not_comparable(sample)
         err, info = compare_lists(got, read_outputs(npz), values=why_not is None)
         if err is not None:
-            np.savez(art / "got.npz", **{f"out{i}": g for i, g in enumerate(got)})
+            np.savez(art / "got.npz", **{f"out{i}": xla.savable(g) for i, g in enumerate(got)})
             return StageResult(False, f"wrong result: {err}", err, dt, kind="wrong result", info=info)
         shutil.rmtree(art, ignore_errors=True)
         if why_not:
@@ -916,7 +1107,10 @@ class TpuStage(Stage):
     @staticmethod
     def triage(sample: dict[str, Any], ctx: Context) -> None:
         """Like CpuStage.triage, on the outputs XLA gave."""
-        reclassify_decomposition_mismatch(sample, ctx, ctx.workdir / f"{sample['key']}.tpu" / "got.npz")
+        got = ctx.workdir / f"{sample['key']}.tpu" / "got.npz"
+        reclassify_decomposition_mismatch(sample, ctx, got)
+        if sample["check"]["kind"] == "wrong result" and sample.get("dtype") in ("bfloat16", "float16"):
+            reclassify_precision(sample, got, ctx.cache)
 
 
 STAGES: dict[str, type[Stage]] = {"import": ImportStage, "cpu": CpuStage, "tpu": TpuStage}
@@ -1035,11 +1229,11 @@ def reason_key(e: dict[str, Any]) -> str:
     the lowering of one of them), everything else by failure_reason of the error line.
     """
     c = e["check"]
-    if c.get("kind") == "wrong result":
+    if c.get("kind") in ("wrong result", "precision"):
         targets = ", ".join(e.get("aten_targets") or []) or "(no targets)"
         if len(targets) > 200:
             targets = targets[:199] + "…"
-        return f"{c['stage']}: wrong result: graph of {targets}"
+        return f"{c['stage']}: {c['kind']}: graph of {targets}"
     return f"{c['stage']}: " + failure_reason(c["error"] or "")
 
 
@@ -1103,11 +1297,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not ember.exists():
         log(f"error: no ember binary at {ember} (cargo build -p ember-tools, or --ember PATH)")
         return 2
-    entries = load_index(cache)
+    entries = load_index(cache, args.dtype)
     if not entries:
-        log(f"error: {cache / 'index.json'} is missing or empty; run `{PROG} export` first")
+        dt = "" if args.dtype == "float32" else f" --dtype {args.dtype}"
+        log(f"error: {index_path(cache, args.dtype)} is missing or empty; run `{PROG} export{dt}` first")
         return 2
-    index_meta = json.loads((cache / "index.json").read_text())
+    index_meta = json.loads(index_path(cache, args.dtype).read_text())
     chosen = select_names(args)
     entries = [e for e in entries if matches(chosen, e["op"], e["variant_test_name"])]
     if args.max_samples_per_op is not None:
@@ -1119,9 +1314,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         log(f"error: unknown stage(s) {', '.join(unknown)}; known: {', '.join(STAGES)}")
         return 2
     if args.write_expected and Path(args.write_expected).resolve() == DEFAULT_EXPECTED.resolve() and (
-            not args.subset or args.ops or args.max_samples_per_op is not None):
-        log(f"error: {DEFAULT_EXPECTED.name} records the --subset run: use --subset without "
-            "--ops/--max-samples-per-op, or --write-expected FILE")
+            not args.subset or args.ops or args.max_samples_per_op is not None or args.dtype != "float32"):
+        log(f"error: {DEFAULT_EXPECTED.name} records the float32 --subset run: use --subset without "
+            "--ops/--max-samples-per-op/--dtype, or --write-expected FILE")
         return 2
     stages = [STAGES[s]() for s in stage_names]
     workdir = Path(args.workdir).expanduser() if args.workdir else cache / "work"
@@ -1234,7 +1429,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     report = args.report
     if report is None and not args.ops:  # --ops: a look at a few ops, no report by default
-        suffix = "_subset" if args.subset else ""
+        suffix = DTYPE_SUFFIX[args.dtype] + ("_subset" if args.subset else "")
         report = str(DEFAULT_REPORT_DIR / f"opinfo_{stage_names[-1]}{suffix}.md")
     if report:
         text = render_report(
@@ -1243,6 +1438,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             n_fail=n_fail, seconds=seconds, stage_names=stage_names, ember=ember,
             torch_version=index_meta.get("torch_version", "?"), args=args,
             unlowered=unlowered, claimed=claimed, claim_stat=claim_stat, n_relevant=n_relevant,
+            unsupported=index_meta.get("unsupported_opinfos"),
+            max_export=index_meta.get("max_samples_per_op"),
         )
         write_atomic(Path(report), text.encode())
         log(f"wrote {report}")
@@ -1287,13 +1484,14 @@ def _ops_list(es: list[dict[str, Any]], n: int = 6) -> str:
 
 def render_report(*, entries, exported, per_op, per_target, reasons, export_reasons, known,
                   n_pass, n_fail, seconds, stage_names, ember, torch_version, args,
-                  unlowered, claimed, claim_stat, n_relevant) -> str:
+                  unlowered, claimed, claim_stat, n_relevant, unsupported=None, max_export=None) -> str:
     now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     scope = "the --subset OpInfos" if args.subset else ("--ops " + args.ops if args.ops else "all cached OpInfos")
     cpu = "cpu" in stage_names
     out: list[str] = []
     w = out.append
-    w(f"# Ember OpInfo harness: {' + '.join(stage_names)}")
+    dtype = getattr(args, "dtype", "float32")
+    w(f"# Ember OpInfo harness: {' + '.join(stage_names)}" + ("" if dtype == "float32" else f", {dtype}"))
     w("")
     w(f"- date: {now}")
     w(f"- torch: {torch_version}")
@@ -1308,6 +1506,10 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
            "(--max-samples-per-op)" if args.max_samples_per_op is not None else "")
     w(f"- scope: {scope}; {len(per_op)} OpInfos, {len(entries)} samples "
       f"({len(exported)} exported, {len(entries) - len(exported)} failed to export){cap}")
+    if dtype != "float32":
+        w(f"- dtype: samples drawn in **{dtype}** (`op.sample_inputs(\"cpu\", torch.{dtype})`); "
+          f"{len(unsupported or [])} OpInfos that do not list {dtype} in `supported_dtypes(\"cpu\")` "
+          f"are not sampled; up to {max_export or '?'} samples per OpInfo were exported")
     w(f"- **{n_pass} passed, {n_fail} failed** (exported samples; "
       f"{100.0 * n_pass / max(1, n_pass + n_fail):.1f}% pass), checked in {seconds:.1f}s "
       f"with {args.jobs} job(s)")
@@ -1326,9 +1528,12 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
         w(f"- claimed core ATen targets: **{len(claimed)}** (see below)")
     w("")
     sub = " --subset" if args.subset else ""
-    w(f"Regenerate: `{PROG} export{sub}` then `{PROG} check{sub} --stages {','.join(stage_names)}"
+    dt_opt = "" if dtype == "float32" else f" --dtype {dtype}"
+    ex_cap = f" --max-samples-per-op {max_export}" if max_export and max_export != 8 else ""
+    w(f"Regenerate: `{PROG} export{sub}{dt_opt}{ex_cap} --jobs {args.jobs}` then "
+      f"`{PROG} check{sub}{dt_opt} --stages {','.join(stage_names)} --jobs {args.jobs}"
       f"{f' --max-samples-per-op {args.max_samples_per_op}' if args.max_samples_per_op is not None else ''}`. "
-      "A sample is one `op.sample_inputs(\"cpu\", float32)` entry exported with "
+      f"A sample is one `op.sample_inputs(\"cpu\", {dtype})` entry exported with "
       "`torch.export.export(...).run_decompositions()`; its files are "
       f"`{home_path(args.cache)}/<key>.pt2|.npz|.json` (`.npz`: inputs `arg0..`, eager outputs `out0..`).")
     w("")
@@ -1421,14 +1626,15 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
         w("")
 
     wrong = [e for e in exported if e["check"].get("kind") == "wrong result"]
-    if cpu:
+    target = "cpu" if cpu else "tpu"
+    if cpu or "tpu" in stage_names:
         w("## Wrong results")
         w("")
         w("Samples that compile and run but whose outputs differ from eager beyond the "
           "tolerances: bugs in Ember's lowering or code generation. `max abs`/`max rel` are "
           "over all finite elements of the first differing output; `worst` is the element "
           "furthest outside the tolerance. Reproduce with "
-          f"`ember compile {home_path(args.cache)}/KEY.pt2 --target cpu -o OUT && ember run OUT "
+          f"`ember compile {home_path(args.cache)}/KEY.pt2 --target {target} -o OUT && ember run OUT "
           f"--inputs {home_path(args.cache)}/KEY.npz --outputs got.npz` and compare `got.npz` "
           "with `out0..` of `KEY.npz` (the inputs are its `arg0..`).")
         w("")
@@ -1446,6 +1652,9 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
                 else:  # count/shape/dtype mismatch
                     outp, mm, ma, mr = "", code(e["check"]["error"].removeprefix("wrong result: "), 120), "", ""
                     worst = ""
+                x = i.get("exact")
+                if x:
+                    worst += f"; vs float64 ({x['output']}): Ember {x['ember']:.3g}, eager {x['eager']:.3g}"
                 w(f"| {md_escape(sample_id(e))} | {code(e.get('sample', ''), 120)} | "
                   f"{md_escape(', '.join(t.removeprefix('aten.') for t in e['aten_targets']))} | "
                   f"{md_escape(outp)} | {mm} | {ma} | {mr} | {md_escape(worst)} | `{e['key']}` |")
@@ -1468,7 +1677,32 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
                 w(f"| {md_escape(sample_id(e))} | {code(e.get('sample', ''), 120)} | "
                   f"{code(diff, 160)} | `{e['key']}` |")
             w("")
+        pr = [e for e in exported if e["check"].get("kind") == "precision"]
+        if dtype != "float32":
+            w("### Eager's rounding (Ember nearer the exact value)")
+            w("")
+            w(f"Wrong results re-evaluated in float64: the OpInfo's sample is drawn again, its {dtype} "
+              "inputs widened to float64 and the op run in eager; a sample is listed here (not "
+              "under wrong results) when Ember's output is within the tolerances of that value, or "
+              "at least as near it as eager at every element where Ember and eager differ (the "
+              "errors below are over those elements). The difference from eager is then "
+              "eager rounding intermediates to the narrow dtype (or accumulating differently), "
+              "not an Ember bug. Counted as failures, left out of the claims. Wrong results "
+              "above carry the same measurement where it could be made.")
+            w("")
+            if pr:
+                w("| OpInfo #sample | inputs | ATen targets | output | Ember vs float64 (max abs) | eager vs float64 (max abs) | Ember within tolerance of float64 | key |")
+                w("|---|---|---|---|---|---|---|---|")
+                for e in sorted(pr, key=lambda e: (e["op"], e["variant_test_name"], e["sample_index"])):
+                    x = e["check"]["info"]["exact"]
+                    w(f"| {md_escape(sample_id(e))} | {code(e.get('sample', ''), 120)} | "
+                      f"{md_escape(', '.join(t.removeprefix('aten.') for t in e['aten_targets']))} | "
+                      f"{x['output']} | {x['ember']:.3g} | {x['eager']:.3g} | {'yes' if x['ember_ok'] else 'no'} | `{e['key']}` |")
+            else:
+                w("None.")
+            w("")
 
+    if cpu:
         w("## Ops without a CPU lowering")
         w("")
         w("Ops named by `has no CPU lowering yet` at the compile step (each blocks every graph "
@@ -1595,6 +1829,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"only the {len(SUBSET)} common OpInfos of the CI subset")
         sp.add_argument("--ops", metavar="a,b,c", help="only these OpInfos (name or name.variant)")
         sp.add_argument("--jobs", type=int, default=2, metavar="J", help="parallel workers (default: 2)")
+        sp.add_argument("--dtype", default="float32", metavar="D[,D]",
+                        help="sample dtype(s), of: " + ", ".join(DTYPES) + " (default: float32, "
+                             "which falls back to an integer/bool/complex dtype for ops without "
+                             "float32); a list runs one after the other, each with its own index "
+                             "and report")
 
     ex = sub.add_parser("export", help="export OpInfo samples to .pt2/.npz in the cache")
     common(ex)
@@ -1625,12 +1864,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     os.environ.setdefault("TMPDIR", "/tmp/ember-tmp")
     Path(os.environ["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+    dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad or not dtypes:
+        log(f"error: unknown --dtype {', '.join(bad)}; known: {', '.join(DTYPES)}")
+        return 2
+    if len(dtypes) > 1 and args.cmd == "check" and (args.report or args.json or args.write_expected):
+        log("error: --report/--json/--write-expected name one file: give one --dtype")
+        return 2
     if args.cmd == "export":
         import warnings
 
         warnings.filterwarnings("ignore")
-        return cmd_export(args)
-    return cmd_check(args)
+    rc = 0
+    for d in dtypes:
+        args.dtype = d
+        rc = max(rc, cmd_export(args) if args.cmd == "export" else cmd_check(args))
+    return rc
 
 
 if __name__ == "__main__":

@@ -80,11 +80,20 @@ fn auto_cast_matmult_computes_f32_matmuls_in_bf16() {
         assert_eq!(man["auto_cast"], mode);
         let flags: Vec<&str> = man["neuronx_cc_flags"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         assert!(flags.windows(2).any(|w| w == ["--auto-cast", "none"]), "{flags:?}");
+        // HLO text names a dot's operands, whose types their own lines give (`x = bf16[..] ...`).
         let hlo = std::fs::read_to_string(out.join("model.hlo.txt")).unwrap();
+        let types: std::collections::HashMap<&str, &str> =
+            hlo.lines().filter_map(|l| l.trim().split_once(" = ")).map(|(n, t)| (n.trim_start_matches("ROOT "), t)).collect();
         let dots: Vec<&str> = hlo.lines().filter(|l| l.contains(" dot(")).collect();
         assert!(!dots.is_empty());
-        let bf16_dots = dots.iter().filter(|l| l.split('=').nth(1).is_some_and(|t| t.trim_start().starts_with("bf16["))).count();
+        let bf16_operands = |l: &&&str| {
+            let args = l.split(" dot(").nth(1).unwrap().split(')').next().unwrap();
+            args.split(", ").all(|a| types.get(a).is_some_and(|t| t.starts_with("bf16[")))
+        };
+        let bf16_dots = dots.iter().filter(bf16_operands).count();
         assert_eq!(bf16_dots, if mode == "matmult" { dots.len() } else { 0 }, "{mode}: {dots:#?}");
+        // The product accumulates in f32 (Neuron's PSUM), whatever the operands.
+        assert!(dots.iter().all(|l| l.split(" = ").nth(1).is_some_and(|t| t.starts_with("f32["))), "{dots:#?}");
         let got = base.join(format!("{mode}.npz"));
         let r = ember(&testdata(), &["run", out.to_str().unwrap(), "--inputs", "models/gpt2_block.npz", "--outputs", got.to_str().unwrap()]);
         assert_eq!(r.code, 0, "{}", r.stderr);

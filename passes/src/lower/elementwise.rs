@@ -207,9 +207,10 @@ pub fn unary(cx: &mut Cx, ten: &str) -> Lowered {
 }
 
 /// Unary math. Integer inputs of float-valued functions convert first; rounding is the
-/// identity on integers. f16/bf16 compute in f32 and round once, as torch's kernels do (a
+/// identity on integers. f16/bf16 compute in f32 and round once, as torch's kernels do: a
 /// formula of several ops would otherwise round after each on targets that keep the narrow
-/// type, XLA's).
+/// type (XLA's), which loses the result where it cancels (atanh's 1 - x near 1, gelu's
+/// 1 + erf(x/√2) for negative x).
 pub fn math(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;

@@ -162,7 +162,9 @@ pub fn layer_norm(cx: &mut Cx) -> Lowered {
     }
     let eps = cx.attr("eps").and_then(|a| a.as_float()).ok_or_else(|| cx.err("attribute `eps` must be a float"))?;
     let dims: Vec<usize> = (xt.rank() - k..xt.rank()).collect();
-    let acc = t_mean.dtype;
+    // f32 even where the statistics are stored narrow (a CPU export's bf16 mean/rstd): torch's
+    // kernel normalizes in f32 and rounds only its results.
+    let acc = acc_dtype(t_mean.dtype);
     let xa = cx.convert(x, acc)?;
     let Moments { mean, rstd, normalized: mut y, .. } = moments(cx, xa, &dims, eps)?;
     for (param, op) in [("weight", "ten.mul"), ("bias", "ten.add")] {
@@ -172,7 +174,9 @@ pub fn layer_norm(cx: &mut Cx) -> Lowered {
         }
     }
     let out = cx.convert(y, t_out.dtype)?;
+    let mean = cx.convert(mean, t_mean.dtype)?;
     let mean = cx.reshape(mean, &t_mean.dims)?;
+    let rstd = cx.convert(rstd, t_rstd.dtype)?;
     let rstd = cx.reshape(rstd, &t_rstd.dims)?;
     Ok(Some(vec![out, mean, rstd]))
 }
@@ -196,7 +200,7 @@ pub fn group_norm(cx: &mut Cx) -> Lowered {
     }
     let hxw: i64 = inner[1..].iter().product();
     let n = xt.dims[0].clone();
-    let acc = t_mean.dtype;
+    let acc = acc_dtype(t_mean.dtype); // as in layer_norm
     let rows = [n.clone(), c(g), c(ch / g * hxw)];
     let xa = cx.convert(x, acc)?;
     let xr = cx.reshape(xa, &rows)?;
@@ -210,7 +214,9 @@ pub fn group_norm(cx: &mut Cx) -> Lowered {
         }
     }
     let out = cx.convert(y, t_out.dtype)?;
+    let mean = cx.convert(mean, t_mean.dtype)?;
     let mean = cx.reshape(mean, &t_mean.dims)?;
+    let rstd = cx.convert(rstd, t_rstd.dtype)?;
     let rstd = cx.reshape(rstd, &t_rstd.dims)?;
     Ok(Some(vec![out, mean, rstd]))
 }
@@ -265,7 +271,8 @@ pub fn batch_norm(cx: &mut Cx, name: &str) -> Lowered {
 }
 
 /// cumsum/cumprod: `ten.cumsum`/`ten.cumprod` of the input converted to the result dtype (bool
-/// and ints accumulate in int64).
+/// and ints accumulate in int64), half floats accumulated in f32 and rounded once, as torch's
+/// CPU kernel does (a bf16 running sum stops growing once its ulp exceeds the addends).
 pub fn cumsum(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
@@ -275,7 +282,9 @@ pub fn cumsum(cx: &mut Cx, name: &str) -> Lowered {
         return Ok(Some(vec![x]));
     }
     let d = norm_dim(cx.int("dim")?, rank).map_err(|e| cx.err(&e))?;
-    Ok(Some(vec![cx.emit(&format!("ten.{name}"), vec![x], vec![("dim", ember_ir::attr::Attr::Int(d as i64))])?]))
+    let x = cx.convert(x, acc_dtype(t.dtype))?;
+    let y = cx.emit(&format!("ten.{name}"), vec![x], vec![("dim", ember_ir::attr::Attr::Int(d as i64))])?;
+    Ok(Some(vec![cx.convert(y, t.dtype)?]))
 }
 
 /// argmax/argmin (over `dim`, or over all dims flattened when absent) and max.dim/min.dim

@@ -17,7 +17,7 @@
 //! | slice | slice (limit = start + (n-1)*step + 1) |
 //! | reduce sum/prod/max/min/and/or | reduce with add/multiply/maximum/minimum/and/or and the identity as init |
 //! | reduce argmax/argmin | variadic reduce over (x, row-major index within the dims), first extreme wins, NaN is the extreme |
-//! | dot_general | dot_general, `precision = [HIGHEST, HIGHEST]` for floats (TPUs default to bf16 passes; `--precision` sets it for f32) |
+//! | dot_general | dot_general, `precision = [HIGHEST, HIGHEST]` for floats (TPUs default to bf16 passes; `--precision` sets it for f32); bf16/f16 dots with an f32 result, then convert |
 //! | gather | gather with `collapsed_slice_dims = start_index_map = [dim]`, `index_vector_dim = rank(index)` |
 //! | scatter | scatter with `inserted_window_dims = scatter_dims_to_operand_dims = [0]`, `index_vector_dim = rank(index)`, the kind's combiner as the update region (set returns the update) |
 //! | cumsum cumprod | reduce_window add/multiply, window = the dim's size, padded low by size-1 |
@@ -782,6 +782,14 @@ impl<'a> Emitter<'a> {
                 if float {
                     let p = if xt.dt == DType::F32 { self.precision.attr() } else { "HIGHEST" };
                     write!(s, ", precision = [{p}, {p}]").unwrap();
+                }
+                // Half-float dots accumulate in f32 and round once, as torch's CPU GEMMs (and a
+                // TPU's MXU) do: a bf16 result type lets XLA's CPU backend accumulate in bf16.
+                if matches!(rt.dt, DType::BF16 | DType::F16) {
+                    let wide = rt.with_dt(DType::F32);
+                    write!(s, " : ({}, {}) -> {wide}", tys[0], tys[1]).unwrap();
+                    let y = self.def(s);
+                    return Ok(self.convert(&y, &wide, &rt));
                 }
                 write!(s, " : ({}, {}) -> {rt}", tys[0], tys[1]).unwrap();
                 self.def(s)
