@@ -4,7 +4,7 @@ CI does): `make test` leaves it out, as the wheel is a release build of its own.
 
 The venv is made by this interpreter with `--system-site-packages`, as the issue asks; here that
 exposes only the base interpreter's packages (the Ember venv is itself a venv), so once the wheel
-is installed a `.pth` line adds this venv's site-packages after the new venv's own: torch comes
+is installed a `.pth` adds this interpreter's site-packages after the new venv's own: torch comes
 from there, never from a download, and `ember` from the wheel, as the test checks. (The `.pth`
 comes after the install so pip never sees, or removes, the `ember` installed here.)"""
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +34,10 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     py = root / "bin" / "python"
     subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(wheels[-1])], check=True)
     site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True)
-    (Path(site.stdout.strip()) / "_ember_test_torch.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # Every site-packages this interpreter sees (its own, and any a .pth of it adds), never a
+    # source tree: torch and numpy come from there, `ember` from the wheel.
+    dirs = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
+    (Path(site.stdout.strip()) / "_ember_test_torch.pth").write_text("".join(d + "\n" for d in dirs))
     return root
 
 
