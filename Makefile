@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export EMBER_PYTHON := $(PY)
 export TMPDIR := $(EMBER_HOME)/tmp
 
-.PHONY: setup setup-llvm setup-venv setup-python-ext build demo test test-rust test-python regen-models fuzz fuzz-ci fuzz-build
+.PHONY: setup setup-llvm setup-venv setup-python-ext build demo test test-rust test-python test-wheel wheel regen-models fuzz fuzz-ci fuzz-build
 
 setup: setup-llvm setup-venv setup-python-ext
 
@@ -54,7 +54,19 @@ test-rust:
 	INSTA_UPDATE=no cargo test --workspace
 
 test-python:
-	cd tools/python && $(PY) -m pytest -q tests
+	cd tools/python && $(PY) -m pytest -q -m "not wheel" tests
+
+# The user's install: an abi3 wheel (CPython >= 3.11) with the `ember` package, its extension (the
+# compiler, LLVM linked in), the torch.compile entry point and the `ember` command. Release build,
+# into target/wheels/ (or WHEEL_DIR); install with `pip install target/wheels/ember-*.whl`.
+WHEEL_DIR ?= $(CURDIR)/target/wheels
+wheel: setup-llvm setup-venv
+	cd tools/python && $(VENV)/bin/maturin build --release --compatibility linux -i $(PY) -o $(WHEEL_DIR)
+
+# Installs that wheel into a fresh venv (reusing this venv's torch, never downloading it) and runs
+# `ember --help`, `ember compile`/`run` on a bundled model and a torch.compile call.
+test-wheel: wheel
+	cd tools/python && EMBER_WHEEL_DIR=$(WHEEL_DIR) $(PY) -m pytest -q -m wheel tests/test_wheel.py
 
 regen-models: setup-venv
 	$(PY) testdata/models/generate.py

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 pub const FORMAT_MAJOR: u32 = 2;
-pub const FORMAT_MINOR: u32 = 0;
+/// 2.1: `files` (size and SHA-256 of every other file) in every manifest; 2.0 artifacts load
+/// without it.
+pub const FORMAT_MINOR: u32 = 1;
 
 /// The part of a manifest every reader checks before anything else.
 #[derive(Debug, Serialize, Deserialize)]
@@ -168,6 +170,26 @@ pub fn output_array_names(mutates: &[Option<String>]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Writes an artifact: `files` must include `manifest.json` (a JSON object), to which this adds
+/// `files`, the size and SHA-256 of every other file, which loaders check before reading any
+/// (`ember_targets::checksum`). The result is as deterministic as the files.
+pub fn write_artifact(out: &Path, files: &[(&str, &[u8])]) -> Result<(), String> {
+    let (mi, (_, text)) = files.iter().enumerate().find(|(_, (n, _))| *n == "manifest.json").ok_or("internal error: an artifact without manifest.json")?;
+    let mut man: serde_json::Value = serde_json::from_slice(text).map_err(|e| format!("internal error: manifest.json is not JSON: {e}"))?;
+    let sums = ember_targets::checksum::sums(files.iter().filter(|(n, _)| *n != "manifest.json").map(|(n, b)| (*n, *b)));
+    let obj = man.as_object_mut().ok_or("internal error: manifest.json is not a JSON object")?;
+    obj.insert("files".into(), serde_json::to_value(sums).map_err(|e| e.to_string())?);
+    let json = serde_json::to_string_pretty(&man).map_err(|e| e.to_string())? + "\n";
+    let mut all: Vec<(&str, &[u8])> = files.to_vec();
+    all[mi].1 = json.as_bytes();
+    write_dir(out, &all)
+}
+
+/// Checks the files of the artifact in `dir` against the checksums in its manifest (any target).
+pub fn verify(dir: &Path) -> Result<(), String> {
+    ember_targets::checksum::verify_dir(dir)
 }
 
 /// Writes `files` into a sibling temp dir, then swaps it in for `out`: never a half-written

@@ -145,6 +145,8 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
             .collect(),
         buffers: plan.buffers.clone(),
         steps: plan.steps.clone(),
+        // Added by `write_artifact`, which sees the files' final bytes.
+        files: Default::default(),
     };
     let mut blob = packed.blob;
     store_weights_for_gemm(&mut manifest, &mut blob);
@@ -158,7 +160,7 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
         ("module.mlir", ten.as_bytes()),
         ("manifest.json", json.as_bytes()),
     ];
-    crate::artifact::write_dir(out, &files)?;
+    crate::artifact::write_artifact(out, &files)?;
     Ok(manifest)
 }
 

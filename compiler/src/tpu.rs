@@ -193,7 +193,7 @@ fn compile(tpu: &Tpu, imported: Imported, out: &Path, target_opts: &Options, por
         vec![(MODULE_FILE, text.as_bytes()), ("weights.bin", &blob), ("module.mlir", ten.as_bytes()), ("manifest.json", json.as_bytes())];
     files.extend(buckets.iter().filter(|(b, _)| b.module != MODULE_FILE).map(|(b, t)| (b.module.as_str(), t.as_bytes())));
     files.extend(vhlo_bytes.iter().map(|(n, b)| (n.as_str(), b.as_slice())));
-    crate::artifact::write_dir(out, &files)?;
+    crate::artifact::write_artifact(out, &files)?;
     Ok(manifest)
 }
 

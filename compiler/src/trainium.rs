@@ -660,7 +660,7 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
         }
     }
     let refs: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
-    crate::artifact::write_dir(out, &refs)?;
+    crate::artifact::write_artifact(out, &refs)?;
     Ok(manifest)
 }
 

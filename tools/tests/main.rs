@@ -8,6 +8,7 @@
 //! - The e-graph optimizer's report (`egraph.rs`) for every model and cost model.
 //! - The trainium target (`trainium.rs`): deterministic artifacts, static shapes.
 //! - Crafted inputs, and interrupted or concurrent compiles (`reliability.rs`).
+//! - Result-type rules against torch's meta kernels (`shape_infer.rs`).
 
 mod bad_input;
 mod cases;
@@ -15,6 +16,7 @@ mod cpu;
 mod eager;
 mod egraph;
 mod reliability;
+mod shape_infer;
 mod tpu;
 mod trainium;
 

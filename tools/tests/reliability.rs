@@ -295,3 +295,183 @@ fn expanded_weights_are_capped() {
     assert_eq!(f32s(&w), vec![first; 64 * 32]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every file an artifact's manifest lists carries its size and SHA-256; a truncated or edited
+/// one is refused before it is loaded (a damaged kernels.so would otherwise be run), naming it.
+#[test]
+fn damaged_artifacts_are_refused_naming_the_file() {
+    let dir = scratch("damaged");
+    let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", dir.join("art").to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.render());
+    let man: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("art/manifest.json")).unwrap()).unwrap();
+    let listed: Vec<&str> = man["files"].as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    assert_eq!(listed, ["kernels.ll", "kernels.so", "module.mlir", "weights.bin"]);
+    let inputs = testdata().join("models/mlp.npz");
+    let run = |art: &Path| ember(&dir, &["run", art.to_str().unwrap(), "--inputs", inputs.to_str().unwrap(), "--outputs", "out.npz"]);
+    assert_eq!(run(&dir.join("art")).code, 0);
+    type Damage = fn(&mut Vec<u8>);
+    let cases: [(&str, &str, Damage, &str); 5] = [
+        ("so_truncated", "kernels.so", |b| b.truncate(b.len() / 2), "is truncated"),
+        ("so_edited", "kernels.so", |b| b[100] ^= 1, "does not match its SHA-256"),
+        ("weights_truncated", "weights.bin", |b| b.truncate(b.len() - 4), "is truncated"),
+        ("weights_edited", "weights.bin", |b| b[0] ^= 0x40, "does not match its SHA-256"),
+        ("mlir_edited", "module.mlir", |b| b.extend_from_slice(b"// edited\n"), "is longer than compiled"),
+    ];
+    for (case, file, damage, what) in cases {
+        let art = dir.join(case);
+        let _ = std::fs::remove_dir_all(&art);
+        std::fs::create_dir_all(&art).unwrap();
+        for e in std::fs::read_dir(dir.join("art")).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, art.join(p.file_name().unwrap())).unwrap();
+        }
+        let mut bytes = std::fs::read(art.join(file)).unwrap();
+        damage(&mut bytes);
+        std::fs::write(art.join(file), &bytes).unwrap();
+        let r = run(&art);
+        assert_eq!(r.code, 2, "{case}: {}", r.render());
+        assert!(r.stderr.contains(&format!("`{file}` {what}")) && r.stderr.contains("recompile"), "{case}: {}", r.stderr);
+        let err = Program::load(&art).err().expect("a damaged artifact must not load");
+        assert!(err.contains(file), "{case}: {err}");
+    }
+    // The same size, the same hash: one artifact's bytes, recompiled.
+    let again = dir.join("again");
+    assert_eq!(ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", again.to_str().unwrap()]).code, 0);
+    assert_eq!(std::fs::read(again.join("manifest.json")).unwrap(), std::fs::read(dir.join("art/manifest.json")).unwrap());
+    // 2.0 artifacts predate the list and still load; a newer one without it is damaged.
+    let mut old = man.clone();
+    old.as_object_mut().unwrap().remove("files");
+    old["format_version"] = "2.0".into();
+    std::fs::write(dir.join("art/manifest.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    Program::load(&dir.join("art")).unwrap();
+    old["format_version"] = "2.1".into();
+    std::fs::write(dir.join("art/manifest.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    assert!(Program::load(&dir.join("art")).err().unwrap().contains("lists no file checksums"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A gather index outside [-n, n) is an error naming the op, as torch raises (it used to read a
+/// clamped row and exit 0); negative ones in range count from the end. embedding and
+/// index_select gather with the index itself; index.Tensor and torch.gather through a linear
+/// index, where an out-of-range component must not land on another element.
+#[test]
+fn out_of_range_gather_indices_are_errors() {
+    let dir = scratch("gather");
+    std::fs::write(
+        dir.join("m.mlir"),
+        r#"func.func @main(%w: tensor<5x3xf32> {ember.input = "w"}, %ids: tensor<2x2xi64> {ember.input = "ids"}, %k: tensor<2xi32> {ember.input = "k"}, %g: tensor<5x1xi64> {ember.input = "g"}, %xi: tensor<2x2xi64> {ember.input = "xi"}) -> (tensor<2x2x3xf32> {ember.output = "e"}, tensor<5x2xf32> {ember.output = "s"}, tensor<2x2x3xf32> {ember.output = "x"}, tensor<5x1xf32> {ember.output = "t"}) {
+  %0 = "torch.aten.embedding"(%w, %ids) {padding_idx = -1 : i64, scale_grad_by_freq = false, sparse = false} : (tensor<5x3xf32>, tensor<2x2xi64>) -> tensor<2x2x3xf32> loc("embedding"("model.py":7:0))
+  %1 = "torch.aten.index_select"(%w, %k) {dim = 1 : i64} : (tensor<5x3xf32>, tensor<2xi32>) -> tensor<5x2xf32> loc("index_select"("model.py":8:0))
+  %2 = "torch.aten.index.Tensor"(%w, %xi) {indices = array<i64: 1>, operandSegmentSizes = array<i64: 1, 1>} : (tensor<5x3xf32>, tensor<2x2xi64>) -> tensor<2x2x3xf32> loc("index"("model.py":9:0))
+  %3 = "torch.aten.gather"(%w, %g) {dim = 1 : i64, sparse_grad = false} : (tensor<5x3xf32>, tensor<5x1xi64>) -> tensor<5x1xf32> loc("gather"("model.py":10:0))
+  return %0, %1, %2, %3 : tensor<2x2x3xf32>, tensor<5x2xf32>, tensor<2x2x3xf32>, tensor<5x1xf32>
+}
+"#,
+    )
+    .unwrap();
+    compile_for(ember_compiler::load(&dir.join("m.mlir")).unwrap(), "cpu", &dir.join("art"), &[]).unwrap();
+    let prog = Program::load(&dir.join("art")).unwrap();
+    let w: Vec<f32> = (0..15).map(|i| i as f32).collect();
+    let i64s = |shape: Vec<usize>, v: &[i64]| HostTensor { dtype: ember_ir::DType::I64, shape, data: v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let k = |v: [i32; 2]| HostTensor { dtype: ember_ir::DType::I32, shape: vec![2], data: v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let wt = HostTensor { dtype: ember_ir::DType::F32, shape: vec![5, 3], data: f32_bytes(&w) };
+    let run =
+        |i: [i64; 4], j: [i32; 2], g: [i64; 5], x: [i64; 4]| prog.run(&[wt.clone(), i64s(vec![2, 2], &i), k(j), i64s(vec![5, 1], &g), i64s(vec![2, 2], &x)]);
+    let ok = ([0, 4, -1, -5], [2, -3], [0, 1, 2, -1, -3]);
+    let out = run(ok.0, ok.1, ok.2, ok.0).unwrap();
+    let rows = [0., 1., 2., 12., 13., 14., 12., 13., 14., 0., 1., 2.];
+    assert_eq!(f32s(&out[0].data), rows);
+    assert_eq!(f32s(&out[1].data), [2., 0., 5., 3., 8., 6., 11., 9., 14., 12.]);
+    assert_eq!(f32s(&out[2].data), rows);
+    assert_eq!(f32s(&out[3].data), [0., 4., 8., 11., 12.]);
+    let node = |at: &str| format!("node {at}: an index is out of range for the dim it indexes (torch raises IndexError here)");
+    let embedding = node("`embedding` (from model.py:7)");
+    // x[i] with -7 used to be wrapped twice (to row 3); torch.gather's 3 in row 0 used to read
+    // element 3 of the flattened [5, 3], w[1, 0].
+    let index = node("`index` (from model.py:9)");
+    for (i, j, g, x, want) in [
+        ([0, 5, 1, 1], ok.1, ok.2, ok.0, embedding.clone()),
+        ([0, 1, -6, 1], ok.1, ok.2, ok.0, embedding),
+        (ok.0, [0, 3], ok.2, ok.0, node("`index_select` (from model.py:8)")),
+        (ok.0, ok.1, ok.2, [0, -7, 1, 1], index.clone()),
+        (ok.0, ok.1, ok.2, [0, 1, 5, 1], index),
+        (ok.0, ok.1, [3, 0, 0, 0, 0], ok.0, node("`gather` (from model.py:10)")),
+        (ok.0, ok.1, [0, 0, 0, 0, -4], ok.0, node("`gather` (from model.py:10)")),
+    ] {
+        assert_eq!(run(i, j, g, x).expect_err("an out-of-range index must be an error"), want);
+    }
+    // The program is fine after an error: the next in-range call runs.
+    assert_eq!(run(ok.0, ok.1, ok.2, ok.0).unwrap(), out);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The artifact in `dir`, file by file (sorted by name; the report dir aside).
+fn artifact_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// `ember compile` killed with SIGKILL at points spread over a whole compile, alternately of two
+/// models into one `-o`: after every kill `-o` is absent (before the first compile finished) or
+/// exactly one of the two complete artifacts, file for file, and it loads (checksums included).
+#[test]
+fn sigkilled_compiles_leave_no_artifact_or_a_complete_one() {
+    let dir = scratch("sigkill");
+    let models = ["models/mlp.pt2", "models/mlp_dynamic.pt2"];
+    let compile = |model: &str, out: &Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+            .args(["compile", model, "--target", "cpu", "-o"])
+            .arg(out)
+            .env("TMPDIR", dir.join("tmp"))
+            .current_dir(testdata())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    let mut refs = Vec::new();
+    let mut longest = std::time::Duration::ZERO;
+    for (i, m) in models.iter().enumerate() {
+        let t = std::time::Instant::now();
+        assert!(compile(m, &dir.join(format!("ref{i}"))).wait().unwrap().success());
+        longest = longest.max(t.elapsed());
+        refs.push(artifact_files(&dir.join(format!("ref{i}"))));
+    }
+    let out = dir.join("art");
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let (mut absent, mut complete) = (0, 0);
+    for k in 0..16 {
+        // Points from the start to past the end of a compile (xorshift: the same ones every run).
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let at = longest.mul_f64((seed % 1200) as f64 / 1000.0);
+        let mut child = compile(models[k % 2], &out);
+        std::thread::sleep(at);
+        let _ = child.kill();
+        child.wait().unwrap();
+        if !out.exists() {
+            absent += 1;
+            continue;
+        }
+        let got = artifact_files(&out);
+        assert!(refs.contains(&got), "kill {k} at {at:?} left a mix: {:?}", got.iter().map(|(n, b)| (n, b.len())).collect::<Vec<_>>());
+        Program::load(&out).unwrap_or_else(|e| panic!("kill {k} at {at:?}: {e}"));
+        complete += 1;
+    }
+    assert!(complete > 0, "no compile finished before its kill ({absent} absent): the points do not cover a compile");
+    // The next compile removes what the killed ones left (temp artifacts, link dirs).
+    assert!(compile(models[0], &out).wait().unwrap().success());
+    let mut left: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    left.sort();
+    assert_eq!(left, ["art", "ref0", "ref1", "tmp"]);
+    assert_eq!(std::fs::read_dir(dir.join("tmp")).unwrap().count(), 0, "link dirs of killed compiles were left");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

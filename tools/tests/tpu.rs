@@ -62,7 +62,7 @@ fn bundled_models_compile_for_tpu() {
         let man = r.unwrap_or_else(|e| panic!("{name}: {e}"));
         // The header every reader checks first.
         let h = ember_compiler::artifact::read_header(&out).unwrap();
-        assert_eq!((h.format_version.as_str(), h.target.as_str()), ("2.0", "tpu"));
+        assert_eq!((h.format_version.as_str(), h.target.as_str()), ("2.1", "tpu"));
         let on_disk: Manifest = serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
         assert_eq!(on_disk, man);
         let text = std::fs::read_to_string(out.join(&man.module)).unwrap();

@@ -260,7 +260,10 @@ impl<'a> InferCtx<'a> {
         }
         let mut out = raw.iter().map(|&d| norm_dim(d, rank.max(1))).collect::<R<Vec<_>>>()?;
         out.sort();
-        out.dedup();
+        if out.windows(2).any(|w| w[0] == w[1]) {
+            // torch rejects `[-1, 1]` on rank 2 too ("duplicate value in the list of dims").
+            return err(format!("dim {raw:?} names one dim twice"));
+        }
         Ok(out)
     }
 }
@@ -501,6 +504,14 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 return err(format!("matmul operands must have equal rank >= 2, got {} and {}", a.rank(), b.rank()));
             }
             let r = a.rank();
+            // bmm's batch dims must be equal (torch does not broadcast them).
+            for i in 0..r - 2 {
+                if let (Some(x), Some(y)) = (a.dims[i].as_const(), b.dims[i].as_const()) {
+                    if x != y {
+                        return err(format!("batch dim {i} differs: {x} vs {y}"));
+                    }
+                }
+            }
             let (k1, k2) = (&a.dims[r - 1], &b.dims[r - 2]);
             if let (Some(x), Some(y)) = (k1.as_const(), k2.as_const()) {
                 if x != y {
@@ -674,6 +685,16 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 return one(tt(dims, dt));
             }
             let d = norm_dim(cx.int_or("dim", 0)?, rank)?;
+            // Every other dim must agree (symbolic ones are torch.export's to guarantee).
+            for (k, t) in ts.iter().enumerate() {
+                for i in (0..rank).filter(|&i| i != d) {
+                    if let (Some(x), Some(y)) = (first.dims[i].as_const(), t.dims[i].as_const()) {
+                        if x != y {
+                            return err(format!("cat input {k} has size {y} in dim {i}, the first input {x}"));
+                        }
+                    }
+                }
+            }
             let mut dims = first.dims.clone();
             dims[d] = ts.iter().map(|t| t.dims[d].clone()).fold(c(0), SymExpr::add);
             one(tt(dims, dt))

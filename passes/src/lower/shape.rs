@@ -237,7 +237,7 @@ pub(super) fn adjacent_index(cx: &mut Cx, xt: &TensorType) -> Result<Option<Adja
     let mut stride = 1i64;
     for (&(_, v), &n) in present.iter().zip(&sizes).rev() {
         let i = cx.coerce(v, DType::I64, &bshape)?;
-        let mut i = wrap_index(cx, i, n)?;
+        let mut i = wrap_index(cx, i, n, sizes.iter().product())?;
         if stride != 1 {
             i = cx.binary_scalar("ten.mul", i, stride as f64)?;
         }
@@ -256,12 +256,21 @@ pub(super) fn adjacent_index(cx: &mut Cx, xt: &TensorType) -> Result<Option<Adja
     }))
 }
 
-/// An i64 index into a dim of size `n` with negative entries counted from the end.
-fn wrap_index(cx: &mut Cx, i: Value, n: i64) -> Result<Value, String> {
+/// An i64 index into a dim of size `n` with negative entries counted from the end. An entry
+/// outside [-n, n) (torch raises) becomes -2 * `numel`, the size of the flattened tensor the
+/// linear index built from it addresses: whatever the other terms add, that index stays out of
+/// range, so the gather reports it (CPU) instead of reading another element; scatters skip it.
+fn wrap_index(cx: &mut Cx, i: Value, n: i64, numel: i64) -> Result<Value, String> {
     let zero = cx.splat_like(0.0, i)?;
     let neg = cx.compare("LT", i, zero)?;
     let wrapped = cx.binary_scalar("ten.add", i, n as f64)?;
-    cx.select(neg, wrapped, i)
+    let w = cx.select(neg, wrapped, i)?;
+    let lo = cx.compare("GE", w, zero)?;
+    let top = cx.splat_like(n as f64, w)?;
+    let hi = cx.compare("LT", w, top)?;
+    let ok = cx.emit("ten.and", vec![lo, hi], vec![])?;
+    let poison = cx.splat_like(-2.0 * numel as f64, w)?;
+    cx.select(ok, w, poison)
 }
 
 /// The row-major element strides of static `dims` (None when a dim is symbolic).
@@ -284,7 +293,7 @@ pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: us
     for (k, &stride) in strides.iter().enumerate() {
         let term = if k == dim {
             let i = cx.convert(index, DType::I64)?;
-            wrap_index(cx, i, xdims[dim].as_const().expect("static"))?
+            wrap_index(cx, i, xdims[dim].as_const().expect("static"), strides[0] * xdims[0].as_const().expect("static"))?
         } else {
             cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(it.dims.clone())), ("dim", Attr::Int(k as i64)), ("dtype", Attr::DType(DType::I64))])?
         };

@@ -165,6 +165,9 @@ struct Kernel<'a, 'ctx> {
     /// around it with strided gathers: a [16, 32, 64, 64] -> [32] sum ran at 1/15 of torch's speed.
     rolled_inner: bool,
     rolled_next: bool,
+    /// Per gather op of this kernel: a flag set when one of its indices is out of range, and the
+    /// message naming the op that `ret` hands to the runtime (see `index_checked`).
+    index_checks: Vec<(ember_ir::OpId, PointerValue<'ctx>, PointerValue<'ctx>)>,
 }
 
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
@@ -214,6 +217,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             interleave_next: 1,
             rolled_inner: false,
             rolled_next: false,
+            index_checks: Vec::new(),
         }
     }
 
@@ -531,6 +535,61 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         })
     }
 
+    /// ORs `bad` into gather `op`'s out-of-range flag: a stack slot that LLVM keeps in a
+    /// register, so the check is an or-reduction the vectorizer handles and no branch in the loop.
+    fn index_checked(&mut self, op: ember_ir::OpId, bad: IntValue<'ctx>) -> R<()> {
+        let bool_t = self.ctx.bool_type();
+        let flag = match self.index_checks.iter().find(|c| c.0 == op) {
+            Some(c) => c.1,
+            None => {
+                let entry = self.f.get_first_basic_block().ok_or("kernel without entry block")?;
+                let tmp = self.ctx.create_builder();
+                match entry.get_first_instruction() {
+                    Some(i) => tmp.position_before(&i),
+                    None => tmp.position_at_end(entry),
+                }
+                let flag = tmp.build_alloca(bool_t, "oob").map_err(le)?;
+                tmp.build_store(flag, bool_t.const_zero()).map_err(le)?;
+                let what = self.m.op(op).loc.describe();
+                let what = if what.is_empty() { "a gather (`ten.gather`)".to_string() } else { what };
+                let msg = format!("{what}: an index is out of range for the dim it indexes (torch raises IndexError here)");
+                let msg = self.b.build_global_string_ptr(&msg, "oob_msg").map_err(le)?.as_pointer_value();
+                self.index_checks.push((op, flag, msg));
+                flag
+            }
+        };
+        let old = self.b.build_load(bool_t, flag, "").map_err(le)?.into_int_value();
+        let new = self.b.build_or(old, bad, "").map_err(le)?;
+        self.b.build_store(flag, new).map_err(le)?;
+        Ok(())
+    }
+
+    /// Returns from the kernel. A gather whose flag is set first stores its message into the
+    /// status slot the runtime passes after the buffers (`bufs[buffers.len()]`), atomically: the
+    /// kernel runs on several threads at once.
+    fn ret(&mut self) -> R<()> {
+        let ptr = self.ctx.ptr_type(AddressSpace::default());
+        let checks = self.index_checks.clone();
+        if !checks.is_empty() {
+            let at = unsafe { self.b.build_gep(ptr, self.bufs, &[self.i64c(self.plan.buffers.len() as i64)], "statusp") }.map_err(le)?;
+            let slot = self.b.build_load(ptr, at, "status").map_err(le)?.into_pointer_value();
+            for (_, flag, msg) in checks {
+                let set = self.b.build_load(self.ctx.bool_type(), flag, "").map_err(le)?.into_int_value();
+                let report = self.ctx.append_basic_block(self.f, "index_error");
+                let next = self.ctx.append_basic_block(self.f, "checked");
+                self.b.build_conditional_branch(set, report, next).map_err(le)?;
+                self.b.position_at_end(report);
+                let st = self.b.build_store(slot, msg).map_err(le)?;
+                st.set_alignment(8).map_err(le)?;
+                st.set_atomic_ordering(inkwell::AtomicOrdering::Monotonic).map_err(le)?;
+                self.b.build_unconditional_branch(next).map_err(le)?;
+                self.b.position_at_end(next);
+            }
+        }
+        self.b.build_return(None).map_err(le)?;
+        Ok(())
+    }
+
     fn body(&mut self, root: Value) -> R<()> {
         self.load_table()?;
         let start = self.f.get_nth_param(2).unwrap().into_int_value();
@@ -541,12 +600,12 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let root_op = self.m.defining_op(root).ok_or("kernel root is an argument")?;
         if matches!(self.m.op(root_op).name.as_str(), "ten.cumsum" | "ten.cumprod") {
             self.cumsum(root_op, out, start, end)?;
-            self.b.build_return(None).map_err(le)?;
+            self.ret()?;
             return Ok(());
         }
         if self.m.op(root_op).name == "ten.scatter" {
             self.scatter(root_op, out, start)?;
-            self.b.build_return(None).map_err(le)?;
+            self.ret()?;
             return Ok(());
         }
         self.interleave = self.interleave_for(root);
@@ -557,7 +616,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             let mut idx = Vec::new();
             self.nest(&dims, Some((start, end)), &mut idx, &mut |k, idx| k.store_root(root, idx))?;
         }
-        self.b.build_return(None).map_err(le)?;
+        self.ret()?;
         Ok(())
     }
 
@@ -594,7 +653,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             }
             Ok(())
         })?;
-        self.b.build_return(None).map_err(le)?;
+        self.ret()?;
         Ok(())
     }
 
@@ -1554,16 +1613,16 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 let iv = self.convert(iv, idt, DType::I64)?.into_int_value();
                 let n = self.sym(&xdims[d])?;
                 let b = &self.b;
-                // Negative indices count from the end; out-of-range ones are clamped (torch raises).
+                // Negative indices count from the end. Any other index outside [0, n) is the error
+                // torch raises: it sets the op's flag, which the runtime turns into an error after
+                // the kernel; the read goes to index 0 meanwhile, so it stays inside the operand.
                 let neg = b.build_int_compare(IntPredicate::SLT, iv, self.i64c(0), "").map_err(le)?;
                 let wrapped = b.build_select(neg, b.build_int_add(iv, n, "").map_err(le)?, iv, "").map_err(le)?.into_int_value();
-                let hi = b.build_int_sub(n, self.i64c(1), "").map_err(le)?;
-                let over = b.build_int_compare(IntPredicate::SGT, wrapped, hi, "").map_err(le)?;
-                let c1 = b.build_select(over, hi, wrapped, "").map_err(le)?.into_int_value();
-                let under = b.build_int_compare(IntPredicate::SLT, c1, self.i64c(0), "").map_err(le)?;
-                let c2 = b.build_select(under, self.i64c(0), c1, "").map_err(le)?.into_int_value();
+                let bad = b.build_int_compare(IntPredicate::UGE, wrapped, n, "").map_err(le)?;
+                self.index_checked(op, bad)?;
+                let safe = self.b.build_select(bad, self.i64c(0), wrapped, "").map_err(le)?.into_int_value();
                 let mut sidx = idx[..d].to_vec();
-                sidx.push(c2);
+                sidx.push(safe);
                 sidx.extend_from_slice(&idx[d + ir..]);
                 self.emit(ops[0], &sidx)
             }

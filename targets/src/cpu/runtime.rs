@@ -56,6 +56,9 @@ pub struct Manifest {
     pub weights: Vec<WeightInfo>,
     pub buffers: Vec<Buffer>,
     pub steps: Vec<Step>,
+    /// Size and SHA-256 of every other file of the artifact, checked at load (`checksum`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub files: std::collections::BTreeMap<String, crate::checksum::FileSum>,
 }
 
 /// A dense row-major host tensor.
@@ -190,6 +193,8 @@ impl Program {
                 missing.iter().take(8).map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
             ));
         }
+        // Before anything is mapped or run: a damaged kernels.so would be executed.
+        crate::checksum::verify(dir, &manifest.format_version, &manifest.files)?;
         let so = dir.join("kernels.so");
         // SAFETY: the library is Ember's own generated code; it has no initializers.
         let lib = unsafe { libloading::Library::new(&so) }.map_err(|e| format!("cannot load {}: {e}", so.display()))?;
@@ -384,6 +389,10 @@ impl Program {
                 },
             };
         }
+        // After the buffers: the status slot where a kernel stores the message of a gather
+        // whose index was out of range (codegen's `ret`); checked after every kernel.
+        let status = std::sync::atomic::AtomicPtr::<std::ffi::c_char>::new(std::ptr::null_mut());
+        ptrs.push(&status as *const _ as *mut u8);
         let profile = std::env::var_os("EMBER_PROFILE").is_some();
         for (si, step) in man.steps.iter().enumerate() {
             let t0 = profile.then(std::time::Instant::now);
@@ -395,6 +404,11 @@ impl Program {
                     // are long: the work is the largest buffer it reads or writes.
                     let work: i64 = std::iter::once(out).chain(also).chain(args).map(|&b| shapes[b].iter().product::<i64>()).max().unwrap_or(1).max(1);
                     run_kernel(f, &ptrs, &sym_vals, outer, work);
+                    let err = status.load(std::sync::atomic::Ordering::Acquire);
+                    if !err.is_null() {
+                        // SAFETY: a NUL-terminated constant of the kernel library, which `self` keeps loaded.
+                        return Err(unsafe { std::ffi::CStr::from_ptr(err) }.to_string_lossy().into_owned());
+                    }
                 }
                 Step::Gemm(g) => self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), &ptrs, &eval)?,
                 &Step::Sort { out, src, dim, descending } => argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?,

@@ -14,6 +14,16 @@ fn err(msg: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(msg.to_string())
 }
 
+/// A run's error: an out-of-range gather index (the runtime's message names the op) is the
+/// IndexError torch raises for it; anything else a ValueError.
+fn run_err(msg: String) -> PyErr {
+    if msg.contains("an index is out of range") {
+        pyo3::exceptions::PyIndexError::new_err(msg)
+    } else {
+        err(msg)
+    }
+}
+
 /// Version of the Ember native extension: the workspace crate version and the artifact format
 /// major it writes (compile caches key on both, so a format change never reloads old artifacts).
 #[pyfunction]
@@ -48,6 +58,13 @@ fn unlowered_ops(py: Python<'_>, path: &str) -> PyResult<Vec<String>> {
     })
 }
 
+/// The `ember` command line in this process (the wheel's `ember` console script, `ember._cli`):
+/// `args` with the program name first; returns the exit code.
+#[pyfunction]
+fn cli_main(py: Python<'_>, args: Vec<String>) -> i32 {
+    py.detach(|| ember_tools::main(args))
+}
+
 /// A loaded CPU artifact.
 #[pyclass(frozen)]
 struct Program {
@@ -58,7 +75,7 @@ struct Program {
 impl Program {
     #[new]
     fn new(py: Python<'_>, dir: &str) -> PyResult<Self> {
-        py.detach(|| CpuProgram::load(Path::new(dir)).map(|inner| Program { inner }).map_err(err))
+        py.detach(|| CpuProgram::load(Path::new(dir)).map(|inner| Program { inner }).map_err(|e| err(format!("`{dir}`: {e}"))))
     }
 
     /// Input (name, dtype, dims) triples; dims are ints or symbol expressions as strings.
@@ -85,7 +102,7 @@ impl Program {
                 // SAFETY: the Python caller passes live, contiguous buffers of `len` bytes.
                 .map(|((ptr, len, shape, _), &dtype)| TensorView { dtype, shape, data: unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } })
                 .collect();
-            self.inner.run_views(&views).map_err(err)?
+            self.inner.run_views(&views).map_err(run_err)?
         };
         Ok(outs.into_iter().map(|t| (PyBytes::new(py, &t.data), t.shape, t.dtype.mlir_name().to_string())).collect())
     }
@@ -114,7 +131,7 @@ impl Program {
                 .collect();
             let outs: Vec<*mut u8> = outputs.iter().map(|&p| p as *mut u8).collect();
             // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.
-            unsafe { self.inner.run_into(&views, &outs) }.map(|_| ()).map_err(err)
+            unsafe { self.inner.run_into(&views, &outs) }.map(|_| ()).map_err(run_err)
         })
     }
 }
@@ -155,7 +172,7 @@ fn eager_run_program(program: &CpuProgram, inputs: &[ember_compiler::eager::Meta
         .collect();
     let outs: Vec<*mut u8> = out_ptrs.iter().map(|&p| p as *mut u8).collect();
     // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.
-    unsafe { program.run_into(&views, &outs) }.map_err(err)?;
+    unsafe { program.run_into(&views, &outs) }.map_err(run_err)?;
     Ok(())
 }
 
@@ -326,6 +343,7 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_model, m)?)?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(unlowered_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_class::<Program>()?;
     m.add_class::<EagerPlans>()?;
     m.add_function(wrap_pyfunction!(eager_op_known, m)?)?;

@@ -74,6 +74,101 @@ def test_second_process_hits_the_compile_cache(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
 
 
+_CACHE_USER = (
+    "import sys, torch\n"
+    "from ember import backend\n"
+    "torch.manual_seed(0)\n"
+    "m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)).eval()\n"
+    "x = torch.randn(3, 8)\n"
+    "{before}"
+    "with torch.no_grad():\n"
+    "    d = float((torch.compile(m, backend='ember')(x) - m(x)).abs().max())\n"
+    "print(d, backend.stats['compiled'], backend.stats['cache_hits'])\n"
+)
+
+
+def _cache_user(cache: Path, before: str = "") -> subprocess.Popen[str]:
+    env = dict(os.environ, EMBER_CACHE_DIR=str(cache))
+    code = _CACHE_USER.format(before=before)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _result(p: subprocess.Popen[str]) -> tuple[float, int, int]:
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    d, compiled, hits = out.split()[-3:]
+    assert float(d) < 1e-5, err
+    return float(d), int(compiled), int(hits)
+
+
+def _entries(cache: Path) -> tuple[list[str], list[str]]:
+    names = sorted(p.name for p in cache.iterdir())
+    return [n for n in names if not n.startswith(".")], [n for n in names if n.startswith(".")]
+
+
+def test_compile_cache_under_eight_concurrent_processes(tmp_path: Path) -> None:
+    procs = [_cache_user(tmp_path) for _ in range(8)]
+    results = [_result(p) for p in procs]
+    assert sum(c for _, c, _ in results) >= 1
+    entries, temps = _entries(tmp_path)
+    assert len(entries) == 1 and not temps, (entries, temps)
+    # Whoever won the race, the entry is complete: the next process loads it.
+    assert _result(_cache_user(tmp_path))[1:] == (0, 1)
+
+
+# Kills the writer at chosen points of a cache miss: after the export (mid-compile), and after
+# the compile, before the entry is published by its rename.
+_KILL_AFTER_EXPORT = (
+    "import os, signal\n"
+    "_export = backend._export\n"
+    "backend._export = lambda *a: (_export(*a), os.kill(os.getpid(), signal.SIGKILL))\n"
+)
+_KILL_BEFORE_PUBLISH = (
+    "import os, signal\n"
+    "_rename = os.rename\n"
+    "def rename(a, b):\n"
+    "    if os.path.dirname(str(b)) == backend._cache_root():\n"
+    "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    "    _rename(a, b)\n"
+    "os.rename = rename\n"
+)
+
+
+def test_compile_cache_after_a_killed_writer_and_a_damaged_entry(tmp_path: Path) -> None:
+    for before in (_KILL_AFTER_EXPORT, _KILL_BEFORE_PUBLISH):
+        p = _cache_user(tmp_path, before)
+        p.communicate(timeout=300)
+        assert p.returncode == -9, "the writer was to be killed"
+    # The second writer removed the first one's leftovers as it started; its own remain.
+    entries, temps = _entries(tmp_path)
+    assert not entries and len(temps) == 1, (entries, temps)
+    # Nothing half-written was published; the next process compiles and removes the leftovers.
+    assert _result(_cache_user(tmp_path))[1:] == (1, 0)
+    entries, temps = _entries(tmp_path)
+    assert len(entries) == 1 and not temps, (entries, temps)
+    # A file of the entry changed on disk: its checksum fails, and it is compiled again.
+    kernels = tmp_path / entries[0] / "cpu" / "kernels.so"
+    kernels.write_bytes(kernels.read_bytes()[:-4])
+    assert _result(_cache_user(tmp_path))[1:] == (1, 0)
+    assert _result(_cache_user(tmp_path))[1:] == (0, 1)
+    assert _entries(tmp_path) == (entries, [])
+
+
+def test_out_of_range_embedding_index_raises_index_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 2)).eval()
+    compiled = torch.compile(m, backend="ember")
+    ok = torch.tensor([[1, 9], [0, 3]])
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(ok), m(ok))
+        with pytest.raises(IndexError):
+            m(torch.tensor([[1, 10], [0, 3]]))  # torch's own answer
+        with pytest.raises(IndexError, match="node `.*embedding.*`.*an index is out of range"):
+            compiled(torch.tensor([[1, 10], [0, 3]]))
+
+
 def test_unsupported_ops_are_partitioned_out_with_one_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
     torch._dynamo.reset()

@@ -329,6 +329,22 @@ def test_runner_checks_inputs(tmp_path: Path) -> None:
         xla.run_artifact(tmp_path / "missing", [])
 
 
+def test_damaged_artifacts_are_refused(tmp_path: Path) -> None:
+    art = tmp_path / "mlp"
+    assert compile_tpu(TESTDATA / "models/mlp.pt2", art).returncode == 0
+    xla.Artifact(art)
+    module = art / "module.stablehlo.mlir"
+    text = module.read_bytes()
+    module.write_bytes(text[:10] + bytes([text[10] ^ 1]) + text[11:])  # same size, one bit changed
+    with pytest.raises(xla.XlaError, match=r"`module.stablehlo.mlir` does not match its SHA-256 .* recompile the model"):
+        xla.Artifact(art)
+    module.write_bytes(text)
+    weights = art / "weights.bin"
+    weights.write_bytes(weights.read_bytes()[:-8])
+    with pytest.raises(xla.XlaError, match=r"`weights.bin` is truncated: \d+ bytes, manifest.json says \d+"):
+        xla.Artifact(art)
+
+
 def test_version_pin_is_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jax, "__version__", "0.0.1")
     with pytest.raises(xla.XlaError, match=r"pinned to jax 0\.10\.2.*jax 0\.0\.1 is installed"):

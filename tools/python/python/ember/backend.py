@@ -115,6 +115,18 @@ def _cache_root() -> str:
     return base
 
 
+def _remove_stale_tmp(root: str) -> None:
+    """Removes the `.tmp-PID-*` entries of writers that are gone (a SIGKILL runs no `finally`)."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(".tmp-") :].split("-")[0] if name.startswith(".tmp-") else ""
+        if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
 def _graph_key(gm: torch.fx.GraphModule, example_inputs: list[Any], native: Any, target: str) -> str:
     """Content address of a compiled graph: its code, input shapes/dtypes, the target, Ember's
     version, the CPU."""
@@ -300,10 +312,26 @@ class _Compiled:
         # atomic directory rename, so concurrent processes never see a half-written one.
         final = os.path.join(_cache_root(), _graph_key(core, example_inputs, native, self.target))
         art = os.path.join(final, self.target)
+        program = None
         if os.path.exists(os.path.join(art, "manifest.json")):
-            stats["cache_hits"] += 1
-        else:
-            d = tempfile.mkdtemp(prefix=".tmp-", dir=_cache_root())
+            try:
+                program = self._program(native, art)
+                stats["cache_hits"] += 1
+            except Exception as exc:  # noqa: BLE001 - only a damaged entry is retried
+                if "the artifact is damaged" not in str(exc):
+                    raise
+                # Changed on disk after it was written (the loaders check every file's
+                # checksum): moved aside in one rename, so no process loads it again, then
+                # compiled afresh like a miss.
+                dead = tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-", dir=_cache_root())
+                try:
+                    os.rename(final, os.path.join(dead, "entry"))
+                except OSError:
+                    pass  # another process moved it first
+                shutil.rmtree(dead, ignore_errors=True)
+        if program is None:
+            _remove_stale_tmp(_cache_root())
+            d = tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-", dir=_cache_root())
             keep = False
             try:
                 path = _export(core, example_inputs, d)
@@ -320,17 +348,20 @@ class _Compiled:
                 if os.path.isdir(d) and not keep:
                     shutil.rmtree(d, ignore_errors=True)
             stats["compiled"] += 1
+            program = self._program(native, art)
         targets = stats["targets"]
         targets[self.target] = targets.get(self.target, 0) + 1
         with open(os.path.join(art, "manifest.json"), encoding="utf-8") as f:
             outputs = json.load(f)["outputs"]
-        program = native.Program(art) if self.target == "cpu" else _XlaProgram(art)
         # Outputs are allocated here from the graph's shapes: they must be the program's.
         got = [(o["dtype"], [int(s) if s.isdigit() else s for s in o["dims"]]) for o in outputs]
         want = [(_DTYPES.get(dtype), list(shape)) for shape, _, dtype in self.split.roots]
         if got != want:
             raise Unsupported(f"the compiled graph returns {got}, the graph declares {want}")
         return program
+
+    def _program(self, native: Any, art: str) -> Any:
+        return native.Program(art) if self.target == "cpu" else _XlaProgram(art)
 
     def run_core(self, args: list[torch.Tensor]) -> list[torch.Tensor]:
         """The computed values, laid out as the graph declares them."""

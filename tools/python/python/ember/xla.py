@@ -36,6 +36,7 @@ round f32 matmul operands to bf16.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -335,6 +336,34 @@ def _shape(dims: Sequence[str], what: str) -> tuple[int, ...]:
         raise XlaError(f"{what} has symbolic dims {list(dims)}; tpu artifacts have static shapes") from None
 
 
+def _verify_files(directory: Path, manifest: dict[str, Any]) -> None:
+    """Checks every file the manifest lists (`files`: size and SHA-256, written by the compiler;
+    the same check as the Rust loader's, `ember_targets::checksum`) before any is read. 2.0
+    artifacts predate the list."""
+    files = manifest.get("files")
+    if not files:
+        if str(manifest.get("format_version", "")) != "2.0":
+            raise XlaError(f"`{directory}`: manifest.json lists no file checksums (`files`); the artifact is damaged: recompile the model")
+        return
+    for name, want in sorted(files.items()):
+        if name.startswith("/") or any(c in ("", "..") for c in name.split("/")):
+            raise XlaError(f"`{directory}`: manifest.json lists a file outside the artifact: `{name}`")
+        damaged = f"`{directory}`: `{name}` {{}}; the artifact is damaged: recompile the model"
+        try:
+            with open(directory / name, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size != int(want["bytes"]):
+                    how = "is truncated" if size < int(want["bytes"]) else "is longer than compiled"
+                    raise XlaError(damaged.format(f"{how}: {size} bytes, manifest.json says {want['bytes']}"))
+                h = hashlib.sha256()
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+        except OSError as exc:
+            raise XlaError(damaged.format(f"cannot be read ({exc.strerror})")) from exc
+        if h.hexdigest() != want["sha256"]:
+            raise XlaError(damaged.format("does not match its SHA-256 in manifest.json (it was edited after compile)"))
+
+
 class Artifact:
     """A loaded tpu artifact: manifest, StableHLO text and weights (numpy views of weights.bin)."""
 
@@ -357,6 +386,7 @@ class Artifact:
             raise XlaError(f"`{self.dir}` is a {target} artifact; ember.xla runs tpu and trainium artifacts (use `ember run` for cpu)")
         self.target = target
         self.portable = portable
+        _verify_files(self.dir, self.manifest)
         if portable and not self.manifest.get("vhlo"):
             raise XlaError(f"`{self.dir}` has no VHLO portable artifact: compile it with `ember compile --target tpu --portable`")
         if "module" not in self.manifest and target == "trainium":
