@@ -1041,7 +1041,11 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             if l.dtype != r.dtype {
                 return err("dot_general operands must share a dtype");
             }
-            one(tt(dims, l.dtype))
+            match cx.dtype() {
+                None => one(tt(dims, l.dtype)),
+                Some(DType::F32) if matches!(l.dtype, DType::F16 | DType::BF16 | DType::F32) => one(tt(dims, DType::F32)),
+                Some(d) => err(format!("dot_general `dtype` {} of {} operands: only f32 (the f16/bf16 accumulator)", d.torch_name(), l.dtype.torch_name())),
+            }
         }
         TakeDim => {
             let (x, idx) = (cx.t("x")?, cx.t("index")?);

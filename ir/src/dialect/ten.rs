@@ -26,7 +26,7 @@ pub static OPS: &[OpDef] = &[
     op("ten.cumprod",   "(Tensor x, *, int dim) -> Tensor", Scan, "Running (inclusive) product along `dim`, same type (ints wrap like their dtype). ten.cumprod([1, 2, 3], 0) = [1, 2, 6]"),
     op("ten.cumsum",    "(Tensor x, *, int dim) -> Tensor", Scan, "Running (inclusive) sum along `dim`, same type (ints wrap like their dtype). ten.cumsum([1, 2, 3], 0) = [1, 3, 6]"),
     op("ten.div",       "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs / rhs (integers truncate toward zero). ten.div([1.], [4.]) = [0.25]"),
-    op("ten.dot_general", "(Tensor lhs, Tensor rhs, *, int[] lhs_batch, int[] rhs_batch, int[] lhs_contract, int[] rhs_contract) -> Tensor", DotGeneral, "Batched contraction; result dims: batch, lhs free, rhs free. mm is lhs_contract=[1], rhs_contract=[0]"),
+    op("ten.dot_general", "(Tensor lhs, Tensor rhs, *, int[] lhs_batch, int[] rhs_batch, int[] lhs_contract, int[] rhs_contract, ScalarType? dtype=None) -> Tensor", DotGeneral, "Batched contraction; result dims: batch, lhs free, rhs free, in the operands' dtype or `dtype` (f32 of f16/bf16 operands: the accumulator, unrounded). mm is lhs_contract=[1], rhs_contract=[0]"),
     op("ten.erf",       "(Tensor x) -> Tensor", Elementwise, "Gauss error function. ten.erf([0.]) = [0.]"),
     op("ten.exp",       "(Tensor x) -> Tensor", Elementwise, "e^x. ten.exp([0.]) = [1.]"),
     op("ten.floor",     "(Tensor x) -> Tensor", Elementwise, "Round down. ten.floor([1.8]) = [1.]"),

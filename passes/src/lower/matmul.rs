@@ -10,13 +10,8 @@ pub fn matmul(cx: &mut Cx, name: &str) -> Lowered {
     let (lhs, rhs) = if name == "addmm" { (cx.arg("mat1")?, cx.arg("mat2")?) } else { (cx.arg("self")?, cx.arg("mat2")?) };
     let lhs = cx.convert(lhs, t.dtype)?;
     let rhs = cx.convert(rhs, t.dtype)?;
-    let ints = |v: &[i64]| Attr::Ints(v.to_vec());
     let (batch, lc, rc): (&[i64], i64, i64) = if name == "bmm" { (&[0], 2, 1) } else { (&[], 1, 0) };
-    let p = cx.emit(
-        "ten.dot_general",
-        vec![lhs, rhs],
-        vec![("lhs_batch", ints(batch)), ("rhs_batch", ints(batch)), ("lhs_contract", ints(&[lc])), ("rhs_contract", ints(&[rc]))],
-    )?;
+    let p = dot(cx, lhs, rhs, batch, lc, rc, name == "addmm")?;
     if name != "addmm" {
         return Ok(Some(vec![p]));
     }
@@ -24,24 +19,37 @@ pub fn matmul(cx: &mut Cx, name: &str) -> Lowered {
 }
 
 /// beta·self + alpha·p, the multiplies skipped when a factor is 1 and `self` ignored when beta
-/// is 0 (as torch does).
+/// is 0 (as torch does). f16/bf16 products are f32 accumulators (`p` from `dot`): scaled and
+/// biased in f32 and rounded once, as torch's GEMMs add the bias before rounding.
 fn scale_and_add(cx: &mut Cx, mut p: ember_ir::Value, t: &ember_ir::TensorType) -> Lowered {
     let one = |a: &Option<Attr>| a.as_ref().and_then(|a| a.as_float()).unwrap_or(1.0);
     let (alpha, beta) = (cx.attr("alpha"), cx.attr("beta"));
+    let acc = cx.tt(p).dtype;
     if one(&alpha) != 1.0 {
-        let k = cx.constant(alpha.as_ref().unwrap(), t.dtype, &t.dims)?;
+        let k = cx.constant(alpha.as_ref().unwrap(), acc, &t.dims)?;
         p = cx.emit("ten.mul", vec![p, k], vec![])?;
     }
-    if one(&beta) == 0.0 {
-        return Ok(Some(vec![p]));
+    if one(&beta) != 0.0 {
+        let bias = cx.arg("self")?;
+        let mut bias = cx.coerce(bias, acc, &t.dims)?;
+        if one(&beta) != 1.0 {
+            let k = cx.constant(beta.as_ref().unwrap(), acc, &t.dims)?;
+            bias = cx.emit("ten.mul", vec![bias, k], vec![])?;
+        }
+        p = cx.emit("ten.add", vec![bias, p], vec![])?;
     }
-    let bias = cx.arg("self")?;
-    let mut bias = cx.coerce(bias, t.dtype, &t.dims)?;
-    if one(&beta) != 1.0 {
-        let k = cx.constant(beta.as_ref().unwrap(), t.dtype, &t.dims)?;
-        bias = cx.emit("ten.mul", vec![bias, k], vec![])?;
+    Ok(Some(vec![cx.convert(p, t.dtype)?]))
+}
+
+/// `ten.dot_general` of `lhs` and `rhs`, contracting `lc`/`rc` over the batch dims `batch`; for
+/// f16/bf16 operands with `wide`, the f32 accumulator (rounded by whoever consumes it).
+fn dot(cx: &mut Cx, lhs: ember_ir::Value, rhs: ember_ir::Value, batch: &[i64], lc: i64, rc: i64, wide: bool) -> Result<ember_ir::Value, String> {
+    let ints = |v: &[i64]| Attr::Ints(v.to_vec());
+    let mut attrs = vec![("lhs_batch", ints(batch)), ("rhs_batch", ints(batch)), ("lhs_contract", ints(&[lc])), ("rhs_contract", ints(&[rc]))];
+    if wide && matches!(cx.tt(lhs).dtype, ember_ir::DType::F16 | ember_ir::DType::BF16) {
+        attrs.push(("dtype", Attr::DType(ember_ir::DType::F32)));
     }
-    Ok(Some(vec![cx.emit("ten.add", vec![bias, p], vec![])?]))
+    cx.emit("ten.dot_general", vec![lhs, rhs], attrs)
 }
 
 /// addbmm: beta·self + alpha·Σ_b batch1[b] @ batch2[b], one product contracting batch and k:
@@ -60,11 +68,6 @@ pub fn addbmm(cx: &mut Cx) -> Lowered {
     let lhs = cx.emit("ten.transpose", vec![b1], vec![("dims", Attr::Ints(vec![1, 0, 2]))])?;
     let lhs = cx.reshape(lhs, &[t1.dims[1].clone(), bk.clone()])?;
     let rhs = cx.reshape(b2, &[bk, t2.dims[2].clone()])?;
-    let ints = |v: &[i64]| Attr::Ints(v.to_vec());
-    let p = cx.emit(
-        "ten.dot_general",
-        vec![lhs, rhs],
-        vec![("lhs_batch", ints(&[])), ("rhs_batch", ints(&[])), ("lhs_contract", ints(&[1])), ("rhs_contract", ints(&[0]))],
-    )?;
+    let p = dot(cx, lhs, rhs, &[], 1, 0, true)?;
     scale_and_add(cx, p, &t)
 }

@@ -495,16 +495,19 @@ impl Program {
         let nb = batch.iter().product::<i64>().max(1) as usize;
         let (lcs, lrs, rcs, rrs) = (lstr[g.lhs_contract] as isize, lstr[g.lhs_free] as isize, rstr[g.rhs_free] as isize, rstr[g.rhs_contract] as isize);
         let (out, lhs, mut rhs) = (ptrs[g.out] as usize, ptrs[g.lhs.buf] as usize, ptrs[g.rhs.buf] as usize);
-        if self.dtypes[g.lhs.buf] != dt || self.dtypes[g.rhs.buf] != dt {
+        let in_dt = self.dtypes[g.lhs.buf];
+        let narrow = matches!(in_dt, DType::F16 | DType::BF16);
+        if self.dtypes[g.rhs.buf] != in_dt || (in_dt != dt && !(narrow && dt == DType::F32)) {
             return Err(format!(
                 "matmul of {} and {} into {} is not supported by the CPU target",
-                self.dtypes[g.lhs.buf].torch_name(),
+                in_dt.torch_name(),
                 self.dtypes[g.rhs.buf].torch_name(),
                 dt.torch_name()
             ));
         }
-        if matches!(dt, DType::F16 | DType::BF16) {
-            let p = NarrowProduct { dt, nb, m, n, k, batch: &batch, lbs: &lbs, rbs: &rbs, lhs, lrs, lcs, rhs, rrs, rcs, out };
+        if narrow {
+            let p =
+                NarrowProduct { dt: in_dt, wide_out: dt == DType::F32, nb, m, n, k, batch: &batch, lbs: &lbs, rbs: &rbs, lhs, lrs, lcs, rhs, rrs, rcs, out };
             p.run(&mut self.narrow_acc.lock().unwrap_or_else(|e| e.into_inner()));
             return Ok(());
         }
@@ -619,6 +622,8 @@ impl Program {
 /// Operands are element offsets and strides into 2-byte buffers (addresses as `usize`).
 struct NarrowProduct<'a> {
     dt: DType,
+    /// The result is the f32 accumulator itself (`ten.dot_general {dtype = f32}`), not rounded.
+    wide_out: bool,
     nb: usize,
     m: usize,
     n: usize,
@@ -641,11 +646,11 @@ impl NarrowProduct<'_> {
         use rayon::prelude::*;
         let (m, n, k) = (self.m, self.n, self.k);
         let threads = rayon::current_num_threads();
-        if acc.len() < self.nb * m * n {
+        if !self.wide_out && acc.len() < self.nb * m * n {
             acc.resize(self.nb * m * n, 0.0);
         }
-        let acc = &acc[..self.nb * m * n];
-        let accp = acc.as_ptr() as usize;
+        // An f32 result accumulates in place; a narrow one in the kept scratch, rounded after.
+        let accp = if self.wide_out { self.out } else { acc.as_ptr() as usize };
         let dnnl = onednn().filter(|_| self.dt == DType::BF16);
         if let (Some(dnnl), Some(a), Some(b)) = (dnnl, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n)) {
             // oneDNN multiplies the bf16 operands in place (AVX512-BF16/AMX where the CPU has
@@ -723,8 +728,11 @@ impl NarrowProduct<'_> {
                 (0..self.nb).for_each(|bi| one(bi, gemm::Parallelism::Rayon(0)));
             }
         }
+        if self.wide_out {
+            return;
+        }
         let (dt, out) = (self.dt, self.out);
-        acc.par_chunks(1 << 14).enumerate().for_each(|(i, c)| {
+        acc[..self.nb * m * n].par_chunks(1 << 14).enumerate().for_each(|(i, c)| {
             // SAFETY: `out` holds nb·m·n narrow elements; chunk i covers [i·2¹⁴, ..+c.len()).
             let dst = unsafe { std::slice::from_raw_parts_mut((out as *mut u16).add(i << 14), c.len()) };
             narrow_into(dt, c, dst);
