@@ -162,14 +162,14 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
     let out_sp = t.dims[2..].to_vec();
     let np = SymExpr::mul(n.clone(), prod(&out_sp));
     let kk = SymExpr::mul(wt.dims[1].clone(), prod(&wt.dims[2..]));
+    // An f16/bf16 convolution with a bias keeps the product's f32 accumulator for the bias and
+    // rounds once, as torch's (and `matmul::scale_and_add`).
+    let acc = if cx.operand("bias").is_some() && matches!(t.dtype, DType::F16 | DType::BF16) { Some(("dtype", Attr::DType(DType::F32))) } else { None };
     let y = if groups == 1 {
         let cols = cx.reshape(cols, &[SymExpr::mul(cin, prod(&wt.dims[2..])), np])?;
         let wm = cx.reshape(w, &[cout.clone(), kk])?;
-        let y = cx.emit(
-            "ten.dot_general",
-            vec![wm, cols],
-            vec![("lhs_batch", ints(&[])), ("rhs_batch", ints(&[])), ("lhs_contract", ints(&[1])), ("rhs_contract", ints(&[0]))],
-        )?;
+        let attrs = vec![("lhs_batch", ints(&[])), ("rhs_batch", ints(&[])), ("lhs_contract", ints(&[1])), ("rhs_contract", ints(&[0]))];
+        let y = cx.emit("ten.dot_general", vec![wm, cols], attrs.into_iter().chain(acc.clone()).collect())?;
         // [CO, N*P] -> [N, CO, O..]
         if n == c(1) {
             cx.reshape(y, &t.dims)?
@@ -186,11 +186,8 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
         let cog = SymExpr::floordiv(cout.clone(), g.clone());
         let cols = cx.reshape(cols, &[g.clone(), kk.clone(), np])?;
         let wm = cx.reshape(w, &[g.clone(), cog.clone(), kk])?;
-        let y = cx.emit(
-            "ten.dot_general",
-            vec![wm, cols],
-            vec![("lhs_batch", ints(&[0])), ("rhs_batch", ints(&[0])), ("lhs_contract", ints(&[2])), ("rhs_contract", ints(&[1]))],
-        )?;
+        let attrs = vec![("lhs_batch", ints(&[0])), ("rhs_batch", ints(&[0])), ("lhs_contract", ints(&[2])), ("rhs_contract", ints(&[1]))];
+        let y = cx.emit("ten.dot_general", vec![wm, cols], attrs.into_iter().chain(acc.clone()).collect())?;
         // [G, COg, N*P] -> [N, G, COg, O..] -> [N, CO, O..]
         let mut shape = vec![g, cog, n];
         shape.extend(out_sp.iter().cloned());
@@ -202,9 +199,10 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
     };
     let y = cx.reshape(y, &t.dims)?;
     let Some(bias) = cx.operand("bias") else { return Ok(Some(vec![y])) };
-    let bias = cx.convert(bias, t.dtype)?;
+    let bias = cx.convert(bias, cx.tt(y).dtype)?;
     let bias = cx.bcast_in_dim(bias, &t.dims, &[1])?;
-    Ok(Some(vec![cx.emit("ten.add", vec![y, bias], vec![])?]))
+    let y = cx.emit("ten.add", vec![y, bias], vec![])?;
+    Ok(Some(vec![cx.convert(y, t.dtype)?]))
 }
 
 /// Pool geometry over the trailing `kernel_size.len()` dims: (lead dims, kernel, stride,
