@@ -655,25 +655,47 @@ impl NarrowProduct<'_> {
         if let (Some(dnnl), Some(a), Some(b)) = (dnnl, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n)) {
             // oneDNN multiplies the bf16 operands in place (AVX512-BF16/AMX where the CPU has
             // them: torch's own bf16 GEMM speed) into the f32 accumulator, threading itself.
-            let product = |bi: usize| {
+            // Block [rows, cols] of product bi.
+            let product = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
                 let (lo, ro) = batch_offsets(bi, self.batch, self.lbs, self.rbs);
-                // SAFETY: offsets stay inside the operands; product bi's [m, n] block of `acc`.
-                // oneDNN is row-major, so `BlasOperand`'s (trans, ld) read the same layouts.
+                let (lo, ro) = (lo + rows.start as isize * self.lrs, ro + cols.start as isize * self.rcs);
+                // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb); the
+                // block of `acc` it writes. oneDNN is row-major, so `BlasOperand`'s (trans, ld)
+                // read the same layouts.
                 unsafe {
                     let (l, r) = ((self.lhs as *const u16).offset(lo), (self.rhs as *const u16).offset(ro));
-                    let c = (accp as *mut f32).add(bi * m * n);
-                    (dnnl.gemm_bf16)(a.trans as _, b.trans as _, m as i64, n as i64, k as i64, 1.0, l, a.ld as i64, r, b.ld as i64, 0.0, c, n as i64);
+                    let c = (accp as *mut f32).add(bi * m * n + rows.start * n + cols.start);
+                    let (bm, bn) = (rows.len() as i64, cols.len() as i64);
+                    (dnnl.gemm_bf16)(a.trans as _, b.trans as _, bm, bn, k as i64, 1.0, l, a.ld as i64, r, b.ld as i64, 0.0, c, n as i64);
                 }
             };
-            match dnnl.omp_set_num_threads.filter(|_| self.nb > 1 && threads > 1) {
-                // Many products (attention's per-head GEMMs): one per rayon task, each
-                // single-threaded, rather than an OpenMP team forked for every small product.
-                Some(one_thread) => (0..self.nb).into_par_iter().for_each(|bi| {
+            // Every call single-threaded on rayon's pool (whole products per task when there are
+            // several, else the longer side in blocks of 16, 2 per thread), never an OpenMP team:
+            // its threads spin after each call and slowed the rayon kernels that followed
+            // (a GPT-2 block's LayerNorm after a GEMM: 0.1 -> 2.9 ms, measured).
+            match dnnl.omp_set_num_threads.filter(|_| threads > 1 && self.nb * m * n * k >= 1 << 18) {
+                Some(one_thread) if self.nb >= threads => (0..self.nb).into_par_iter().for_each(|bi| {
                     // SAFETY: a per-thread OpenMP setting.
                     unsafe { one_thread(1) };
-                    product(bi)
+                    product(bi, 0..m, 0..n)
                 }),
-                None => (0..self.nb).for_each(product),
+                Some(one_thread) => {
+                    let (len, by_rows) = if n >= m { (n, false) } else { (m, true) };
+                    let per = len.div_ceil(2 * threads).div_ceil(16) * 16;
+                    let blocks = len.div_ceil(per);
+                    (0..self.nb * blocks).into_par_iter().for_each(|t| {
+                        // SAFETY: as above.
+                        unsafe { one_thread(1) };
+                        let (bi, c) = (t / blocks, t % blocks);
+                        let r = c * per..((c + 1) * per).min(len);
+                        if by_rows {
+                            product(bi, r, 0..n)
+                        } else {
+                            product(bi, 0..m, r)
+                        }
+                    })
+                }
+                None => (0..self.nb).for_each(|bi| product(bi, 0..m, 0..n)),
             }
         } else {
             // Converted operands: each product's operands widened to dense f32, then the f32 GEMM.
