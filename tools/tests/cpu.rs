@@ -734,3 +734,30 @@ fn multi_dim_reductions_vectorize_their_innermost_loop() {
         assert!((got[c] as f64 - want).abs() < 1e-3 * want.abs(), "channel {c}: {} vs {want}", got[c]);
     }
 }
+
+/// `.npz` bf16 is ml_dtypes' convention, `<V2` holding the bit patterns: what Ember writes reads
+/// back bit-exact, a numpy-written `|V2` array (the bundled tiny_llama_bf16 reference) reads as
+/// bfloat16, and f16 stays `<f2`.
+#[test]
+fn npz_bf16_and_f16_round_trip() {
+    use ember_ir::DType;
+    let bits: Vec<u16> = vec![0x3F80, 0xC000, 0x7FC0, 0xFF80, 0x0001, 0x0000];
+    let data: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+    let arrays = vec![
+        ("b".to_string(), HostTensor { dtype: DType::BF16, shape: vec![2, 3], data: data.clone() }),
+        ("h".to_string(), HostTensor { dtype: DType::F16, shape: vec![6], data: data.clone() }),
+    ];
+    let path = std::env::temp_dir().join(format!("ember-npz-bf16-{}.npz", std::process::id()));
+    ember_compiler::npz::write_npz(&path, &arrays).unwrap();
+    let raw = std::fs::read(&path).unwrap();
+    let has = |s: &str| raw.windows(s.len()).any(|w| w == s.as_bytes());
+    assert!(has("'descr': '<V2'") && has("'descr': '<f2'"));
+    let back = ember_compiler::npz::read_npz(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    for (name, t) in &arrays {
+        assert_eq!((back[name].dtype, &back[name].shape, &back[name].data), (t.dtype, &t.shape, &t.data), "{name}");
+    }
+    let reference = ember_compiler::npz::read_npz(&testdata().join("models/tiny_llama_bf16.npz")).unwrap();
+    assert_eq!(reference["out0"].dtype, DType::BF16);
+    assert!(as_f64(&reference["out0"]).iter().all(|v| v.is_finite()) && as_f64(&reference["out0"]).iter().any(|&v| v != 0.0));
+}
