@@ -9,7 +9,8 @@ load from elsewhere only slows a run down). A step is zero_grad,
 forward, loss, backward and the (uncompiled) optimizer step. Reported per backend: the median
 step time over the timed steps after warm-up, the compile time (first step minus the median
 step), and for Ember the graphs it compiled, how many were backward graphs, and its fallbacks;
-the first step's loss is compared with eager's. Writes tools/bench/results/train.md and train.png.
+the first step's loss is compared with eager's. Writes tools/bench/results/NAME.md and NAME.png
+(`--name`, default train; the bf16 autocast cases are committed as train_bf16).
 
     python tools/bench/bench_train.py [--cases mlp_adamw,gpt2_lm,resnet_bn,mlp_adamw_bf16,gpt2_lm_bf16] [--steps 20]
 """
@@ -191,7 +192,8 @@ def main() -> int:
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated (default: all): {', '.join(CASES)}")
     ap.add_argument("--steps", type=int, default=20, help="timed steps per backend after 1 + 3 warm-up steps (default 20)")
     ap.add_argument("--rounds", type=int, default=2, help="runs of every (case, backend), in turn; each keeps its fastest (default 2)")
-    ap.add_argument("--out", default=str(HERE / "results"), help="results dir (train.md, train.png)")
+    ap.add_argument("--out", default=str(HERE / "results"), help="results dir (NAME.md, NAME.png)")
+    ap.add_argument("--name", default="train", help="results file stem (default train; the bf16 autocast cases' table is train_bf16)")
     ap.add_argument("--_worker", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.steps < 1 or args.rounds < 1:
@@ -229,7 +231,7 @@ def main() -> int:
             "# Training step: torch eager vs Inductor vs Ember (torch.compile)",
             "",
             f"- date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}; tree {git or '?'}; torch {torch.__version__}; {platform.machine()}, {os.cpu_count()} logical CPUs",
-            f"- fp32, {THREADS} threads; each case and backend in a fresh process with empty compile caches; median of {args.steps} steps after 1 + 3 warm-up steps; "
+            f"- fp32 (`_bf16` cases: the forward and loss under bf16 autocast), {THREADS} threads; each case and backend in a fresh process with empty compile caches; median of {args.steps} steps after 1 + 3 warm-up steps; "
             f"{args.rounds} rounds (eager, Inductor, Ember, eager, ...), each backend's faster round kept (its compile time from that round)",
             "- a step: zero_grad, forward, loss, backward, optimizer step (the optimizer step is not compiled)",
             "- compile s = first step minus the median step (Dynamo, AOT Autograd and the backend's compiler)",
@@ -245,9 +247,9 @@ def main() -> int:
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "train.md").write_text(md + "\n")
+    (out / f"{args.name}.md").write_text(md + "\n")
     try:
-        plot(rows, out / "train.png")
+        plot(rows, out / f"{args.name}.png")
     except ImportError:
         print("matplotlib is not installed: no train.png", file=sys.stderr)
     print(md)

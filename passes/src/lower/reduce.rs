@@ -338,12 +338,15 @@ pub fn cdist(cx: &mut Cx) -> Lowered {
         map.extend([row, nb + 2]);
         map
     };
-    let x1 = cx.convert(x1, t.dtype)?;
-    let x2 = cx.convert(x2, t.dtype)?;
+    // f16/bf16 in f32, rounded once (Σ|d|ᵖ overflows f16 long before the norm does).
+    let acc = acc_dtype(t.dtype);
+    let x1 = cx.convert(x1, acc)?;
+    let x2 = cx.convert(x2, acc)?;
     let x1 = cx.bcast_in_dim(x1, &full, &place(a.rank(), nb))?;
     let x2 = cx.bcast_in_dim(x2, &full, &place(b.rank(), nb + 1))?;
     let d = cx.emit("ten.sub", vec![x1, x2], vec![])?;
-    let out = p_norm(cx, d, p, &[nb + 2], t.dtype)?;
+    let out = p_norm(cx, d, p, &[nb + 2], acc)?;
+    let out = cx.convert(out, t.dtype)?;
     Ok(Some(vec![cx.reshape(out, &t.dims)?]))
 }
 
@@ -449,11 +452,13 @@ pub fn dist(cx: &mut Cx) -> Lowered {
     let (a, b) = (cx.arg("self")?, cx.arg("other")?);
     let p = cx.attr("p").and_then(|a| a.as_float()).unwrap_or(2.0);
     let shape = ember_ir::dialect::infer::broadcast(&[&cx.tt(a).dims, &cx.tt(b).dims]).map_err(|e| cx.err(&e.0))?;
-    let a = cx.coerce(a, t.dtype, &shape)?;
-    let b = cx.coerce(b, t.dtype, &shape)?;
+    let acc = acc_dtype(t.dtype); // as in cdist
+    let a = cx.coerce(a, acc, &shape)?;
+    let b = cx.coerce(b, acc, &shape)?;
     let d = cx.emit("ten.sub", vec![a, b], vec![])?;
     let all: Vec<usize> = (0..shape.len()).collect();
-    let out = p_norm(cx, d, p, &all, t.dtype)?;
+    let out = p_norm(cx, d, p, &all, acc)?;
+    let out = cx.convert(out, t.dtype)?;
     Ok(Some(vec![cx.reshape(out, &t.dims)?]))
 }
 
