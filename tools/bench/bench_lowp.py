@@ -34,17 +34,7 @@ THREADS = 2
 import torch  # noqa: E402
 
 import cases  # noqa: E402
-
-
-def time_fn(fn, iters: int, warmup: int = 2) -> tuple[float, float]:
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts), min(ts)
+from bench_cpu import time_fn  # noqa: E402
 
 
 def bf16_roofline(iters: int) -> float:

@@ -674,27 +674,8 @@ impl NarrowProduct<'_> {
             // its threads spin after each call and slowed the rayon kernels that followed
             // (a GPT-2 block's LayerNorm after a GEMM: 0.1 -> 2.9 ms, measured).
             match dnnl.omp_set_num_threads.filter(|_| threads > 1 && self.nb * m * n * k >= 1 << 18) {
-                Some(one_thread) if self.nb >= threads => (0..self.nb).into_par_iter().for_each(|bi| {
-                    // SAFETY: a per-thread OpenMP setting.
-                    unsafe { one_thread(1) };
-                    product(bi, 0..m, 0..n)
-                }),
-                Some(one_thread) => {
-                    let (len, by_rows) = if n >= m { (n, false) } else { (m, true) };
-                    let per = len.div_ceil(2 * threads).div_ceil(16) * 16;
-                    let blocks = len.div_ceil(per);
-                    (0..self.nb * blocks).into_par_iter().for_each(|t| {
-                        // SAFETY: as above.
-                        unsafe { one_thread(1) };
-                        let (bi, c) = (t / blocks, t % blocks);
-                        let r = c * per..((c + 1) * per).min(len);
-                        if by_rows {
-                            product(bi, r, 0..n)
-                        } else {
-                            product(bi, 0..m, r)
-                        }
-                    })
-                }
+                // SAFETY: a per-thread OpenMP setting.
+                Some(one_thread) => split_over_pool(self.nb, m, n, threads, &|| unsafe { one_thread(1) }, product),
                 None => (0..self.nb).for_each(|bi| product(bi, 0..m, 0..n)),
             }
         } else {
@@ -843,6 +824,41 @@ fn narrow_into(dt: DType, src: &[f32], dst: &mut [u16]) {
     }
 }
 
+/// Runs `part(product, rows, cols)` over `nb` products of [m, n] on rayon's pool, each task
+/// calling `single` first (its library at one thread): whole products per task when there are
+/// at least as many as threads, else each product's longer side in blocks of 16 (whole vector
+/// registers), 2 per thread.
+fn split_over_pool(
+    nb: usize,
+    m: usize,
+    n: usize,
+    threads: usize,
+    single: &(dyn Fn() + Sync),
+    part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync,
+) {
+    use rayon::prelude::*;
+    if nb >= threads {
+        (0..nb).into_par_iter().for_each(|bi| {
+            single();
+            part(bi, 0..m, 0..n)
+        });
+        return;
+    }
+    let (len, by_rows) = if n >= m { (n, false) } else { (m, true) };
+    let per = len.div_ceil(2 * threads).div_ceil(16) * 16;
+    let blocks = len.div_ceil(per);
+    (0..nb * blocks).into_par_iter().for_each(|t| {
+        single();
+        let (bi, c) = (t / blocks, t % blocks);
+        let r = c * per..((c + 1) * per).min(len);
+        if by_rows {
+            part(bi, r, 0..n)
+        } else {
+            part(bi, 0..m, r)
+        }
+    });
+}
+
 /// Element offsets of product `bi`'s lhs and rhs in a batched GEMM (batch dims row-major).
 fn batch_offsets(bi: usize, batch: &[i64], lbs: &[i64], rbs: &[i64]) -> (isize, isize) {
     let (mut rem, mut lo, mut ro) = (bi as i64, 0i64, 0i64);
@@ -940,34 +956,21 @@ impl HostBlas {
     /// split over the pool, every call single-threaded. Without `threads_local` the BLAS
     /// threads itself and every product runs on the calling thread.
     fn split(&self, nb: usize, m: usize, n: usize, k: usize, threads: usize, part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync) {
-        use rayon::prelude::*;
         let Some(local) = self.threads_local.filter(|_| threads > 1 && nb * m * n * k >= 1 << 18) else {
             (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
             return;
         };
         // SAFETY: `set_host_blas`'s contract; a thread-local setting, idempotent.
-        let single = || unsafe { local(1) };
-        if nb >= threads {
-            (0..nb).into_par_iter().for_each(|bi| {
-                single();
-                part(bi, 0..m, 0..n)
-            });
-            return;
-        }
-        // Split the longer side into blocks of 16 (whole vector registers), 2 per thread.
-        let (len, by_rows) = if n >= m { (n, false) } else { (m, true) };
-        let per = len.div_ceil(2 * threads).div_ceil(16) * 16;
-        let blocks = len.div_ceil(per);
-        (0..nb * blocks).into_par_iter().for_each(|t| {
-            single();
-            let (bi, c) = (t / blocks, t % blocks);
-            let r = c * per..((c + 1) * per).min(len);
-            if by_rows {
-                part(bi, r, 0..n)
-            } else {
-                part(bi, 0..m, r)
-            }
-        });
+        split_over_pool(
+            nb,
+            m,
+            n,
+            threads,
+            &|| {
+                unsafe { local(1) };
+            },
+            part,
+        );
     }
 
     /// dst[m, n] (row-major, row stride ldd) = lhs[m, k] · rhs[k, n]. Column-major BLAS computes
