@@ -758,6 +758,10 @@ impl<'a> P<'a> {
         if declared != outs.len() {
             return Err(self.err(format!("`{name}` binds {declared} results but its type lists {}", outs.len())));
         }
+        // The printer writes `func.return` in its custom form, which has only operands.
+        if name == RETURN && (!outs.is_empty() || !attrs.is_empty() || !regions.is_empty()) {
+            return Err(self.err("`func.return` has operands only: no results, attributes or regions"));
+        }
         let loc = self.opt_loc()?;
         let op = self.m.create_op(&name, operands, outs, attrs, regions, loc);
         let results = self.m.op(op).results.clone();
