@@ -7,7 +7,7 @@ use ember_targets::cpu::{HostTensor, Program};
 /// Models the CPU target cannot compile yet, with the reason; the test checks the reason stays true.
 const NOT_YET: &[(&str, &str)] = &[];
 
-fn as_f64(t: &HostTensor) -> Vec<f64> {
+pub fn as_f64(t: &HostTensor) -> Vec<f64> {
     let n = t.shape.iter().product::<usize>();
     (0..n)
         .map(|i| {

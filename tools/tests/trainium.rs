@@ -100,10 +100,10 @@ fn auto_cast_matmult_computes_f32_matmuls_in_bf16() {
         outs.push(ember_compiler::npz::read_npz(&got).unwrap().remove("out0").unwrap());
     }
     let want = ember_compiler::npz::read_npz(&testdata().join("models/gpt2_block.npz")).unwrap().remove("out0").unwrap();
-    let f32s = |t: &ember_targets::cpu::HostTensor| t.data.chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect::<Vec<f32>>();
-    let (w, none, cast) = (f32s(&want), f32s(&outs[0]), f32s(&outs[1]));
-    let scale = w.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let err = |g: &[f32]| g.iter().zip(&w).fold(0f32, |m, (a, b)| m.max((a - b).abs())) / scale;
+    let f64s = crate::cpu::as_f64;
+    let (w, none, cast) = (f64s(&want), f64s(&outs[0]), f64s(&outs[1]));
+    let scale = w.iter().fold(0f64, |m, v| m.max(v.abs()));
+    let err = |g: &[f64]| g.iter().zip(&w).fold(0f64, |m, (a, b)| m.max((a - b).abs())) / scale;
     assert!(err(&none) < 1e-5, "f32: {}", err(&none));
     assert!(err(&cast) > 1e-5 && err(&cast) < 1.6e-2, "bf16 matmuls: {} of the output's scale", err(&cast));
     let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "--auto-cast", "matmult", "-o", base.join("cpu").to_str().unwrap()]);

@@ -15,6 +15,22 @@ import numpy as np
 NARROW_RTOL = {"bfloat16": 1.6e-2, "float16": 1e-3}
 
 
+def narrow_atol(dtype: str, scale: float, atol: float = 1e-5) -> float:
+    """The absolute tolerance of the narrow-dtype rule: atol plus the dtype's rtol times the
+    output's largest magnitude (`dtype` as numpy/torch name it: "bfloat16", "torch.float16")."""
+    return atol + NARROW_RTOL[str(dtype).removeprefix("torch.")] * scale
+
+
+def assert_close_torch(got, want, err_msg: str = "") -> None:  # noqa: ANN001 - torch tensors
+    """`assert_close`'s rule on torch tensors (bfloat16 included, which numpy lacks)."""
+    import torch
+
+    if want.dtype in (torch.float16, torch.bfloat16):
+        torch.testing.assert_close(got.double(), want.double(), rtol=0, atol=narrow_atol(str(want.dtype), float(want.abs().max())), msg=err_msg or None)
+    else:
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5, msg=err_msg or None)
+
+
 def as_typed(a: np.ndarray, like: np.ndarray | None = None) -> np.ndarray:
     """A `.npz` void array (how bfloat16 and float8 are saved) as its ml_dtypes type."""
     a = np.asarray(a)
@@ -35,6 +51,6 @@ def assert_close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-4, atol: fl
         g, w = got.astype(np.float64), want.astype(np.float64)
         finite = np.isfinite(w)
         scale = float(np.abs(w[finite]).max()) if finite.any() else 0.0
-        np.testing.assert_allclose(g, w, rtol=0, atol=atol + NARROW_RTOL[want.dtype.name] * scale, equal_nan=True, err_msg=err_msg)
+        np.testing.assert_allclose(g, w, rtol=0, atol=narrow_atol(want.dtype.name, scale, atol), equal_nan=True, err_msg=err_msg)
     else:
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True, err_msg=err_msg)

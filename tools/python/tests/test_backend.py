@@ -14,7 +14,7 @@ import torch
 
 import ember
 from ember import backend, models
-from numerics import NARROW_RTOL
+from numerics import assert_close_torch
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -48,12 +48,7 @@ def test_models_match_eager(name: str, tmp_path: Path, monkeypatch: pytest.Monke
         again = compiled(*inputs)
     assert backend.stats["fallbacks"] == before["fallbacks"], f"{name}: Ember fell back to eager (see the warning)"
     assert backend.stats["compiled"] > before["compiled"]
-    if want.dtype in (torch.float16, torch.bfloat16):
-        # numerics.py's rule for narrow dtypes: the dtype's rtol times the output's scale.
-        atol = 1e-5 + NARROW_RTOL[str(want.dtype).removeprefix("torch.")] * float(want.abs().max())
-        torch.testing.assert_close(got.double(), want.double(), rtol=0, atol=atol)
-    else:
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert_close_torch(got, want)
     assert torch.equal(got, again), "replays of one compiled graph are bit-identical"
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from numerics import NARROW_RTOL, as_typed, assert_close
+from numerics import as_typed, assert_close, narrow_atol
 
 pytest.importorskip("transformers")
 pytest.importorskip("jax")
@@ -92,8 +92,7 @@ def _check(got: np.ndarray, eager: np.ndarray, exact: np.ndarray, what: str) -> 
 
 def _scale_close(got: np.ndarray, want: np.ndarray, dtype: torch.dtype, what: str) -> None:
     """`numerics.assert_close`'s rule for a narrow dtype, on values already widened to f64."""
-    rtol = NARROW_RTOL[str(dtype).removeprefix("torch.")]
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 + rtol * np.abs(want).max(), err_msg=what)
+    np.testing.assert_allclose(got, want, rtol=0, atol=narrow_atol(str(dtype), float(np.abs(want).max())), err_msg=what)
 
 
 @pytest.mark.parametrize("target", TARGETS)

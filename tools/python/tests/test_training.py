@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from ember import backend, decompositions, rng
+from numerics import assert_close_torch
 
 
 @pytest.fixture(autouse=True)
@@ -123,14 +124,7 @@ def test_flash_attention_decompositions_match_the_kernels(case: str) -> None:
     table = decompositions.table()
     out, lse = fwd(q, k, v, 0.0, causal, **kw)
     d_out, d_lse = table[fwd](q, k, v, 0.0, causal, **kw)
-    def close(got: torch.Tensor, want: torch.Tensor) -> None:
-        if got.dtype == torch.float32:
-            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
-        else:  # the dtype's rtol at the tensor's scale (tests/numerics.py)
-            atol = 1e-5 + {torch.bfloat16: 1.6e-2, torch.float16: 1e-3}[got.dtype] * float(want.abs().max())
-            torch.testing.assert_close(got.double(), want.double(), rtol=0, atol=atol)
-
-    close(d_out, out)
+    assert_close_torch(d_out, out)
     torch.testing.assert_close(d_lse, lse, rtol=1e-4, atol=1e-5)
     assert d_lse.shape == lse.shape == (2, heads[0], 5) and d_lse.stride() == lse.stride()
     assert d_out.dtype == dt and d_lse.dtype == lse.dtype == torch.float32
@@ -138,7 +132,7 @@ def test_flash_attention_decompositions_match_the_kernels(case: str) -> None:
     want = bwd(grad, q, k, v, out, lse, 0.0, causal, **kw)
     got = table[bwd](grad, q, k, v, out, lse, 0.0, causal, **kw)
     for w, g in zip(want, got):
-        close(g, w)
+        assert_close_torch(g, w)
         assert g.stride() == w.stride() and g.dtype == w.dtype
 
 

@@ -398,17 +398,10 @@ class _XlaProgram:
         self.call = self.artifact.compile()
 
     def run(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        args = self.artifact.bind([_to_numpy(t) for t in inputs])
+        from .export import tensor_to_numpy
+
+        args = self.artifact.bind([tensor_to_numpy(t) for t in inputs])
         return [_from_numpy(o) for o in self.artifact.widen(self.call(args))]
-
-
-def _to_numpy(t: torch.Tensor) -> Any:
-    """`t` as numpy, bfloat16 as ml_dtypes' (numpy has none): the same bits, no copy."""
-    if t.dtype == torch.bfloat16:
-        import ml_dtypes
-
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return t.numpy()
 
 
 def _from_numpy(a: Any) -> torch.Tensor:

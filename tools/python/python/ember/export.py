@@ -203,6 +203,29 @@ def dynamic_batch_shapes(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(pytree.tree_map(spec_for, a) for a in inputs)
 
 
+def tensor_to_numpy(t: Any) -> Any:
+    """A CPU tensor as numpy without a copy; bfloat16 and float8, which numpy lacks, as their
+    ml_dtypes types (the same bits)."""
+    import torch
+
+    narrow = {torch.bfloat16: ("bfloat16", torch.int16), torch.float8_e4m3fn: ("float8_e4m3fn", torch.uint8), torch.float8_e5m2: ("float8_e5m2", torch.uint8)}
+    if t.dtype not in narrow:
+        return t.numpy()
+    import ml_dtypes
+
+    name, bits = narrow[t.dtype]
+    return t.view(bits).numpy().view(getattr(ml_dtypes, name))
+
+
+def savable(a: Any) -> Any:
+    """`a` as `np.save` can write it and `np.load` read it back: an ml_dtypes array (bfloat16,
+    float8) as a void of its size holding the bit patterns (`np.save` writes float8_e5m2 as
+    `<f1`, which numpy cannot read)."""
+    if a.dtype.type.__module__.startswith("ml_dtypes"):
+        return a.view(f"V{a.dtype.itemsize}")
+    return a
+
+
 def _flatten_tensors(tree: Any, what: str) -> list[Any]:
     import numpy as np
     import torch
@@ -212,16 +235,7 @@ def _flatten_tensors(tree: Any, what: str) -> list[Any]:
     arrays = []
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, torch.Tensor):
-            t = leaf.detach().cpu()
-            narrow = {torch.bfloat16: ("bfloat16", torch.int16), torch.float8_e4m3fn: ("float8_e4m3fn", torch.uint8), torch.float8_e5m2: ("float8_e5m2", torch.uint8)}
-            if t.dtype in narrow:
-                # numpy has none of these: ml_dtypes' (saved as `<V2`/`|V1`, the bit patterns).
-                import ml_dtypes
-
-                name, bits = narrow[t.dtype]
-                arrays.append(t.view(bits).numpy().view(getattr(ml_dtypes, name)))
-                continue
-            arrays.append(t.numpy())
+            arrays.append(tensor_to_numpy(leaf.detach().cpu()))
         elif isinstance(leaf, (bool, int, float)):
             arrays.append(np.asarray(leaf))
         else:
@@ -238,12 +252,7 @@ def write_npz(path: Path, arrays: dict[str, Any]) -> None:
     with zipfile.ZipFile(buf_zip, "w", compression=zipfile.ZIP_STORED) as zf:
         for key, arr in arrays.items():
             buf = io.BytesIO()
-            arr = np.asarray(arr)
-            if arr.dtype.type.__module__.startswith("ml_dtypes"):
-                # A void of the same size (the bit pattern): `np.save` writes float8_e5m2 as
-                # `<f1`, which numpy cannot read back.
-                arr = arr.view(f"V{arr.dtype.itemsize}")
-            np.lib.format.write_array(buf, arr, allow_pickle=False)
+            np.lib.format.write_array(buf, savable(np.asarray(arr)), allow_pickle=False)
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
             info.external_attr = 0o644 << 16
             zf.writestr(info, buf.getvalue())

@@ -46,6 +46,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .export import savable
+
 JAX_VERSION = "0.10.2"
 
 __all__ = [
@@ -309,15 +311,6 @@ def as_dtype(a: np.ndarray, dt: np.dtype) -> np.ndarray:
     stores ml_dtypes arrays (bfloat16 as `<V2`), which `np.load` gives back."""
     if a.dtype.type is np.void and a.dtype.names is None and a.dtype.itemsize == dt.itemsize and dt.type is not np.void:
         return a.view(dt)
-    return a
-
-
-def savable(a: np.ndarray) -> np.ndarray:
-    """`a` as `np.save` can write it and `np.load` read it back: an ml_dtypes array (bfloat16,
-    float8) as a void of its size holding the bit patterns (`np.save` writes float8_e5m2 as
-    `<f1`, which numpy cannot read)."""
-    if type(a.dtype).__module__.startswith("ml_dtypes") or a.dtype.type.__module__.startswith("ml_dtypes"):
-        return a.view(f"V{a.dtype.itemsize}")
     return a
 
 
