@@ -24,9 +24,11 @@ pub struct ArtifactError(pub String);
 
 pub fn read_header(dir: &Path) -> Result<ManifestHeader, ArtifactError> {
     let path: PathBuf = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| ArtifactError(format!("`{}` is not an Ember artifact: cannot read {}: {e}", dir.display(), path.display())))?;
-    let h: ManifestHeader = serde_json::from_str(&text).map_err(|e| ArtifactError(format!("{} is malformed: {e}", path.display())))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        ArtifactError(format!("`{}` is not an Ember artifact: cannot read {}: {e}", dir.display(), path.display()))
+    })?;
+    let h: ManifestHeader =
+        serde_json::from_str(&text).map_err(|e| ArtifactError(format!("{} is malformed: {e}", path.display())))?;
     let major = h.format_version.split('.').next().and_then(|m| m.parse::<u32>().ok());
     match major {
         Some(FORMAT_MAJOR) => Ok(h),
@@ -71,7 +73,12 @@ pub fn optimize(m: &mut ember_ir::Module, table: &CostTable) -> Result<ember_pas
 /// Graphviz, fusion.svg (through a temp dir renamed into place, like every output). The
 /// optimizer is deterministic, so this describes exactly the kernels `compile` built. Returns
 /// the line that says where it is.
-pub fn write_report(out: &Path, mut module: ember_ir::Module, target: &dyn Target, model: &str) -> Result<String, String> {
+pub fn write_report(
+    out: &Path,
+    mut module: ember_ir::Module,
+    target: &dyn Target,
+    model: &str,
+) -> Result<String, String> {
     lower(&mut module)?;
     let table = target.cost_table();
     let trace = optimize(&mut module, table)?;
@@ -82,7 +89,9 @@ pub fn write_report(out: &Path, mut module: ember_ir::Module, target: &dyn Targe
     let tmp = out.join(".report.tmp");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-    let w = |name: &str, bytes: &[u8]| std::fs::write(tmp.join(name), bytes).map_err(|e| format!("cannot write {name}: {e}"));
+    let w = |name: &str, bytes: &[u8]| {
+        std::fs::write(tmp.join(name), bytes).map_err(|e| format!("cannot write {name}: {e}"))
+    };
     w("fusion.md", md.as_bytes())?;
     w("fusion.dot", dot.as_bytes())?;
     // The picture needs Graphviz; the DOT file is always there.
@@ -117,14 +126,24 @@ pub struct Packed {
     pub blob: Vec<u8>,
 }
 
-pub fn pack(m: &ember_ir::Module, f: ember_ir::OpId, weights: &[(String, crate::frontend::Weight)]) -> Result<Packed, String> {
+pub fn pack(
+    m: &ember_ir::Module,
+    f: ember_ir::OpId,
+    weights: &[(String, crate::frontend::Weight)],
+) -> Result<Packed, String> {
     use ember_ir::attr::Attr;
     let entry = m.entry(f);
     let mut p = Packed { inputs: vec![], weights: vec![], outputs: vec![], blob: vec![] };
     for (i, &a) in m.block(entry).args.iter().enumerate() {
         let attrs = m.arg_attrs(f, i).cloned().unwrap_or_default();
         let t = m.ty(a).tensor().ok_or("non-tensor argument")?;
-        let io = |name: &str| Io { index: i, name: name.to_string(), dtype: t.dtype.mlir_name().into(), dims: t.dim_strings(), mutates: None };
+        let io = |name: &str| Io {
+            index: i,
+            name: name.to_string(),
+            dtype: t.dtype.mlir_name().into(),
+            dims: t.dim_strings(),
+            mutates: None,
+        };
         if let Some(Attr::Str(name)) = attrs.get("ember.input") {
             p.inputs.push(io(name));
             continue;
@@ -132,9 +151,17 @@ pub fn pack(m: &ember_ir::Module, f: ember_ir::OpId, weights: &[(String, crate::
         let name = ["ember.param", "ember.buffer", "ember.constant"]
             .iter()
             .find_map(|k| attrs.get(*k).and_then(|a| a.as_str()))
-            .ok_or_else(|| format!("argument {i} has no role (ember.input, ember.param, ember.buffer or ember.constant)"))?;
-        let w = weights.iter().find(|(n, _)| n == name).map(|(_, w)| w).ok_or_else(|| format!("weight `{name}` is missing"))?;
-        let data = w.data.as_ref().ok_or_else(|| format!("weight `{name}` has no data: compile from a .pt2 archive, not a bare model.json"))?;
+            .ok_or_else(|| {
+                format!("argument {i} has no role (ember.input, ember.param, ember.buffer or ember.constant)")
+            })?;
+        let w = weights
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, w)| w)
+            .ok_or_else(|| format!("weight `{name}` is missing"))?;
+        let data = w.data.as_ref().ok_or_else(|| {
+            format!("weight `{name}` has no data: compile from a .pt2 archive, not a bare model.json")
+        })?;
         let n = t.static_shape().map(|s| s.iter().product::<i64>() as usize).unwrap_or(0) * t.dtype.byte_size();
         let bytes = data.bytes().get(..n).ok_or_else(|| format!("weight `{name}` is shorter than its type"))?;
         while p.blob.len() % 64 != 0 {
@@ -146,10 +173,13 @@ pub fn pack(m: &ember_ir::Module, f: ember_ir::OpId, weights: &[(String, crate::
     let ret = m.func_return(f).ok_or("no return")?;
     for (i, &v) in m.op(ret).operands.iter().enumerate() {
         let t = m.ty(v).tensor().ok_or("non-tensor result")?;
-        let name = m.res_attrs(f, i).and_then(|a| a.get("ember.output")).and_then(|a| a.as_str()).unwrap_or("").to_string();
+        let name =
+            m.res_attrs(f, i).and_then(|a| a.get("ember.output")).and_then(|a| a.as_str()).unwrap_or("").to_string();
         let ra = m.res_attrs(f, i);
         let of = |k: &str| ra.and_then(|a| a.get(k)).and_then(|a| a.as_str()).map(|s| s.to_string());
-        let mutates = of("ember.input_mutation").map(|n| format!("input {n}")).or_else(|| of("ember.buffer_mutation").map(|n| format!("buffer {n}")));
+        let mutates = of("ember.input_mutation")
+            .map(|n| format!("input {n}"))
+            .or_else(|| of("ember.buffer_mutation").map(|n| format!("buffer {n}")));
         p.outputs.push(Io { index: i, name, dtype: t.dtype.mlir_name().into(), dims: t.dim_strings(), mutates });
     }
     Ok(p)
@@ -176,9 +206,15 @@ pub fn output_array_names(mutates: &[Option<String>]) -> Vec<String> {
 /// `files`, the size and SHA-256 of every other file, which loaders check before reading any
 /// (`ember_targets::checksum`). The result is as deterministic as the files.
 pub fn write_artifact(out: &Path, files: &[(&str, &[u8])]) -> Result<(), String> {
-    let (mi, (_, text)) = files.iter().enumerate().find(|(_, (n, _))| *n == "manifest.json").ok_or("internal error: an artifact without manifest.json")?;
-    let mut man: serde_json::Value = serde_json::from_slice(text).map_err(|e| format!("internal error: manifest.json is not JSON: {e}"))?;
-    let sums = ember_targets::checksum::sums(files.iter().filter(|(n, _)| *n != "manifest.json").map(|(n, b)| (*n, *b)));
+    let (mi, (_, text)) = files
+        .iter()
+        .enumerate()
+        .find(|(_, (n, _))| *n == "manifest.json")
+        .ok_or("internal error: an artifact without manifest.json")?;
+    let mut man: serde_json::Value =
+        serde_json::from_slice(text).map_err(|e| format!("internal error: manifest.json is not JSON: {e}"))?;
+    let sums =
+        ember_targets::checksum::sums(files.iter().filter(|(n, _)| *n != "manifest.json").map(|(n, b)| (*n, *b)));
     let obj = man.as_object_mut().ok_or("internal error: manifest.json is not a JSON object")?;
     obj.insert("files".into(), serde_json::to_value(sums).map_err(|e| e.to_string())?);
     let json = serde_json::to_string_pretty(&man).map_err(|e| e.to_string())? + "\n";
@@ -197,7 +233,10 @@ pub fn verify(dir: &Path) -> Result<(), String> {
 pub fn write_dir(out: &Path, files: &[(&str, &[u8])]) -> Result<(), String> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| format!("cannot create `{}`: {e}", parent.display()))?;
-    if out.exists() && !out.join("manifest.json").exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
+    if out.exists()
+        && !out.join("manifest.json").exists()
+        && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true)
+    {
         return Err(format!("`{}` exists and is not an Ember artifact; refusing to overwrite it", out.display()));
     }
     let tmp = crate::scratch::sibling(out, "tmp");
@@ -260,8 +299,13 @@ fn swap_in(new: &Path, out: &Path) -> std::io::Result<()> {
 #[cfg(target_os = "linux")]
 fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
     use rustix::fs::{renameat_with, RenameFlags, CWD};
-    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE)
-        .map_err(|e| if e == rustix::io::Errno::INVAL { std::io::ErrorKind::Unsupported.into() } else { e.into() })
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(|e| {
+        if e == rustix::io::Errno::INVAL {
+            std::io::ErrorKind::Unsupported.into()
+        } else {
+            e.into()
+        }
+    })
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -61,7 +61,9 @@ impl Target for Cpu {
         let mut arrays = crate::npz::read_npz(inputs)?;
         let mut args = Vec::new();
         for (i, info) in prog.manifest.inputs.iter().enumerate() {
-            let t = arrays.remove(&format!("arg{i}")).ok_or_else(|| format!("`{}` has no array `arg{i}` for input {i} (`{}`)", inputs.display(), info.name))?;
+            let t = arrays.remove(&format!("arg{i}")).ok_or_else(|| {
+                format!("`{}` has no array `arg{i}` for input {i} (`{}`)", inputs.display(), info.name)
+            })?;
             args.push(t);
         }
         let mut outs = prog.run(&args).map_err(|e| format!("`{}`: {e}", inputs.display()))?;
@@ -78,7 +80,12 @@ impl Target for Cpu {
                 times.push(t.elapsed().as_secs_f64() * 1e3);
             }
             times.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            notes.push(format!("median {:.4} ms over {repeat} runs (min {:.4}, max {:.4})", times[repeat / 2], times[0], times[repeat - 1]));
+            notes.push(format!(
+                "median {:.4} ms over {repeat} runs (min {:.4}, max {:.4})",
+                times[repeat / 2],
+                times[0],
+                times[repeat - 1]
+            ));
         }
         let mutates: Vec<Option<String>> = prog.manifest.outputs.iter().map(|o| o.mutates.clone()).collect();
         let named: Vec<(String, _)> = crate::artifact::output_array_names(&mutates).into_iter().zip(outs).collect();
@@ -115,19 +122,33 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
     let symbols: Vec<SymbolInfo> = symbols.into_iter().filter(|s| used.contains(&s.name)).collect();
     let entry = m.entry(f);
     for s in &symbols {
-        let bindable =
-            m.block(entry).args.iter().any(|&a| m.ty(a).tensor().is_some_and(|t| t.dims.iter().any(|d| *d == ember_ir::SymExpr::Sym(s.name.clone()))));
+        let bindable = m.block(entry).args.iter().any(|&a| {
+            m.ty(a).tensor().is_some_and(|t| t.dims.iter().any(|d| *d == ember_ir::SymExpr::Sym(s.name.clone())))
+        });
         if !bindable {
-            return Err(format!("symbolic size `{}` is not the size of any input dim, so the runtime cannot bind it", s.name));
+            return Err(format!(
+                "symbolic size `{}` is not the size of any input dim, so the runtime cannot bind it",
+                s.name
+            ));
         }
     }
     let names: Vec<String> = symbols.iter().map(|s| s.name.clone()).collect();
     let obj = ember_targets::cpu::codegen::codegen(&m, &plan, &names)?;
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
     // Arguments are the plan's first buffers, in order, so an argument index is its buffer id.
-    debug_assert!(m.block(m.entry(f)).args.iter().enumerate().all(|(i, a)| plan.buf_of[a] == i && plan.buffers[i].kind == BufKind::Arg(i)));
-    let io =
-        |x: &crate::artifact::Io, buf: usize| IoInfo { name: x.name.clone(), buf, dtype: x.dtype.clone(), dims: x.dims.clone(), mutates: x.mutates.clone() };
+    debug_assert!(m
+        .block(m.entry(f))
+        .args
+        .iter()
+        .enumerate()
+        .all(|(i, a)| plan.buf_of[a] == i && plan.buffers[i].kind == BufKind::Arg(i)));
+    let io = |x: &crate::artifact::Io, buf: usize| IoInfo {
+        name: x.name.clone(),
+        buf,
+        dtype: x.dtype.clone(),
+        dims: x.dims.clone(),
+        mutates: x.mutates.clone(),
+    };
     let mut manifest = Manifest {
         format_version: format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR),
         target: "cpu".into(),
@@ -141,7 +162,13 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
         weights: packed
             .weights
             .iter()
-            .map(|(x, offset, bytes)| WeightInfo { name: x.name.clone(), buf: x.index, offset: *offset, bytes: *bytes, transposed: false })
+            .map(|(x, offset, bytes)| WeightInfo {
+                name: x.name.clone(),
+                buf: x.index,
+                offset: *offset,
+                bytes: *bytes,
+                transposed: false,
+            })
             .collect(),
         buffers: plan.buffers.clone(),
         steps: plan.steps.clone(),
@@ -185,7 +212,11 @@ fn store_weights_for_gemm(man: &mut Manifest, blob: &mut [u8]) {
         let mut uses = Vec::new();
         let wants = |r: &StridedRef, along_b: usize, along_a: usize, batch: &[usize]| -> bool {
             let (Some(d), Some(s)) = (konst(&r.dims), konst(&r.strides)) else { return false };
-            d[along_b] == bb && s[along_b] == 1 && d[along_a] == a && s[along_a] == bb && batch.iter().all(|&x| s[x] == 0)
+            d[along_b] == bb
+                && s[along_b] == 1
+                && d[along_a] == a
+                && s[along_a] == bb
+                && batch.iter().all(|&x| s[x] == 0)
         };
         let ok = man.steps.iter().enumerate().all(|(si, st)| match st {
             Step::Kernel { out, args, also, .. } => *out != b && !args.contains(&b) && !also.contains(&b),

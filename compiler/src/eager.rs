@@ -128,7 +128,13 @@ impl Region {
             tensor_values.insert(name(i), meta(m));
             input_specs.push(json!({"user_input": {"arg": {"as_tensor": {"name": name(i)}}}}));
         }
-        let check = |v: usize, what: &str| if v < n { Ok(()) } else { Err(format!("{what} uses value {v}, but the region has {n}")) };
+        let check = |v: usize, what: &str| {
+            if v < n {
+                Ok(())
+            } else {
+                Err(format!("{what} uses value {v}, but the region has {n}"))
+            }
+        };
         let mut nodes = Vec::new();
         let mut next = self.inputs.len();
         for (oi, op) in self.ops.iter().enumerate() {
@@ -159,7 +165,9 @@ impl Region {
                         .collect::<Vec<_>>()}),
                     Arg::Int(i) => json!({"as_int": i}),
                     Arg::Float(f) if f.is_finite() => json!({"as_float": f}),
-                    Arg::Float(f) => json!({"as_float": if f.is_nan() { "NaN" } else if *f > 0.0 { "Infinity" } else { "-Infinity" }}),
+                    Arg::Float(f) => {
+                        json!({"as_float": if f.is_nan() { "NaN" } else if *f > 0.0 { "Infinity" } else { "-Infinity" }})
+                    }
                     Arg::Bool(b) => json!({"as_bool": b}),
                     Arg::Ints(v) => json!({"as_ints": v}),
                     Arg::Floats(v) => json!({"as_floats": v}),
@@ -175,7 +183,8 @@ impl Region {
                 outs.push(json!({"name": name(next)}));
                 next += 1;
             }
-            let outputs = if outs.len() == 1 { vec![json!({"as_tensor": outs[0]})] } else { vec![json!({"as_tensors": outs})] };
+            let outputs =
+                if outs.len() == 1 { vec![json!({"as_tensor": outs[0]})] } else { vec![json!({"as_tensors": outs})] };
             let stack = format!("File \"{}\", line {}, in <eager>", op.file, op.line);
             nodes.push(json!({
                 "target": format!("torch.ops.{}", op.target),

@@ -55,7 +55,11 @@ impl Pipeline {
 
     /// Runs the passes in order, verifying after each; `after_each` sees the IR after every
     /// pass. Returns what each run of the e-graph optimizer (`fuse`) did, rendered.
-    pub fn run(&self, m: &mut ir::Module, after_each: &mut dyn FnMut(&str, &ir::Module)) -> Result<Vec<String>, String> {
+    pub fn run(
+        &self,
+        m: &mut ir::Module,
+        after_each: &mut dyn FnMut(&str, &ir::Module),
+    ) -> Result<Vec<String>, String> {
         ember_passes::run_pipeline(m, &self.0, after_each).map_err(|e| e.to_string())?;
         Ok(ember_passes::egraph::take_traces())
     }

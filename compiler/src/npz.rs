@@ -43,16 +43,19 @@ pub fn read_npz(path: &Path) -> Result<BTreeMap<String, HostTensor>, String> {
         if out.contains_key(&name) {
             return Err(format!("`{shown}` holds two arrays named `{name}`"));
         }
-        let bytes = crate::zip_entry::read_entry(&mut entry, file_len).map_err(|e| format!("`{shown}`: `{name}` {e}"))?;
+        let bytes =
+            crate::zip_entry::read_entry(&mut entry, file_len).map_err(|e| format!("`{shown}`: `{name}` {e}"))?;
         let h = NpyHeader::parse(&bytes).map_err(|e| format!("`{shown}`: `{name}` is not a .npy array: {e}"))?;
         if h.fortran_order {
             return Err(format!("`{shown}`: `{name}` is Fortran-ordered; save it C-contiguous (np.ascontiguousarray)"));
         }
-        let dtype = from_descr(&h.descr).ok_or_else(|| format!("`{shown}`: `{name}` has dtype `{}`, which Ember does not read", h.descr))?;
+        let dtype = from_descr(&h.descr)
+            .ok_or_else(|| format!("`{shown}`: `{name}` has dtype `{}`, which Ember does not read", h.descr))?;
         let nbytes = h.shape.iter().try_fold(dtype.byte_size(), |n, &d| n.checked_mul(d));
         let data = &bytes[h.data_start..];
         if nbytes != Some(data.len()) {
-            let need = nbytes.map(|n| format!("{n} bytes")).unwrap_or_else(|| "more bytes than memory can address".into());
+            let need =
+                nbytes.map(|n| format!("{n} bytes")).unwrap_or_else(|| "more bytes than memory can address".into());
             return Err(format!(
                 "`{shown}`: `{name}` holds {} bytes of data, but a {} array of shape {:?} needs {need}",
                 data.len(),
@@ -83,7 +86,8 @@ impl NpyHeader {
             (Some(v), ..) => return Err(format!("format version {v} is not one numpy writes (1 to 3)")),
             (None, ..) => return Err("it ends inside its header".into()),
         };
-        let end = start.checked_add(len).filter(|&e| e <= b.len()).ok_or("its header runs past the end of the entry")?;
+        let end =
+            start.checked_add(len).filter(|&e| e <= b.len()).ok_or("its header runs past the end of the entry")?;
         let text = std::str::from_utf8(&b[start..end]).map_err(|_| "its header is not UTF-8")?;
         let toks = py_tokens(text)?;
         let mut t = toks.iter().copied().peekable();
@@ -101,7 +105,11 @@ impl NpyHeader {
                 return Err(format!("expected `:` after {key}"));
             }
             match key {
-                "'descr'" | "\"descr\"" => descr = Some(py_str(next("a dtype")?).ok_or("`descr` is not a string (structured dtypes are not read)")?),
+                "'descr'" | "\"descr\"" => {
+                    descr = Some(
+                        py_str(next("a dtype")?).ok_or("`descr` is not a string (structured dtypes are not read)")?,
+                    )
+                }
                 "'fortran_order'" | "\"fortran_order\"" => {
                     fortran_order = Some(match next("a bool")? {
                         "True" => true,
@@ -191,7 +199,9 @@ pub fn write_npz(path: &Path, arrays: &[(String, HostTensor)]) -> Result<(), Str
     let mut buf = std::io::Cursor::new(Vec::new());
     {
         let mut w = zip::ZipWriter::new(&mut buf);
-        let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored).last_modified_time(zip::DateTime::default());
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored)
+            .last_modified_time(zip::DateTime::default());
         for (name, t) in arrays {
             w.start_file(format!("{name}.npy"), opts).map_err(|e| e.to_string())?;
             w.write_all(&npy_bytes(t)?).map_err(|e| e.to_string())?;

@@ -10,13 +10,20 @@ use std::path::{Path, PathBuf};
 pub fn find() -> Option<PathBuf> {
     match std::env::var_os("EMBER_PYTHON").filter(|p| !p.is_empty()) {
         Some(p) => Some(PathBuf::from(p)),
-        None => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/ember/venv/bin/python")).filter(|p| p.exists()),
+        None => std::env::var_os("HOME")
+            .map(|h| PathBuf::from(h).join(".cache/ember/venv/bin/python"))
+            .filter(|p| p.exists()),
     }
 }
 
 /// Runs `python -m ember.xla TOOL ARGS` and returns its standard output. A failure is
 /// `{failed}` followed by the tool's standard error.
-pub fn ember_xla<I: AsRef<OsStr>>(python: &Path, tool: &str, args: impl IntoIterator<Item = I>, failed: &str) -> Result<String, String> {
+pub fn ember_xla<I: AsRef<OsStr>>(
+    python: &Path,
+    tool: &str,
+    args: impl IntoIterator<Item = I>,
+    failed: &str,
+) -> Result<String, String> {
     let o = std::process::Command::new(python)
         .args(["-m", "ember.xla", tool])
         .args(args)
@@ -31,7 +38,12 @@ pub fn ember_xla<I: AsRef<OsStr>>(python: &Path, tool: &str, args: impl IntoIter
 /// `ember run` on an artifact of an XLA-based target: hands it to `python -m ember.xla run` and
 /// returns the runner's exit code (its messages go straight to the terminal).
 pub fn run_artifact(target: &str, dir: &Path, inputs: &Path, outputs: &Path, repeat: usize) -> Result<i32, String> {
-    let how = format!("python -m ember.xla run {} --inputs {} --outputs {}", dir.display(), inputs.display(), outputs.display());
+    let how = format!(
+        "python -m ember.xla run {} --inputs {} --outputs {}",
+        dir.display(),
+        inputs.display(),
+        outputs.display()
+    );
     let Some(python) = find() else {
         return Err(format!(
             "`{}` is a {target} artifact: it runs on XLA through jaxlib, not in this binary. Run\n  {how}\nwith a Python that has jax 0.10.2 and the ember package (`make setup` makes ~/.cache/ember/venv), or set EMBER_PYTHON to one",

@@ -113,7 +113,11 @@ pub fn names() -> Vec<&'static str> {
 }
 
 pub fn lookup(name: &str) -> Result<&'static dyn Target, String> {
-    TARGETS.iter().copied().find(|t| t.name() == name).ok_or_else(|| format!("unknown target `{name}` (known: {})", names().join(", ")))
+    TARGETS
+        .iter()
+        .copied()
+        .find(|t| t.name() == name)
+        .ok_or_else(|| format!("unknown target `{name}` (known: {})", names().join(", ")))
 }
 
 /// The target option `name` and the target that owns it.

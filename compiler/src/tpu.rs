@@ -14,7 +14,9 @@
 use crate::frontend::Imported;
 use crate::target::{Options, Ran, Target, TargetOption};
 use ember_ir::Module;
-use ember_targets::tpu::{sharding, Bucket, IoInfo, Manifest, MeshAxis, Options as EmitOptions, Precision, Vhlo, WeightInfo};
+use ember_targets::tpu::{
+    sharding, Bucket, IoInfo, Manifest, MeshAxis, Options as EmitOptions, Precision, Vhlo, WeightInfo,
+};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
@@ -27,9 +29,19 @@ pub const MODULE_FILE: &str = "module.stablehlo.mlir";
 pub struct Tpu;
 
 const OPTIONS: &[TargetOption] = &[
-    TargetOption { name: "mesh", values: &[], default: None, elsewhere: "--mesh is a tpu option; the {target} target runs on one device" },
+    TargetOption {
+        name: "mesh",
+        values: &[],
+        default: None,
+        elsewhere: "--mesh is a tpu option; the {target} target runs on one device",
+    },
     TargetOption { name: "shard", values: &[], default: None, elsewhere: SHARD_NEEDS_MESH },
-    TargetOption { name: "portable", values: &[], default: None, elsewhere: "--portable is a tpu option (VHLO artifacts); not for the {target} target" },
+    TargetOption {
+        name: "portable",
+        values: &[],
+        default: None,
+        elsewhere: "--portable is a tpu option (VHLO artifacts); not for the {target} target",
+    },
     TargetOption {
         name: "precision",
         values: &Precision::NAMES,
@@ -47,7 +59,10 @@ fn emit_options(opts: &Options) -> Result<EmitOptions, String> {
         None if opts.flag("shard") => return Err(SHARD_NEEDS_MESH.into()),
         None => None,
     };
-    let precision = opts.value("precision").map(|p| Precision::parse(p).expect("checked against Precision::NAMES")).unwrap_or_default();
+    let precision = opts
+        .value("precision")
+        .map(|p| Precision::parse(p).expect("checked against Precision::NAMES"))
+        .unwrap_or_default();
     Ok(EmitOptions { shard, precision })
 }
 
@@ -114,7 +129,13 @@ pub fn vhlo_file(module: &str) -> String {
 }
 
 /// Writes the artifact; with `portable`, the Python that writes a VHLO artifact of every module.
-fn compile(tpu: &Tpu, imported: Imported, out: &Path, target_opts: &Options, portable: Option<&Path>) -> Result<Manifest, String> {
+fn compile(
+    tpu: &Tpu,
+    imported: Imported,
+    out: &Path,
+    target_opts: &Options,
+    portable: Option<&Path>,
+) -> Result<Manifest, String> {
     let opts = &emit_options(target_opts)?;
     let shard = opts.shard.as_ref();
     let source_hash = format!("{:x}", Sha256::digest(imported.module.to_string().as_bytes()));
@@ -124,8 +145,11 @@ fn compile(tpu: &Tpu, imported: Imported, out: &Path, target_opts: &Options, por
     // The largest bucket is `module`; the others get their own files.
     let (last_env, emitted) = all.pop().expect("at least one module");
     let text = emitted.text;
-    let mut buckets: Vec<(Bucket, String)> =
-        all.into_iter().enumerate().map(|(i, (symbols, e))| (Bucket { symbols, module: format!("module.b{i}.stablehlo.mlir") }, e.text)).collect();
+    let mut buckets: Vec<(Bucket, String)> = all
+        .into_iter()
+        .enumerate()
+        .map(|(i, (symbols, e))| (Bucket { symbols, module: format!("module.b{i}.stablehlo.mlir") }, e.text))
+        .collect();
     let dynamic = !last_env.is_empty();
     if dynamic {
         buckets.push((Bucket { symbols: last_env, module: MODULE_FILE.into() }, String::new()));
@@ -175,8 +199,9 @@ fn compile(tpu: &Tpu, imported: Imported, out: &Path, target_opts: &Options, por
     let mut manifest = manifest;
     let mut vhlo_bytes: Vec<(String, Vec<u8>)> = Vec::new();
     if let Some(python) = portable {
-        let modules = std::iter::once((MODULE_FILE, text.as_str()))
-            .chain(buckets.iter().filter(|(b, _)| b.module != MODULE_FILE).map(|(b, t)| (b.module.as_str(), t.as_str())));
+        let modules = std::iter::once((MODULE_FILE, text.as_str())).chain(
+            buckets.iter().filter(|(b, _)| b.module != MODULE_FILE).map(|(b, t)| (b.module.as_str(), t.as_str())),
+        );
         let mut version = String::new();
         let mut files = std::collections::BTreeMap::new();
         for (name, t) in modules {
@@ -189,9 +214,15 @@ fn compile(tpu: &Tpu, imported: Imported, out: &Path, target_opts: &Options, por
     }
     let json = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())? + "\n";
     let ten = m.to_string();
-    let mut files: Vec<(&str, &[u8])> =
-        vec![(MODULE_FILE, text.as_bytes()), ("weights.bin", &blob), ("module.mlir", ten.as_bytes()), ("manifest.json", json.as_bytes())];
-    files.extend(buckets.iter().filter(|(b, _)| b.module != MODULE_FILE).map(|(b, t)| (b.module.as_str(), t.as_bytes())));
+    let mut files: Vec<(&str, &[u8])> = vec![
+        (MODULE_FILE, text.as_bytes()),
+        ("weights.bin", &blob),
+        ("module.mlir", ten.as_bytes()),
+        ("manifest.json", json.as_bytes()),
+    ];
+    files.extend(
+        buckets.iter().filter(|(b, _)| b.module != MODULE_FILE).map(|(b, t)| (b.module.as_str(), t.as_bytes())),
+    );
     files.extend(vhlo_bytes.iter().map(|(n, b)| (n.as_str(), b.as_slice())));
     crate::artifact::write_artifact(out, &files)?;
     Ok(manifest)
@@ -202,7 +233,8 @@ fn vhlo(python: &Path, text: &str) -> Result<(Vec<u8>, String), String> {
     crate::scratch::with_temp_dir("vhlo", |dir| {
         let (src, dst) = (dir.join("m.stablehlo.mlir"), dir.join("m.vhlo.mlirbc"));
         std::fs::write(&src, text).map_err(|e| format!("cannot write `{}`: {e}", src.display()))?;
-        let version = crate::python::ember_xla(python, "portable", [&src, &dst], "`python -m ember.xla portable` failed: ")?;
+        let version =
+            crate::python::ember_xla(python, "portable", [&src, &dst], "`python -m ember.xla portable` failed: ")?;
         let bytes = std::fs::read(&dst).map_err(|e| format!("cannot read `{}`: {e}", dst.display()))?;
         Ok((bytes, version.trim().to_string()))
     })

@@ -49,7 +49,8 @@ const OPTIONS: &[TargetOption] = &[
     TargetOption { name: "auto-cast", values: &["none", "matmult"], default: Some("none"), elsewhere: NOT_TRAINIUM },
 ];
 
-const NOT_TRAINIUM: &str = "--allow-downcast, --native-int64 and --auto-cast are trainium options; not for the {target} target";
+const NOT_TRAINIUM: &str =
+    "--allow-downcast, --native-int64 and --auto-cast are trainium options; not for the {target} target";
 
 impl Target for Trainium {
     fn name(&self) -> &'static str {
@@ -81,7 +82,10 @@ impl Target for Trainium {
         let mut notes: Vec<String> = man.plain_groups.iter().map(|w| format!("warning: {w}")).collect();
         for k in &man.kernels {
             let at = if k.at.is_empty() { String::new() } else { format!(" at {}", k.at) };
-            notes.push(format!("kernel {} ({}{at}): {} SBUF bytes/partition, {} PSUM banks", k.name, k.kind, k.sbuf_bytes_per_partition, k.psum_banks));
+            notes.push(format!(
+                "kernel {} ({}{at}): {} SBUF bytes/partition, {} PSUM banks",
+                k.name, k.kind, k.sbuf_bytes_per_partition, k.psum_banks
+            ));
         }
         let buckets = man.buckets.as_ref().map(|b| format!(", {} padded buckets", b.len())).unwrap_or_default();
         notes.push(format!(
@@ -189,10 +193,14 @@ fn auto_cast_matmuls(m: &mut Module) {
         while pos < m.block(b).ops.len() {
             let op = m.block(b).ops[pos];
             let d = m.op(op);
-            let f32_of = |v: Option<&Value>| v.and_then(|&v| m.ty(v).tensor().filter(|t| t.dtype == DType::F32).cloned());
-            let (true, Some(_), Some(_), Some(rt)) =
-                (d.name == "ten.dot_general", f32_of(d.operands.first()), f32_of(d.operands.get(1)), f32_of(d.results.first()))
-            else {
+            let f32_of =
+                |v: Option<&Value>| v.and_then(|&v| m.ty(v).tensor().filter(|t| t.dtype == DType::F32).cloned());
+            let (true, Some(_), Some(_), Some(rt)) = (
+                d.name == "ten.dot_general",
+                f32_of(d.operands.first()),
+                f32_of(d.operands.get(1)),
+                f32_of(d.results.first()),
+            ) else {
                 pos += 1;
                 continue;
             };
@@ -204,8 +212,14 @@ fn auto_cast_matmuls(m: &mut Module) {
             for i in 0..2 {
                 let x = m.op(op).operands[i];
                 let ty = bf16(m.ty(x));
-                let c =
-                    m.create_op("ten.convert", vec![x], vec![ty], [("dtype".to_string(), Attr::DType(DType::BF16))].into_iter().collect(), vec![], loc.clone());
+                let c = m.create_op(
+                    "ten.convert",
+                    vec![x],
+                    vec![ty],
+                    [("dtype".to_string(), Attr::DType(DType::BF16))].into_iter().collect(),
+                    vec![],
+                    loc.clone(),
+                );
                 m.insert_op(b, pos, c);
                 pos += 1;
                 m.op_mut(op).operands[i] = m.result(c, 0);
@@ -272,7 +286,9 @@ fn legalize(m: &mut Module, allow_downcast: bool, native_int64: bool) -> R<BTree
         }
         let mut bad = None;
         m.walk(entry, &mut |op| {
-            if bad.is_none() && m.op(op).results.iter().any(|&r| m.ty(r).tensor().is_some_and(|t| t.dtype == DType::F64)) {
+            if bad.is_none()
+                && m.op(op).results.iter().any(|&r| m.ty(r).tensor().is_some_and(|t| t.dtype == DType::F64))
+            {
                 bad = Some(op);
             }
         });
@@ -307,15 +323,27 @@ fn legalize(m: &mut Module, allow_downcast: bool, native_int64: bool) -> R<BTree
                 }
             }
         }
-        let attrs: Vec<(String, DType)> = m.op(op).attrs.iter().filter_map(|(k, a)| a.as_dtype().and_then(|d| map(d).map(|n| (k.clone(), n)))).collect();
+        let attrs: Vec<(String, DType)> = m
+            .op(op)
+            .attrs
+            .iter()
+            .filter_map(|(k, a)| a.as_dtype().and_then(|d| map(d).map(|n| (k.clone(), n))))
+            .collect();
         for (k, d) in attrs {
             m.op_mut(op).attrs.insert(k, Attr::DType(d));
         }
     }
-    let (a, r): (Vec<Type>, Vec<Type>) = (args.iter().map(|&v| m.ty(v).clone()).collect(), m.op(ret).operands.iter().map(|&v| m.ty(v).clone()).collect());
+    let (a, r): (Vec<Type>, Vec<Type>) = (
+        args.iter().map(|&v| m.ty(v).clone()).collect(),
+        m.op(ret).operands.iter().map(|&v| m.ty(v).clone()).collect(),
+    );
     m.op_mut(f).attrs.insert("function_type".into(), Attr::Type(Type::Function(a, r)));
-    let changed =
-        before.into_iter().zip(dtypes(m)).filter(|((_, b), (_, a))| a != b).filter_map(|(_, (k, a))| a.map(|d| (k, d.mlir_name().to_string()))).collect();
+    let changed = before
+        .into_iter()
+        .zip(dtypes(m))
+        .filter(|((_, b), (_, a))| a != b)
+        .filter_map(|(_, (k, a))| a.map(|d| (k, d.mlir_name().to_string())))
+        .collect();
     Ok(changed)
 }
 
@@ -344,7 +372,12 @@ pub fn region_module(m: &Module, group: OpId) -> R<Module> {
     let (term, inner) = ops.split_last().ok_or("empty fusion group")?;
     let yields = m.op(*term).operands.clone();
     let mut out = Module::new();
-    let (_, entry) = out.add_func("main", args.iter().map(|&a| m.ty(a).clone()).collect(), yields.iter().map(|&v| m.ty(v).clone()).collect(), vec![]);
+    let (_, entry) = out.add_func(
+        "main",
+        args.iter().map(|&a| m.ty(a).clone()).collect(),
+        yields.iter().map(|&v| m.ty(v).clone()).collect(),
+        vec![],
+    );
     let mut map: HashMap<Value, Value> = args.iter().copied().zip(out.block(entry).args.clone()).collect();
     clone_ops(m, inner, &mut out, entry, &mut map)?;
     let rets = yields.iter().map(|v| map[v]).collect();
@@ -362,7 +395,8 @@ fn with_calls(m: &Module, kernels: &[Group]) -> R<Module> {
     out.attrs = m.attrs.clone();
     let (nf, nentry) = out.add_func("main", arg_t, res_t, vec![]);
     out.op_mut(nf).attrs = m.op(f).attrs.clone();
-    let mut map: HashMap<Value, Value> = m.block(entry).args.iter().copied().zip(out.block(nentry).args.clone()).collect();
+    let mut map: HashMap<Value, Value> =
+        m.block(entry).args.iter().copied().zip(out.block(nentry).args.clone()).collect();
     for &op in &m.block(entry).ops {
         let d = m.op(op);
         if d.name == ember_ir::module::RETURN {
@@ -375,7 +409,14 @@ fn with_calls(m: &Module, kernels: &[Group]) -> R<Module> {
                 attrs.insert("ember_kernel".into(), Attr::Str(g.name.clone()));
                 attrs.insert("ember_kind".into(), Attr::Str(g.kind.clone()));
                 let operands = d.operands.iter().map(|v| map[v]).collect();
-                let c = out.append_op(nentry, "func.call", operands, vec![m.ty(d.results[0]).clone()], attrs, d.loc.clone());
+                let c = out.append_op(
+                    nentry,
+                    "func.call",
+                    operands,
+                    vec![m.ty(d.results[0]).clone()],
+                    attrs,
+                    d.loc.clone(),
+                );
                 map.insert(d.results[0], out.result(c, 0));
             } else {
                 let body = m.entry(op);
@@ -468,7 +509,10 @@ pub fn emit(m: &Module, strict: bool, suffix: &str) -> R<Emitted> {
             "{{\\22ember_kernel\\22: \\22{}\\22, \\22kernel_file\\22: \\22kernels/{}.py\\22, \\22status\\22: \\22placeholder: build_on_neuron_host.py puts the nki-compiled kernel here\\22}}",
             g.name, g.name
         );
-        neuron = neuron.replace(&format!("func.call @ember_kernel_{}(", g.name), &format!("stablehlo.custom_call @{KERNEL_TARGET}("));
+        neuron = neuron.replace(
+            &format!("func.call @ember_kernel_{}(", g.name),
+            &format!("stablehlo.custom_call @{KERNEL_TARGET}("),
+        );
         neuron = neuron.replace(
             &format!("{{mhlo.frontend_attributes = {{ember_kernel = \"{}\"", g.name),
             &format!("{{backend_config = \"{config}\", mhlo.frontend_attributes = {{ember_kernel = \"{}\"", g.name),
@@ -493,8 +537,10 @@ fn to_hlo(texts: &[&str]) -> R<Vec<(Vec<u8>, String)>> {
         files
             .iter()
             .map(|p| {
-                let pb = std::fs::read(p.with_extension("").with_extension("hlo_module.pb")).map_err(|e| e.to_string())?;
-                let txt = std::fs::read_to_string(p.with_extension("").with_extension("hlo.txt")).map_err(|e| e.to_string())?;
+                let pb =
+                    std::fs::read(p.with_extension("").with_extension("hlo_module.pb")).map_err(|e| e.to_string())?;
+                let txt = std::fs::read_to_string(p.with_extension("").with_extension("hlo.txt"))
+                    .map_err(|e| e.to_string())?;
                 Ok((pb, txt))
             })
             .collect()
@@ -550,7 +596,8 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
     let packed = crate::artifact::pack(&m, f, &imported.weights)?;
     let narrowed = trn.legalize(&mut m, opts)?;
     let dynamic = !buckets::used_symbols(&m, f).is_empty();
-    let modules = if dynamic { buckets::specialized(&m, f).map_err(retarget)? } else { vec![(BTreeMap::new(), m.clone())] };
+    let modules =
+        if dynamic { buckets::specialized(&m, f).map_err(retarget)? } else { vec![(BTreeMap::new(), m.clone())] };
     let n = modules.len();
     let mut parts = Vec::new();
     for (i, (symbols, s)) in modules.into_iter().enumerate() {
@@ -558,13 +605,16 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
         let stem = if i + 1 == n { "model".to_string() } else { format!("model.b{i}") };
         let suffix: String = symbols.iter().map(|(k, v)| format!("_{k}_{v}")).collect();
         let label: Vec<String> = symbols.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let mut emitted = emit(&s, false, &suffix).map_err(|e| if dynamic { format!("bucket {}: {e}", label.join(",")) } else { e })?;
+        let mut emitted =
+            emit(&s, false, &suffix)
+                .map_err(|e| if dynamic { format!("bucket {}: {e}", label.join(",")) } else { e })?;
         if dynamic {
             emitted.plain = emitted.plain.into_iter().map(|w| format!("bucket {}: {w}", label.join(","))).collect();
         }
         parts.push(Part { symbols, stem, emitted });
     }
-    let texts: Vec<&str> = parts.iter().flat_map(|p| [p.emitted.portable.as_str(), p.emitted.neuron.as_str()]).collect();
+    let texts: Vec<&str> =
+        parts.iter().flat_map(|p| [p.emitted.portable.as_str(), p.emitted.neuron.as_str()]).collect();
     let hlo = to_hlo(&texts)?;
     for (_, text) in &hlo {
         check_custom_calls(text)?;
@@ -612,7 +662,13 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
                 inputs: g.inputs.clone(),
                 output: g.output.clone(),
                 symbols: p.symbols.clone(),
-                sbuf_bytes_per_partition: k.plan.buffers.iter().filter(|b| b.mem == Mem::Sbuf).map(|b| b.bytes_per_partition()).sum(),
+                sbuf_bytes_per_partition: k
+                    .plan
+                    .buffers
+                    .iter()
+                    .filter(|b| b.mem == Mem::Sbuf)
+                    .map(|b| b.bytes_per_partition())
+                    .sum(),
                 psum_banks: k.plan.buffers.iter().filter(|b| b.mem == Mem::Psum).count() as i64,
             })
             .collect(),
@@ -621,7 +677,10 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
         neuronx_cc_flags: {
             // `--auto-cast none`: the HLO's dtypes are the ones Ember checked (neuronx-cc's
             // default would cast f32 matmuls to bf16 on its own); `auto_cast` says what Ember cast.
-            let mut v: Vec<String> = ["--framework", "XLA", "--target", "trn2", "--auto-cast", "none"].iter().map(|s| s.to_string()).collect();
+            let mut v: Vec<String> = ["--framework", "XLA", "--target", "trn2", "--auto-cast", "none"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
             if opts.flag("native-int64") {
                 v.push("--native-int64".into());
             }

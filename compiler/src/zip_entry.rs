@@ -38,10 +38,16 @@ pub fn check_unique_names<R: Read + Seek>(mut r: R, distinct: usize) -> Result<(
     r.seek(SeekFrom::Start(len - tail)).map_err(io)?;
     let mut buf = vec![0; tail as usize];
     r.read_exact(&mut buf).map_err(io)?;
-    let declared = buf.windows(4).rposition(|w| w == b"PK\x05\x06").and_then(|at| buf.get(at + 10..at + 12)).map(|n| u16::from_le_bytes([n[0], n[1]]));
+    let declared = buf
+        .windows(4)
+        .rposition(|w| w == b"PK\x05\x06")
+        .and_then(|at| buf.get(at + 10..at + 12))
+        .map(|n| u16::from_le_bytes([n[0], n[1]]));
     match declared {
         // 0xFFFF: a zip64 count, which the zip reader has checked against its own.
-        Some(n) if n != 0xFFFF && n as usize != distinct => Err(format!("has {n} entries but only {distinct} distinct names: two entries share a name")),
+        Some(n) if n != 0xFFFF && n as usize != distinct => {
+            Err(format!("has {n} entries but only {distinct} distinct names: two entries share a name"))
+        }
         _ => Ok(()),
     }
 }

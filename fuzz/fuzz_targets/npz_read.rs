@@ -25,6 +25,10 @@ fuzz_target!(|data: &[u8]| {
     let back = ember_compiler::npz::read_npz(output).expect("read back an npz Ember wrote");
     assert_eq!(back.len(), list.len(), "array count changed in a round trip");
     for ((n, t), (n2, t2)) in list.iter().zip(&back) {
-        assert_eq!((n, t.dtype, &t.shape, &t.data), (n2, t2.dtype, &t2.shape, &t2.data), "array changed in a round trip");
+        assert_eq!(
+            (n, t.dtype, &t.shape, &t.data),
+            (n2, t2.dtype, &t2.shape, &t2.data),
+            "array changed in a round trip"
+        );
     }
 });

@@ -24,7 +24,11 @@ fuzz_target!(|data: &[u8]| {
                 // Weights have static shapes (the frontend rejects symbolic ones), and a blob
                 // is the tensor's dense bytes: anything else would be read as wrong numbers.
                 let numel: i64 = w.ty.static_shape().expect("a weight with a symbolic shape imported").iter().product();
-                assert_eq!(b.len() as i64, numel * w.ty.dtype.byte_size() as i64, "a weight's bytes are not its dense size");
+                assert_eq!(
+                    b.len() as i64,
+                    numel * w.ty.dtype.byte_size() as i64,
+                    "a weight's bytes are not its dense size"
+                );
                 sum = b.iter().fold(sum, |s, &x| s.wrapping_add(x));
             }
         }

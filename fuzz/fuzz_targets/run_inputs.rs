@@ -26,7 +26,8 @@ fn scratch() -> &'static Scratch {
         let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/models/mlp_dynamic.pt2");
         let imported = ember_compiler::import_path(&model).expect("import mlp_dynamic.pt2");
         let artifact = dir.join("artifact");
-        ember_compiler::compile(imported, &ember_compiler::CompileOptions::new("cpu", &artifact)).expect("compile mlp_dynamic.pt2 for the CPU");
+        ember_compiler::compile(imported, &ember_compiler::CompileOptions::new("cpu", &artifact))
+            .expect("compile mlp_dynamic.pt2 for the CPU");
         let program = ember_compiler::runtime::Program::load(&artifact).expect("load the compiled artifact");
         Scratch { program, input: dir.join("in.npz") }
     })
@@ -37,7 +38,11 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(&s.input, data).expect("write the scratch npz");
     let Ok(mut arrays) = ember_compiler::npz::read_npz(&s.input) else { return };
     // As `ember run` does (compiler/src/cpu.rs): input i is the array `arg<i>`.
-    let Some(args) = (0..s.program.manifest.inputs.len()).map(|i| arrays.remove(&format!("arg{i}"))).collect::<Option<Vec<_>>>() else { return };
+    let Some(args) =
+        (0..s.program.manifest.inputs.len()).map(|i| arrays.remove(&format!("arg{i}"))).collect::<Option<Vec<_>>>()
+    else {
+        return;
+    };
     if let Ok(outs) = s.program.run(&args) {
         // mlp_dynamic: [batch, 32] -> [batch, 16].
         assert_eq!(outs.len(), 1, "mlp_dynamic has one output");

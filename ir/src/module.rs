@@ -85,7 +85,14 @@ pub const RETURN: &str = "func.return";
 
 impl Module {
     pub fn new() -> Self {
-        Module { attrs: Attrs::new(), top: BlockId(0), ops: Vec::new(), values: Vec::new(), blocks: vec![BlockData::default()], regions: Vec::new() }
+        Module {
+            attrs: Attrs::new(),
+            top: BlockId(0),
+            ops: Vec::new(),
+            values: Vec::new(),
+            blocks: vec![BlockData::default()],
+            regions: Vec::new(),
+        }
     }
 
     // ---- accessors -------------------------------------------------------------------------
@@ -195,7 +202,8 @@ impl Module {
     pub fn new_block(&mut self, arg_types: &[Type]) -> BlockId {
         let b = BlockId(self.blocks.len() as u32);
         self.blocks.push(BlockData::default());
-        let args = arg_types.iter().enumerate().map(|(i, t)| self.new_value(t.clone(), ValueDef::Arg(b, i as u32))).collect();
+        let args =
+            arg_types.iter().enumerate().map(|(i, t)| self.new_value(t.clone(), ValueDef::Arg(b, i as u32))).collect();
         self.blocks[b.index()].args = args;
         b
     }
@@ -210,9 +218,21 @@ impl Module {
     }
 
     /// Creates a detached op; `insert_op` / `append_op` place it.
-    pub fn create_op(&mut self, name: &str, operands: Vec<Value>, result_types: Vec<Type>, attrs: Attrs, regions: Vec<RegionId>, loc: Loc) -> OpId {
+    pub fn create_op(
+        &mut self,
+        name: &str,
+        operands: Vec<Value>,
+        result_types: Vec<Type>,
+        attrs: Attrs,
+        regions: Vec<RegionId>,
+        loc: Loc,
+    ) -> OpId {
         let id = OpId(self.ops.len() as u32);
-        let results = result_types.into_iter().enumerate().map(|(i, t)| self.new_value(t, ValueDef::Result(id, i as u32))).collect();
+        let results = result_types
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| self.new_value(t, ValueDef::Result(id, i as u32)))
+            .collect();
         for &r in &regions {
             self.regions[r.index()].parent = Some(id);
         }
@@ -221,7 +241,15 @@ impl Module {
     }
 
     /// Appends a new op at the end of `block`.
-    pub fn append_op(&mut self, block: BlockId, name: &str, operands: Vec<Value>, result_types: Vec<Type>, attrs: Attrs, loc: Loc) -> OpId {
+    pub fn append_op(
+        &mut self,
+        block: BlockId,
+        name: &str,
+        operands: Vec<Value>,
+        result_types: Vec<Type>,
+        attrs: Attrs,
+        loc: Loc,
+    ) -> OpId {
         let op = self.create_op(name, operands, result_types, attrs, Vec::new(), loc);
         self.insert_op(block, self.block(block).ops.len(), op);
         op
@@ -254,7 +282,13 @@ impl Module {
     }
 
     /// Adds `func.func @name(args) -> results` with an empty entry block, and returns (func, entry).
-    pub fn add_func(&mut self, name: &str, args: Vec<Type>, results: Vec<Type>, arg_attrs: Vec<Attrs>) -> (OpId, BlockId) {
+    pub fn add_func(
+        &mut self,
+        name: &str,
+        args: Vec<Type>,
+        results: Vec<Type>,
+        arg_attrs: Vec<Attrs>,
+    ) -> (OpId, BlockId) {
         let entry = self.new_block(&args);
         let region = self.new_region(vec![entry]);
         let mut attrs = Attrs::new();

@@ -134,7 +134,9 @@ impl<'a> P<'a> {
     fn ident(&mut self) -> R<String> {
         self.ws();
         let st = self.pos;
-        while self.pos < self.s.len() && (self.s[self.pos].is_ascii_alphanumeric() || b"_.$-".contains(&self.s[self.pos])) {
+        while self.pos < self.s.len()
+            && (self.s[self.pos].is_ascii_alphanumeric() || b"_.$-".contains(&self.s[self.pos]))
+        {
             self.pos += 1;
         }
         if st == self.pos {
@@ -168,9 +170,17 @@ impl<'a> P<'a> {
                         b'"' => out.push(b'"'),
                         b'\\' => out.push(b'\\'),
                         h if h.is_ascii_hexdigit() => {
-                            let l = self.s.get(self.pos).copied().filter(u8::is_ascii_hexdigit).ok_or_else(|| self.err("bad escape"))?;
+                            let l = self
+                                .s
+                                .get(self.pos)
+                                .copied()
+                                .filter(u8::is_ascii_hexdigit)
+                                .ok_or_else(|| self.err("bad escape"))?;
                             self.pos += 1;
-                            out.push(u8::from_str_radix(&format!("{}{}", h as char, l as char), 16).map_err(|_| self.err("bad escape"))?);
+                            out.push(
+                                u8::from_str_radix(&format!("{}{}", h as char, l as char), 16)
+                                    .map_err(|_| self.err("bad escape"))?,
+                            );
                         }
                         _ => return Err(self.err("bad escape")),
                     }
@@ -309,7 +319,11 @@ impl<'a> P<'a> {
             self.expect("#ember.dims")?;
             let exprs = self.dims_body()?;
             if exprs.len() != dims.len() {
-                return Err(self.err(format!("#ember.dims has {} entries for a rank-{} tensor", exprs.len(), dims.len())));
+                return Err(self.err(format!(
+                    "#ember.dims has {} entries for a rank-{} tensor",
+                    exprs.len(),
+                    dims.len()
+                )));
             }
             for (d, e) in dims.iter().zip(&exprs) {
                 if let (Some(c), Some(ec)) = (d, e.as_const()) {
@@ -591,7 +605,10 @@ impl<'a> P<'a> {
         let extra = if self.eat("attributes") { self.dict()? } else { Attrs::new() };
         let (f, entry) = self.m.add_func(&name, arg_types, results, arg_attrs);
         if res_attrs.iter().any(|a| !a.is_empty()) {
-            self.m.op_mut(f).attrs.insert("res_attrs".into(), Attr::Array(res_attrs.into_iter().map(Attr::Dict).collect()));
+            self.m
+                .op_mut(f)
+                .attrs
+                .insert("res_attrs".into(), Attr::Array(res_attrs.into_iter().map(Attr::Dict).collect()));
         }
         for (k, v) in extra {
             self.m.op_mut(f).attrs.insert(k, v);
@@ -673,7 +690,9 @@ impl<'a> P<'a> {
         if self.peek() == Some(b'%') {
             loop {
                 let n = self.value_name()?;
-                let count = if self.s.get(self.pos) == Some(&b':') && self.s.get(self.pos + 1).is_some_and(|c| c.is_ascii_digit()) {
+                let count = if self.s.get(self.pos) == Some(&b':')
+                    && self.s.get(self.pos + 1).is_some_and(|c| c.is_ascii_digit())
+                {
                     self.pos += 1;
                     self.int()? as usize
                 } else {
@@ -706,7 +725,9 @@ impl<'a> P<'a> {
                     }
                     let t = self.ty()?;
                     if *self.m.ty(v) != t {
-                        return Err(self.err(format!("return operand {i} has type {} but is annotated {t}", self.m.ty(v))));
+                        return Err(
+                            self.err(format!("return operand {i} has type {} but is annotated {t}", self.m.ty(v)))
+                        );
                     }
                 }
             }

@@ -100,7 +100,11 @@ fn print_op(m: &Module, op: OpId, names: &mut Names, level: usize, out: &mut Str
     }
     let ins = type_list(d.operands.iter().map(|&v| m.ty(v).clone()));
     let outs: Vec<Type> = d.results.iter().map(|&v| m.ty(v).clone()).collect();
-    let outs_s = if outs.len() == 1 && !matches!(outs[0], Type::Function(..)) { outs[0].to_string() } else { format!("({})", type_list(outs.into_iter())) };
+    let outs_s = if outs.len() == 1 && !matches!(outs[0], Type::Function(..)) {
+        outs[0].to_string()
+    } else {
+        format!("({})", type_list(outs.into_iter()))
+    };
     let _ = write!(body, " : ({ins}) -> {outs_s}");
     if let Some(base) = result_base {
         if d.results.len() == 1 {

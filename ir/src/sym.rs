@@ -68,7 +68,9 @@ impl SymExpr {
 
     pub fn floordiv(a: SymExpr, b: SymExpr) -> SymExpr {
         match (&a, &b) {
-            (SymExpr::Const(x), SymExpr::Const(y)) if x.checked_div_euclid(*y).is_some() => SymExpr::Const(x.div_euclid(*y)),
+            (SymExpr::Const(x), SymExpr::Const(y)) if x.checked_div_euclid(*y).is_some() => {
+                SymExpr::Const(x.div_euclid(*y))
+            }
             (_, SymExpr::Const(1)) => a,
             _ => SymExpr::FloorDiv(Box::new(a), Box::new(b)),
         }
@@ -76,7 +78,9 @@ impl SymExpr {
 
     pub fn modulo(a: SymExpr, b: SymExpr) -> SymExpr {
         match (&a, &b) {
-            (SymExpr::Const(x), SymExpr::Const(y)) if x.checked_rem_euclid(*y).is_some() => SymExpr::Const(x.rem_euclid(*y)),
+            (SymExpr::Const(x), SymExpr::Const(y)) if x.checked_rem_euclid(*y).is_some() => {
+                SymExpr::Const(x.rem_euclid(*y))
+            }
             _ => SymExpr::Mod(Box::new(a), Box::new(b)),
         }
     }
@@ -168,7 +172,9 @@ impl SymExpr {
         1 + match self {
             SymExpr::Const(_) | SymExpr::Sym(_) => 0,
             SymExpr::Add(v) | SymExpr::Mul(v) => v.iter().map(SymExpr::nodes).sum(),
-            SymExpr::FloorDiv(a, b) | SymExpr::Mod(a, b) | SymExpr::Max(a, b) | SymExpr::Min(a, b) => a.nodes() + b.nodes(),
+            SymExpr::FloorDiv(a, b) | SymExpr::Mod(a, b) | SymExpr::Max(a, b) | SymExpr::Min(a, b) => {
+                a.nodes() + b.nodes()
+            }
         }
     }
 
@@ -434,7 +440,9 @@ impl Parser<'_> {
     fn unary(&mut self) -> Result<SymExpr, String> {
         if self.peek_punct("-") {
             self.pos += 1;
-            if self.toks.get(self.pos) == Some(&Tok::Int(1 << 63)) && !matches!(self.toks.get(self.pos + 1), Some(Tok::Punct("**"))) {
+            if self.toks.get(self.pos) == Some(&Tok::Int(1 << 63))
+                && !matches!(self.toks.get(self.pos + 1), Some(Tok::Punct("**")))
+            {
                 self.pos += 1;
                 return Ok(SymExpr::Const(i64::MIN));
             }
@@ -469,7 +477,9 @@ impl Parser<'_> {
                 let mut args = Vec::new();
                 while !self.peek_punct(")") {
                     // Keyword arguments (`integer=True`) are sympy assumptions; skip them.
-                    if let (Some(Tok::Ident(_)), Some(Tok::Punct("="))) = (self.toks.get(self.pos), self.toks.get(self.pos + 1)) {
+                    if let (Some(Tok::Ident(_)), Some(Tok::Punct("="))) =
+                        (self.toks.get(self.pos), self.toks.get(self.pos + 1))
+                    {
                         self.pos += 3;
                     } else if let Some(Tok::Str(s)) = self.toks.get(self.pos).cloned() {
                         self.pos += 1;
@@ -634,7 +644,12 @@ mod tests {
             format!("s0{}", "//2".repeat(n)),
         ] {
             // A thread with a small stack: the limit must hold far below the main thread's 8 MB.
-            let r = std::thread::Builder::new().stack_size(1 << 20).spawn(move || SymExpr::parse(&text)).unwrap().join().unwrap();
+            let r = std::thread::Builder::new()
+                .stack_size(1 << 20)
+                .spawn(move || SymExpr::parse(&text))
+                .unwrap()
+                .join()
+                .unwrap();
             assert!(r.as_ref().unwrap_err().why.contains("nested more than"), "{r:?}");
         }
         assert!(SymExpr::parse(&format!("{}s0{}", "(".repeat(50), ")".repeat(50))).is_ok());

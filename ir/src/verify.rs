@@ -168,7 +168,8 @@ impl Verifier<'_> {
             Err(e) => self.error(op, e.0),
             Ok(tys) => {
                 if tys.len() != d.results.len() {
-                    return self.error(op, format!("the rule gives {} results, the op has {}", tys.len(), d.results.len()));
+                    return self
+                        .error(op, format!("the rule gives {} results, the op has {}", tys.len(), d.results.len()));
                 }
                 for (i, (t, &r)) in tys.iter().zip(&d.results).enumerate() {
                     if t != m.ty(r) {

@@ -56,11 +56,19 @@ impl std::fmt::Display for PipelineError {
 
 /// Parses `a,b,c` into passes, rejecting unknown names before anything runs.
 pub fn parse_pipeline(spec: &str) -> Result<Vec<&'static PassInfo>, PipelineError> {
-    spec.split(',').map(|s| s.trim()).filter(|s| !s.is_empty()).map(|s| lookup(s).ok_or_else(|| PipelineError::UnknownPass(s.to_string()))).collect()
+    spec.split(',')
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(|s| lookup(s).ok_or_else(|| PipelineError::UnknownPass(s.to_string())))
+        .collect()
 }
 
 /// Runs passes in order, verifying after each; `after_each` sees the IR after every pass.
-pub fn run_pipeline(m: &mut Module, passes: &[&PassInfo], after_each: &mut dyn FnMut(&str, &Module)) -> Result<(), PipelineError> {
+pub fn run_pipeline(
+    m: &mut Module,
+    passes: &[&PassInfo],
+    after_each: &mut dyn FnMut(&str, &Module),
+) -> Result<(), PipelineError> {
     for p in passes {
         (p.run)(m).map_err(|msg| PipelineError::Failed { pass: p.name.into(), msg })?;
         verify(m).map_err(|errors| PipelineError::Verify { after: p.name.into(), errors })?;

@@ -42,9 +42,15 @@ pub fn canonicalize(m: &mut Module) -> Result<(), String> {
             // alias(x) == x; clone(x) == x in value semantics.
             "torch.aten.alias" | "torch.aten.detach" | "torch.aten.lift_fresh_copy" | "torch.aten.clone" => true,
             // view/reshape/expand/_to_copy to the type x already has == x.
-            "torch.aten.view" | "torch.aten._unsafe_view" | "torch.aten.reshape" | "torch.aten.expand" | "torch.aten._to_copy" => same_type,
+            "torch.aten.view"
+            | "torch.aten._unsafe_view"
+            | "torch.aten.reshape"
+            | "torch.aten.expand"
+            | "torch.aten._to_copy" => same_type,
             // permute(x, [0, 1, ..]) == x.
-            "torch.aten.permute" => matches!(d.attrs.get("dims"), Some(Attr::Ints(p)) if p.iter().enumerate().all(|(i, &x)| x == i as i64)),
+            "torch.aten.permute" => {
+                matches!(d.attrs.get("dims"), Some(Attr::Ints(p)) if p.iter().enumerate().all(|(i, &x)| x == i as i64))
+            }
             _ => false,
         };
         if identity && same_type {

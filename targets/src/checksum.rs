@@ -44,7 +44,9 @@ pub fn required(format_version: &str) -> bool {
 pub fn verify(dir: &Path, format_version: &str, files: &BTreeMap<String, FileSum>) -> Result<(), String> {
     if files.is_empty() {
         if required(format_version) {
-            return Err("manifest.json lists no file checksums (`files`); the artifact is damaged: recompile the model".into());
+            return Err(
+                "manifest.json lists no file checksums (`files`); the artifact is damaged: recompile the model".into(),
+            );
         }
         return Ok(());
     }

@@ -108,13 +108,15 @@ An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compil
         auto_cast: Option<String>,
     },
     /// Show what the trainium target makes of a module: NKI kernels or legalized StableHLO.
-    #[command(after_help = "Examples:\n  ember trainium testdata/targets/trainium/gemm_ragged_gelu_residual.mlir -o kernels/\n  \
+    #[command(
+        after_help = "Examples:\n  ember trainium testdata/targets/trainium/gemm_ragged_gelu_residual.mlir -o kernels/\n  \
 ember trainium model.mlir --emit stablehlo --native-int64\n\n\
 --emit kernels: each fusion group of @main with a kernel kind (gemm, softmax, layer_norm,\n\
 rms_norm, attention) gets a tile plan, checked against the Trn2 tile and buffer limits, and NKI\n\
 source `<name>.py`; with -o DIR, also `<name>.stablehlo.mlir`: the group's body alone, to check\n\
 the kernel against. --emit stablehlo: the portable and Neuron forms of the whole module after\n\
-legalization for Neuron (what `ember compile --target trainium` converts to HLO).")]
+legalization for Neuron (what `ember compile --target trainium` converts to HLO)."
+    )]
     Trainium {
         /// A module (.mlir, or a .pt2 archive), usually with ember.fusion_group ops.
         input: PathBuf,
@@ -158,7 +160,8 @@ legalization for Neuron (what `ember compile --target trainium` converts to HLO)
 }
 
 fn opt_help() -> String {
-    let mut s = String::from("Example:\n  ember opt model.mlir --passes=canonicalize,cse,dce -o clean.mlir\n\nPasses:\n");
+    let mut s =
+        String::from("Example:\n  ember opt model.mlir --passes=canonicalize,cse,dce -o clean.mlir\n\nPasses:\n");
     for (name, doc) in Pipeline::passes() {
         s.push_str(&format!("  {name:<14} {doc}\n"));
     }
@@ -223,7 +226,8 @@ fn load(path: &Path) -> Result<ember_compiler::Imported, Failure> {
 
 fn emit(text: &str, output: Option<&Path>) -> Result<(), Failure> {
     match output {
-        Some(p) => ember_compiler::write_atomic(p, text.as_bytes()).map_err(|e| Failure::from(format!("cannot write `{}`: {e}", p.display()))),
+        Some(p) => ember_compiler::write_atomic(p, text.as_bytes())
+            .map_err(|e| Failure::from(format!("cannot write `{}`: {e}", p.display()))),
         None => {
             use std::io::Write;
             // A reader that stops early (`| head`) is not an error.
@@ -259,14 +263,21 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
         }
         Cmd::Trainium { input, emit: what, output, allow_downcast, native_int64 } => {
             let mut m = load_module(&input)?;
-            let opts = options(vec![("allow-downcast", allow_downcast.then(String::new)), ("native-int64", native_int64.then(String::new))]);
+            let opts = options(vec![
+                ("allow-downcast", allow_downcast.then(String::new)),
+                ("native-int64", native_int64.then(String::new)),
+            ]);
             let e = ember_compiler::trainium::inspect(&mut m, &opts)?;
             if what == "stablehlo" {
-                return emit(&format!("// ---- portable form ----\n{}// ---- Neuron form ----\n{}", e.portable, e.neuron), output.as_deref());
+                return emit(
+                    &format!("// ---- portable form ----\n{}// ---- Neuron form ----\n{}", e.portable, e.neuron),
+                    output.as_deref(),
+                );
             }
             match output {
                 Some(dir) => {
-                    std::fs::create_dir_all(&dir).map_err(|e| Failure::from(format!("cannot create `{}`: {e}", dir.display())))?;
+                    std::fs::create_dir_all(&dir)
+                        .map_err(|e| Failure::from(format!("cannot create `{}`: {e}", dir.display())))?;
                     for (k, _, region) in &e.kernels {
                         emit(&k.source, Some(&dir.join(format!("{}.py", k.name))))?;
                         emit(region, Some(&dir.join(format!("{}.stablehlo.mlir", k.name))))?;
@@ -274,19 +285,45 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                     Ok(())
                 }
                 None => {
-                    let text: String = e.kernels.iter().map(|(k, _, _)| format!("# ---- kernels/{}.py ----\n{}", k.name, k.source)).collect();
+                    let text: String = e
+                        .kernels
+                        .iter()
+                        .map(|(k, _, _)| format!("# ---- kernels/{}.py ----\n{}", k.name, k.source))
+                        .collect();
                     emit(&text, None)
                 }
             }
         }
-        Cmd::Compile { model, target, output, report, fusion, mesh, shard, precision, portable, allow_downcast, native_int64, auto_cast } => {
+        Cmd::Compile {
+            model,
+            target,
+            output,
+            report,
+            fusion,
+            mesh,
+            shard,
+            precision,
+            portable,
+            allow_downcast,
+            native_int64,
+            auto_cast,
+        } => {
             // In the order their errors are reported.
             let mut given = vec![("mesh", mesh)];
             given.extend(shard.into_iter().map(|s| ("shard", Some(s))));
-            given.extend([("portable", portable.then(String::new)), ("precision", precision), ("fusion", Some(fusion))]);
-            given.extend([("allow-downcast", allow_downcast.then(String::new)), ("native-int64", native_int64.then(String::new)), ("auto-cast", auto_cast)]);
+            given.extend([
+                ("portable", portable.then(String::new)),
+                ("precision", precision),
+                ("fusion", Some(fusion)),
+            ]);
+            given.extend([
+                ("allow-downcast", allow_downcast.then(String::new)),
+                ("native-int64", native_int64.then(String::new)),
+                ("auto-cast", auto_cast),
+            ]);
             let options = options(given);
-            let report = report.then(|| model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+            let report =
+                report.then(|| model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
             let opts = CompileOptions { target, out: output, options, report };
             opts.check()?;
             let imported = load(&model)?;
@@ -316,7 +353,11 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
                 if dialect.as_deref().is_some_and(|x| x != d.dialect()) {
                     continue;
                 }
-                let trust = if d.rule == ember_compiler::ir::dialect::Rule::Trust { "  [result types trusted, not inferred]" } else { "" };
+                let trust = if d.rule == ember_compiler::ir::dialect::Rule::Trust {
+                    "  [result types trusted, not inferred]"
+                } else {
+                    ""
+                };
                 // A closed pipe (`ember ops | head`) ends the listing quietly.
                 if writeln!(out, "{}\n    {}\n    {}{trust}", d.name, d.sig, d.doc).is_err() {
                     break;

@@ -139,14 +139,25 @@ fn bad_inputs_give_clear_errors() {
         edit_json(&mut e, "model_weights_config.json", |j| f(&mut j["config"]["fc1.weight"]["tensor_meta"]));
         write_zip(p, &e)
     };
-    cases.push(("negative_weight_stride", Box::new(move |p: &Path| weight_meta(p, &|m| m["strides"][0]["as_int"] = (-(1i64 << 62)).into()))));
-    cases.push(("weight_span_overflow", Box::new(move |p: &Path| weight_meta(p, &|m| m["strides"][0]["as_int"] = (1i64 << 62).into()))));
-    cases.push(("weight_offset_past_end", Box::new(move |p: &Path| weight_meta(p, &|m| m["storage_offset"]["as_int"] = 1.into()))));
+    cases.push((
+        "negative_weight_stride",
+        Box::new(move |p: &Path| weight_meta(p, &|m| m["strides"][0]["as_int"] = (-(1i64 << 62)).into())),
+    ));
+    cases.push((
+        "weight_span_overflow",
+        Box::new(move |p: &Path| weight_meta(p, &|m| m["strides"][0]["as_int"] = (1i64 << 62).into())),
+    ));
+    cases.push((
+        "weight_offset_past_end",
+        Box::new(move |p: &Path| weight_meta(p, &|m| m["storage_offset"]["as_int"] = 1.into())),
+    ));
     cases.push((
         "dangling_reference",
         Box::new(|p: &Path| {
             let mut e = base.clone();
-            edit_model(&mut e, |j| nodes(j)[1]["inputs"][1]["arg"] = serde_json::json!({"as_tensor": {"name": "nowhere"}}));
+            edit_model(&mut e, |j| {
+                nodes(j)[1]["inputs"][1]["arg"] = serde_json::json!({"as_tensor": {"name": "nowhere"}})
+            });
             write_zip(p, &e)
         }),
     ));

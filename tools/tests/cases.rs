@@ -4,7 +4,9 @@ use super::*;
 fn run_line(path: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap();
     let first = text.lines().next().unwrap_or("");
-    let args = first.strip_prefix("// RUN:").unwrap_or_else(|| panic!("{} must start with `// RUN: <ember args>`", path.display()));
+    let args = first
+        .strip_prefix("// RUN:")
+        .unwrap_or_else(|| panic!("{} must start with `// RUN: <ember args>`", path.display()));
     let rel = path.strip_prefix(testdata()).unwrap().to_string_lossy().into_owned();
     args.split_whitespace().map(|a| a.replace("%s", &rel)).collect()
 }
@@ -76,6 +78,10 @@ fn every_egraph_rule_has_a_case() {
         let out = crate::ember(&crate::repo(), &["opt", path.to_str().unwrap(), "--passes=fuse", "--trace"]);
         let stderr = out.stderr;
         let fired = stderr.lines().find(|l| l.contains("rules fired:")).unwrap_or("");
-        assert!(fired.split([':', ',']).any(|r| r.trim().starts_with(&format!("{} x", rule.name))), "rule `{}` did not fire on its case:\n{stderr}", rule.name);
+        assert!(
+            fired.split([':', ',']).any(|r| r.trim().starts_with(&format!("{} x", rule.name))),
+            "rule `{}` did not fire on its case:\n{stderr}",
+            rule.name
+        );
     }
 }

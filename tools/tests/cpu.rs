@@ -58,7 +58,9 @@ fn bundled_models_match_eager() {
     let dir = std::env::temp_dir().join(format!("ember-cpu-{}", std::process::id()));
     let mut checked = 0;
     // Both kernel formations: the e-graph optimizer's and the planner's greedy rule.
-    for (fusion, (name, p)) in ["egraph", "greedy"].into_iter().flat_map(|f| bundled_models().into_iter().map(move |m| (f, m))) {
+    for (fusion, (name, p)) in
+        ["egraph", "greedy"].into_iter().flat_map(|f| bundled_models().into_iter().map(move |m| (f, m)))
+    {
         let name = format!("{name} ({fusion})");
         let out = dir.join(&name);
         let imported = ember_compiler::import_path(&p).unwrap();
@@ -71,7 +73,8 @@ fn bundled_models_match_eager() {
         r.unwrap_or_else(|e| panic!("{name}: {e}"));
         let prog = Program::load(&out).unwrap();
         let mut arrays = ember_compiler::npz::read_npz(&p.with_extension("npz")).unwrap();
-        let args: Vec<HostTensor> = (0..prog.manifest.inputs.len()).map(|i| arrays.remove(&format!("arg{i}")).unwrap()).collect();
+        let args: Vec<HostTensor> =
+            (0..prog.manifest.inputs.len()).map(|i| arrays.remove(&format!("arg{i}")).unwrap()).collect();
         let outs = prog.run(&args).unwrap_or_else(|e| panic!("{name}: {e}"));
         for (i, got) in outs.iter().enumerate() {
             let want = &arrays[&format!("out{i}")];
@@ -101,13 +104,15 @@ fn dynamic_batch_runs_every_size_in_range_without_recompiling() {
     }
     // Row i of a batch does not depend on the batch size (up to GEMM summation order).
     let (small, big) = (prog.run(&[x(2)]).unwrap(), prog.run(&[x(5)]).unwrap());
-    let head = HostTensor { dtype: big[0].dtype, shape: vec![2, 16], data: big[0].data[..small[0].data.len()].to_vec() };
+    let head =
+        HostTensor { dtype: big[0].dtype, shape: vec![2, 16], data: big[0].data[..small[0].data.len()].to_vec() };
     assert!(close(&small[0], &head).unwrap() <= 1.0);
     // Replays of one program on one input are bit-identical.
     assert_eq!(prog.run(&[x(5)]).unwrap(), big);
     let err = prog.run(&[x(65)]).unwrap_err();
     assert!(err.contains("outside the compiled range [2, 64]"), "{err}");
-    let err = prog.run(&[HostTensor { dtype: ember_ir::DType::F64, shape: vec![2, 32], data: vec![0; 512] }]).unwrap_err();
+    let err =
+        prog.run(&[HostTensor { dtype: ember_ir::DType::F64, shape: vec![2, 32], data: vec![0; 512] }]).unwrap_err();
     assert!(err.contains("must be float32"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -139,20 +144,30 @@ fn cli_compile_and_run_round_trip() {
     let got = dir.join("got.npz");
     let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", art.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let r = ember(&testdata(), &["run", art.to_str().unwrap(), "--inputs", "models/mlp.npz", "--outputs", got.to_str().unwrap()]);
+    let r = ember(
+        &testdata(),
+        &["run", art.to_str().unwrap(), "--inputs", "models/mlp.npz", "--outputs", got.to_str().unwrap()],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let g = ember_compiler::npz::read_npz(&got).unwrap();
     let w = ember_compiler::npz::read_npz(&testdata().join("models/mlp.npz")).unwrap();
     assert!(close(&g["out0"], &w["out0"]).unwrap() <= 1.0);
     // Missing input arrays are named.
-    let r = ember(&testdata(), &["run", art.to_str().unwrap(), "--inputs", got.to_str().unwrap(), "--outputs", got.to_str().unwrap()]);
+    let r = ember(
+        &testdata(),
+        &["run", art.to_str().unwrap(), "--inputs", got.to_str().unwrap(), "--outputs", got.to_str().unwrap()],
+    );
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("no array `arg0`"), "{}", r.stderr);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn f32_tensor(v: &[f32]) -> HostTensor {
-    HostTensor { dtype: ember_ir::DType::F32, shape: vec![v.len()], data: v.iter().flat_map(|x| x.to_le_bytes()).collect() }
+    HostTensor {
+        dtype: ember_ir::DType::F32,
+        shape: vec![v.len()],
+        data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    }
 }
 
 fn f32_values(t: &HostTensor) -> Vec<f32> {
@@ -200,7 +215,8 @@ fn inline_math_matches_f64_reference() {
             (1.0 - erfc).copysign(x)
         }
     }
-    let refs: [&dyn Fn(f64) -> f64; 4] = [&|x: f64| x.exp(), &|x: f64| x.tanh(), &erf64, &|x: f64| 1.0 / (1.0 + (-x).exp())];
+    let refs: [&dyn Fn(f64) -> f64; 4] =
+        [&|x: f64| x.exp(), &|x: f64| x.tanh(), &erf64, &|x: f64| 1.0 / (1.0 + (-x).exp())];
     for (k, (out, f)) in outs.iter().zip(refs).enumerate() {
         for (&x, &got) in xs.iter().zip(&f32_values(out)) {
             let want = f(x as f64);
@@ -214,7 +230,8 @@ fn inline_math_matches_f64_reference() {
             }
             let err = (got as f64 - want).abs();
             // Results below f32::MIN_POSITIVE (denormals) may flush to zero.
-            let tol = 4.0 * f32::EPSILON as f64 * want.abs() + f32::MIN_POSITIVE as f64 + if k == 2 { 2e-7 } else { 0.0 };
+            let tol =
+                4.0 * f32::EPSILON as f64 * want.abs() + f32::MIN_POSITIVE as f64 + if k == 2 { 2e-7 } else { 0.0 };
             assert!(err <= tol, "fn {k} at {x}: got {got}, want {want} (error {err:e}, tolerance {tol:e})");
         }
     }
@@ -230,7 +247,8 @@ fn assert_archive_matches_eager(stem: &str) {
     let prog = Program::load(&out).unwrap();
     std::fs::remove_dir_all(&out).unwrap();
     let mut arrays = ember_compiler::npz::read_npz(&pt2.with_extension("npz")).unwrap();
-    let args: Vec<HostTensor> = (0..prog.manifest.inputs.len()).map(|i| arrays.remove(&format!("arg{i}")).unwrap()).collect();
+    let args: Vec<HostTensor> =
+        (0..prog.manifest.inputs.len()).map(|i| arrays.remove(&format!("arg{i}")).unwrap()).collect();
     let outs = prog.run(&args).unwrap_or_else(|e| panic!("{stem}: {e}"));
     // In-place updates of inputs are extra results; the archive's references are the user outputs.
     let mutates: Vec<Option<String>> = prog.manifest.outputs.iter().map(|o| o.mutates.clone()).collect();
@@ -285,7 +303,10 @@ fn run_names_user_outputs_and_input_mutations() {
     let td = testdata();
     let r = ember(&td, &["compile", "cpu/extra_ops.pt2", "--target", "cpu", "-o", art.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let r = ember(&td, &["run", art.to_str().unwrap(), "--inputs", "cpu/extra_ops.npz", "--outputs", got.to_str().unwrap()]);
+    let r = ember(
+        &td,
+        &["run", art.to_str().unwrap(), "--inputs", "cpu/extra_ops.npz", "--outputs", got.to_str().unwrap()],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let mut got = ember_compiler::npz::read_npz(&got).unwrap();
     let want = ember_compiler::npz::read_npz(&td.join("cpu/extra_ops.npz")).unwrap();
@@ -293,7 +314,10 @@ fn run_names_user_outputs_and_input_mutations() {
     assert_eq!(got.len(), n_out + 1, "{:?}", got.keys().collect::<Vec<_>>());
     let vals = got.remove("mutated_input.vals").expect("mutated_input.vals");
     let doubled: Vec<f32> = f32s(&want["arg3"]).iter().map(|v| v * 2.0).collect();
-    assert_eq!(f32s(&vals).iter().map(|v| v.to_bits()).collect::<Vec<_>>(), doubled.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    assert_eq!(
+        f32s(&vals).iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        doubled.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -313,7 +337,11 @@ fn gemm_with_a_transposed_input_rhs_matches_reference() {
     for i in (0..m).step_by(7) {
         for j in 0..n {
             let want: f64 = (0..k).map(|p| x[i * k + p] as f64 * w[j * k + p] as f64).sum();
-            assert!((got[i * n + j] as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()), "[{i}, {j}]: got {}, want {want}", got[i * n + j]);
+            assert!(
+                (got[i * n + j] as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                "[{i}, {j}]: got {}, want {want}",
+                got[i * n + j]
+            );
         }
     }
 }
@@ -330,7 +358,11 @@ fn i64s(t: &HostTensor) -> Vec<i64> {
 
 fn f32_nd(shape: &[usize], v: &[f32]) -> HostTensor {
     assert_eq!(shape.iter().product::<usize>(), v.len());
-    HostTensor { dtype: ember_ir::DType::F32, shape: shape.to_vec(), data: v.iter().flat_map(|x| x.to_le_bytes()).collect() }
+    HostTensor {
+        dtype: ember_ir::DType::F32,
+        shape: shape.to_vec(),
+        data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    }
 }
 
 /// Edge cases against references computed here, one compile for every batch size: a convolution
@@ -412,7 +444,10 @@ fn conv_pool_scan_edge_cases_match_reference() {
                             }
                         }
                         let g = got[((b * 3 + co) * 2 + oh) * 8 + ow] as f64;
-                        assert!((g - want).abs() <= 1e-5 * (1.0 + want.abs()), "conv n={n} [{b},{co},{oh},{ow}]: {g} vs {want}");
+                        assert!(
+                            (g - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                            "conv n={n} [{b},{co},{oh},{ow}]: {g} vs {want}"
+                        );
                     }
                 }
             }
@@ -425,9 +460,15 @@ fn conv_pool_scan_edge_cases_match_reference() {
             for c in 0..2 {
                 for oh in 0..4i64 {
                     for ow in 0..3i64 {
-                        let vals: Vec<f32> = (0..2).flat_map(|kh| (0..2).filter_map(move |kw| xat(b, c, oh * 2 - 1 + kh, ow * 2 - 1 + kw))).collect();
+                        let vals: Vec<f32> = (0..2)
+                            .flat_map(|kh| (0..2).filter_map(move |kw| xat(b, c, oh * 2 - 1 + kh, ow * 2 - 1 + kw)))
+                            .collect();
                         let want = vals.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-                        assert_eq!(got[((b * 2 + c) * 4 + oh as usize) * 3 + ow as usize], want, "max pool n={n} [{b},{c},{oh},{ow}]");
+                        assert_eq!(
+                            got[((b * 2 + c) * 4 + oh as usize) * 3 + ow as usize],
+                            want,
+                            "max pool n={n} [{b},{c},{oh},{ow}]"
+                        );
                     }
                 }
             }
@@ -441,7 +482,10 @@ fn conv_pool_scan_edge_cases_match_reference() {
         for row in 0..4 {
             acc += t[row * 6 + col] as f64;
             let g = cs[row * 6 + col];
-            assert!((g.is_nan() && acc.is_nan()) || g as f64 == acc as f32 as f64, "cumsum [{row},{col}]: {g} vs {acc}");
+            assert!(
+                (g.is_nan() && acc.is_nan()) || g as f64 == acc as f32 as f64,
+                "cumsum [{row},{col}]: {g} vs {acc}"
+            );
         }
     }
     assert_eq!(i64s(&outs[3]), vec![1, 1, 0, 2], "argmax dim 1");
@@ -511,7 +555,11 @@ fn scatter_matches_reference() {
         })
         .collect();
     let u: Vec<f32> = (0..512).map(|k| ((k * 29 % 43) as f32 - 21.0) * 0.25).collect();
-    let it = HostTensor { dtype: ember_ir::DType::I64, shape: vec![64, 8], data: idx.iter().flat_map(|v| v.to_le_bytes()).collect() };
+    let it = HostTensor {
+        dtype: ember_ir::DType::I64,
+        shape: vec![64, 8],
+        data: idx.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    };
     let outs = prog.run(&[f32_nd(&[n], &x), it, f32_nd(&[64, 8], &u)]).unwrap();
     let reference = |base: &[f32], f: &dyn Fn(f32, f32) -> f32| -> Vec<f32> {
         let mut r = base.to_vec();
@@ -630,7 +678,11 @@ fn row_group_shares_rows_between_passes() {
     }
     let ws: Vec<f32> = (0..n).map(|j| 0.5 + (j % 7) as f32 * 0.15).collect();
     let prog = compile_text(&text, "rowshare");
-    let x = HostTensor { dtype: ember_ir::DType::F32, shape: vec![r, n], data: xs.iter().flat_map(|v| v.to_le_bytes()).collect() };
+    let x = HostTensor {
+        dtype: ember_ir::DType::F32,
+        shape: vec![r, n],
+        data: xs.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    };
     let outs = prog.run(&[x, f32_tensor(&ws)]).unwrap();
     let (sm, relu) = (f32_values(&outs[0]), f32_values(&outs[1]));
     for i in 0..r {
@@ -648,7 +700,10 @@ fn row_group_shares_rows_between_passes() {
             }
             let want_sm = (z[j] - mx).exp() / s;
             let want_r = z[j].max(0.0);
-            assert!((got_sm - want_sm).abs() <= 1e-6 + 1e-5 * want_sm.abs(), "softmax [{i},{j}]: got {got_sm}, want {want_sm}");
+            assert!(
+                (got_sm - want_sm).abs() <= 1e-6 + 1e-5 * want_sm.abs(),
+                "softmax [{i},{j}]: got {got_sm}, want {want_sm}"
+            );
             assert!((got_r - want_r).abs() <= 1e-5 + 1e-5 * want_r.abs(), "relu [{i},{j}]: got {got_r}, want {want_r}");
         }
     }
@@ -702,7 +757,9 @@ fn min_max_against_constants_keep_nan_and_signed_zero() {
     };
     for (i, &c) in consts.iter().enumerate() {
         let c = c as f32;
-        for (k, (out, f)) in [(&outs[2 * i], &maximum as &dyn Fn(f32, f32) -> f32), (&outs[2 * i + 1], &minimum)].into_iter().enumerate() {
+        for (k, (out, f)) in
+            [(&outs[2 * i], &maximum as &dyn Fn(f32, f32) -> f32), (&outs[2 * i + 1], &minimum)].into_iter().enumerate()
+        {
             for (&x, &got) in xs.iter().zip(&f32_values(out)) {
                 let want = f(x, c);
                 let same = (got.is_nan() && want.is_nan()) || got.to_bits() == want.to_bits();
@@ -727,10 +784,15 @@ fn multi_dim_reductions_vectorize_their_innermost_loop() {
     assert!(!ll.contains("llvm.masked.gather"), "the reduction gathers across its outer loop");
     assert!(ll.contains("llvm.loop.unroll.disable"));
     let x: Vec<f32> = (0..2 * 3 * 64 * 64).map(|i| ((i * 7919) % 1000) as f32 / 1000.0).collect();
-    let input = HostTensor { dtype: ember_ir::DType::F32, shape: vec![2, 3, 64, 64], data: x.iter().flat_map(|v| v.to_le_bytes()).collect() };
+    let input = HostTensor {
+        dtype: ember_ir::DType::F32,
+        shape: vec![2, 3, 64, 64],
+        data: x.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    };
     let got = f32_values(&p.run(&[input]).unwrap()[0]);
     for c in 0..3 {
-        let want: f64 = (0..2).flat_map(|n| (0..4096).map(move |j| ((n * 3 + c) * 4096 + j) as usize)).map(|i| x[i] as f64).sum();
+        let want: f64 =
+            (0..2).flat_map(|n| (0..4096).map(move |j| ((n * 3 + c) * 4096 + j) as usize)).map(|i| x[i] as f64).sum();
         assert!((got[c] as f64 - want).abs() < 1e-3 * want.abs(), "channel {c}: {} vs {want}", got[c]);
     }
 }
@@ -759,5 +821,8 @@ fn npz_bf16_and_f16_round_trip() {
     }
     let reference = ember_compiler::npz::read_npz(&testdata().join("models/tiny_llama_bf16.npz")).unwrap();
     assert_eq!(reference["out0"].dtype, DType::BF16);
-    assert!(as_f64(&reference["out0"]).iter().all(|v| v.is_finite()) && as_f64(&reference["out0"]).iter().any(|&v| v != 0.0));
+    assert!(
+        as_f64(&reference["out0"]).iter().all(|v| v.is_finite())
+            && as_f64(&reference["out0"]).iter().any(|&v| v != 0.0)
+    );
 }

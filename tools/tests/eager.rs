@@ -10,7 +10,13 @@ fn meta(shape: &[i64]) -> Meta {
 }
 
 fn op(target: &str, args: Vec<(&str, Arg)>, outs: Vec<Meta>, line: u32) -> QueuedOp {
-    QueuedOp { target: target.into(), args: args.into_iter().map(|(n, a)| (n.to_string(), a)).collect(), outs, file: "user.py".into(), line }
+    QueuedOp {
+        target: target.into(),
+        args: args.into_iter().map(|(n, a)| (n.to_string(), a)).collect(),
+        outs,
+        file: "user.py".into(),
+        line,
+    }
 }
 
 /// relu(x @ w * s + 1.0): inputs x [4, 8], w [8, 3], s (a rank-0 scalar buffer).
@@ -19,8 +25,18 @@ fn region(line: u32) -> Region {
         inputs: vec![meta(&[4, 8]), meta(&[8, 3]), meta(&[])],
         ops: vec![
             op("aten.mm.default", vec![("self", Arg::Tensor(0)), ("mat2", Arg::Tensor(1))], vec![meta(&[4, 3])], line),
-            op("aten.mul.Tensor", vec![("self", Arg::Tensor(3)), ("other", Arg::Tensor(2))], vec![meta(&[4, 3])], line + 1),
-            op("aten.add.Tensor", vec![("self", Arg::Tensor(4)), ("other", Arg::Float(1.0))], vec![meta(&[4, 3])], line + 2),
+            op(
+                "aten.mul.Tensor",
+                vec![("self", Arg::Tensor(3)), ("other", Arg::Tensor(2))],
+                vec![meta(&[4, 3])],
+                line + 1,
+            ),
+            op(
+                "aten.add.Tensor",
+                vec![("self", Arg::Tensor(4)), ("other", Arg::Float(1.0))],
+                vec![meta(&[4, 3])],
+                line + 2,
+            ),
             op("aten.relu.default", vec![("self", Arg::Tensor(5))], vec![meta(&[4, 3])], line + 3),
         ],
         outputs: vec![6],
@@ -75,12 +91,19 @@ fn eager_plan_cache_compiles_once_and_replays_bit_identically() {
             for c in 0..3 {
                 let dot: f32 = (0..8).map(|k| x[r * 8 + k] * w[k * 3 + c]).sum();
                 let want = (dot * s + 1.0).max(0.0);
-                assert!((out[r * 3 + c] - want).abs() <= 1e-5 * (1.0 + want.abs()), "[{r},{c}] {} vs {want}", out[r * 3 + c]);
+                assert!(
+                    (out[r * 3 + c] - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                    "[{r},{c}] {} vs {want}",
+                    out[r * 3 + c]
+                );
             }
         }
         results.push(out);
     }
-    assert_eq!(results[0].iter().map(|f| f.to_bits()).collect::<Vec<_>>(), results[1].iter().map(|f| f.to_bits()).collect::<Vec<_>>());
+    assert_eq!(
+        results[0].iter().map(|f| f.to_bits()).collect::<Vec<_>>(),
+        results[1].iter().map(|f| f.to_bits()).collect::<Vec<_>>()
+    );
     assert_eq!((cache.stats.hits, cache.stats.misses), (2, 1));
 }
 
@@ -88,7 +111,12 @@ fn eager_plan_cache_compiles_once_and_replays_bit_identically() {
 fn eager_ops_without_a_lowering_are_named() {
     let r = Region {
         inputs: vec![meta(&[3, 4])],
-        ops: vec![op("aten.nonzero.default", vec![("self", Arg::Tensor(0))], vec![Meta { shape: vec![12, 2], dtype: DType::I64 }], 7)],
+        ops: vec![op(
+            "aten.nonzero.default",
+            vec![("self", Arg::Tensor(0))],
+            vec![Meta { shape: vec![12, 2], dtype: DType::I64 }],
+            7,
+        )],
         outputs: vec![1],
     };
     assert_eq!(unlowered(&r).unwrap(), vec!["aten.nonzero".to_string()]);

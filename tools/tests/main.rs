@@ -45,7 +45,12 @@ pub fn bundled_models() -> Vec<(String, PathBuf)> {
 
 /// Compiles through the one entry `ember compile` uses; `options` as on the command line, without
 /// the dashes (`("mesh", "x=2")`, a flag's value empty).
-pub fn compile_for(model: ember_compiler::Imported, target: &str, out: &Path, options: &[(&str, &str)]) -> Result<Vec<String>, String> {
+pub fn compile_for(
+    model: ember_compiler::Imported,
+    target: &str,
+    out: &Path,
+    options: &[(&str, &str)],
+) -> Result<Vec<String>, String> {
     let mut opts = ember_compiler::CompileOptions::new(target, out);
     opts.options.0 = options.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
     ember_compiler::compile(model, &opts)

@@ -97,7 +97,8 @@ fn npz_sizes_are_checked_against_the_file() {
     let e = read("short", &[("a.npy", npy("<f4", "(2, 3)", &f32_bytes(&[1.0; 5])))], stored).unwrap_err();
     assert_eq!(e, "`DIR/short.npz`: `a` holds 20 bytes of data, but a float32 array of shape [2, 3] needs 24 bytes");
     // `a` and `a.npy` are one array to np.load.
-    let e = read("dup", &[("a", npy("<f4", "(1,)", &[0; 4])), ("a.npy", npy("<f4", "(1,)", &[0; 4]))], stored).unwrap_err();
+    let e =
+        read("dup", &[("a", npy("<f4", "(1,)", &[0; 4])), ("a.npy", npy("<f4", "(1,)", &[0; 4]))], stored).unwrap_err();
     assert_eq!(e, "`DIR/dup.npz` holds two arrays named `a`");
     // The same entry name twice, which the zip reader alone would resolve to the last.
     let p = dir.join("dup2.npz");
@@ -112,7 +113,8 @@ fn npz_sizes_are_checked_against_the_file() {
     assert!(e.contains("`a` is not a .npy array: shape entry `é` is not a size"), "{e}");
     // np.savez_compressed writes deflated entries.
     let big: Vec<f32> = (0..10000).map(|i| (i % 7) as f32).collect();
-    let z = read("deflated", &[("a.npy", npy("<f4", "(10000,)", &f32_bytes(&big)))], zip::CompressionMethod::Deflated).unwrap();
+    let z = read("deflated", &[("a.npy", npy("<f4", "(10000,)", &f32_bytes(&big)))], zip::CompressionMethod::Deflated)
+        .unwrap();
     assert_eq!(f32s(&z["a"].data), big);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -170,7 +172,11 @@ fn run_rejects_inputs_whose_sizes_overflow() {
     let r = ember(&dir, &["compile", "unbounded.pt2", "--target", "cpu", "-o", "art"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     for (rows, name) in [(1u64 << 62, "huge"), (1 << 61, "big")] {
-        write_npz_raw(&dir.join(format!("{name}.npz")), &[("arg0.npy", npy("<f4", &format!("({rows}, 32)"), &[0; 64]))], zip::CompressionMethod::Stored);
+        write_npz_raw(
+            &dir.join(format!("{name}.npz")),
+            &[("arg0.npy", npy("<f4", &format!("({rows}, 32)"), &[0; 64]))],
+            zip::CompressionMethod::Stored,
+        );
         let r = ember(&dir, &["run", "art", "--inputs", &format!("{name}.npz"), "--outputs", "out.npz"]);
         assert_eq!(r.code, 2, "{}", r.render());
         insta::assert_snapshot!(format!("run_input_size_overflow_{name}"), r.render());
@@ -178,7 +184,10 @@ fn run_rejects_inputs_whose_sizes_overflow() {
     // The runtime checks sizes itself, for callers that do not come through an .npz.
     let prog = Program::load(&dir.join("art")).unwrap();
     let t = HostTensor { dtype: ember_ir::DType::F32, shape: vec![1 << 62, 32], data: vec![0; 64] };
-    assert_eq!(prog.run(&[t]).unwrap_err(), "input 0 holds 64 bytes, its shape [4611686018427387904, 32] needs more than memory can address");
+    assert_eq!(
+        prog.run(&[t]).unwrap_err(),
+        "input 0 holds 64 bytes, its shape [4611686018427387904, 32] needs more than memory can address"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -222,7 +231,8 @@ fn concurrent_writes_leave_one_complete_artifact() {
     }
     let mut inputs = ember_compiler::npz::read_npz(&testdata().join("models/mlp.npz")).unwrap();
     Program::load(&dir.join("cli")).unwrap().run(&[inputs.remove("arg0").unwrap()]).unwrap();
-    let mut left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut left: Vec<_> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     left.sort();
     assert_eq!(left, ["art", "cli"]);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -241,7 +251,11 @@ fn a_killed_compiles_leftovers_are_removed_by_the_next() {
         c.id()
     };
     let live = std::process::id();
-    let stale = [dir.join(format!(".art.tmp-{dead}")), dir.join(format!(".art.old-{dead}-3")), tmp.join(format!("ember-link-{dead}-0"))];
+    let stale = [
+        dir.join(format!(".art.tmp-{dead}")),
+        dir.join(format!(".art.old-{dead}-3")),
+        tmp.join(format!("ember-link-{dead}-0")),
+    ];
     let kept = [dir.join(format!(".art.tmp-{live}-999")), tmp.join(format!("ember-link-{live}-999"))];
     for d in stale.iter().chain(&kept) {
         std::fs::create_dir_all(d).unwrap();
@@ -301,13 +315,17 @@ fn expanded_weights_are_capped() {
 #[test]
 fn damaged_artifacts_are_refused_naming_the_file() {
     let dir = scratch("damaged");
-    let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", dir.join("art").to_str().unwrap()]);
+    let r =
+        ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", dir.join("art").to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.render());
-    let man: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("art/manifest.json")).unwrap()).unwrap();
+    let man: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("art/manifest.json")).unwrap()).unwrap();
     let listed: Vec<&str> = man["files"].as_object().unwrap().keys().map(|k| k.as_str()).collect();
     assert_eq!(listed, ["kernels.ll", "kernels.so", "module.mlir", "weights.bin"]);
     let inputs = testdata().join("models/mlp.npz");
-    let run = |art: &Path| ember(&dir, &["run", art.to_str().unwrap(), "--inputs", inputs.to_str().unwrap(), "--outputs", "out.npz"]);
+    let run = |art: &Path| {
+        ember(&dir, &["run", art.to_str().unwrap(), "--inputs", inputs.to_str().unwrap(), "--outputs", "out.npz"])
+    };
     assert_eq!(run(&dir.join("art")).code, 0);
     type Damage = fn(&mut Vec<u8>);
     let cases: [(&str, &str, Damage, &str); 5] = [
@@ -330,14 +348,24 @@ fn damaged_artifacts_are_refused_naming_the_file() {
         std::fs::write(art.join(file), &bytes).unwrap();
         let r = run(&art);
         assert_eq!(r.code, 2, "{case}: {}", r.render());
-        assert!(r.stderr.contains(&format!("`{file}` {what}")) && r.stderr.contains("recompile"), "{case}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("`{file}` {what}")) && r.stderr.contains("recompile"),
+            "{case}: {}",
+            r.stderr
+        );
         let err = Program::load(&art).err().expect("a damaged artifact must not load");
         assert!(err.contains(file), "{case}: {err}");
     }
     // The same size, the same hash: one artifact's bytes, recompiled.
     let again = dir.join("again");
-    assert_eq!(ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", again.to_str().unwrap()]).code, 0);
-    assert_eq!(std::fs::read(again.join("manifest.json")).unwrap(), std::fs::read(dir.join("art/manifest.json")).unwrap());
+    assert_eq!(
+        ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", again.to_str().unwrap()]).code,
+        0
+    );
+    assert_eq!(
+        std::fs::read(again.join("manifest.json")).unwrap(),
+        std::fs::read(dir.join("art/manifest.json")).unwrap()
+    );
     // 2.0 artifacts predate the list and still load; a newer one without it is damaged.
     let mut old = man.clone();
     old.as_object_mut().unwrap().remove("files");
@@ -372,11 +400,20 @@ fn out_of_range_gather_indices_are_errors() {
     compile_for(ember_compiler::load(&dir.join("m.mlir")).unwrap(), "cpu", &dir.join("art"), &[]).unwrap();
     let prog = Program::load(&dir.join("art")).unwrap();
     let w: Vec<f32> = (0..15).map(|i| i as f32).collect();
-    let i64s = |shape: Vec<usize>, v: &[i64]| HostTensor { dtype: ember_ir::DType::I64, shape, data: v.iter().flat_map(|x| x.to_le_bytes()).collect() };
-    let k = |v: [i32; 2]| HostTensor { dtype: ember_ir::DType::I32, shape: vec![2], data: v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let i64s = |shape: Vec<usize>, v: &[i64]| HostTensor {
+        dtype: ember_ir::DType::I64,
+        shape,
+        data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    };
+    let k = |v: [i32; 2]| HostTensor {
+        dtype: ember_ir::DType::I32,
+        shape: vec![2],
+        data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    };
     let wt = HostTensor { dtype: ember_ir::DType::F32, shape: vec![5, 3], data: f32_bytes(&w) };
-    let run =
-        |i: [i64; 4], j: [i32; 2], g: [i64; 5], x: [i64; 4]| prog.run(&[wt.clone(), i64s(vec![2, 2], &i), k(j), i64s(vec![5, 1], &g), i64s(vec![2, 2], &x)]);
+    let run = |i: [i64; 4], j: [i32; 2], g: [i64; 5], x: [i64; 4]| {
+        prog.run(&[wt.clone(), i64s(vec![2, 2], &i), k(j), i64s(vec![5, 1], &g), i64s(vec![2, 2], &x)])
+    };
     let ok = ([0, 4, -1, -5], [2, -3], [0, 1, 2, -1, -3]);
     let out = run(ok.0, ok.1, ok.2, ok.0).unwrap();
     let rows = [0., 1., 2., 12., 13., 14., 12., 13., 14., 0., 1., 2.];
@@ -384,7 +421,8 @@ fn out_of_range_gather_indices_are_errors() {
     assert_eq!(f32s(&out[1].data), [2., 0., 5., 3., 8., 6., 11., 9., 14., 12.]);
     assert_eq!(f32s(&out[2].data), rows);
     assert_eq!(f32s(&out[3].data), [0., 4., 8., 11., 12.]);
-    let node = |at: &str| format!("node {at}: an index is out of range for the dim it indexes (torch raises IndexError here)");
+    let node =
+        |at: &str| format!("node {at}: an index is out of range for the dim it indexes (torch raises IndexError here)");
     let embedding = node("`embedding` (from model.py:7)");
     // x[i] with -7 used to be wrapped twice (to row 3); torch.gather's 3 in row 0 used to read
     // element 3 of the flattened [5, 3], w[1, 0].
@@ -462,14 +500,19 @@ fn sigkilled_compiles_leave_no_artifact_or_a_complete_one() {
             continue;
         }
         let got = artifact_files(&out);
-        assert!(refs.contains(&got), "kill {k} at {at:?} left a mix: {:?}", got.iter().map(|(n, b)| (n, b.len())).collect::<Vec<_>>());
+        assert!(
+            refs.contains(&got),
+            "kill {k} at {at:?} left a mix: {:?}",
+            got.iter().map(|(n, b)| (n, b.len())).collect::<Vec<_>>()
+        );
         Program::load(&out).unwrap_or_else(|e| panic!("kill {k} at {at:?}: {e}"));
         complete += 1;
     }
     assert!(complete > 0, "no compile finished before its kill ({absent} absent): the points do not cover a compile");
     // The next compile removes what the killed ones left (temp artifacts, link dirs).
     assert!(compile(models[0], &out).wait().unwrap().success());
-    let mut left: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut left: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     left.sort();
     assert_eq!(left, ["art", "ref0", "ref1", "tmp"]);
     assert_eq!(std::fs::read_dir(dir.join("tmp")).unwrap().count(), 0, "link dirs of killed compiles were left");

@@ -69,7 +69,9 @@ fn result_types_match_torch_meta_kernels() {
             (Some(w), Ok(g)) => wrong.push(format!("{case}: torch gives {w:?}, Ember {g:?}")),
             (Some(w), Err(e)) => wrong.push(format!("{case}: torch gives {w:?}, Ember rejects it: {e}")),
             (None, Err(_)) => rejected += 1,
-            (None, Ok(g)) => wrong.push(format!("{case}: torch rejects it ({}), Ember gives {g:?}", c["error"].as_str().unwrap())),
+            (None, Ok(g)) => {
+                wrong.push(format!("{case}: torch rejects it ({}), Ember gives {g:?}", c["error"].as_str().unwrap()))
+            }
         }
     }
     assert!(wrong.is_empty(), "{} of {} cases differ from torch:\n{}", wrong.len(), cases.len(), wrong.join("\n"));

@@ -63,7 +63,8 @@ fn bundled_models_compile_for_tpu() {
         // The header every reader checks first.
         let h = ember_compiler::artifact::read_header(&out).unwrap();
         assert_eq!((h.format_version.as_str(), h.target.as_str()), ("2.1", "tpu"));
-        let on_disk: Manifest = serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+        let on_disk: Manifest =
+            serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
         assert_eq!(on_disk, man);
         let text = std::fs::read_to_string(out.join(&man.module)).unwrap();
         assert!(text.starts_with("module @main") && text.contains("func.func public @main("), "{name}");
@@ -124,7 +125,12 @@ fn tpu_artifacts_are_deterministic() {
 }
 
 fn ember_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_ember")).args(args).envs(env.iter().copied()).current_dir(cwd).output().expect("run ember");
+    let o = Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .output()
+        .expect("run ember");
     Out {
         code: o.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -145,7 +151,8 @@ fn cli_compile_tpu_and_run_without_python() {
     }
     // A symbolic batch compiles to padded buckets, one module file each, listed in the manifest.
     let dynamic = dir.join("dyn");
-    let r = ember(&testdata(), &["compile", "models/mlp_dynamic.pt2", "--target", "tpu", "-o", dynamic.to_str().unwrap()]);
+    let r =
+        ember(&testdata(), &["compile", "models/mlp_dynamic.pt2", "--target", "tpu", "-o", dynamic.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let man: Manifest = serde_json::from_str(&std::fs::read_to_string(dynamic.join("manifest.json")).unwrap()).unwrap();
     let buckets = man.buckets.expect("a bucketed artifact");
@@ -154,12 +161,20 @@ fn cli_compile_tpu_and_run_without_python() {
     assert_eq!(buckets.last().unwrap().module, man.module);
     for b in &buckets {
         let text = std::fs::read_to_string(dynamic.join(&b.module)).unwrap();
-        assert!(text.contains(&format!("%arg4: tensor<{}x32xf32> {{ember.input = \"x\"}}", b.symbols["s77"])), "{}", b.module);
+        assert!(
+            text.contains(&format!("%arg4: tensor<{}x32xf32> {{ember.input = \"x\"}}", b.symbols["s77"])),
+            "{}",
+            b.module
+        );
     }
     assert_eq!(man.inputs[0].dims, ["s77", "32"]);
     // `ember run` hands tpu artifacts to `python -m ember.xla`; a missing Python is a clear error.
     let a = art.to_str().unwrap();
-    let r = ember_env(&testdata(), &["run", a, "--inputs", "models/mlp.npz", "--outputs", "/dev/null"], &[("EMBER_PYTHON", "/nonexistent/python3")]);
+    let r = ember_env(
+        &testdata(),
+        &["run", a, "--inputs", "models/mlp.npz", "--outputs", "/dev/null"],
+        &[("EMBER_PYTHON", "/nonexistent/python3")],
+    );
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("python -m ember.xla run") && r.stderr.contains("/nonexistent/python3"), "{}", r.stderr);
     // `--portable` needs the Python env for the VHLO serializer; without it, nothing is written.
@@ -170,7 +185,11 @@ fn cli_compile_tpu_and_run_without_python() {
         &[("EMBER_PYTHON", "/nonexistent/python3")],
     );
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("--portable: module.stablehlo.mlir: cannot start `/nonexistent/python3`"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--portable: module.stablehlo.mlir: cannot start `/nonexistent/python3`"),
+        "{}",
+        r.stderr
+    );
     assert!(!port.exists());
     // Compiling over a directory that is not an artifact is refused.
     let other = dir.join("other");
@@ -191,7 +210,8 @@ fn every_ten_op_has_a_tpu_case() {
     for e in std::fs::read_dir(testdata().join("targets/tpu")).unwrap() {
         text.push_str(&std::fs::read_to_string(e.unwrap().path()).unwrap());
     }
-    let missing: Vec<&str> = ember_ir::dialect::ten::OPS.iter().map(|d| d.name).filter(|n| !text.contains(&format!("\"{n}\""))).collect();
+    let missing: Vec<&str> =
+        ember_ir::dialect::ten::OPS.iter().map(|d| d.name).filter(|n| !text.contains(&format!("\"{n}\""))).collect();
     assert!(missing.is_empty(), "ten ops without a testdata/targets/tpu case: {missing:?}");
 }
 
@@ -285,7 +305,19 @@ fn precision_flag() {
             out.push('\n');
         }
     }
-    let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", dir.join("cpu").to_str().unwrap(), "--precision", "high"]);
+    let r = ember(
+        &testdata(),
+        &[
+            "compile",
+            "models/mlp.pt2",
+            "--target",
+            "cpu",
+            "-o",
+            dir.join("cpu").to_str().unwrap(),
+            "--precision",
+            "high",
+        ],
+    );
     out.push_str(&r.render());
     insta::assert_snapshot!(out);
     std::fs::remove_dir_all(&dir).unwrap();

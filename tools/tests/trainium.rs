@@ -47,7 +47,8 @@ fn trainium_artifacts_are_deterministic() {
 #[test]
 fn symbolic_dims_compile_to_buckets_for_trainium() {
     let out = std::env::temp_dir().join(format!("ember-trn-dyn-{}", std::process::id()));
-    let r = ember(&testdata(), &["compile", "models/mlp_dynamic.pt2", "--target", "trainium", "-o", out.to_str().unwrap()]);
+    let r =
+        ember(&testdata(), &["compile", "models/mlp_dynamic.pt2", "--target", "trainium", "-o", out.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let mut f = Vec::new();
     files(&out, "", &mut f);
@@ -56,7 +57,11 @@ fn symbolic_dims_compile_to_buckets_for_trainium() {
     for (name, _) in &f {
         s.push_str(&format!("  {name}\n"));
     }
-    s.push_str(&format!("module: {}\nbuckets: {}\nkernels:\n", man["module"], serde_json::to_string_pretty(&man["buckets"]).unwrap()));
+    s.push_str(&format!(
+        "module: {}\nbuckets: {}\nkernels:\n",
+        man["module"],
+        serde_json::to_string_pretty(&man["buckets"]).unwrap()
+    ));
     for k in man["kernels"].as_array().unwrap() {
         s.push_str(&format!("  {} {} inputs {} output {}\n", k["name"], k["symbols"], k["inputs"], k["output"]));
     }
@@ -74,16 +79,33 @@ fn auto_cast_matmult_computes_f32_matmuls_in_bf16() {
     let mut outs = Vec::new();
     for mode in ["none", "matmult"] {
         let out = base.join(mode);
-        let r = ember(&testdata(), &["compile", "models/gpt2_block.pt2", "--target", "trainium", "--auto-cast", mode, "-o", out.to_str().unwrap()]);
+        let r = ember(
+            &testdata(),
+            &[
+                "compile",
+                "models/gpt2_block.pt2",
+                "--target",
+                "trainium",
+                "--auto-cast",
+                mode,
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
         assert_eq!(r.code, 0, "{}", r.stderr);
-        let man: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+        let man: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
         assert_eq!(man["auto_cast"], mode);
-        let flags: Vec<&str> = man["neuronx_cc_flags"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let flags: Vec<&str> =
+            man["neuronx_cc_flags"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         assert!(flags.windows(2).any(|w| w == ["--auto-cast", "none"]), "{flags:?}");
         // HLO text names a dot's operands, whose types their own lines give (`x = bf16[..] ...`).
         let hlo = std::fs::read_to_string(out.join("model.hlo.txt")).unwrap();
-        let types: std::collections::HashMap<&str, &str> =
-            hlo.lines().filter_map(|l| l.trim().split_once(" = ")).map(|(n, t)| (n.trim_start_matches("ROOT "), t)).collect();
+        let types: std::collections::HashMap<&str, &str> = hlo
+            .lines()
+            .filter_map(|l| l.trim().split_once(" = "))
+            .map(|(n, t)| (n.trim_start_matches("ROOT "), t))
+            .collect();
         let dots: Vec<&str> = hlo.lines().filter(|l| l.contains(" dot(")).collect();
         assert!(!dots.is_empty());
         let bf16_operands = |l: &&&str| {
@@ -95,18 +117,34 @@ fn auto_cast_matmult_computes_f32_matmuls_in_bf16() {
         // The product accumulates in f32 (Neuron's PSUM), whatever the operands.
         assert!(dots.iter().all(|l| l.split(" = ").nth(1).is_some_and(|t| t.starts_with("f32["))), "{dots:#?}");
         let got = base.join(format!("{mode}.npz"));
-        let r = ember(&testdata(), &["run", out.to_str().unwrap(), "--inputs", "models/gpt2_block.npz", "--outputs", got.to_str().unwrap()]);
+        let r = ember(
+            &testdata(),
+            &["run", out.to_str().unwrap(), "--inputs", "models/gpt2_block.npz", "--outputs", got.to_str().unwrap()],
+        );
         assert_eq!(r.code, 0, "{}", r.stderr);
         outs.push(ember_compiler::npz::read_npz(&got).unwrap().remove("out0").unwrap());
     }
-    let want = ember_compiler::npz::read_npz(&testdata().join("models/gpt2_block.npz")).unwrap().remove("out0").unwrap();
+    let want =
+        ember_compiler::npz::read_npz(&testdata().join("models/gpt2_block.npz")).unwrap().remove("out0").unwrap();
     let f64s = crate::cpu::as_f64;
     let (w, none, cast) = (f64s(&want), f64s(&outs[0]), f64s(&outs[1]));
     let scale = w.iter().fold(0f64, |m, v| m.max(v.abs()));
     let err = |g: &[f64]| g.iter().zip(&w).fold(0f64, |m, (a, b)| m.max((a - b).abs())) / scale;
     assert!(err(&none) < 1e-5, "f32: {}", err(&none));
     assert!(err(&cast) > 1e-5 && err(&cast) < 1.6e-2, "bf16 matmuls: {} of the output's scale", err(&cast));
-    let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "--auto-cast", "matmult", "-o", base.join("cpu").to_str().unwrap()]);
+    let r = ember(
+        &testdata(),
+        &[
+            "compile",
+            "models/mlp.pt2",
+            "--target",
+            "cpu",
+            "--auto-cast",
+            "matmult",
+            "-o",
+            base.join("cpu").to_str().unwrap(),
+        ],
+    );
     assert!(r.code == 2 && r.stderr.contains("trainium options; not for the cpu target"), "{}", r.stderr);
     std::fs::remove_dir_all(&base).unwrap();
 }

@@ -35,7 +35,8 @@ impl Blob {
     /// are gathered into a copy.
     pub fn dense(&self, shape: &[usize], strides: &[usize], offset: usize, elem: usize) -> Blob {
         // Size-1 dims move nowhere; dropping them bounds the recursion below by log2(numel).
-        let dims: Vec<(usize, usize)> = shape.iter().copied().zip(strides.iter().copied()).filter(|&(d, _)| d != 1).collect();
+        let dims: Vec<(usize, usize)> =
+            shape.iter().copied().zip(strides.iter().copied()).filter(|&(d, _)| d != 1).collect();
         let numel: usize = dims.iter().map(|d| d.0).product();
         let row_major = dims.iter().rev().try_fold(1usize, |want, &(d, s)| (s == want).then(|| want * d)).is_some();
         if numel == 0 {
@@ -82,26 +83,34 @@ impl Archive {
                  If the file was copied, check that the copy is complete."
             ))
         })?;
-        crate::zip_entry::check_unique_names(std::io::Cursor::new(&map[..]), zip.len()).map_err(|e| ImportError::new(format!("`{shown}` {e}")))?;
+        crate::zip_entry::check_unique_names(std::io::Cursor::new(&map[..]), zip.len())
+            .map_err(|e| ImportError::new(format!("`{shown}` {e}")))?;
         let mut entries = BTreeMap::new();
         let mut prefix: Option<String> = None;
         for i in 0..zip.len() {
-            let mut f = zip.by_index(i).map_err(|e| ImportError::new(format!("`{shown}`: entry {i} is damaged: {e}")))?;
+            let mut f =
+                zip.by_index(i).map_err(|e| ImportError::new(format!("`{shown}`: entry {i} is damaged: {e}")))?;
             let name = f.name().to_string();
             if f.enclosed_name().is_none() || name.split('/').any(|c| c == "..") || name.starts_with('/') {
-                return Err(ImportError::new(format!("`{shown}` contains the entry `{name}`, which points outside the archive; refusing to read it")));
+                return Err(ImportError::new(format!(
+                    "`{shown}` contains the entry `{name}`, which points outside the archive; refusing to read it"
+                )));
             }
             if f.is_dir() {
                 continue;
             }
             let top = name.split('/').next().unwrap_or("").to_string();
             if !name.contains('/') {
-                return Err(ImportError::new(format!("`{shown}`: entry `{name}` is not inside a top folder, as torch.export.save writes")));
+                return Err(ImportError::new(format!(
+                    "`{shown}`: entry `{name}` is not inside a top folder, as torch.export.save writes"
+                )));
             }
             match &prefix {
                 None => prefix = Some(top.clone()),
                 Some(p) if *p != top => {
-                    return Err(ImportError::new(format!("`{shown}` has entries under two top folders (`{p}` and `{top}`)")));
+                    return Err(ImportError::new(format!(
+                        "`{shown}` has entries under two top folders (`{p}` and `{top}`)"
+                    )));
                 }
                 _ => {}
             }
@@ -109,11 +118,14 @@ impl Archive {
                 let start = f.data_start() as usize;
                 let len = f.size() as usize;
                 if start.checked_add(len).is_none_or(|end| end > map.len()) {
-                    return Err(ImportError::new(format!("`{shown}` is truncated: entry `{name}` runs past the end of the file")));
+                    return Err(ImportError::new(format!(
+                        "`{shown}` is truncated: entry `{name}` runs past the end of the file"
+                    )));
                 }
                 Blob(Bytes::Mapped { map: map.clone(), start, len })
             } else {
-                let v = crate::zip_entry::read_entry(&mut f, map.len() as u64).map_err(|e| ImportError::new(format!("`{shown}`: entry `{name}` {e}")))?;
+                let v = crate::zip_entry::read_entry(&mut f, map.len() as u64)
+                    .map_err(|e| ImportError::new(format!("`{shown}`: entry `{name}` {e}")))?;
                 Blob(Bytes::Owned(Arc::new(v)))
             };
             let rel = name[top.len() + 1..].to_string();

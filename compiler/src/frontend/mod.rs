@@ -74,7 +74,8 @@ pub struct Imported {
 pub fn import_path(path: &Path) -> R<Imported> {
     let is_json = path.extension().is_some_and(|e| e == "json");
     if is_json {
-        let text = std::fs::read_to_string(path).map_err(|e| ImportError::new(format!("cannot read `{}`: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ImportError::new(format!("cannot read `{}`: {e}", path.display())))?;
         return import_json(&text, None, &path.display().to_string());
     }
     let ar = Archive::open(path)?;
@@ -85,12 +86,14 @@ pub fn import_path(path: &Path) -> R<Imported> {
             ar.names().take(8).collect::<Vec<_>>().join(", ")
         ))
     })?;
-    let text = std::str::from_utf8(model.bytes()).map_err(|_| ImportError::new(format!("`{}`: models/model.json is not UTF-8", path.display())))?;
+    let text = std::str::from_utf8(model.bytes())
+        .map_err(|_| ImportError::new(format!("`{}`: models/model.json is not UTF-8", path.display())))?;
     import_json(text, Some(&ar), &path.display().to_string())
 }
 
 pub fn import_json(text: &str, ar: Option<&Archive>, shown: &str) -> R<Imported> {
-    let raw: Json = serde_json::from_str(text).map_err(|e| ImportError::new(format!("`{shown}`: model.json is not valid JSON: {e}")))?;
+    let raw: Json = serde_json::from_str(text)
+        .map_err(|e| ImportError::new(format!("`{shown}`: model.json is not valid JSON: {e}")))?;
     let major = raw.pointer("/schema_version/major").and_then(|v| v.as_i64());
     match major {
         Some(SCHEMA_MAJOR) => {}
@@ -102,8 +105,8 @@ pub fn import_json(text: &str, ar: Option<&Archive>, shown: &str) -> R<Imported>
         }
         None => return Err(ImportError::new(format!("`{shown}`: model.json has no `schema_version.major`; is it a torch.export graph?"))),
     }
-    let ep: ExportedProgram =
-        serde_json::from_value(raw).map_err(|e| ImportError::new(format!("`{shown}`: model.json does not match the torch.export schema: {e}")))?;
+    let ep: ExportedProgram = serde_json::from_value(raw)
+        .map_err(|e| ImportError::new(format!("`{shown}`: model.json does not match the torch.export schema: {e}")))?;
     Importer::new(ep, ar, shown).run()
 }
 
@@ -148,7 +151,11 @@ pub fn source_loc(stack: &str) -> Loc {
         let Some(q) = rest.find('"') else { continue };
         let file = &rest[..q];
         let after = &rest[q + 1..];
-        let line_no = after.split("line ").nth(1).and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next()).and_then(|s| s.parse::<u32>().ok());
+        let line_no = after
+            .split("line ")
+            .nth(1)
+            .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|s| s.parse::<u32>().ok());
         if let Some(n) = line_no {
             frames.push((file.to_string(), n));
         }
@@ -200,14 +207,19 @@ impl<'a> Importer<'a> {
             return SymExpr::parse(e).map_err(|e| self.err(format!("{what}: {e}")));
         }
         if let Some(n) = v.get("as_name").and_then(|x| x.as_str()) {
-            return self.syms.get(n).cloned().ok_or_else(|| self.err(format!("{what}: symbolic int `{n}` is not defined in sym_int_values")));
+            return self
+                .syms
+                .get(n)
+                .cloned()
+                .ok_or_else(|| self.err(format!("{what}: symbolic int `{n}` is not defined in sym_int_values")));
         }
         Err(self.err(format!("{what}: unreadable size `{v}`")))
     }
 
     fn tensor_type(&self, meta: &TensorMeta, what: &str) -> R<TensorType> {
-        let dtype = serde_dtype(meta.dtype)
-            .ok_or_else(|| self.err(format!("{what} has dtype code {} (complex or another type Ember does not support)", meta.dtype)))?;
+        let dtype = serde_dtype(meta.dtype).ok_or_else(|| {
+            self.err(format!("{what} has dtype code {} (complex or another type Ember does not support)", meta.dtype))
+        })?;
         let dims = meta.sizes.iter().map(|s| self.sym_expr(s, what)).collect::<R<Vec<_>>>()?;
         let mut n: i64 = 1;
         for d in &dims {
@@ -221,7 +233,8 @@ impl<'a> Importer<'a> {
                 })?;
             }
         }
-        n.checked_mul(dtype.byte_size() as i64).ok_or_else(|| self.err(format!("{what}: the byte size overflows 64 bits")))?;
+        n.checked_mul(dtype.byte_size() as i64)
+            .ok_or_else(|| self.err(format!("{what}: the byte size overflows 64 bits")))?;
         Ok(TensorType::new(dims, dtype))
     }
 
@@ -247,7 +260,8 @@ impl<'a> Importer<'a> {
         if let Some(v) = &self.ep.torch_version {
             self.m.attrs.insert("torch.version".into(), Attr::Str(v.clone()));
         }
-        let sym_ints: Vec<(String, Json)> = self.ep.graph_module.graph.sym_int_values.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let sym_ints: Vec<(String, Json)> =
+            self.ep.graph_module.graph.sym_int_values.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         for (name, v) in sym_ints {
             let e = self.sym_expr(&v, &format!("symbolic int `{name}`"))?;
             self.syms.insert(name, e);
@@ -277,7 +291,9 @@ impl<'a> Importer<'a> {
                 .get("name")
                 .or_else(|| arg.pointer("/as_tensor/name"))
                 .and_then(|n| n.as_str())
-                .ok_or_else(|| self.err(format!("input {i} is not a tensor (`{arg}`); Ember supports tensor inputs only")))?
+                .ok_or_else(|| {
+                    self.err(format!("input {i} is not a tensor (`{arg}`); Ember supports tensor inputs only"))
+                })?
                 .to_string();
             let meta = self
                 .ep
@@ -316,7 +332,9 @@ impl<'a> Importer<'a> {
                 .pointer("/as_tensor/name")
                 .or_else(|| arg.get("name"))
                 .and_then(|n| n.as_str())
-                .ok_or_else(|| self.err(format!("output {i} is not a tensor (`{arg}`); Ember supports tensor outputs only")))?
+                .ok_or_else(|| {
+                    self.err(format!("output {i} is not a tensor (`{arg}`); Ember supports tensor outputs only"))
+                })?
                 .to_string();
             let mut attrs = Attrs::new();
             match kind.as_str() {
@@ -334,7 +352,9 @@ impl<'a> Importer<'a> {
                     let target = body.get("user_input_name").and_then(|v| v.as_str()).unwrap_or("");
                     attrs.insert("ember.input_mutation".into(), Attr::Str(target.to_string()));
                 }
-                other => return Err(self.err(format!("output {i} is a `{other}` output, which Ember does not support"))),
+                other => {
+                    return Err(self.err(format!("output {i} is a `{other}` output, which Ember does not support")))
+                }
             }
             out_names.push(name);
             res_attrs.push(attrs);
@@ -353,7 +373,10 @@ impl<'a> Importer<'a> {
         }
         let (f, entry) = self.m.add_func("main", arg_types, out_types, arg_attrs);
         if res_attrs.iter().any(|a| !a.is_empty()) {
-            self.m.op_mut(f).attrs.insert("res_attrs".into(), Attr::Array(res_attrs.into_iter().map(Attr::Dict).collect()));
+            self.m
+                .op_mut(f)
+                .attrs
+                .insert("res_attrs".into(), Attr::Array(res_attrs.into_iter().map(Attr::Dict).collect()));
         }
         let args = self.m.block(entry).args.clone();
         for (n, v) in arg_names.into_iter().zip(args) {
@@ -367,14 +390,20 @@ impl<'a> Importer<'a> {
 
         let mut rets = Vec::new();
         for name in &out_names {
-            rets.push(*self.values.get(name).ok_or_else(|| self.err(format!("output `{name}` is not produced by any node or input")))?);
+            rets.push(
+                *self
+                    .values
+                    .get(name)
+                    .ok_or_else(|| self.err(format!("output `{name}` is not produced by any node or input")))?,
+            );
         }
         self.m.append_op(entry, ember_ir::module::RETURN, rets, vec![], Attrs::new(), Loc::Unknown);
 
         if let Err(errs) = ember_ir::verify::verify(&self.m) {
             // The first disagreement leads: it names the node and the user's line.
             let more: Vec<String> = errs.iter().skip(1).take(9).map(|e| format!("\n  {e}")).collect();
-            let and = if more.is_empty() { String::new() } else { format!("\n{} more:{}", errs.len() - 1, more.concat()) };
+            let and =
+                if more.is_empty() { String::new() } else { format!("\n{} more:{}", errs.len() - 1, more.concat()) };
             return Err(self.err(format!(
                 "{}: Ember's type rule disagrees with the types torch.export recorded (an Ember bug: please report it with the model){and}",
                 errs[0]
@@ -386,19 +415,26 @@ impl<'a> Importer<'a> {
     fn weight_data(&self, fq: &str, ty: &TensorType) -> R<Option<Blob>> {
         let Some(ar) = self.ar else { return Ok(None) };
         let mut entry = None;
-        for (cfg, dir) in [("data/weights/model_weights_config.json", "data/weights"), ("data/constants/model_constants_config.json", "data/constants")] {
+        for (cfg, dir) in [
+            ("data/weights/model_weights_config.json", "data/weights"),
+            ("data/constants/model_constants_config.json", "data/constants"),
+        ] {
             let Some(b) = ar.get(cfg) else { continue };
-            let c: WeightsConfig = serde_json::from_slice(b.bytes()).map_err(|e| self.err(format!("{cfg} is malformed: {e}")))?;
+            let c: WeightsConfig =
+                serde_json::from_slice(b.bytes()).map_err(|e| self.err(format!("{cfg} is malformed: {e}")))?;
             if let Some(e) = c.config.get(fq) {
                 entry = Some((format!("{dir}/{}", e.path_name), e.use_pickle, e.tensor_meta.clone()));
                 break;
             }
         }
-        let (path, pickled, meta) = entry.ok_or_else(|| self.err(format!("weight `{fq}` is missing: neither weights nor constants config lists it")))?;
+        let (path, pickled, meta) = entry.ok_or_else(|| {
+            self.err(format!("weight `{fq}` is missing: neither weights nor constants config lists it"))
+        })?;
         if pickled {
             return Err(self.err(format!("weight `{fq}` is stored as a pickle; Ember reads raw tensor storage only")));
         }
-        let blob = ar.get(&path).ok_or_else(|| self.err(format!("weight `{fq}` is missing: the archive has no `{path}`")))?;
+        let blob =
+            ar.get(&path).ok_or_else(|| self.err(format!("weight `{fq}` is missing: the archive has no `{path}`")))?;
         let shape = ty.static_shape().ok_or_else(|| self.err(format!("weight `{fq}` has a symbolic shape")))?;
         let dtype = ty.dtype.torch_name();
         let bad = |why: String| self.err(format!("weight `{fq}` ({path}): {why}"));
@@ -408,7 +444,11 @@ impl<'a> Importer<'a> {
         let strides: Vec<i64> = if meta.strides.is_empty() {
             row_major_strides(&shape)
         } else {
-            meta.strides.iter().map(int).collect::<Option<_>>().ok_or_else(|| bad(format!("strides {:?} are not all integers", meta.strides)))?
+            meta.strides
+                .iter()
+                .map(int)
+                .collect::<Option<_>>()
+                .ok_or_else(|| bad(format!("strides {:?} are not all integers", meta.strides)))?
         };
         if strides.len() != shape.len() {
             return Err(bad(format!("has {} strides for a rank-{} tensor", strides.len(), shape.len())));
@@ -420,18 +460,27 @@ impl<'a> Importer<'a> {
         if offset < 0 || strides.iter().any(|&s| s < 0) {
             return Err(bad(format!("storage_offset {offset} and strides {strides:?} must be non-negative (torch never writes negative ones)")));
         }
-        let too_big = || bad(format!("shape {shape:?} with strides {strides:?} at offset {offset} spans more elements than fit in 64 bits"));
+        let too_big = || {
+            bad(format!(
+                "shape {shape:?} with strides {strides:?} at offset {offset} spans more elements than fit in 64 bits"
+            ))
+        };
         let numel = shape.iter().try_fold(1i64, |n, &d| n.checked_mul(d)).ok_or_else(too_big)?;
         let span = if numel == 0 {
             0
         } else {
-            let last = shape.iter().zip(&strides).try_fold(offset, |acc, (&d, &s)| (d - 1).checked_mul(s).and_then(|x| acc.checked_add(x)));
+            let last = shape
+                .iter()
+                .zip(&strides)
+                .try_fold(offset, |acc, (&d, &s)| (d - 1).checked_mul(s).and_then(|x| acc.checked_add(x)));
             last.and_then(|l| l.checked_add(1)).ok_or_else(too_big)?
         };
         let need = span as u128 * ty.dtype.byte_size() as u128;
         let have = blob.bytes().len() as u128;
         if have < need {
-            return Err(self.err(format!("weight `{fq}` ({path}) has {have} bytes, but a {dtype} tensor of shape {shape:?} needs {need}")));
+            return Err(self.err(format!(
+                "weight `{fq}` ({path}) has {have} bytes, but a {dtype} tensor of shape {shape:?} needs {need}"
+            )));
         }
         // Overlapping strides (stride 0: an expanded tensor) read some stored elements at several
         // indices, so the dense copy is larger than what the file holds: up to numel elements
@@ -447,7 +496,8 @@ impl<'a> Importer<'a> {
         }
         // Everything fits in the blob (or under the cap) now, so the usize conversions and the
         // dense copy's size below are exact.
-        let (shape, strides): (Vec<usize>, Vec<usize>) = shape.iter().zip(&strides).map(|(&d, &s)| (d as usize, s as usize)).unzip();
+        let (shape, strides): (Vec<usize>, Vec<usize>) =
+            shape.iter().zip(&strides).map(|(&d, &s)| (d as usize, s as usize)).unzip();
         Ok(Some(blob.dense(&shape, &strides, offset as usize, ty.dtype.byte_size())))
     }
 
@@ -458,7 +508,9 @@ impl<'a> Importer<'a> {
         let at = |msg: String| -> ImportError { ImportError::new(format!("`{shown}`: {}: {msg}", loc.describe())) };
         // Symbolic-int arithmetic: the values are already known as expressions.
         let sym_outputs = !node.outputs.is_empty()
-            && node.outputs.iter().all(|o| o.get("as_sym_int").is_some() || o.get("as_sym_float").is_some() || o.get("as_sym_bool").is_some());
+            && node.outputs.iter().all(|o| {
+                o.get("as_sym_int").is_some() || o.get("as_sym_float").is_some() || o.get("as_sym_bool").is_some()
+            });
         if sym_outputs {
             for o in &node.outputs {
                 if let Some(n) = o.pointer("/as_sym_int/as_name").and_then(|n| n.as_str()) {
@@ -472,8 +524,12 @@ impl<'a> Importer<'a> {
         let short = node.target.strip_prefix("torch.ops.").unwrap_or(&node.target);
         let short = short.strip_suffix(".default").unwrap_or(short);
         let ir_name = format!("torch.{short}");
-        let def = dialect::lookup(&ir_name)
-            .ok_or_else(|| at(format!("unknown op `{}`: Ember's torch dialect has no definition for it, so this graph cannot be imported", node.target)))?;
+        let def = dialect::lookup(&ir_name).ok_or_else(|| {
+            at(format!(
+                "unknown op `{}`: Ember's torch dialect has no definition for it, so this graph cannot be imported",
+                node.target
+            ))
+        })?;
         let sig = def.signature();
         let mut given: BTreeMap<&str, &Json> = BTreeMap::new();
         for (i, a) in node.inputs.iter().enumerate() {
@@ -495,7 +551,9 @@ impl<'a> Importer<'a> {
             if p.kind.is_tensor() {
                 let before = operands.len();
                 match arg {
-                    None if !p.optional && p.kind == Kind::Tensor => return Err(at(format!("missing tensor argument `{}`", p.name))),
+                    None if !p.optional && p.kind == Kind::Tensor => {
+                        return Err(at(format!("missing tensor argument `{}`", p.name)))
+                    }
                     None => {}
                     Some(a) => self.tensor_arg(block, &loc, p, a, &mut operands, &mut attrs).map_err(|m| at(m))?,
                 }
@@ -509,7 +567,10 @@ impl<'a> Importer<'a> {
                 Some(a) => {
                     let v = self.attr_arg(p, a).map_err(at)?;
                     if !ember_ir::verify::attr_fits(p.kind, &v) {
-                        return Err(at(format!("argument `{}` of `{}` should be {:?}, found `{a}`", p.name, def.name, p.kind)));
+                        return Err(at(format!(
+                            "argument `{}` of `{}` should be {:?}, found `{a}`",
+                            p.name, def.name, p.kind
+                        )));
                     }
                     attrs.insert(p.name.clone(), v);
                 }
@@ -547,10 +608,14 @@ impl<'a> Importer<'a> {
         for (i, n) in out_names.iter().enumerate() {
             let meta = n.as_ref().and_then(|n| self.ep.graph_module.graph.tensor_values.get(n)).cloned();
             let ty = match meta {
-                Some(meta) => Type::Tensor(self.tensor_type(&meta, &format!("{} result {i}", loc.describe())).map_err(|e| ImportError::new(e.msg))?),
-                None => {
-                    inferred.as_ref().and_then(|v| v.get(i).cloned()).ok_or_else(|| at(format!("result {i} has no recorded type and none can be inferred")))?
-                }
+                Some(meta) => Type::Tensor(
+                    self.tensor_type(&meta, &format!("{} result {i}", loc.describe()))
+                        .map_err(|e| ImportError::new(e.msg))?,
+                ),
+                None => inferred
+                    .as_ref()
+                    .and_then(|v| v.get(i).cloned())
+                    .ok_or_else(|| at(format!("result {i} has no recorded type and none can be inferred")))?,
             };
             types.push(ty);
         }
@@ -570,13 +635,26 @@ impl<'a> Importer<'a> {
     }
 
     fn lookup_tensor(&self, name: &str) -> Result<Value, String> {
-        self.values.get(name).copied().ok_or_else(|| format!("uses `{name}`, which no earlier node or input defines (a dangling or cyclic reference)"))
+        self.values.get(name).copied().ok_or_else(|| {
+            format!("uses `{name}`, which no earlier node or input defines (a dangling or cyclic reference)")
+        })
     }
 
-    fn tensor_arg(&mut self, block: ember_ir::BlockId, loc: &Loc, p: &Param, a: &Json, operands: &mut Vec<Value>, attrs: &mut Attrs) -> Result<(), String> {
+    fn tensor_arg(
+        &mut self,
+        block: ember_ir::BlockId,
+        loc: &Loc,
+        p: &Param,
+        a: &Json,
+        operands: &mut Vec<Value>,
+        attrs: &mut Attrs,
+    ) -> Result<(), String> {
         match p.kind {
             Kind::Tensor => {
-                let n = a.pointer("/as_tensor/name").or_else(|| a.pointer("/as_optional_tensor/as_tensor/name")).and_then(|n| n.as_str());
+                let n = a
+                    .pointer("/as_tensor/name")
+                    .or_else(|| a.pointer("/as_optional_tensor/as_tensor/name"))
+                    .and_then(|n| n.as_str());
                 match n {
                     Some(n) => operands.push(self.lookup_tensor(n)?),
                     None if a.pointer("/as_optional_tensor/as_none").is_some() => {}
@@ -592,17 +670,26 @@ impl<'a> Importer<'a> {
                         let mut at = Attrs::new();
                         at.insert("s".into(), s);
                         at.insert("dtype".into(), Attr::DType(dtype));
-                        let op =
-                            self.m.append_op(block, "torch.aten.scalar_tensor", vec![], vec![Type::Tensor(TensorType::new(vec![], dtype))], at, loc.clone());
+                        let op = self.m.append_op(
+                            block,
+                            "torch.aten.scalar_tensor",
+                            vec![],
+                            vec![Type::Tensor(TensorType::new(vec![], dtype))],
+                            at,
+                            loc.clone(),
+                        );
                         operands.push(self.m.result(op, 0));
                     }
                 }
             }
             Kind::TensorList => {
-                let list =
-                    a.get("as_tensors").and_then(|l| l.as_array()).ok_or_else(|| format!("argument `{}` should be a tensor list, found `{a}`", p.name))?;
+                let list = a
+                    .get("as_tensors")
+                    .and_then(|l| l.as_array())
+                    .ok_or_else(|| format!("argument `{}` should be a tensor list, found `{a}`", p.name))?;
                 for t in list {
-                    let n = t.get("name").and_then(|n| n.as_str()).ok_or_else(|| format!("bad tensor in `{}`", p.name))?;
+                    let n =
+                        t.get("name").and_then(|n| n.as_str()).ok_or_else(|| format!("bad tensor in `{}`", p.name))?;
                     operands.push(self.lookup_tensor(n)?);
                 }
             }
@@ -611,7 +698,9 @@ impl<'a> Importer<'a> {
                     .get("as_optional_tensors")
                     .or_else(|| a.get("as_tensors"))
                     .and_then(|l| l.as_array())
-                    .ok_or_else(|| format!("argument `{}` should be a list of optional tensors, found `{a}`", p.name))?;
+                    .ok_or_else(|| {
+                        format!("argument `{}` should be a list of optional tensors, found `{a}`", p.name)
+                    })?;
                 let mut mask = Vec::new();
                 for t in list {
                     match t.pointer("/as_tensor/name").or_else(|| t.get("name")).and_then(|n| n.as_str()) {
@@ -647,16 +736,28 @@ impl<'a> Importer<'a> {
             (_, "as_float") => Attr::Float(json_f64(v).ok_or_else(bad)?),
             (_, "as_bool") => Attr::Bool(v.as_bool().ok_or_else(bad)?),
             (_, "as_string") => Attr::Str(v.as_str().ok_or_else(bad)?.to_string()),
-            (_, "as_ints") => Attr::Ints(v.as_array().ok_or_else(bad)?.iter().map(|x| x.as_i64().ok_or_else(bad)).collect::<Result<_, _>>()?),
-            (_, "as_floats") => Attr::Floats(v.as_array().ok_or_else(bad)?.iter().map(|x| json_f64(x).ok_or_else(bad)).collect::<Result<_, _>>()?),
-            (_, "as_bools") => {
-                Attr::Array(v.as_array().ok_or_else(bad)?.iter().map(|x| x.as_bool().map(Attr::Bool).ok_or_else(bad)).collect::<Result<_, _>>()?)
-            }
+            (_, "as_ints") => Attr::Ints(
+                v.as_array().ok_or_else(bad)?.iter().map(|x| x.as_i64().ok_or_else(bad)).collect::<Result<_, _>>()?,
+            ),
+            (_, "as_floats") => Attr::Floats(
+                v.as_array().ok_or_else(bad)?.iter().map(|x| json_f64(x).ok_or_else(bad)).collect::<Result<_, _>>()?,
+            ),
+            (_, "as_bools") => Attr::Array(
+                v.as_array()
+                    .ok_or_else(bad)?
+                    .iter()
+                    .map(|x| x.as_bool().map(Attr::Bool).ok_or_else(bad))
+                    .collect::<Result<_, _>>()?,
+            ),
             (_, "as_sym_int") => Attr::sym(self.sym_arg(v)?),
-            (_, "as_sym_ints") => Attr::dims(v.as_array().ok_or_else(bad)?.iter().map(|x| self.sym_arg(x)).collect::<Result<_, _>>()?),
+            (_, "as_sym_ints") => {
+                Attr::dims(v.as_array().ok_or_else(bad)?.iter().map(|x| self.sym_arg(x)).collect::<Result<_, _>>()?)
+            }
             (_, "as_scalar_type") => {
                 let code = v.as_i64().ok_or_else(bad)?;
-                Attr::DType(serde_dtype(code).ok_or_else(|| format!("argument `{}` names dtype code {code}, which Ember does not support", p.name))?)
+                Attr::DType(serde_dtype(code).ok_or_else(|| {
+                    format!("argument `{}` names dtype code {code}, which Ember does not support", p.name)
+                })?)
             }
             (_, "as_memory_format") => Attr::Str(memory_format_name(v.as_i64().unwrap_or(0)).to_string()),
             (_, "as_sym_float") => match v.get("as_float").and_then(|x| x.as_f64()) {

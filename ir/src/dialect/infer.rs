@@ -184,7 +184,13 @@ pub struct InferCtx<'a> {
 
 impl<'a> InferCtx<'a> {
     fn first(&self) -> R<&'a TensorType> {
-        self.tensors.iter().flat_map(|(_, v)| v.iter()).flatten().next().copied().ok_or_else(|| InferError("op has no tensor operand".into()))
+        self.tensors
+            .iter()
+            .flat_map(|(_, v)| v.iter())
+            .flatten()
+            .next()
+            .copied()
+            .ok_or_else(|| InferError("op has no tensor operand".into()))
     }
     /// The dtype of result `i`, a normalization statistic of a `dt` input: torch's CPU kernels
     /// keep a reduced-precision input's dtype (an export on CPU records it), its CUDA kernels
@@ -213,7 +219,9 @@ impl<'a> InferCtx<'a> {
         self.attrs.get(name)
     }
     fn int(&self, name: &str) -> R<i64> {
-        self.attr(name).and_then(|a| a.as_int()).ok_or_else(|| InferError(format!("attribute `{name}` must be an integer")))
+        self.attr(name)
+            .and_then(|a| a.as_int())
+            .ok_or_else(|| InferError(format!("attribute `{name}` must be an integer")))
     }
     fn int_or(&self, name: &str, d: i64) -> R<i64> {
         match self.attr(name) {
@@ -226,7 +234,10 @@ impl<'a> InferCtx<'a> {
     }
     fn dims(&self, name: &str) -> R<Vec<SymExpr>> {
         match self.attr(name) {
-            Some(a) => a.as_dims().or_else(|| a.as_sym().map(|s| vec![s])).ok_or_else(|| InferError(format!("attribute `{name}` must be a size list"))),
+            Some(a) => a
+                .as_dims()
+                .or_else(|| a.as_sym().map(|s| vec![s]))
+                .ok_or_else(|| InferError(format!("attribute `{name}` must be a size list"))),
             None => err(format!("missing attribute `{name}`")),
         }
     }
@@ -301,14 +312,19 @@ pub fn broadcast(shapes: &[&[SymExpr]]) -> R<Vec<SymExpr>> {
     for s in shapes {
         let off = rank - s.len();
         for (i, d) in s.iter().enumerate() {
-            out[off + i] = bcast_dim(&out[off + i], d).map_err(|e| InferError(format!("{} (shapes {})", e.0, fmt_shapes(shapes))))?;
+            out[off + i] = bcast_dim(&out[off + i], d)
+                .map_err(|e| InferError(format!("{} (shapes {})", e.0, fmt_shapes(shapes))))?;
         }
     }
     Ok(out)
 }
 
 fn fmt_shapes(shapes: &[&[SymExpr]]) -> String {
-    shapes.iter().map(|s| format!("[{}]", s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))).collect::<Vec<_>>().join(" and ")
+    shapes
+        .iter()
+        .map(|s| format!("[{}]", s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")))
+        .collect::<Vec<_>>()
+        .join(" and ")
 }
 
 /// torch's `result_type`: non-zero-dim tensors, then zero-dim tensors, then wrapped Python scalars.
@@ -398,7 +414,8 @@ fn ceil_div(a: SymExpr, b: i64) -> SymExpr {
 fn pool_out(inp: &SymExpr, k: i64, s: i64, p: i64, d: i64, ceil: bool) -> SymExpr {
     // floor/ceil((in + 2p - d(k-1) - 1) / s) + 1, as torch's pooling_output_shape.
     let num = SymExpr::add(inp.clone(), c(2 * p - d * (k - 1) - 1));
-    let mut out = SymExpr::add(if ceil { ceil_div(num.clone(), s) } else { SymExpr::floordiv(num.clone(), c(s)) }, c(1));
+    let mut out =
+        SymExpr::add(if ceil { ceil_div(num.clone(), s) } else { SymExpr::floordiv(num.clone(), c(s)) }, c(1));
     if ceil {
         // The last window must start inside the input or left padding.
         if let (Some(o), Some(i)) = (out.as_const(), inp.as_const()) {
@@ -440,8 +457,10 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let ts = cx.all_tensors();
             let shapes: Vec<&[SymExpr]> = ts.iter().map(|t| t.dims.as_slice()).collect();
             let dims = broadcast(&shapes)?;
-            let scalars: Vec<&Attr> =
-                ["other", "exponent", "self"].iter().filter_map(|n| cx.sig.param(n).filter(|p| p.kind == Kind::Scalar).and(cx.attr(n))).collect();
+            let scalars: Vec<&Attr> = ["other", "exponent", "self"]
+                .iter()
+                .filter_map(|n| cx.sig.param(n).filter(|p| p.kind == Kind::Scalar).and(cx.attr(n)))
+                .collect();
             let dt = result_type(&ts, &scalars);
             one(tt(
                 dims,
@@ -461,12 +480,19 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let t = cx.t("self")?;
             let keep = cx.bool_or("keepdim", false);
             let rank = t.rank();
-            let (dims, flatten) =
-                if rule == ReduceArg && cx.attr("dim").is_none() { ((0..rank).collect::<Vec<_>>(), true) } else { (cx.reduce_dims(rank)?, false) };
+            let (dims, flatten) = if rule == ReduceArg && cx.attr("dim").is_none() {
+                ((0..rank).collect::<Vec<_>>(), true)
+            } else {
+                (cx.reduce_dims(rank)?, false)
+            };
             let shape: Vec<SymExpr> = if flatten && !keep {
                 vec![]
             } else {
-                t.dims.iter().enumerate().filter_map(|(i, d)| if dims.contains(&i) { keep.then(|| c(1)) } else { Some(d.clone()) }).collect()
+                t.dims
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, d)| if dims.contains(&i) { keep.then(|| c(1)) } else { Some(d.clone()) })
+                    .collect()
             };
             let dt = match rule {
                 ReduceSum => cx.dtype().unwrap_or(if t.dtype.is_float() { t.dtype } else { DType::I64 }),
@@ -525,13 +551,18 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
         View => {
             let t = cx.first()?;
             let size = cx.dims("size").or_else(|_| cx.dims("shape"))?;
-            let wild: Vec<usize> = size.iter().enumerate().filter(|(_, d)| d.as_const() == Some(-1)).map(|(i, _)| i).collect();
+            let wild: Vec<usize> =
+                size.iter().enumerate().filter(|(_, d)| d.as_const() == Some(-1)).map(|(i, _)| i).collect();
             let mut size = size;
             if wild.len() > 1 {
                 return err("only one dim of a view may be -1");
             }
             if let Some(&w) = wild.first() {
-                let known = size.iter().enumerate().filter(|(i, _)| *i != w).fold(c(1), |acc, (_, d)| SymExpr::mul(acc, d.clone()));
+                let known = size
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != w)
+                    .fold(c(1), |acc, (_, d)| SymExpr::mul(acc, d.clone()));
                 size[w] = div_exact(&t.numel(), &known);
             }
             let (a, b) = (t.numel(), size.iter().cloned().fold(c(1), SymExpr::mul));
@@ -610,7 +641,13 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 Some(_) => cx.reduce_dims(t.rank())?,
                 None => (0..t.rank()).collect(),
             };
-            let dims = t.dims.iter().enumerate().filter(|(i, d)| !(sel.contains(i) && d.as_const() == Some(1))).map(|(_, d)| d.clone()).collect();
+            let dims = t
+                .dims
+                .iter()
+                .enumerate()
+                .filter(|(i, d)| !(sel.contains(i) && d.as_const() == Some(1)))
+                .map(|(_, d)| d.clone())
+                .collect();
             one(tt(dims, t.dtype))
         }
         Select => {
@@ -668,7 +705,8 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let ts: Vec<&TensorType> = cx.list(name).into_iter().flatten().collect();
             // torch skips legacy empty 1-D tensors in cat.
             let all = ts.clone();
-            let mut ts: Vec<&TensorType> = ts.into_iter().filter(|t| !(rule == Cat && t.rank() == 1 && t.dims[0].as_const() == Some(0))).collect();
+            let mut ts: Vec<&TensorType> =
+                ts.into_iter().filter(|t| !(rule == Cat && t.rank() == 1 && t.dims[0].as_const() == Some(0))).collect();
             if ts.is_empty() && !all.is_empty() {
                 ts = vec![all[0]];
             }
@@ -706,7 +744,11 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 return err("repeat needs at least as many repeats as dims");
             }
             let off = reps.len() - t.rank();
-            let dims = reps.iter().enumerate().map(|(i, r)| if i < off { r.clone() } else { SymExpr::mul(r.clone(), t.dims[i - off].clone()) }).collect();
+            let dims = reps
+                .iter()
+                .enumerate()
+                .map(|(i, r)| if i < off { r.clone() } else { SymExpr::mul(r.clone(), t.dims[i - off].clone()) })
+                .collect();
             one(tt(dims, t.dtype))
         }
         ConstantPad | Pad => {
@@ -796,7 +838,8 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                     None => Attr::Int(d),
                 }
             };
-            let (start, end, step) = (&as_num(get("start"), 0), get("end").map(|e| as_num(Some(e), 0)), &as_num(get("step"), 1));
+            let (start, end, step) =
+                (&as_num(get("start"), 0), get("end").map(|e| as_num(Some(e), 0)), &as_num(get("step"), 1));
             let end = end.as_ref();
             let Some(end) = end else { return err("arange needs `end`") };
             let all_int = [start, end, step].iter().all(|a| !matches!(a, Attr::Float(_)));
@@ -818,7 +861,8 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                     _ => return err("arange bounds must be integers"),
                 }
             } else {
-                let (s, e, st) = (start.as_float().unwrap_or(0.0), end.as_float().unwrap_or(0.0), step.as_float().unwrap_or(1.0));
+                let (s, e, st) =
+                    (start.as_float().unwrap_or(0.0), end.as_float().unwrap_or(0.0), step.as_float().unwrap_or(1.0));
                 c(((e - s) / st).ceil().max(0.0) as i64)
             };
             one(tt(vec![len], dt))
@@ -838,25 +882,42 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             if n > t.rank() {
                 return err("normalized_shape is longer than the input rank");
             }
-            let stat: Vec<SymExpr> = t.dims.iter().enumerate().map(|(i, d)| if i >= t.rank() - n { c(1) } else { d.clone() }).collect();
-            Ok(vec![Type::Tensor(t.clone()), tt(stat.clone(), cx.stat_dtype(1, t.dtype)), tt(stat, cx.stat_dtype(2, t.dtype))])
+            let stat: Vec<SymExpr> =
+                t.dims.iter().enumerate().map(|(i, d)| if i >= t.rank() - n { c(1) } else { d.clone() }).collect();
+            Ok(vec![
+                Type::Tensor(t.clone()),
+                tt(stat.clone(), cx.stat_dtype(1, t.dtype)),
+                tt(stat, cx.stat_dtype(2, t.dtype)),
+            ])
         }
         GroupNorm => {
             let t = cx.t("input")?;
             let n = cx.sym("N")?.unwrap_or(c(1));
             let g = cx.int("group")?;
-            Ok(vec![Type::Tensor(t.clone()), tt(vec![n.clone(), c(g)], cx.stat_dtype(1, t.dtype)), tt(vec![n, c(g)], cx.stat_dtype(2, t.dtype))])
+            Ok(vec![
+                Type::Tensor(t.clone()),
+                tt(vec![n.clone(), c(g)], cx.stat_dtype(1, t.dtype)),
+                tt(vec![n, c(g)], cx.stat_dtype(2, t.dtype)),
+            ])
         }
         BatchNorm => {
             let t = cx.t("input")?;
             let training = cx.bool_or("training", false);
             let ch = if training && t.rank() > 1 { t.dims[1].clone() } else { c(0) };
-            Ok(vec![Type::Tensor(t.clone()), tt(vec![ch.clone()], cx.stat_dtype(1, t.dtype)), tt(vec![ch], cx.stat_dtype(2, t.dtype))])
+            Ok(vec![
+                Type::Tensor(t.clone()),
+                tt(vec![ch.clone()], cx.stat_dtype(1, t.dtype)),
+                tt(vec![ch], cx.stat_dtype(2, t.dtype)),
+            ])
         }
         Convolution => {
             let (x, w) = (cx.t("input")?, cx.t("weight")?);
             if x.rank() < 3 || w.rank() != x.rank() {
-                return err(format!("convolution input rank {} and weight rank {} must match and be >= 3", x.rank(), w.rank()));
+                return err(format!(
+                    "convolution input rank {} and weight rank {} must match and be >= 3",
+                    x.rank(),
+                    w.rank()
+                ));
             }
             let sp = x.rank() - 2;
             let (stride, pad, dil) = (cx.ints("stride")?, cx.ints("padding")?, cx.ints("dilation")?);
@@ -866,11 +927,16 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let out_ch = if transposed { SymExpr::mul(w.dims[1].clone(), c(groups)) } else { w.dims[0].clone() };
             let mut dims = vec![x.dims[0].clone(), out_ch];
             for i in 0..sp {
-                let k = w.dims[2 + i].as_const().ok_or_else(|| InferError("convolution kernel sizes must be static".into()))?;
+                let k = w.dims[2 + i]
+                    .as_const()
+                    .ok_or_else(|| InferError("convolution kernel sizes must be static".into()))?;
                 let (s, p, d) = (nth(&stride, i, 1), nth(&pad, i, 0), nth(&dil, i, 1));
                 let inp = x.dims[2 + i].clone();
                 dims.push(if transposed {
-                    SymExpr::add(SymExpr::mul(SymExpr::add(inp, c(-1)), c(s)), c(-2 * p + d * (k - 1) + nth(&opad, i, 0) + 1))
+                    SymExpr::add(
+                        SymExpr::mul(SymExpr::add(inp, c(-1)), c(s)),
+                        c(-2 * p + d * (k - 1) + nth(&opad, i, 0) + 1),
+                    )
                 } else {
                     pool_out(&inp, k, s, p, d, false)
                 });
@@ -917,7 +983,11 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 dims.extend(o);
             } else if let Some(Attr::Floats(f)) = cx.attr("scale_factors") {
                 for (i, s) in f.iter().enumerate() {
-                    let d = t.dims.get(2 + i).and_then(|d| d.as_const()).ok_or_else(|| InferError("scale_factors need static input dims".into()))?;
+                    let d = t
+                        .dims
+                        .get(2 + i)
+                        .and_then(|d| d.as_const())
+                        .ok_or_else(|| InferError("scale_factors need static input dims".into()))?;
                     dims.push(c((d as f64 * s).floor() as i64));
                 }
             } else {
@@ -941,14 +1011,19 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
         }
         Diagonal => {
             let t = cx.first()?;
-            let (off, d1, d2) = (cx.int_or("offset", 0)?, norm_dim(cx.int_or("dim1", 0)?, t.rank())?, norm_dim(cx.int_or("dim2", 1)?, t.rank())?);
+            let (off, d1, d2) = (
+                cx.int_or("offset", 0)?,
+                norm_dim(cx.int_or("dim1", 0)?, t.rank())?,
+                norm_dim(cx.int_or("dim2", 1)?, t.rank())?,
+            );
             let (a, b) = (t.dims[d1].as_const(), t.dims[d2].as_const());
             let len = match (a, b) {
                 (Some(a), Some(b)) => c(if off >= 0 { a.min(b - off) } else { (a + off).min(b) }.max(0)),
                 _ if off == 0 && t.dims[d1] == t.dims[d2] => t.dims[d1].clone(),
                 _ => return err("diagonal of symbolic dims needs offset 0 and equal dims"),
             };
-            let mut dims: Vec<SymExpr> = t.dims.iter().enumerate().filter(|(i, _)| *i != d1 && *i != d2).map(|(_, d)| d.clone()).collect();
+            let mut dims: Vec<SymExpr> =
+                t.dims.iter().enumerate().filter(|(i, _)| *i != d1 && *i != d2).map(|(_, d)| d.clone()).collect();
             dims.push(len);
             one(tt(dims, t.dtype))
         }
@@ -962,7 +1037,11 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let first = if rule == SelectStrict { cx.t("on_true")? } else { cx.first()? };
             for (i, t) in ts.iter().enumerate() {
                 if t.dims != first.dims {
-                    return err(format!("operand {i} has shape {} but the op needs {} for every operand", fmt_shapes(&[&t.dims]), fmt_shapes(&[&first.dims])));
+                    return err(format!(
+                        "operand {i} has shape {} but the op needs {} for every operand",
+                        fmt_shapes(&[&t.dims]),
+                        fmt_shapes(&[&first.dims])
+                    ));
                 }
             }
             if rule == SelectStrict {
@@ -989,7 +1068,8 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                     return err(format!("`dims`[{i}] = {d} is outside the result rank {}", shape.len()));
                 };
                 let src = &t.dims[i];
-                if src.as_const() != Some(1) && src != target && src.as_const().is_some() && target.as_const().is_some() {
+                if src.as_const() != Some(1) && src != target && src.as_const().is_some() && target.as_const().is_some()
+                {
                     return err(format!("operand dim {i} (size {src}) cannot broadcast to size {target}"));
                 }
             }
@@ -1017,17 +1097,27 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                     return err(format!("reduce dim {d} is outside rank {}", t.rank()));
                 }
             }
-            let shape = t.dims.iter().enumerate().filter(|(i, _)| !dims.contains(&(*i as i64))).map(|(_, d)| d.clone()).collect();
+            let shape = t
+                .dims
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !dims.contains(&(*i as i64)))
+                .map(|(_, d)| d.clone())
+                .collect();
             one(tt(shape, if arg { DType::I64 } else { t.dtype }))
         }
         DotGeneral => {
             let (l, r) = (cx.t("lhs")?, cx.t("rhs")?);
-            let (lb, rb, lc, rc) = (cx.ints("lhs_batch")?, cx.ints("rhs_batch")?, cx.ints("lhs_contract")?, cx.ints("rhs_contract")?);
+            let (lb, rb, lc, rc) =
+                (cx.ints("lhs_batch")?, cx.ints("rhs_batch")?, cx.ints("lhs_contract")?, cx.ints("rhs_contract")?);
             if lb.len() != rb.len() || lc.len() != rc.len() {
                 return err("batch and contracting dim lists must pair up");
             }
             let get = |t: &TensorType, d: i64| -> R<SymExpr> {
-                t.dims.get(d as usize).cloned().ok_or_else(|| InferError(format!("dim {d} is outside rank {}", t.rank())))
+                t.dims
+                    .get(d as usize)
+                    .cloned()
+                    .ok_or_else(|| InferError(format!("dim {d} is outside rank {}", t.rank())))
             };
             for (&a, &b) in lb.iter().zip(&rb).chain(lc.iter().zip(&rc)) {
                 let (x, y) = (get(l, a)?, get(r, b)?);
@@ -1036,15 +1126,25 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 }
             }
             let mut dims: Vec<SymExpr> = lb.iter().map(|&d| get(l, d)).collect::<R<_>>()?;
-            dims.extend((0..l.rank() as i64).filter(|d| !lb.contains(d) && !lc.contains(d)).map(|d| l.dims[d as usize].clone()));
-            dims.extend((0..r.rank() as i64).filter(|d| !rb.contains(d) && !rc.contains(d)).map(|d| r.dims[d as usize].clone()));
+            dims.extend(
+                (0..l.rank() as i64).filter(|d| !lb.contains(d) && !lc.contains(d)).map(|d| l.dims[d as usize].clone()),
+            );
+            dims.extend(
+                (0..r.rank() as i64).filter(|d| !rb.contains(d) && !rc.contains(d)).map(|d| r.dims[d as usize].clone()),
+            );
             if l.dtype != r.dtype {
                 return err("dot_general operands must share a dtype");
             }
             match cx.dtype() {
                 None => one(tt(dims, l.dtype)),
-                Some(DType::F32) if matches!(l.dtype, DType::F16 | DType::BF16 | DType::F32) => one(tt(dims, DType::F32)),
-                Some(d) => err(format!("dot_general `dtype` {} of {} operands: only f32 (the f16/bf16 accumulator)", d.torch_name(), l.dtype.torch_name())),
+                Some(DType::F32) if matches!(l.dtype, DType::F16 | DType::BF16 | DType::F32) => {
+                    one(tt(dims, DType::F32))
+                }
+                Some(d) => err(format!(
+                    "dot_general `dtype` {} of {} operands: only f32 (the f16/bf16 accumulator)",
+                    d.torch_name(),
+                    l.dtype.torch_name()
+                )),
             }
         }
         TakeDim => {
@@ -1083,7 +1183,10 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             for (i, d) in t.dims.iter().enumerate() {
                 let n = SymExpr::add(d.clone(), SymExpr::add(low[i].clone(), high[i].clone()));
                 if n.as_const().is_some_and(|n| n < 0) {
-                    return err(format!("padding dim {i} (size {d}) by {} and {} leaves a negative size", low[i], high[i]));
+                    return err(format!(
+                        "padding dim {i} (size {d}) by {} and {} leaves a negative size",
+                        low[i], high[i]
+                    ));
                 }
                 dims.push(n);
             }

@@ -47,7 +47,11 @@ fn all_tables() -> impl Iterator<Item = &'static OpDef> {
 fn signatures() -> &'static HashMap<&'static str, Signature> {
     static SIGS: OnceLock<HashMap<&'static str, Signature>> = OnceLock::new();
     SIGS.get_or_init(|| {
-        all_tables().map(|d| (d.name, schema::parse_signature(d.sig).unwrap_or_else(|e| panic!("bad signature for {}: {e}", d.name)))).collect()
+        all_tables()
+            .map(|d| {
+                (d.name, schema::parse_signature(d.sig).unwrap_or_else(|e| panic!("bad signature for {}: {e}", d.name)))
+            })
+            .collect()
     })
 }
 
@@ -89,7 +93,11 @@ impl<'m> OpView<'m> {
     }
 
     pub fn operand(&self, name: &str) -> Option<Value> {
-        self.operand_groups().ok()?.into_iter().find(|(n, _)| *n == name).and_then(|(_, v)| v.first().copied().flatten())
+        self.operand_groups()
+            .ok()?
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| v.first().copied().flatten())
     }
 
     pub fn attr(&self, name: &str) -> Option<&'m Attr> {
@@ -99,7 +107,10 @@ impl<'m> OpView<'m> {
     /// The result types the op's rule gives, or why it cannot.
     pub fn infer(&self) -> Result<Vec<Type>, InferError> {
         let groups = self.operand_groups().map_err(InferError)?;
-        let tensors = groups.iter().map(|(n, vs)| (*n, vs.iter().map(|v| v.and_then(|v| self.m.ty(v).tensor())).collect())).collect();
+        let tensors = groups
+            .iter()
+            .map(|(n, vs)| (*n, vs.iter().map(|v| v.and_then(|v| self.m.ty(v).tensor())).collect()))
+            .collect();
         let results = self.m.op(self.op).results.iter().map(|&r| self.m.ty(r).tensor()).collect();
         let cx = InferCtx { sig: self.def.signature(), tensors, attrs: &self.m.op(self.op).attrs, results };
         infer::infer(self.def.rule, &cx)
@@ -109,12 +120,23 @@ impl<'m> OpView<'m> {
 pub const SEGMENTS: &str = "operandSegmentSizes";
 
 /// Splits a flat operand list into per-parameter groups using `operandSegmentSizes`.
-pub fn group_operands(sig: &'static Signature, operands: &[Value], attrs: &crate::module::Attrs) -> Result<Vec<(&'static str, Vec<Option<Value>>)>, String> {
+pub fn group_operands(
+    sig: &'static Signature,
+    operands: &[Value],
+    attrs: &crate::module::Attrs,
+) -> Result<Vec<(&'static str, Vec<Option<Value>>)>, String> {
     let params: Vec<&'static Param> = sig.tensor_params().collect();
     let sizes: Vec<usize> = if sig.has_segments() {
         match attrs.get(SEGMENTS) {
-            Some(Attr::Ints(v)) if v.len() == params.len() && v.iter().all(|&x| x >= 0) => v.iter().map(|&x| x as usize).collect(),
-            Some(_) => return Err(format!("`{SEGMENTS}` must have one non-negative entry per tensor parameter ({})", params.len())),
+            Some(Attr::Ints(v)) if v.len() == params.len() && v.iter().all(|&x| x >= 0) => {
+                v.iter().map(|&x| x as usize).collect()
+            }
+            Some(_) => {
+                return Err(format!(
+                    "`{SEGMENTS}` must have one non-negative entry per tensor parameter ({})",
+                    params.len()
+                ))
+            }
             None => return Err(format!("missing `{SEGMENTS}`")),
         }
     } else if params.len() == 1 {
@@ -176,7 +198,13 @@ mod tests {
 }
 
 /// Creates a detached op whose result types come from its rule; place it with `Module::insert_op`.
-pub fn build_op(m: &mut Module, name: &str, operands: Vec<Value>, attrs: crate::module::Attrs, loc: crate::attr::Loc) -> Result<OpId, String> {
+pub fn build_op(
+    m: &mut Module,
+    name: &str,
+    operands: Vec<Value>,
+    attrs: crate::module::Attrs,
+    loc: crate::attr::Loc,
+) -> Result<OpId, String> {
     let def = lookup(name).ok_or_else(|| format!("unknown op `{name}`"))?;
     let probe = m.create_op(name, operands.clone(), vec![], attrs.clone(), vec![], loc.clone());
     let types = OpView { m, op: probe, def }.infer().map_err(|e| format!("`{name}`: {}", e.0))?;

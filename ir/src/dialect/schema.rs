@@ -130,7 +130,9 @@ pub fn parse_signature(s: &str) -> Result<Signature, String> {
         let (kind, optional) = parse_kind(ty)?;
         let default_none = default == Some("None");
         let default = match default {
-            Some(d) if d != "None" => Some(parse_default(kind, d).ok_or_else(|| format!("bad default `{d}` for `{name}`"))?),
+            Some(d) if d != "None" => {
+                Some(parse_default(kind, d).ok_or_else(|| format!("bad default `{d}` for `{name}`"))?)
+            }
             _ => None,
         };
         params.push(Param { name: name.to_string(), kind, optional, default, default_none, kw_only });
@@ -294,11 +296,13 @@ mod tests {
         assert_eq!(s.params[2].default, Some(Attr::Int(1)));
         let s = parse_signature("(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]").unwrap();
         assert_eq!(s.rets, vec![Ret::TensorList]);
-        let s = parse_signature("(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor").unwrap();
+        let s = parse_signature("(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
+            .unwrap();
         assert!(s.params[1].optional && s.params[3].default_none);
         let s = parse_signature("(Tensor self, Tensor?[] indices, Tensor values) -> Tensor").unwrap();
         assert!(s.has_segments());
-        let s = parse_signature("(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)").unwrap();
+        let s =
+            parse_signature("(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)").unwrap();
         assert_eq!(s.rets.len(), 2);
         let s = parse_signature("(SymInt n, *, ScalarType? dtype=4) -> Tensor").unwrap();
         assert_eq!(s.params[1].default, Some(Attr::DType(crate::types::DType::I64)));

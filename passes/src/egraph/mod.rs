@@ -267,12 +267,16 @@ fn tensor_type(m: &Module, v: Value) -> TensorType {
 
 fn is_enode(m: &Module, op: OpId) -> bool {
     let d = m.op(op);
-    d.name.starts_with("ten.") && d.results.len() == 1 && d.regions.is_empty() && matches!(m.ty(d.results[0]), Type::Tensor(_))
+    d.name.starts_with("ten.")
+        && d.results.len() == 1
+        && d.regions.is_empty()
+        && matches!(m.ty(d.results[0]), Type::Tensor(_))
 }
 
 impl Block {
     fn read(m: &Module, chunk: &[OpId], remap: &HashMap<Value, Value>) -> Block {
-        let mut b = Block { eg: EG::default(), class_of: HashMap::new(), inputs: HashMap::new(), opaque: HashMap::new() };
+        let mut b =
+            Block { eg: EG::default(), class_of: HashMap::new(), inputs: HashMap::new(), opaque: HashMap::new() };
         for &op in chunk {
             let d = m.op(op);
             let mut args = Vec::with_capacity(d.operands.len());
@@ -301,7 +305,11 @@ impl Block {
             } else {
                 let mut a = Attrs::new();
                 a.insert("op".into(), Attr::Int(op.0 as i64));
-                let ty = d.results.first().map(|&r| tensor_type(m, r)).unwrap_or_else(|| TensorType::new(vec![], ember_ir::DType::Bool));
+                let ty = d
+                    .results
+                    .first()
+                    .map(|&r| tensor_type(m, r))
+                    .unwrap_or_else(|| TensorType::new(vec![], ember_ir::DType::Bool));
                 let id = add(&mut b.eg, "opaque", &a, &ty, args);
                 b.opaque.insert(op, id);
                 for (i, &r) in d.results.iter().enumerate() {
@@ -350,7 +358,8 @@ impl<'a> Writer<'a> {
         if self.done.contains_key(&id) {
             return;
         }
-        let args: Vec<Id> = self.eg[id].nodes.iter().find(|n| n.op.as_str() == "opaque").expect("opaque node").args.clone();
+        let args: Vec<Id> =
+            self.eg[id].nodes.iter().find(|n| n.op.as_str() == "opaque").expect("opaque node").args.clone();
         let vals: Vec<Value> = args.iter().map(|&a| self.emit(m, b, a, out)).collect();
         m.op_mut(op).operands = vals;
         out.push(op);
@@ -418,8 +427,12 @@ impl<'a> Writer<'a> {
         let mut body_order: Vec<Id> = Vec::new();
         let mut seen: HashMap<Id, ()> = HashMap::new();
         self.body_walk(id, &choice, &mut inputs, &mut stops, &mut body_order, &mut seen);
-        let node_of = |c: Id| -> ENode { choice.get(&c).cloned().unwrap_or_else(|| self.plain.find_best_node(c).clone()) };
-        let read: Vec<Id> = body_order.iter().flat_map(|&c| node_of(c).args.iter().map(|&a| self.eg.find(a)).collect::<Vec<_>>()).collect();
+        let node_of =
+            |c: Id| -> ENode { choice.get(&c).cloned().unwrap_or_else(|| self.plain.find_best_node(c).clone()) };
+        let read: Vec<Id> = body_order
+            .iter()
+            .flat_map(|&c| node_of(c).args.iter().map(|&a| self.eg.find(a)).collect::<Vec<_>>())
+            .collect();
         derived.retain(|(u, _, _)| read.contains(u));
         let vals: Vec<Value> = inputs.clone().iter().map(|&a| self.emit(m, b, a, out)).collect();
         let types: Vec<Type> = vals.iter().map(|&v| m.ty(v).clone()).collect();
@@ -431,7 +444,10 @@ impl<'a> Writer<'a> {
             let ty = type_of(self.eg, *under);
             let mut attrs = Attrs::new();
             let name = if view.op.as_str() == "ten.transpose" {
-                let perm = attrs_of(self.eg, view).get("dims").and_then(|a| a.as_ints().map(|v| v.to_vec())).unwrap_or_default();
+                let perm = attrs_of(self.eg, view)
+                    .get("dims")
+                    .and_then(|a| a.as_ints().map(|v| v.to_vec()))
+                    .unwrap_or_default();
                 let mut inv = vec![0i64; perm.len()];
                 for (j, &p) in perm.iter().enumerate() {
                     inv[p as usize] = j as i64;
@@ -450,7 +466,8 @@ impl<'a> Writer<'a> {
             let bn = choice.get(&c).cloned().unwrap_or_else(|| self.plain.find_best_node(c).clone());
             let args: Vec<Value> = bn.args.iter().map(|a| local[&self.eg.find(*a)]).collect();
             let ty = self.eg.analysis.types[&bn.ty].clone();
-            let op = m.create_op(bn.op.as_str(), args, vec![ty.into()], attrs_of(self.eg, &bn).clone(), vec![], self.loc(c));
+            let op =
+                m.create_op(bn.op.as_str(), args, vec![ty.into()], attrs_of(self.eg, &bn).clone(), vec![], self.loc(c));
             body_ops.push(op);
             local.insert(c, m.op(op).results[0]);
         }
@@ -536,7 +553,15 @@ impl<'a> Writer<'a> {
     /// Post-order walk of the body below `id` (nodes from `choice`, else the plain extraction),
     /// stopping at `inputs` and at `stops` (values the body derives from its inputs); classes
     /// that are not cheap leaves and not below the composite become extra inputs.
-    fn body_walk(&self, id: Id, choice: &HashMap<Id, ENode>, inputs: &mut Vec<Id>, stops: &mut Vec<Id>, order: &mut Vec<Id>, seen: &mut HashMap<Id, ()>) {
+    fn body_walk(
+        &self,
+        id: Id,
+        choice: &HashMap<Id, ENode>,
+        inputs: &mut Vec<Id>,
+        stops: &mut Vec<Id>,
+        order: &mut Vec<Id>,
+        seen: &mut HashMap<Id, ()>,
+    ) {
         let id = self.eg.find(id);
         if inputs.contains(&id) || stops.contains(&id) || seen.contains_key(&id) {
             return;

@@ -57,7 +57,10 @@ fn is_elementwise(name: &str) -> bool {
 }
 
 fn is_layout(name: &str) -> bool {
-    matches!(name, "ten.broadcast" | "ten.reshape" | "ten.transpose" | "ten.slice" | "ten.reverse" | "ten.pad" | "ten.concat")
+    matches!(
+        name,
+        "ten.broadcast" | "ten.reshape" | "ten.transpose" | "ten.slice" | "ten.reverse" | "ten.pad" | "ten.concat"
+    )
 }
 
 fn is_free(name: &str) -> bool {
@@ -123,7 +126,12 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
         for &v in &m.op(o).operands {
             let mut p = producer(m, v);
             let mut chain = Vec::new();
-            while let Some(q) = p.filter(|&q| is_layout(&m.op(q).name) && m.op(q).operands.len() == 1 && users(q).len() == 1 && !group_of.contains_key(&q)) {
+            while let Some(q) = p.filter(|&q| {
+                is_layout(&m.op(q).name)
+                    && m.op(q).operands.len() == 1
+                    && users(q).len() == 1
+                    && !group_of.contains_key(&q)
+            }) {
                 chain.push(q);
                 p = producer(m, m.op(q).operands[0]);
             }
@@ -149,7 +157,12 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
             let first = pos[&o];
             let ok = m.op(u).operands.iter().all(|&v| match producer(m, v) {
                 None => true,
-                Some(p) => members.contains(&p) || pos[&p] < first || is_free(&m.op(p).name) || single_use_broadcast_of_input(m, p, first, &pos, &users),
+                Some(p) => {
+                    members.contains(&p)
+                        || pos[&p] < first
+                        || is_free(&m.op(p).name)
+                        || single_use_broadcast_of_input(m, p, first, &pos, &users)
+                }
             });
             if !ok {
                 break;
@@ -157,7 +170,11 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
             // Pull in single-use broadcasts of the bias/residual.
             for &v in &m.op(u).operands.clone() {
                 if let Some(p) = producer(m, v) {
-                    if !members.contains(&p) && m.op(p).name == "ten.broadcast" && users(p).len() == 1 && !group_of.contains_key(&p) {
+                    if !members.contains(&p)
+                        && m.op(p).name == "ten.broadcast"
+                        && users(p).len() == 1
+                        && !group_of.contains_key(&p)
+                    {
                         members.push(p);
                     }
                 }
@@ -181,7 +198,9 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
     // 2. loop groups, greedily in program order. A layout op of outside values read by one op
     //    (a weight's broadcast or transpose) joins its reader's group instead of starting one.
     let pullable = |m: &Module, o: OpId| -> bool {
-        is_layout(&m.op(o).name) && users(o).len() == 1 && m.op(o).operands.iter().all(|&v| producer(m, v).is_none_or(|p| is_free(&m.op(p).name)))
+        is_layout(&m.op(o).name)
+            && users(o).len() == 1
+            && m.op(o).operands.iter().all(|&v| producer(m, v).is_none_or(|p| is_free(&m.op(p).name)))
     };
     for &o in &ops {
         let name = m.op(o).name.clone();
@@ -263,14 +282,21 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
     }
     // Constants and iotas were copied into the groups that read them; drop the unread originals.
     let read: std::collections::HashSet<Value> = new_ops.iter().flat_map(|&o| m.op(o).operands.clone()).collect();
-    new_ops.retain(|&o| !(is_free(&m.op(o).name) && m.op(o).operands.is_empty() && !read.contains(&m.op(o).results[0])));
+    new_ops
+        .retain(|&o| !(is_free(&m.op(o).name) && m.op(o).operands.is_empty() && !read.contains(&m.op(o).results[0])));
     m.set_block_ops(entry, new_ops);
     trace.kernels += kernels;
     Ok(())
 }
 
 /// A broadcast of a value defined before `first`, used once: pulled into the group.
-fn single_use_broadcast_of_input(m: &Module, p: OpId, first: usize, pos: &HashMap<OpId, usize>, users: &dyn Fn(OpId) -> Vec<OpId>) -> bool {
+fn single_use_broadcast_of_input(
+    m: &Module,
+    p: OpId,
+    first: usize,
+    pos: &HashMap<OpId, usize>,
+    users: &dyn Fn(OpId) -> Vec<OpId>,
+) -> bool {
     m.op(p).name == "ten.broadcast"
         && users(p).len() == 1
         && m.op(p).operands.iter().all(|&v| match m.value(v).def {

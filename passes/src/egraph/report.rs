@@ -31,7 +31,8 @@ fn is_free_value(m: &Module, v: Value) -> bool {
 /// (matmul FLOPs, other FLOPs, bytes) of one op run alone.
 fn op_work(m: &Module, op: OpId) -> (f64, f64, f64) {
     let d = m.op(op);
-    let io: f64 = d.operands.iter().filter(|&&v| !is_free_value(m, v)).map(|&v| bytes(m, v)).sum::<f64>() + d.results.iter().map(|&r| bytes(m, r)).sum::<f64>();
+    let io: f64 = d.operands.iter().filter(|&&v| !is_free_value(m, v)).map(|&v| bytes(m, v)).sum::<f64>()
+        + d.results.iter().map(|&r| bytes(m, r)).sum::<f64>();
     let out = d.results.first().and_then(|&r| tensor(m, r));
     match (d.name.as_str(), out, d.operands.first().and_then(|&v| tensor(m, v))) {
         ("ten.dot_general", Some(out), Some(lhs)) => {
@@ -66,7 +67,12 @@ pub fn kernels(m: &Module, f: OpId, t: &CostTable) -> Vec<KernelReport> {
         }
         let body: Vec<OpId> = if d.name == "ember.fusion_group" {
             let b = m.region(d.regions[0]).blocks[0];
-            m.block(b).ops.iter().copied().filter(|&o| !matches!(m.op(o).name.as_str(), "ember.yield" | "ten.constant" | "ten.iota")).collect()
+            m.block(b)
+                .ops
+                .iter()
+                .copied()
+                .filter(|&o| !matches!(m.op(o).name.as_str(), "ember.yield" | "ten.constant" | "ten.iota"))
+                .collect()
         } else {
             vec![op]
         };
@@ -86,9 +92,14 @@ pub fn kernels(m: &Module, f: OpId, t: &CostTable) -> Vec<KernelReport> {
             }
             names.push(m.op(o).name.clone());
         }
-        let io_after: f64 =
-            d.operands.iter().filter(|&&v| !is_free_value(m, v)).map(|&v| bytes(m, v)).sum::<f64>() + d.results.iter().map(|&r| bytes(m, r)).sum::<f64>();
-        let kind = d.attrs.get("kind").and_then(|k| k.as_str()).map(|s| s.to_string()).unwrap_or_else(|| format!("op {}", d.name));
+        let io_after: f64 = d.operands.iter().filter(|&&v| !is_free_value(m, v)).map(|&v| bytes(m, v)).sum::<f64>()
+            + d.results.iter().map(|&r| bytes(m, r)).sum::<f64>();
+        let kind = d
+            .attrs
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| format!("op {}", d.name));
         let rules = match d.attrs.get("rules") {
             Some(ember_ir::Attr::Array(v)) => v.iter().filter_map(|a| a.as_str().map(|s| s.to_string())).collect(),
             _ => vec![],
@@ -138,8 +149,9 @@ fn op_summary(ops: &[String]) -> String {
 pub fn markdown(model: &str, m: &Module, f: OpId, t: &CostTable, trace: &Trace) -> String {
     let ks = kernels(m, f, t);
     let mut s = format!("# Fusion report: {model} for {}\n\n", t.target);
-    let (bb, ba, eb, ea): (f64, f64, f64, f64) =
-        ks.iter().fold((0.0, 0.0, 0.0, 0.0), |a, k| (a.0 + k.bytes_before, a.1 + k.bytes_after, a.2 + k.est_before, a.3 + k.est_after));
+    let (bb, ba, eb, ea): (f64, f64, f64, f64) = ks.iter().fold((0.0, 0.0, 0.0, 0.0), |a, k| {
+        (a.0 + k.bytes_before, a.1 + k.bytes_after, a.2 + k.est_before, a.3 + k.est_after)
+    });
     let ops: usize = ks.iter().map(|k| k.ops.len()).sum();
     s += &format!(
         "{ops} ops in {} kernels. Estimated memory traffic {} → {}, time {} µs → {} µs (ops run one by one → as these kernels).\n\n",

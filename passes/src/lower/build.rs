@@ -92,7 +92,9 @@ impl<'m> Cx<'m> {
     }
 
     pub fn int(&self, name: &str) -> Result<i64, String> {
-        self.attr(name).and_then(|a| a.as_int()).ok_or_else(|| self.err(&format!("attribute `{name}` must be an integer")))
+        self.attr(name)
+            .and_then(|a| a.as_int())
+            .ok_or_else(|| self.err(&format!("attribute `{name}` must be an integer")))
     }
 
     pub fn int_or(&self, name: &str, d: i64) -> Result<i64, String> {
@@ -113,7 +115,9 @@ impl<'m> Cx<'m> {
     /// A size-list attribute (static or symbolic); a single int reads as a one-element list.
     pub fn dims_attr(&self, name: &str) -> Result<Vec<SymExpr>, String> {
         let a = self.attr(name).ok_or_else(|| self.err(&format!("missing attribute `{name}`")))?;
-        a.as_dims().or_else(|| a.as_sym().map(|s| vec![s])).ok_or_else(|| self.err(&format!("attribute `{name}` must be a size list")))
+        a.as_dims()
+            .or_else(|| a.as_sym().map(|s| vec![s]))
+            .ok_or_else(|| self.err(&format!("attribute `{name}` must be a size list")))
     }
 
     /// A `dim` attribute (int or list) normalized to `0..rank`, sorted; None or [] means every dim.
@@ -130,7 +134,8 @@ impl<'m> Cx<'m> {
         if raw.is_empty() {
             return Ok((0..rank).collect());
         }
-        let mut out = raw.iter().map(|&d| norm_dim(d, rank).map_err(|e| self.err(&e))).collect::<Result<Vec<_>, _>>()?;
+        let mut out =
+            raw.iter().map(|&d| norm_dim(d, rank).map_err(|e| self.err(&e))).collect::<Result<Vec<_>, _>>()?;
         out.sort();
         out.dedup();
         Ok(out)
@@ -224,7 +229,11 @@ impl<'m> Cx<'m> {
     /// A splat of the scalar `value` (a torch Scalar attribute) as `dtype`.
     pub fn constant(&mut self, value: &Attr, dtype: DType, shape: &[SymExpr]) -> Result<Value, String> {
         let value = scalar_as(value, dtype).ok_or_else(|| self.err(&format!("`{value}` is not a scalar")))?;
-        self.emit("ten.constant", vec![], vec![("value", value), ("shape", Attr::dims(shape.to_vec())), ("dtype", Attr::DType(dtype))])
+        self.emit(
+            "ten.constant",
+            vec![],
+            vec![("value", value), ("shape", Attr::dims(shape.to_vec())), ("dtype", Attr::DType(dtype))],
+        )
     }
 
     pub fn constf(&mut self, value: f64, dtype: DType, shape: &[SymExpr]) -> Result<Value, String> {

@@ -26,9 +26,15 @@ pub fn arange(cx: &mut Cx) -> Lowered {
     let start = cx.attr("start").unwrap_or(Attr::Int(0));
     let step = cx.attr("step").unwrap_or(Attr::Int(1));
     let (Some(s0), Some(st)) = (start.as_float(), step.as_float()) else { return Ok(None) };
-    let fractional = [&start, &step, &cx.attr("end").unwrap_or(Attr::Int(0))].iter().any(|a| matches!(a, Attr::Float(f) if f.fract() != 0.0));
+    let fractional = [&start, &step, &cx.attr("end").unwrap_or(Attr::Int(0))]
+        .iter()
+        .any(|a| matches!(a, Attr::Float(f) if f.fract() != 0.0));
     let dt = if fractional && t.dtype != DType::F64 { DType::F64 } else { t.dtype };
-    let mut v = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(t.dims.clone())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(dt))])?;
+    let mut v = cx.emit(
+        "ten.iota",
+        vec![],
+        vec![("shape", Attr::dims(t.dims.clone())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(dt))],
+    )?;
     if st != 1.0 {
         let k = cx.constant(&step, dt, &t.dims)?;
         v = cx.emit("ten.mul", vec![v, k], vec![])?;

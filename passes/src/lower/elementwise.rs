@@ -37,7 +37,11 @@ fn materialize(cx: &mut Cx, x: &Operand, dtype: DType, shape: &[SymExpr]) -> Res
 /// The `(lhs, rhs)` operands of a binary torch op.
 fn lhs_rhs(cx: &Cx) -> Result<(Operand, Operand), String> {
     let lhs = operand(cx, "self")?;
-    let rhs = if cx.operand("exponent").is_some() || cx.attr("exponent").is_some() { operand(cx, "exponent")? } else { operand(cx, "other")? };
+    let rhs = if cx.operand("exponent").is_some() || cx.attr("exponent").is_some() {
+        operand(cx, "exponent")?
+    } else {
+        operand(cx, "other")?
+    };
     Ok((lhs, rhs))
 }
 
@@ -235,12 +239,16 @@ pub fn math(cx: &mut Cx, name: &str) -> Lowered {
             let one = cx.splat_like(1.0, x)?;
             cx.emit("ten.div", vec![one, x], vec![])?
         }
-        "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan" | "floor" | "ceil" | "round" | "trunc" | "sign"
-        | "sigmoid" => cx.unary(&format!("ten.{name}"), x)?,
+        "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan"
+        | "floor" | "ceil" | "round" | "trunc" | "sign" | "sigmoid" => cx.unary(&format!("ten.{name}"), x)?,
         "expm1" => expm1(cx, x)?,
         "log2" | "log10" => {
             let l = cx.unary("ten.log", x)?;
-            cx.binary_scalar("ten.mul", l, if name == "log2" { std::f64::consts::LOG2_E } else { std::f64::consts::LOG10_E })?
+            cx.binary_scalar(
+                "ten.mul",
+                l,
+                if name == "log2" { std::f64::consts::LOG2_E } else { std::f64::consts::LOG10_E },
+            )?
         }
         "cosh" => {
             // (eˣ + e⁻ˣ)/2: no cancellation, overflows to inf where cosh does.

@@ -7,7 +7,8 @@ use ember_ir::attr::Attr;
 /// multiplies skipped when a factor is 1 and `self` ignored when beta is 0 (as torch does).
 pub fn matmul(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
-    let (lhs, rhs) = if name == "addmm" { (cx.arg("mat1")?, cx.arg("mat2")?) } else { (cx.arg("self")?, cx.arg("mat2")?) };
+    let (lhs, rhs) =
+        if name == "addmm" { (cx.arg("mat1")?, cx.arg("mat2")?) } else { (cx.arg("self")?, cx.arg("mat2")?) };
     let lhs = cx.convert(lhs, t.dtype)?;
     let rhs = cx.convert(rhs, t.dtype)?;
     let (batch, lc, rc): (&[i64], i64, i64) = if name == "bmm" { (&[0], 2, 1) } else { (&[], 1, 0) };
@@ -43,9 +44,22 @@ fn scale_and_add(cx: &mut Cx, mut p: ember_ir::Value, t: &ember_ir::TensorType) 
 
 /// `ten.dot_general` of `lhs` and `rhs`, contracting `lc`/`rc` over the batch dims `batch`; for
 /// f16/bf16 operands with `wide`, the f32 accumulator (rounded by whoever consumes it).
-fn dot(cx: &mut Cx, lhs: ember_ir::Value, rhs: ember_ir::Value, batch: &[i64], lc: i64, rc: i64, wide: bool) -> Result<ember_ir::Value, String> {
+fn dot(
+    cx: &mut Cx,
+    lhs: ember_ir::Value,
+    rhs: ember_ir::Value,
+    batch: &[i64],
+    lc: i64,
+    rc: i64,
+    wide: bool,
+) -> Result<ember_ir::Value, String> {
     let ints = |v: &[i64]| Attr::Ints(v.to_vec());
-    let mut attrs = vec![("lhs_batch", ints(batch)), ("rhs_batch", ints(batch)), ("lhs_contract", ints(&[lc])), ("rhs_contract", ints(&[rc]))];
+    let mut attrs = vec![
+        ("lhs_batch", ints(batch)),
+        ("rhs_batch", ints(batch)),
+        ("lhs_contract", ints(&[lc])),
+        ("rhs_contract", ints(&[rc])),
+    ];
     if wide && matches!(cx.tt(lhs).dtype, ember_ir::DType::F16 | ember_ir::DType::BF16) {
         attrs.push(("dtype", Attr::DType(ember_ir::DType::F32)));
     }

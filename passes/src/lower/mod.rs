@@ -47,7 +47,11 @@ fn lower_one(m: &mut Module, op: OpId) -> Result<(), String> {
     }
     for (i, (&old, &v)) in results.iter().zip(&new).enumerate() {
         if cx.m.ty(old) != cx.m.ty(v) {
-            return Err(cx.err(&format!("lowered result {i} has type {} but the torch op's is {}", cx.m.ty(v), cx.m.ty(old))));
+            return Err(cx.err(&format!(
+                "lowered result {i} has type {} but the torch op's is {}",
+                cx.m.ty(v),
+                cx.m.ty(old)
+            )));
         }
     }
     for (old, v) in results.into_iter().zip(new) {
@@ -63,35 +67,39 @@ fn lower(cx: &mut Cx) -> build::Lowered {
     let name = cx.name().strip_prefix("torch.aten.").unwrap_or("").to_string();
     match name.as_str() {
         // Arithmetic with broadcasting, promotion, wrapped scalars and `alpha`.
-        "add.Tensor" | "add.Scalar" | "sub.Tensor" | "sub.Scalar" | "mul.Tensor" | "mul.Scalar" | "div.Tensor" | "div.Scalar" | "maximum" | "minimum"
-        | "pow.Tensor_Tensor" | "pow.Scalar" | "fmod.Tensor" | "fmod.Scalar" | "bitwise_and.Tensor" | "atan2" | "bitwise_and.Scalar" | "bitwise_or.Tensor"
-        | "bitwise_or.Scalar" | "bitwise_xor.Tensor" | "bitwise_xor.Scalar" => ew::arith(cx, &name),
+        "add.Tensor" | "add.Scalar" | "sub.Tensor" | "sub.Scalar" | "mul.Tensor" | "mul.Scalar" | "div.Tensor"
+        | "div.Scalar" | "maximum" | "minimum" | "pow.Tensor_Tensor" | "pow.Scalar" | "fmod.Tensor" | "fmod.Scalar"
+        | "bitwise_and.Tensor" | "atan2" | "bitwise_and.Scalar" | "bitwise_or.Tensor" | "bitwise_or.Scalar"
+        | "bitwise_xor.Tensor" | "bitwise_xor.Scalar" => ew::arith(cx, &name),
         "div.Tensor_mode" | "div.Scalar_mode" => ew::div_mode(cx),
         "remainder.Tensor" | "remainder.Scalar" => ew::remainder(cx),
         "pow.Tensor_Scalar" => ew::pow_scalar(cx),
-        "eq.Tensor" | "eq.Scalar" | "ne.Tensor" | "ne.Scalar" | "lt.Tensor" | "lt.Scalar" | "le.Tensor" | "le.Scalar" | "gt.Tensor" | "gt.Scalar"
-        | "ge.Tensor" | "ge.Scalar" => ew::compare(cx, &name),
+        "eq.Tensor" | "eq.Scalar" | "ne.Tensor" | "ne.Scalar" | "lt.Tensor" | "lt.Scalar" | "le.Tensor"
+        | "le.Scalar" | "gt.Tensor" | "gt.Scalar" | "ge.Tensor" | "ge.Scalar" => ew::compare(cx, &name),
         "logical_and" | "logical_or" | "logical_xor" | "logical_not" => ew::logical(cx, &name),
         "bitwise_not" => ew::unary(cx, "ten.not"),
-        "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan" | "floor" | "ceil" | "round" | "trunc" | "sign"
-        | "sigmoid" | "reciprocal" | "isnan" | "isinf" | "expm1" | "log2" | "log10" | "sinh" | "cosh" | "asinh" | "acosh" | "atanh" | "asin" | "acos"
-        | "atan" => ew::math(cx, &name),
-        "relu" | "leaky_relu" | "hardtanh" | "clamp" | "clamp.Tensor" | "gelu" | "silu" | "elu" => ew::activation(cx, &name),
+        "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan"
+        | "floor" | "ceil" | "round" | "trunc" | "sign" | "sigmoid" | "reciprocal" | "isnan" | "isinf" | "expm1"
+        | "log2" | "log10" | "sinh" | "cosh" | "asinh" | "acosh" | "atanh" | "asin" | "acos" | "atan" => {
+            ew::math(cx, &name)
+        }
+        "relu" | "leaky_relu" | "hardtanh" | "clamp" | "clamp.Tensor" | "gelu" | "silu" | "elu" => {
+            ew::activation(cx, &name)
+        }
         "where.self" => ew::where_self(cx),
         "fmax" | "fmin" | "copysign.Tensor" => ew::binary_special(cx, &name),
         "round.decimals" => ew::round_decimals(cx),
         // Reductions and normalizations.
-        "sum" | "sum.dim_IntList" | "prod" | "prod.dim_int" | "amax" | "amin" | "any" | "any.dim" | "any.dims" | "mean" | "mean.dim" => {
-            reduce::reduction(cx, &name)
-        }
+        "sum" | "sum.dim_IntList" | "prod" | "prod.dim_int" | "amax" | "amin" | "any" | "any.dim" | "any.dims"
+        | "mean" | "mean.dim" => reduce::reduction(cx, &name),
         "var.correction" | "var.dim" | "var_mean.correction" => reduce::variance(cx, &name),
         "_softmax" | "_log_softmax" => reduce::softmax(cx, name == "_log_softmax"),
         "native_layer_norm" => reduce::layer_norm(cx),
         "native_group_norm" => reduce::group_norm(cx),
         "_native_batch_norm_legit_no_training" | "_native_batch_norm_legit" => reduce::batch_norm(cx, &name),
-        "_native_batch_norm_legit.no_stats" | "_native_batch_norm_legit_functional" | "_batch_norm_with_update_functional" => {
-            reduce::batch_norm_train(cx, &name)
-        }
+        "_native_batch_norm_legit.no_stats"
+        | "_native_batch_norm_legit_functional"
+        | "_batch_norm_with_update_functional" => reduce::batch_norm_train(cx, &name),
         "dist" => reduce::dist(cx),
         "searchsorted.Tensor" | "bucketize.Tensor" => reduce::searchsorted(cx, &name),
         "cumsum" | "cumprod" => reduce::cumsum(cx, &name),
@@ -110,9 +118,8 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "mm" | "bmm" | "addmm" => matmul::matmul(cx, &name),
         "addbmm" => matmul::addbmm(cx),
         // Layout: reshapes, transposes, broadcasts, slices, concatenation, gathers.
-        "view" | "view_copy" | "_unsafe_view" | "reshape" | "unsqueeze" | "unsqueeze_copy" | "squeeze.dim" | "squeeze.dims" | "squeeze_copy.dims" => {
-            shape::reshape(cx)
-        }
+        "view" | "view_copy" | "_unsafe_view" | "reshape" | "unsqueeze" | "unsqueeze_copy" | "squeeze.dim"
+        | "squeeze.dims" | "squeeze_copy.dims" => shape::reshape(cx),
         "permute" | "permute_copy" | "transpose.int" => shape::transpose(cx, &name),
         "expand" | "expand_copy" => shape::expand(cx),
         "slice.Tensor" | "slice_copy.Tensor" | "select.int" | "select_copy.int" => shape::slice(cx, &name),
@@ -126,7 +133,9 @@ fn lower(cx: &mut Cx) -> build::Lowered {
         "as_strided" => shape::as_strided(cx),
         "diagonal" | "diagonal_copy" => shape::diagonal(cx),
         // Scatters: `ten.scatter` into the flattened input.
-        "scatter.src" | "scatter.value" | "scatter.reduce" | "scatter_add" | "scatter_reduce.two" => scatter::scatter_dim(cx, &name),
+        "scatter.src" | "scatter.value" | "scatter.reduce" | "scatter_add" | "scatter_reduce.two" => {
+            scatter::scatter_dim(cx, &name)
+        }
         "index_put" => scatter::index_put(cx),
         "slice_scatter" | "select_scatter" | "diagonal_scatter" => scatter::view_scatter(cx, &name),
         // Constants, conversions, identities.

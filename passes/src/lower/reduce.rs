@@ -373,7 +373,9 @@ pub fn batch_norm_train(cx: &mut Cx, name: &str) -> Lowered {
     if xt.rank() < 2 {
         return Err(cx.err("batch norm needs an input of rank >= 2 (channels are dim 1)"));
     }
-    let f = |cx: &Cx, k: &str| cx.attr(k).and_then(|a| a.as_float()).ok_or_else(|| cx.err(&format!("attribute `{k}` must be a float")));
+    let f = |cx: &Cx, k: &str| {
+        cx.attr(k).and_then(|a| a.as_float()).ok_or_else(|| cx.err(&format!("attribute `{k}` must be a float")))
+    };
     let (eps, momentum) = (f(cx, "eps")?, f(cx, "momentum")?);
     let acc = acc_dtype(t.dtype);
     let dims: Vec<usize> = (0..xt.rank()).filter(|&d| d != 1).collect();
@@ -469,7 +471,11 @@ pub fn dist(cx: &mut Cx) -> Lowered {
 /// would step over, is counted here: results differ from torch only for such sequences.
 pub fn searchsorted(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
-    let (seq, v) = if name == "bucketize.Tensor" { (cx.arg("boundaries")?, cx.arg("self")?) } else { (cx.arg("sorted_sequence")?, cx.arg("self")?) };
+    let (seq, v) = if name == "bucketize.Tensor" {
+        (cx.arg("boundaries")?, cx.arg("self")?)
+    } else {
+        (cx.arg("sorted_sequence")?, cx.arg("self")?)
+    };
     let right = match cx.str_attr("side").as_deref() {
         Some("right") => true,
         Some("left") => false,

@@ -87,7 +87,15 @@ pub fn scatter_dim(cx: &mut Cx, name: &str) -> Lowered {
             s
         } else {
             let start = Attr::dims(vec![c(0); st.rank()]);
-            cx.emit("ten.slice", vec![s], vec![("start", start), ("shape", Attr::dims(it.dims.clone())), ("step", Attr::Ints(vec![1; st.rank()]))])?
+            cx.emit(
+                "ten.slice",
+                vec![s],
+                vec![
+                    ("start", start),
+                    ("shape", Attr::dims(it.dims.clone())),
+                    ("step", Attr::Ints(vec![1; st.rank()])),
+                ],
+            )?
         };
         cx.convert(s, t.dtype)?
     };
@@ -140,11 +148,22 @@ pub fn index_put(cx: &mut Cx) -> Lowered {
     // Row-major position: leading dims' iotas, the merged index, trailing dims' iotas.
     let map: Vec<usize> = (ix.first..ix.first + k).collect();
     let merged = cx.bcast_in_dim(ix.linear, &rshape, &map)?;
-    let mut lin = if stride(ix.last) != 1 { cx.binary_scalar("ten.mul", merged, stride(ix.last) as f64)? } else { merged };
-    let other: Vec<(usize, usize)> = (0..ix.first).map(|j| (j, j)).chain((ix.last + 1..xt.rank()).map(|j| (j, j - ix.last - 1 + ix.first + k))).collect();
+    let mut lin =
+        if stride(ix.last) != 1 { cx.binary_scalar("ten.mul", merged, stride(ix.last) as f64)? } else { merged };
+    let other: Vec<(usize, usize)> = (0..ix.first)
+        .map(|j| (j, j))
+        .chain((ix.last + 1..xt.rank()).map(|j| (j, j - ix.last - 1 + ix.first + k)))
+        .collect();
     for (xdim, rdim) in other {
-        let io =
-            cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(rshape.clone())), ("dim", Attr::Int(rdim as i64)), ("dtype", Attr::DType(DType::I64))])?;
+        let io = cx.emit(
+            "ten.iota",
+            vec![],
+            vec![
+                ("shape", Attr::dims(rshape.clone())),
+                ("dim", Attr::Int(rdim as i64)),
+                ("dtype", Attr::DType(DType::I64)),
+            ],
+        )?;
         let term = if stride(xdim) != 1 { cx.binary_scalar("ten.mul", io, stride(xdim) as f64)? } else { io };
         lin = cx.emit("ten.add", vec![lin, term], vec![])?;
     }
@@ -173,7 +192,11 @@ fn positions(cx: &mut Cx, xdims: &[SymExpr], coords: Vec<Value>) -> Result<Value
 }
 
 fn iota(cx: &mut Cx, shape: &[SymExpr], dim: usize) -> Result<Value, String> {
-    cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(dim as i64)), ("dtype", Attr::DType(DType::I64))])
+    cx.emit(
+        "ten.iota",
+        vec![],
+        vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(dim as i64)), ("dtype", Attr::DType(DType::I64))],
+    )
 }
 
 /// slice_scatter, select_scatter and diagonal_scatter: `src` written over the view of `self`
@@ -193,7 +216,8 @@ pub fn view_scatter(cx: &mut Cx, name: &str) -> Lowered {
     let rank = xt.rank();
     let err = |e: String| cx.err(&e);
     let (src, coords) = if name == "diagonal_scatter" {
-        let (d1, d2) = (norm_dim(cx.int_or("dim1", 0)?, rank).map_err(err)?, norm_dim(cx.int_or("dim2", 1)?, rank).map_err(err)?);
+        let (d1, d2) =
+            (norm_dim(cx.int_or("dim1", 0)?, rank).map_err(err)?, norm_dim(cx.int_or("dim2", 1)?, rank).map_err(err)?);
         let offset = cx.int_or("offset", 0)?;
         let diag = st.rank() - 1;
         let mut others = (0..diag).map(|k| iota(cx, &st.dims, k)).collect::<Result<Vec<_>, _>>()?.into_iter();
@@ -216,7 +240,11 @@ pub fn view_scatter(cx: &mut Cx, name: &str) -> Lowered {
         let d = norm_dim(cx.int_or("dim", 0)?, rank).map_err(err)?;
         let size = xt.dims[d].clone();
         let (src, start, step) = if name == "select_scatter" {
-            let i = cx.attr("index").and_then(|a| a.as_sym()).and_then(|s| s.as_const()).ok_or_else(|| cx.err("attribute `index` must be a static integer"))?;
+            let i = cx
+                .attr("index")
+                .and_then(|a| a.as_sym())
+                .and_then(|s| s.as_const())
+                .ok_or_else(|| cx.err("attribute `index` must be a static integer"))?;
             let n = size.as_const().expect("static");
             let mut dims = st.dims.clone();
             dims.insert(d, c(1));

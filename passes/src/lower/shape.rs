@@ -26,7 +26,10 @@ pub fn transpose(cx: &mut Cx, name: &str) -> Lowered {
         }
         p
     } else {
-        let dims = cx.attr("dims").and_then(|a| a.as_ints().map(<[i64]>::to_vec)).ok_or_else(|| cx.err("attribute `dims` must be a list"))?;
+        let dims = cx
+            .attr("dims")
+            .and_then(|a| a.as_ints().map(<[i64]>::to_vec))
+            .ok_or_else(|| cx.err("attribute `dims` must be a list"))?;
         dims.iter().map(|&d| norm_dim(d, rank).map_err(err)).collect::<Result<_, _>>()?
     };
     if perm.iter().enumerate().all(|(i, &d)| i == d) {
@@ -64,7 +67,11 @@ fn slice_dim(cx: &mut Cx, x: Value, dim: usize, start: SymExpr, step: i64, shape
     starts[dim] = start;
     let mut steps = vec![1; xt.rank()];
     steps[dim] = step;
-    cx.emit("ten.slice", vec![x], vec![("start", Attr::dims(starts)), ("shape", Attr::dims(shape.to_vec())), ("step", Attr::Ints(steps))])
+    cx.emit(
+        "ten.slice",
+        vec![x],
+        vec![("start", Attr::dims(starts)), ("shape", Attr::dims(shape.to_vec())), ("step", Attr::Ints(steps))],
+    )
 }
 
 /// slice.Tensor (start/end normalized, length from the result type) and select.int (a
@@ -141,8 +148,14 @@ pub fn cat(cx: &mut Cx, stack: bool) -> Lowered {
 pub fn flip(cx: &mut Cx) -> Lowered {
     let x = cx.arg("self")?;
     let rank = cx.tt(x).rank();
-    let dims = cx.attr("dims").and_then(|a| a.as_ints().map(<[i64]>::to_vec)).ok_or_else(|| cx.err("attribute `dims` must be a list"))?;
-    let mut dims = dims.iter().map(|&d| norm_dim(d, rank).map(|d| d as i64).map_err(|e| cx.err(&e))).collect::<Result<Vec<_>, _>>()?;
+    let dims = cx
+        .attr("dims")
+        .and_then(|a| a.as_ints().map(<[i64]>::to_vec))
+        .ok_or_else(|| cx.err("attribute `dims` must be a list"))?;
+    let mut dims = dims
+        .iter()
+        .map(|&d| norm_dim(d, rank).map(|d| d as i64).map_err(|e| cx.err(&e)))
+        .collect::<Result<Vec<_>, _>>()?;
     dims.sort();
     dims.dedup();
     if dims.is_empty() {
@@ -293,9 +306,22 @@ pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: us
     for (k, &stride) in strides.iter().enumerate() {
         let term = if k == dim {
             let i = cx.convert(index, DType::I64)?;
-            wrap_index(cx, i, xdims[dim].as_const().expect("static"), strides[0] * xdims[0].as_const().expect("static"))?
+            wrap_index(
+                cx,
+                i,
+                xdims[dim].as_const().expect("static"),
+                strides[0] * xdims[0].as_const().expect("static"),
+            )?
         } else {
-            cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(it.dims.clone())), ("dim", Attr::Int(k as i64)), ("dtype", Attr::DType(DType::I64))])?
+            cx.emit(
+                "ten.iota",
+                vec![],
+                vec![
+                    ("shape", Attr::dims(it.dims.clone())),
+                    ("dim", Attr::Int(k as i64)),
+                    ("dtype", Attr::DType(DType::I64)),
+                ],
+            )?
         };
         let term = if stride != 1 { cx.binary_scalar("ten.mul", term, stride as f64)? } else { term };
         linear = Some(match linear {
@@ -340,7 +366,8 @@ pub fn diagonal(cx: &mut Cx) -> Lowered {
     let xt = cx.tt(x);
     let rank = xt.rank();
     let err = |e: String| cx.err(&e);
-    let (d1, d2) = (norm_dim(cx.int_or("dim1", 0)?, rank).map_err(err)?, norm_dim(cx.int_or("dim2", 1)?, rank).map_err(err)?);
+    let (d1, d2) =
+        (norm_dim(cx.int_or("dim1", 0)?, rank).map_err(err)?, norm_dim(cx.int_or("dim2", 1)?, rank).map_err(err)?);
     if d1 == d2 {
         return Err(cx.err("diagonal dimensions cannot be identical"));
     }
@@ -369,7 +396,11 @@ pub fn diagonal(cx: &mut Cx) -> Lowered {
     starts[rank - 2] = c(start);
     let mut steps = vec![1; rank - 1];
     steps[rank - 2] = b + 1;
-    let v = cx.emit("ten.slice", vec![flat], vec![("start", Attr::dims(starts)), ("shape", Attr::dims(t.dims.clone())), ("step", Attr::Ints(steps))])?;
+    let v = cx.emit(
+        "ten.slice",
+        vec![flat],
+        vec![("start", Attr::dims(starts)), ("shape", Attr::dims(t.dims.clone())), ("step", Attr::Ints(steps))],
+    )?;
     Ok(Some(vec![v]))
 }
 
@@ -384,7 +415,11 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
     if cx.m.defining_op(x).is_some() || !xt.is_static() || !t.is_static() {
         return Ok(None);
     }
-    let Some(strides) = cx.attr("stride").and_then(|a| a.as_dims()).and_then(|v| v.iter().map(SymExpr::as_const).collect::<Option<Vec<i64>>>()) else {
+    let Some(strides) = cx
+        .attr("stride")
+        .and_then(|a| a.as_dims())
+        .and_then(|v| v.iter().map(SymExpr::as_const).collect::<Option<Vec<i64>>>())
+    else {
         return Ok(None);
     };
     let offset = match cx.attr("storage_offset").map(|a| a.as_sym().and_then(|s| s.as_const())) {
@@ -400,7 +435,15 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
         if s == 0 || t.dims[k] == c(1) {
             continue;
         }
-        let io = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(t.dims.clone())), ("dim", Attr::Int(k as i64)), ("dtype", Attr::DType(DType::I64))])?;
+        let io = cx.emit(
+            "ten.iota",
+            vec![],
+            vec![
+                ("shape", Attr::dims(t.dims.clone())),
+                ("dim", Attr::Int(k as i64)),
+                ("dtype", Attr::DType(DType::I64)),
+            ],
+        )?;
         let term = if s != 1 { cx.binary_scalar("ten.mul", io, s as f64)? } else { io };
         lin = cx.emit("ten.add", vec![lin, term], vec![])?;
     }
@@ -428,13 +471,18 @@ pub fn sort(cx: &mut Cx, name: &str) -> Lowered {
     }
     let d = norm_dim(cx.int_or("dim", -1)?, xt.rank()).map_err(|e| cx.err(&e))?;
     let descending = if name == "topk" { cx.bool_or("largest", true) } else { cx.bool_or("descending", false) };
-    let mut idx = cx.emit("ten.argsort", vec![x], vec![("dim", Attr::Int(d as i64)), ("descending", Attr::Bool(descending))])?;
+    let mut idx =
+        cx.emit("ten.argsort", vec![x], vec![("dim", Attr::Int(d as i64)), ("descending", Attr::Bool(descending))])?;
     if it.dims != xt.dims {
         let rank = xt.rank();
         idx = cx.emit(
             "ten.slice",
             vec![idx],
-            vec![("start", Attr::dims(vec![c(0); rank])), ("shape", Attr::dims(it.dims.clone())), ("step", Attr::Ints(vec![1; rank]))],
+            vec![
+                ("start", Attr::dims(vec![c(0); rank])),
+                ("shape", Attr::dims(it.dims.clone())),
+                ("step", Attr::Ints(vec![1; rank])),
+            ],
         )?;
     }
     let Some(linear) = linear_along(cx, &xt.dims, idx, d)? else { return Ok(None) };

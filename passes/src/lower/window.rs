@@ -28,7 +28,10 @@ fn int_list(cx: &Cx, name: &str, n: usize, dflt: Option<&[i64]>) -> Result<Vec<i
         None => vec![],
         Some(Attr::Int(i)) => vec![i],
         Some(Attr::Ints(v)) => v,
-        Some(Attr::Dims(d)) => d.iter().map(|e| e.as_const().ok_or_else(|| cx.err(&format!("attribute `{name}` must be static")))).collect::<Result<_, _>>()?,
+        Some(Attr::Dims(d)) => d
+            .iter()
+            .map(|e| e.as_const().ok_or_else(|| cx.err(&format!("attribute `{name}` must be static"))))
+            .collect::<Result<_, _>>()?,
         Some(a) => return Err(cx.err(&format!("attribute `{name}` must be a list of integers, found `{a}`"))),
     };
     match v.len() {
@@ -94,8 +97,10 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
     let mut stride = int_list(cx, "stride", sp, Some(&vec![1; sp]))?;
     let padding = int_list(cx, "padding", sp, Some(&vec![0; sp]))?;
     let dilation = int_list(cx, "dilation", sp, Some(&vec![1; sp]))?;
-    let kernel: Vec<i64> =
-        wt.dims[2..].iter().map(|d| d.as_const().ok_or_else(|| cx.err("convolution kernel sizes must be static"))).collect::<Result<_, _>>()?;
+    let kernel: Vec<i64> = wt.dims[2..]
+        .iter()
+        .map(|d| d.as_const().ok_or_else(|| cx.err("convolution kernel sizes must be static")))
+        .collect::<Result<_, _>>()?;
     let x = cx.convert(x, t.dtype)?;
     let mut w = cx.convert(w, t.dtype)?;
     let mut low = vec![c(0), c(0)];
@@ -164,11 +169,20 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
     let kk = SymExpr::mul(wt.dims[1].clone(), prod(&wt.dims[2..]));
     // An f16/bf16 convolution with a bias keeps the product's f32 accumulator for the bias and
     // rounds once, as torch's (and `matmul::scale_and_add`).
-    let acc = if cx.operand("bias").is_some() && matches!(t.dtype, DType::F16 | DType::BF16) { Some(("dtype", Attr::DType(DType::F32))) } else { None };
+    let acc = if cx.operand("bias").is_some() && matches!(t.dtype, DType::F16 | DType::BF16) {
+        Some(("dtype", Attr::DType(DType::F32)))
+    } else {
+        None
+    };
     let y = if groups == 1 {
         let cols = cx.reshape(cols, &[SymExpr::mul(cin, prod(&wt.dims[2..])), np])?;
         let wm = cx.reshape(w, &[cout.clone(), kk])?;
-        let attrs = vec![("lhs_batch", ints(&[])), ("rhs_batch", ints(&[])), ("lhs_contract", ints(&[1])), ("rhs_contract", ints(&[0]))];
+        let attrs = vec![
+            ("lhs_batch", ints(&[])),
+            ("rhs_batch", ints(&[])),
+            ("lhs_contract", ints(&[1])),
+            ("rhs_contract", ints(&[0])),
+        ];
         let y = cx.emit("ten.dot_general", vec![wm, cols], attrs.into_iter().chain(acc.clone()).collect())?;
         // [CO, N*P] -> [N, CO, O..]
         if n == c(1) {
@@ -186,7 +200,12 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
         let cog = SymExpr::floordiv(cout.clone(), g.clone());
         let cols = cx.reshape(cols, &[g.clone(), kk.clone(), np])?;
         let wm = cx.reshape(w, &[g.clone(), cog.clone(), kk])?;
-        let attrs = vec![("lhs_batch", ints(&[0])), ("rhs_batch", ints(&[0])), ("lhs_contract", ints(&[2])), ("rhs_contract", ints(&[1]))];
+        let attrs = vec![
+            ("lhs_batch", ints(&[0])),
+            ("rhs_batch", ints(&[0])),
+            ("lhs_contract", ints(&[2])),
+            ("rhs_contract", ints(&[1])),
+        ];
         let y = cx.emit("ten.dot_general", vec![wm, cols], attrs.into_iter().chain(acc.clone()).collect())?;
         // [G, COg, N*P] -> [N, G, COg, O..] -> [N, CO, O..]
         let mut shape = vec![g, cog, n];
@@ -277,14 +296,24 @@ pub fn max_pool(cx: &mut Cx) -> Lowered {
     let mut flat: Option<Value> = None;
     for i in 0..sp {
         // Scalar steps by 1 (or 0) are left out.
-        let scale = |cx: &mut Cx, name: &str, x: Value, v: i64, unit: i64| if v == unit { Ok(x) } else { cx.binary_scalar(name, x, v as f64) };
+        let scale = |cx: &mut Cx, name: &str, x: Value, v: i64, unit: i64| {
+            if v == unit {
+                Ok(x)
+            } else {
+                cx.binary_scalar(name, x, v as f64)
+            }
+        };
         let inner: i64 = g.kernel[i + 1..].iter().product();
         let digit = scale(cx, "ten.div", k, inner, 1)?;
         let digit = if i == 0 { digit } else { cx.binary_scalar("ten.rem", digit, g.kernel[i] as f64)? };
         let o = cx.emit(
             "ten.iota",
             vec![],
-            vec![("shape", Attr::dims(ti.dims.clone())), ("dim", Attr::Int((g.lead + i) as i64)), ("dtype", Attr::DType(DType::I64))],
+            vec![
+                ("shape", Attr::dims(ti.dims.clone())),
+                ("dim", Attr::Int((g.lead + i) as i64)),
+                ("dtype", Attr::DType(DType::I64)),
+            ],
         )?;
         let low = g.low[g.lead + i].as_const().ok_or_else(|| cx.err("max pooling indices need static padding"))?;
         let pos = scale(cx, "ten.mul", o, g.stride[i], 1)?;
@@ -294,7 +323,9 @@ pub fn max_pool(cx: &mut Cx) -> Lowered {
         flat = Some(match flat {
             None => pos,
             Some(f) => {
-                let size = xt.dims[g.lead + i].as_const().ok_or_else(|| cx.err("max pooling indices need static spatial sizes"))?;
+                let size = xt.dims[g.lead + i]
+                    .as_const()
+                    .ok_or_else(|| cx.err("max pooling indices need static spatial sizes"))?;
                 let f = cx.binary_scalar("ten.mul", f, size as f64)?;
                 cx.emit("ten.add", vec![f, pos], vec![])?
             }
@@ -326,7 +357,9 @@ pub fn avg_pool(cx: &mut Cx) -> Lowered {
     let past_padding = g.high.iter().zip(&g.low).any(|(h, l)| h != l);
     let divisor = match cx.attr("divisor_override").and_then(|a| a.as_int()) {
         Some(d) => cx.constf(d as f64, acc, &sum_t.dims)?,
-        None if !past_padding && (include_pad || !padded) => cx.constf(g.kernel.iter().product::<i64>() as f64, acc, &sum_t.dims)?,
+        None if !past_padding && (include_pad || !padded) => {
+            cx.constf(g.kernel.iter().product::<i64>() as f64, acc, &sum_t.dims)?
+        }
         None => {
             // Count the window elements inside the input (and, with count_include_pad, its padding).
             let sp = g.kernel.len();
@@ -335,7 +368,11 @@ pub fn avg_pool(cx: &mut Cx) -> Lowered {
             let (low, high) = (g.low[g.lead..].to_vec(), g.high[g.lead..].to_vec());
             let cover = if include_pad {
                 let p1 = pad(cx, ones, low.clone(), low.clone(), Attr::Float(1.0))?;
-                let extra = high.iter().zip(&low).map(|(h, l)| SymExpr::add(h.clone(), SymExpr::mul(c(-1), l.clone()))).collect();
+                let extra = high
+                    .iter()
+                    .zip(&low)
+                    .map(|(h, l)| SymExpr::add(h.clone(), SymExpr::mul(c(-1), l.clone())))
+                    .collect();
                 pad(cx, p1, vec![c(0); sp], extra, Attr::Float(0.0))?
             } else {
                 pad(cx, ones, low, high, Attr::Float(0.0))?
@@ -392,7 +429,8 @@ pub fn adaptive_avg_pool(cx: &mut Cx) -> Lowered {
         }
     }
     if !wdims.is_empty() {
-        let rest: Vec<SymExpr> = split.iter().enumerate().filter(|(j, _)| !wdims.contains(j)).map(|(_, e)| e.clone()).collect();
+        let rest: Vec<SymExpr> =
+            split.iter().enumerate().filter(|(j, _)| !wdims.contains(j)).map(|(_, e)| e.clone()).collect();
         let r = cx.reshape(y, &split)?;
         let sum = cx.reduce(r, "sum", &wdims)?;
         let n = cx.count(&split, &wdims, acc, &rest)?;
@@ -416,14 +454,22 @@ pub fn adaptive_avg_pool(cx: &mut Cx) -> Lowered {
         let starts: Vec<i64> = (0..ov).map(|j| j * sv / ov).collect();
         let kmax = (0..ov).map(|j| ((j + 1) * sv + ov - 1) / ov - starts[j as usize]).max().unwrap_or(1);
         // start[j] = j*S/O, len[j] = ceil((j+1)*S/O) - start[j], as int64 index math.
-        let j = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(vec![c(ov)])), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))])?;
+        let j = cx.emit(
+            "ten.iota",
+            vec![],
+            vec![("shape", Attr::dims(vec![c(ov)])), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
+        )?;
         let js = cx.binary_scalar("ten.mul", j, sv as f64)?;
         let start = cx.binary_scalar("ten.div", js, ov as f64)?;
         let j1 = cx.binary_scalar("ten.add", js, (sv + ov - 1) as f64)?;
         let end = cx.binary_scalar("ten.div", j1, ov as f64)?;
         let len = cx.emit("ten.sub", vec![end, start], vec![])?;
         let win = [c(ov), c(kmax)];
-        let m = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(win.to_vec())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))])?;
+        let m = cx.emit(
+            "ten.iota",
+            vec![],
+            vec![("shape", Attr::dims(win.to_vec())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))],
+        )?;
         let start_b = cx.bcast_in_dim(start, &win, &[0])?;
         let idx = cx.emit("ten.add", vec![start_b, m], vec![])?;
         let idx = cx.binary_scalar("ten.min", idx, (sv - 1) as f64)?;
@@ -476,9 +522,10 @@ pub fn upsample_bilinear(cx: &mut Cx) -> Lowered {
     if xt.rank() != 4 || !t.dtype.is_float() {
         return Ok(None);
     }
-    let (Some(ins), Some(outs)) =
-        (xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(), t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>())
-    else {
+    let (Some(ins), Some(outs)) = (
+        xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(),
+        t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(),
+    ) else {
         return Ok(None);
     };
     let align = cx.bool_or("align_corners", false);
@@ -505,7 +552,11 @@ pub fn upsample_bilinear(cx: &mut Cx) -> Lowered {
             }
         };
         let shape = [c(n_out)];
-        let dst = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::F32))])?;
+        let dst = cx.emit(
+            "ten.iota",
+            vec![],
+            vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::F32))],
+        )?;
         let src = if align {
             cx.binary_scalar("ten.mul", dst, scale as f64)?
         } else {
@@ -547,9 +598,10 @@ pub fn upsample_nearest(cx: &mut Cx) -> Lowered {
     if xt.rank() != 4 {
         return Ok(None);
     }
-    let (Some(ins), Some(outs)) =
-        (xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(), t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>())
-    else {
+    let (Some(ins), Some(outs)) = (
+        xt.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(),
+        t.dims[2..].iter().map(|d| d.as_const()).collect::<Option<Vec<i64>>>(),
+    ) else {
         return Ok(None);
     };
     let factors: Option<Vec<f64>> = match cx.attr("scale_factors") {
@@ -564,7 +616,11 @@ pub fn upsample_nearest(cx: &mut Cx) -> Lowered {
         }
         let shape = [c(n_out)];
         let idx = if n_out == 2 * n_in {
-            let dst = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))])?;
+            let dst = cx.emit(
+                "ten.iota",
+                vec![],
+                vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
+            )?;
             cx.binary_scalar("ten.div", dst, 2.0)?
         } else {
             let factor = factors.as_ref().and_then(|f| f.get(dim - 2).copied()).filter(|&s| s > 0.0);
@@ -572,7 +628,11 @@ pub fn upsample_nearest(cx: &mut Cx) -> Lowered {
                 Some(s) => (1.0 / s) as f32,
                 None => n_in as f32 / n_out as f32,
             };
-            let dst = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::F32))])?;
+            let dst = cx.emit(
+                "ten.iota",
+                vec![],
+                vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::F32))],
+            )?;
             let s = cx.binary_scalar("ten.mul", dst, scale as f64)?;
             let s = cx.unary("ten.floor", s)?;
             let i = cx.convert(s, DType::I64)?;
@@ -594,7 +654,8 @@ pub fn grid_sampler(cx: &mut Cx) -> Lowered {
     let t = cx.out(0)?;
     let (x, grid) = (cx.arg("input")?, cx.arg("grid")?);
     let (xt, gt) = (cx.tt(x), cx.tt(grid));
-    let (mode, padding, align) = (cx.int("interpolation_mode")?, cx.int("padding_mode")?, cx.bool_or("align_corners", false));
+    let (mode, padding, align) =
+        (cx.int("interpolation_mode")?, cx.int("padding_mode")?, cx.bool_or("align_corners", false));
     if t.dtype != DType::F32 || gt.dtype != DType::F32 || mode > 1 || padding > 1 || xt.rank() != 4 || gt.rank() != 4 {
         return Ok(None);
     }
@@ -610,7 +671,11 @@ pub fn grid_sampler(cx: &mut Cx) -> Lowered {
         let g = cx.emit(
             "ten.slice",
             vec![grid],
-            vec![("start", Attr::Ints(vec![0, 0, 0, k])), ("shape", Attr::Ints(vec![n, ho, wo, 1])), ("step", Attr::Ints(vec![1; 4]))],
+            vec![
+                ("start", Attr::Ints(vec![0, 0, 0, k])),
+                ("shape", Attr::Ints(vec![n, ho, wo, 1])),
+                ("step", Attr::Ints(vec![1; 4])),
+            ],
         )?;
         let g = cx.reshape(g, &pshape)?;
         let g1 = cx.binary_scalar("ten.add", g, 1.0)?;
@@ -632,8 +697,16 @@ pub fn grid_sampler(cx: &mut Cx) -> Lowered {
     let iy = coord(cx, 1, h)?;
     let flat = cx.reshape(x, &[c(n * ch * h * w)])?;
     let oshape = t.dims.clone();
-    let io_n = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(oshape.clone())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))])?;
-    let io_c = cx.emit("ten.iota", vec![], vec![("shape", Attr::dims(oshape.clone())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))])?;
+    let io_n = cx.emit(
+        "ten.iota",
+        vec![],
+        vec![("shape", Attr::dims(oshape.clone())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
+    )?;
+    let io_c = cx.emit(
+        "ten.iota",
+        vec![],
+        vec![("shape", Attr::dims(oshape.clone())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))],
+    )?;
     let nc = cx.binary_scalar("ten.mul", io_n, ch as f64)?;
     let nc = cx.emit("ten.add", vec![nc, io_c], vec![])?;
     let base = cx.binary_scalar("ten.mul", nc, (h * w) as f64)?;

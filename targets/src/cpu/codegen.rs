@@ -19,7 +19,9 @@ use inkwell::intrinsics::Intrinsic;
 use inkwell::module::Linkage;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 use inkwell::types::{BasicType, BasicTypeEnum};
-use inkwell::values::{AsValueRef, BasicMetadataValueEnum, BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue};
+use inkwell::values::{
+    AsValueRef, BasicMetadataValueEnum, BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue,
+};
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
 use std::collections::HashMap;
 
@@ -54,7 +56,14 @@ fn machine() -> R<(TargetMachine, String, String)> {
     let cpu = TargetMachine::get_host_cpu_name().to_string();
     let features = TargetMachine::get_host_cpu_features().to_string();
     let tm = target
-        .create_target_machine(&triple, &cpu, &features, OptimizationLevel::Aggressive, RelocMode::PIC, CodeModel::Default)
+        .create_target_machine(
+            &triple,
+            &cpu,
+            &features,
+            OptimizationLevel::Aggressive,
+            RelocMode::PIC,
+            CodeModel::Default,
+        )
         .ok_or("cannot create an LLVM target machine for this CPU")?;
     Ok((tm, cpu, features))
 }
@@ -80,7 +89,10 @@ pub fn codegen(m: &Module, plan: &Plan, symbols: &[String]) -> R<Object> {
     } else {
         std::thread::scope(|sc| {
             let handles: Vec<_> = parts.iter().map(|&ks| sc.spawn(|| module_object(m, plan, ks, &sym_index))).collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("an LLVM codegen thread panicked".into()))).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("an LLVM codegen thread panicked".into())))
+                .collect()
         })
     };
     let (mut objects, mut llvm_ir, mut pre, mut asm) = (Vec::new(), String::new(), String::new(), String::new());
@@ -117,9 +129,15 @@ fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &Has
             k.group_body(&kd.roots, kd.outer, &kd.scratch)?;
         }
     }
-    let pre = if std::env::var_os("EMBER_DUMP_LLVM").is_some() { module.print_to_string().to_string() } else { String::new() };
+    let pre = if std::env::var_os("EMBER_DUMP_LLVM").is_some() {
+        module.print_to_string().to_string()
+    } else {
+        String::new()
+    };
     module.verify().map_err(|e| format!("generated LLVM IR does not verify: {e}"))?;
-    module.run_passes("default<O3>", &tm, inkwell::passes::PassBuilderOptions::create()).map_err(|e| format!("LLVM optimization failed: {e}"))?;
+    module
+        .run_passes("default<O3>", &tm, inkwell::passes::PassBuilderOptions::create())
+        .map_err(|e| format!("LLVM optimization failed: {e}"))?;
     let llvm_ir = module.print_to_string().to_string();
     let asm = if std::env::var_os("EMBER_DUMP_ASM").is_some() {
         let a = tm.write_to_memory_buffer(&module, FileType::Assembly).map_err(le)?;
@@ -191,7 +209,10 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         if TargetMachine::get_host_cpu_features().to_string().contains("+avx512f") {
             // LLVM defaults to 256-bit vectors on these CPUs; the kernels are short, math-heavy
             // loops where 512-bit vectors pay off.
-            f.add_attribute(inkwell::attributes::AttributeLoc::Function, ctx.create_string_attribute("prefer-vector-width", "512"));
+            f.add_attribute(
+                inkwell::attributes::AttributeLoc::Function,
+                ctx.create_string_attribute("prefer-vector-width", "512"),
+            );
         }
         for i in 0..2 {
             // Buffers never alias each other; the vectorizer needs to know.
@@ -308,7 +329,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
 
     /// f32 `v` rounded to the nearest `d` (f16/bf16) and widened back: where torch rounds.
     fn round_narrow(&self, v: FloatValue<'ctx>, d: DType) -> R<FloatValue<'ctx>> {
-        let BasicTypeEnum::FloatType(nt) = self.mem_type(d)? else { return Err("round_narrow of a non-float type".into()) };
+        let BasicTypeEnum::FloatType(nt) = self.mem_type(d)? else {
+            return Err("round_narrow of a non-float type".into());
+        };
         let n = self.b.build_float_trunc(v, nt, "").map_err(le)?;
         self.b.build_float_ext(n, self.ctx.f32_type(), "").map_err(le)
     }
@@ -395,8 +418,14 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let p = unsafe { self.b.build_gep(mt, base, &[lin], "p") }.map_err(le)?;
         let v = self.b.build_load(mt, p, "").map_err(le)?;
         match d {
-            DType::Bool => Ok(self.b.build_int_compare(IntPredicate::NE, v.into_int_value(), self.ctx.i8_type().const_zero(), "").map_err(le)?.into()),
-            DType::F16 | DType::BF16 => Ok(self.b.build_float_ext(v.into_float_value(), self.ctx.f32_type(), "").map_err(le)?.into()),
+            DType::Bool => Ok(self
+                .b
+                .build_int_compare(IntPredicate::NE, v.into_int_value(), self.ctx.i8_type().const_zero(), "")
+                .map_err(le)?
+                .into()),
+            DType::F16 | DType::BF16 => {
+                Ok(self.b.build_float_ext(v.into_float_value(), self.ctx.f32_type(), "").map_err(le)?.into())
+            }
             _ => Ok(v),
         }
     }
@@ -405,8 +434,12 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let mt = self.mem_type(d)?;
         let p = unsafe { self.b.build_gep(mt, base, &[lin], "p") }.map_err(le)?;
         let v: BasicValueEnum = match (d, mt) {
-            (DType::Bool, _) => self.b.build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "").map_err(le)?.into(),
-            (DType::F16 | DType::BF16, BasicTypeEnum::FloatType(nt)) => self.b.build_float_trunc(v.into_float_value(), nt, "").map_err(le)?.into(),
+            (DType::Bool, _) => {
+                self.b.build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "").map_err(le)?.into()
+            }
+            (DType::F16 | DType::BF16, BasicTypeEnum::FloatType(nt)) => {
+                self.b.build_float_trunc(v.into_float_value(), nt, "").map_err(le)?.into()
+            }
             _ => v,
         };
         self.b.build_store(p, v).map_err(le)?;
@@ -431,7 +464,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             return 1;
         }
         let inner = self.dims(r).last().map(|d| d.as_const().unwrap_or(i64::MAX)).unwrap_or(0);
-        let stop: Vec<Value> = self.plan.buf_of.keys().chain(self.scratch.keys()).copied().filter(|&v| v != r).collect();
+        let stop: Vec<Value> =
+            self.plan.buf_of.keys().chain(self.scratch.keys()).copied().filter(|&v| v != r).collect();
         let cost = super::plan::inline_cost(self.m, r, &stop, &mut HashMap::new());
         if inner >= INTERLEAVE_MIN_TRIP && cost >= INTERLEAVE_MIN_COST {
             4
@@ -466,7 +500,10 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             if count > 1 {
                 let name = "llvm.loop.interleave.count";
                 let n = self.ctx.i32_type().const_int(count as u64, false);
-                let mut hint = [LLVMMDStringInContext2(c, name.as_ptr(), name.len()), LLVMValueAsMetadata(n.as_value_ref() as *mut c_void)];
+                let mut hint = [
+                    LLVMMDStringInContext2(c, name.as_ptr(), name.len()),
+                    LLVMValueAsMetadata(n.as_value_ref() as *mut c_void),
+                ];
                 ops.push(LLVMMDNodeInContext2(c, hint.as_mut_ptr(), 2));
             }
             if rolled {
@@ -480,7 +517,12 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         }
     }
 
-    fn for_loop(&mut self, lo: IntValue<'ctx>, hi: IntValue<'ctx>, body: &mut dyn FnMut(&mut Self, IntValue<'ctx>) -> R<()>) -> R<()> {
+    fn for_loop(
+        &mut self,
+        lo: IntValue<'ctx>,
+        hi: IntValue<'ctx>,
+        body: &mut dyn FnMut(&mut Self, IntValue<'ctx>) -> R<()>,
+    ) -> R<()> {
         let pre = self.b.get_insert_block().unwrap();
         let header = self.ctx.append_basic_block(self.f, "loop");
         let bodyb = self.ctx.append_basic_block(self.f, "body");
@@ -552,7 +594,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 tmp.build_store(flag, bool_t.const_zero()).map_err(le)?;
                 let what = self.m.op(op).loc.describe();
                 let what = if what.is_empty() { "a gather (`ten.gather`)".to_string() } else { what };
-                let msg = format!("{what}: an index is out of range for the dim it indexes (torch raises IndexError here)");
+                let msg =
+                    format!("{what}: an index is out of range for the dim it indexes (torch raises IndexError here)");
                 let msg = self.b.build_global_string_ptr(&msg, "oob_msg").map_err(le)?.as_pointer_value();
                 self.index_checks.push((op, flag, msg));
                 flag
@@ -571,7 +614,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let ptr = self.ctx.ptr_type(AddressSpace::default());
         let checks = self.index_checks.clone();
         if !checks.is_empty() {
-            let at = unsafe { self.b.build_gep(ptr, self.bufs, &[self.i64c(self.plan.buffers.len() as i64)], "statusp") }.map_err(le)?;
+            let at =
+                unsafe { self.b.build_gep(ptr, self.bufs, &[self.i64c(self.plan.buffers.len() as i64)], "statusp") }
+                    .map_err(le)?;
             let slot = self.b.build_load(ptr, at, "status").map_err(le)?.into_pointer_value();
             for (_, flag, msg) in checks {
                 let set = self.b.build_load(self.ctx.bool_type(), flag, "").map_err(le)?.into_int_value();
@@ -670,9 +715,13 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             return false;
         }
         let x = d.operands[0];
-        let rd: Vec<usize> = d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
+        let rd: Vec<usize> =
+            d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
         let rank = self.dims(x).len();
-        rank > outer && self.dims(x) == self.dims(r) && rd == (outer..rank).collect::<Vec<_>>() && self.reads_pointwise(x, r)
+        rank > outer
+            && self.dims(x) == self.dims(r)
+            && rd == (outer..rank).collect::<Vec<_>>()
+            && self.reads_pointwise(x, r)
     }
 
     /// Whether `v`'s expression reads `target` (if at all) only at `v`'s own index.
@@ -687,7 +736,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let Some(op) = m.defining_op(v) else { return true };
         let d = m.op(op);
         let pointwise = super::plan::is_pointwise(&d.name);
-        d.operands.iter().all(|&o| if pointwise { self.reads_pointwise(o, target) } else { !self.depends_on(o, target) })
+        d.operands
+            .iter()
+            .all(|&o| if pointwise { self.reads_pointwise(o, target) } else { !self.depends_on(o, target) })
     }
 
     fn depends_on(&self, v: Value, target: Value) -> bool {
@@ -752,7 +803,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             self.b.build_conditional_branch(first, go, done).map_err(le)?;
             self.b.position_at_end(go);
             let mut idx = Vec::new();
-            self.nest(&others, None, &mut idx, &mut |k, o| k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt, op))?;
+            self.nest(&others, None, &mut idx, &mut |k, o| {
+                k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt, op)
+            })?;
             self.b.build_unconditional_branch(done).map_err(le)?;
             self.b.position_at_end(done);
             return Ok(());
@@ -760,7 +813,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             Some((start, end))
         };
         let mut idx = Vec::new();
-        self.nest(&others, outer, &mut idx, &mut |k, o| k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt, op))
+        self.nest(&others, outer, &mut idx, &mut |k, o| {
+            k.scan_line(x, out, dim, &dims, o, acc, acc_ty, init, acc_dt, dt, op)
+        })
     }
 
     /// `ten.scatter`: the call that starts at 0 copies `x` into the result, then applies the
@@ -865,7 +920,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let d = self.m.op(op);
         let x = d.operands[0];
         let is_max = d.attrs.get("kind").and_then(|a| a.as_str()) == Some("argmax");
-        let rdims: Vec<usize> = d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
+        let rdims: Vec<usize> =
+            d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
         let xdims = self.dims(x);
         let dt = self.dtype(x);
         let ty = self.reg_type(dt)?;
@@ -920,7 +976,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let d = self.m.op(op);
         let x = d.operands[0];
         let kind = d.attrs.get("kind").and_then(|a| a.as_str()).unwrap_or("sum").to_string();
-        let rdims: Vec<usize> = d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
+        let rdims: Vec<usize> =
+            d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
         let xdims = self.dims(x);
         let dt = self.dtype(x);
         let ty = self.reg_type(dt)?;
@@ -973,7 +1030,13 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         })
     }
 
-    fn combine(&self, kind: &str, dt: DType, a: BasicValueEnum<'ctx>, v: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
+    fn combine(
+        &self,
+        kind: &str,
+        dt: DType,
+        a: BasicValueEnum<'ctx>,
+        v: BasicValueEnum<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
         let name = match kind {
             "sum" => "add",
             "prod" => "mul",
@@ -997,24 +1060,43 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let i = Intrinsic::find(name).ok_or_else(|| format!("LLVM has no intrinsic {name}"))?;
         let f = i.get_declaration(self.module, &[ty]).ok_or_else(|| format!("cannot declare {name}"))?;
         let args: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
-        Ok(self.b.build_call(f, &args, "").map_err(le)?.try_as_basic_value().basic().ok_or("intrinsic returned void")?)
+        Ok(self
+            .b
+            .build_call(f, &args, "")
+            .map_err(le)?
+            .try_as_basic_value()
+            .basic()
+            .ok_or("intrinsic returned void")?)
     }
 
     fn libm(&self, name: &str, x: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
         let ft = x.get_type();
         let sym = if ft == self.ctx.f32_type() { format!("{name}f") } else { name.to_string() };
-        let f = self.module.get_function(&sym).unwrap_or_else(|| self.module.add_function(&sym, ft.fn_type(&[ft.into()], false), Some(Linkage::External)));
-        Ok(self.b.build_call(f, &[x.into()], "").map_err(le)?.try_as_basic_value().basic().ok_or("libm returned void")?)
+        let f = self.module.get_function(&sym).unwrap_or_else(|| {
+            self.module.add_function(&sym, ft.fn_type(&[ft.into()], false), Some(Linkage::External))
+        });
+        Ok(self
+            .b
+            .build_call(f, &[x.into()], "")
+            .map_err(le)?
+            .try_as_basic_value()
+            .basic()
+            .ok_or("libm returned void")?)
     }
 
     fn libm2(&self, name: &str, x: FloatValue<'ctx>, y: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
         let ft = x.get_type();
         let sym = if ft == self.ctx.f32_type() { format!("{name}f") } else { name.to_string() };
-        let f = self
-            .module
-            .get_function(&sym)
-            .unwrap_or_else(|| self.module.add_function(&sym, ft.fn_type(&[ft.into(), ft.into()], false), Some(Linkage::External)));
-        Ok(self.b.build_call(f, &[x.into(), y.into()], "").map_err(le)?.try_as_basic_value().basic().ok_or("libm returned void")?)
+        let f = self.module.get_function(&sym).unwrap_or_else(|| {
+            self.module.add_function(&sym, ft.fn_type(&[ft.into(), ft.into()], false), Some(Linkage::External))
+        });
+        Ok(self
+            .b
+            .build_call(f, &[x.into(), y.into()], "")
+            .map_err(le)?
+            .try_as_basic_value()
+            .basic()
+            .ok_or("libm returned void")?)
     }
 
     /// atan2(y, x) in f32 without a libm call: t = min(|x|, |y|) / max(|x|, |y|) in [0, 1]
@@ -1025,8 +1107,12 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     fn atan2_f32(&self, y: FloatValue<'ctx>, x: FloatValue<'ctx>) -> R<FloatValue<'ctx>> {
         let b = &self.b;
         let ty = x.get_type().as_basic_type_enum();
-        let fabs = |v: FloatValue<'ctx>| -> R<FloatValue<'ctx>> { Ok(self.intrinsic("llvm.fabs", ty, &[v.into()])?.into_float_value()) };
-        let sel = |c, a: FloatValue<'ctx>, e: FloatValue<'ctx>| -> R<FloatValue<'ctx>> { Ok(b.build_select(c, a, e, "").map_err(le)?.into_float_value()) };
+        let fabs = |v: FloatValue<'ctx>| -> R<FloatValue<'ctx>> {
+            Ok(self.intrinsic("llvm.fabs", ty, &[v.into()])?.into_float_value())
+        };
+        let sel = |c, a: FloatValue<'ctx>, e: FloatValue<'ctx>| -> R<FloatValue<'ctx>> {
+            Ok(b.build_select(c, a, e, "").map_err(le)?.into_float_value())
+        };
         let (ax, ay) = (fabs(x)?, fabs(y)?);
         let swap = b.build_float_compare(FloatPredicate::OGT, ay, ax, "").map_err(le)?;
         let mx = sel(swap, ay, ax)?;
@@ -1036,14 +1122,22 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let t = sel(eq, self.fconst(1.0), q)?;
         let zero = b.build_float_compare(FloatPredicate::OEQ, mx, self.fconst(0.0), "").map_err(le)?;
         let t = sel(zero, self.fconst(0.0), t)?;
-        let big = b.build_float_compare(FloatPredicate::OGT, t, self.fconst(0.414_213_562_373_095_03), "").map_err(le)?;
+        let big =
+            b.build_float_compare(FloatPredicate::OGT, t, self.fconst(0.414_213_562_373_095_03), "").map_err(le)?;
         let zb = b
-            .build_float_div(b.build_float_sub(t, self.fconst(1.0), "").map_err(le)?, b.build_float_add(t, self.fconst(1.0), "").map_err(le)?, "")
+            .build_float_div(
+                b.build_float_sub(t, self.fconst(1.0), "").map_err(le)?,
+                b.build_float_add(t, self.fconst(1.0), "").map_err(le)?,
+                "",
+            )
             .map_err(le)?;
         let z = sel(big, zb, t)?;
         let z2 = b.build_float_mul(z, z, "").map_err(le)?;
-        let p = self.horner(z2, &[-3.333_294_915_39e-1, 1.997_771_064_78e-1, -1.387_768_560_32e-1, 8.053_744_495_38e-2])?;
-        let r = b.build_float_add(z, b.build_float_mul(b.build_float_mul(z, z2, "").map_err(le)?, p, "").map_err(le)?, "").map_err(le)?;
+        let p =
+            self.horner(z2, &[-3.333_294_915_39e-1, 1.997_771_064_78e-1, -1.387_768_560_32e-1, 8.053_744_495_38e-2])?;
+        let r = b
+            .build_float_add(z, b.build_float_mul(b.build_float_mul(z, z2, "").map_err(le)?, p, "").map_err(le)?, "")
+            .map_err(le)?;
         let r = sel(big, b.build_float_add(r, self.fconst(std::f64::consts::FRAC_PI_4), "").map_err(le)?, r)?;
         let r = sel(swap, b.build_float_sub(self.fconst(std::f64::consts::FRAC_PI_2), r, "").map_err(le)?, r)?;
         let i32t = self.ctx.i32_type();
@@ -1077,10 +1171,17 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 "ceil" => self.intrinsic("llvm.ceil", ty, &[x])?,
                 "trunc" => self.intrinsic("llvm.trunc", ty, &[x])?,
                 "round" => self.intrinsic("llvm.roundeven", ty, &[x])?,
-                "rsqrt" => b.build_float_div(one, self.intrinsic("llvm.sqrt", ty, &[x])?.into_float_value(), "").map_err(le)?.into(),
+                "rsqrt" => b
+                    .build_float_div(one, self.intrinsic("llvm.sqrt", ty, &[x])?.into_float_value(), "")
+                    .map_err(le)?
+                    .into(),
                 "sigmoid" => {
                     let n = b.build_float_neg(f, "").map_err(le)?;
-                    let ex = if dt == DType::F32 { self.exp_f32(n)? } else { self.intrinsic("llvm.exp", ty, &[n.into()])?.into_float_value() };
+                    let ex = if dt == DType::F32 {
+                        self.exp_f32(n)?
+                    } else {
+                        self.intrinsic("llvm.exp", ty, &[n.into()])?.into_float_value()
+                    };
                     b.build_float_div(one, b.build_float_add(one, ex, "").map_err(le)?, "").map_err(le)?.into()
                 }
                 "tanh" | "erf" | "log1p" => self.libm(name, f)?,
@@ -1090,7 +1191,10 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                     let lt = b.build_float_compare(FloatPredicate::OLT, f, z, "").map_err(le)?;
                     let p = b.build_select(gt, one, z, "").map_err(le)?.into_float_value();
                     // NaN stays NaN, as torch.sign.
-                    let s = b.build_select(lt, b.build_float_neg(one, "").map_err(le)?, p, "").map_err(le)?.into_float_value();
+                    let s = b
+                        .build_select(lt, b.build_float_neg(one, "").map_err(le)?, p, "")
+                        .map_err(le)?
+                        .into_float_value();
                     let nan = b.build_float_compare(FloatPredicate::UNO, f, f, "").map_err(le)?;
                     b.build_select(nan, f, s, "").map_err(le)?
                 }
@@ -1165,12 +1269,28 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let r = self.fma(fx, self.fconst(-0.693_359_375), xc)?;
         let r = self.fma(fx, self.fconst(2.121_944_4e-4), r)?;
         let z = b.build_float_mul(r, r, "").map_err(le)?;
-        let p = self.horner(r, &[5.000_000_120_1e-1, 1.666_666_545_9e-1, 4.166_579_589_4e-2, 8.333_451_907_3e-3, 1.398_199_950_7e-3, 1.987_569_150_0e-4])?;
+        let p = self.horner(
+            r,
+            &[
+                5.000_000_120_1e-1,
+                1.666_666_545_9e-1,
+                4.166_579_589_4e-2,
+                8.333_451_907_3e-3,
+                1.398_199_950_7e-3,
+                1.987_569_150_0e-4,
+            ],
+        )?;
         let y = b.build_float_add(self.fma(p, z, r)?, self.fconst(1.0), "").map_err(le)?;
         // 2^fx through the exponent bits; fx = -127 gives 0 (the clamp makes exp(-inf) exactly 0).
         let i32t = self.ctx.i32_type();
         let n = b.build_float_to_signed_int(fx, i32t, "").map_err(le)?;
-        let e = b.build_left_shift(b.build_int_add(n, i32t.const_int(127, false), "").map_err(le)?, i32t.const_int(23, false), "").map_err(le)?;
+        let e = b
+            .build_left_shift(
+                b.build_int_add(n, i32t.const_int(127, false), "").map_err(le)?,
+                i32t.const_int(23, false),
+                "",
+            )
+            .map_err(le)?;
         let pow2 = b.build_bit_cast(e, self.ctx.f32_type(), "").map_err(le)?.into_float_value();
         let out = b.build_float_mul(y, pow2, "").map_err(le)?;
         Ok(b.build_select(nan, x, out, "").map_err(le)?.into_float_value())
@@ -1178,7 +1298,14 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
 
     /// An odd function from its small-|x| form and its large-|x| form of |x|: `small` below
     /// `threshold`, `big` with x's sign above, NaN passed through.
-    fn odd_blend(&self, x: FloatValue<'ctx>, ax: FloatValue<'ctx>, small: FloatValue<'ctx>, big: FloatValue<'ctx>, threshold: f64) -> R<FloatValue<'ctx>> {
+    fn odd_blend(
+        &self,
+        x: FloatValue<'ctx>,
+        ax: FloatValue<'ctx>,
+        small: FloatValue<'ctx>,
+        big: FloatValue<'ctx>,
+        threshold: f64,
+    ) -> R<FloatValue<'ctx>> {
         let b = &self.b;
         let ty = self.ctx.f32_type().as_basic_type_enum();
         let signed = self.intrinsic("llvm.copysign", ty, &[big.into(), x.into()])?.into_float_value();
@@ -1194,14 +1321,24 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let ty = self.ctx.f32_type().as_basic_type_enum();
         let ax = self.intrinsic("llvm.fabs", ty, &[x.into()])?.into_float_value();
         let z = b.build_float_mul(x, x, "").map_err(le)?;
-        let p = self.horner(z, &[-3.333_328_194_22e-1, 1.333_144_220_36e-1, -5.373_971_555_31e-2, 2.063_908_879_54e-2, -5.704_988_727_45e-3])?;
+        let p = self.horner(
+            z,
+            &[
+                -3.333_328_194_22e-1,
+                1.333_144_220_36e-1,
+                -5.373_971_555_31e-2,
+                2.063_908_879_54e-2,
+                -5.704_988_727_45e-3,
+            ],
+        )?;
         let small = self.fma(b.build_float_mul(p, z, "").map_err(le)?, x, x)?;
         let two_ax = b.build_float_mul(self.fmin_max(ax, 0.0, 20.0)?, self.fconst(2.0), "").map_err(le)?;
         let e2 = self.exp_f32(two_ax)?;
         let big = b
             .build_float_sub(
                 self.fconst(1.0),
-                b.build_float_div(self.fconst(2.0), b.build_float_add(e2, self.fconst(1.0), "").map_err(le)?, "").map_err(le)?,
+                b.build_float_div(self.fconst(2.0), b.build_float_add(e2, self.fconst(1.0), "").map_err(le)?, "")
+                    .map_err(le)?,
                 "",
             )
             .map_err(le)?;
@@ -1221,13 +1358,21 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let t = b
             .build_float_div(
                 self.fconst(1.0),
-                b.build_float_add(self.fconst(1.0), b.build_float_mul(ax, self.fconst(0.327_591_1), "").map_err(le)?, "").map_err(le)?,
+                b.build_float_add(
+                    self.fconst(1.0),
+                    b.build_float_mul(ax, self.fconst(0.327_591_1), "").map_err(le)?,
+                    "",
+                )
+                .map_err(le)?,
                 "",
             )
             .map_err(le)?;
-        let poly = self.horner(t, &[0.0, 0.254_829_592, -0.284_496_736, 1.421_413_741, -1.453_152_027, 1.061_405_429])?;
+        let poly =
+            self.horner(t, &[0.0, 0.254_829_592, -0.284_496_736, 1.421_413_741, -1.453_152_027, 1.061_405_429])?;
         let nz = b.build_float_neg(b.build_float_mul(ax, ax, "").map_err(le)?, "").map_err(le)?;
-        let big = b.build_float_sub(self.fconst(1.0), b.build_float_mul(poly, self.exp_f32(nz)?, "").map_err(le)?, "").map_err(le)?;
+        let big = b
+            .build_float_sub(self.fconst(1.0), b.build_float_mul(poly, self.exp_f32(nz)?, "").map_err(le)?, "")
+            .map_err(le)?;
         self.odd_blend(x, ax, small, big, 0.5)
     }
 
@@ -1251,7 +1396,13 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(Some(self.b.build_select(keep, v, cv, "").map_err(le)?.into_float_value()))
     }
 
-    fn binary(&self, name: &str, dt: DType, a: BasicValueEnum<'ctx>, c: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
+    fn binary(
+        &self,
+        name: &str,
+        dt: DType,
+        a: BasicValueEnum<'ctx>,
+        c: BasicValueEnum<'ctx>,
+    ) -> R<BasicValueEnum<'ctx>> {
         let dt = compute_dtype(dt);
         let b = &self.b;
         if let (BasicValueEnum::FloatValue(x), BasicValueEnum::FloatValue(y)) = (a, c) {
@@ -1334,7 +1485,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let tt = self.reg_type(to)?;
         let from_unsigned = from == DType::Bool || from.mlir_name().starts_with("ui");
         Ok(match (x, tt) {
-            (BasicValueEnum::FloatValue(f), BasicTypeEnum::FloatType(t)) => b.build_float_cast(f, t, "").map_err(le)?.into(),
+            (BasicValueEnum::FloatValue(f), BasicTypeEnum::FloatType(t)) => {
+                b.build_float_cast(f, t, "").map_err(le)?.into()
+            }
             (BasicValueEnum::FloatValue(f), BasicTypeEnum::IntType(t)) => {
                 if to == DType::Bool {
                     b.build_float_compare(FloatPredicate::UNE, f, f.get_type().const_zero(), "").map_err(le)?.into()
@@ -1395,11 +1548,12 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let ops = d.operands.clone();
         let attrs = d.attrs.clone();
         let dt = self.dtype(v);
-        let ints = |k: &str| -> Vec<i64> { attrs.get(k).and_then(|a| a.as_ints()).map(|v| v.to_vec()).unwrap_or_default() };
+        let ints =
+            |k: &str| -> Vec<i64> { attrs.get(k).and_then(|a| a.as_ints()).map(|v| v.to_vec()).unwrap_or_default() };
         let b = &self.b;
         match name.as_str() {
-            "abs" | "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "sin" | "cos" | "tan" | "tanh" | "erf" | "log1p" | "sigmoid" | "floor" | "ceil" | "trunc"
-            | "round" | "sign" | "not" => {
+            "abs" | "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "sin" | "cos" | "tan" | "tanh" | "erf" | "log1p"
+            | "sigmoid" | "floor" | "ceil" | "trunc" | "round" | "sign" | "not" => {
                 let x = self.emit(ops[0], idx)?;
                 self.unary(&name, dt, x)
             }
@@ -1470,7 +1624,13 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 let sidx: Vec<IntValue> = map
                     .iter()
                     .enumerate()
-                    .map(|(i, &to)| if src[i].as_const() == Some(1) && out[to as usize].as_const() != Some(1) { self.i64c(0) } else { idx[to as usize] })
+                    .map(|(i, &to)| {
+                        if src[i].as_const() == Some(1) && out[to as usize].as_const() != Some(1) {
+                            self.i64c(0)
+                        } else {
+                            idx[to as usize]
+                        }
+                    })
                     .collect();
                 self.emit(ops[0], &sidx)
             }
@@ -1617,7 +1777,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 // torch raises: it sets the op's flag, which the runtime turns into an error after
                 // the kernel; the read goes to index 0 meanwhile, so it stays inside the operand.
                 let neg = b.build_int_compare(IntPredicate::SLT, iv, self.i64c(0), "").map_err(le)?;
-                let wrapped = b.build_select(neg, b.build_int_add(iv, n, "").map_err(le)?, iv, "").map_err(le)?.into_int_value();
+                let wrapped =
+                    b.build_select(neg, b.build_int_add(iv, n, "").map_err(le)?, iv, "").map_err(le)?.into_int_value();
                 let bad = b.build_int_compare(IntPredicate::UGE, wrapped, n, "").map_err(le)?;
                 self.index_checked(op, bad)?;
                 let safe = self.b.build_select(bad, self.i64c(0), wrapped, "").map_err(le)?.into_int_value();

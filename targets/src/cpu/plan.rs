@@ -118,7 +118,18 @@ fn loc_of(m: &Module, op: OpId) -> String {
 
 /// Ops whose value is an index remap of their operand: inlining them costs no arithmetic.
 fn is_remap(name: &str) -> bool {
-    matches!(name, "ten.broadcast" | "ten.transpose" | "ten.reshape" | "ten.slice" | "ten.constant" | "ten.iota" | "ten.reverse" | "ten.pad" | "ten.windows")
+    matches!(
+        name,
+        "ten.broadcast"
+            | "ten.transpose"
+            | "ten.reshape"
+            | "ten.slice"
+            | "ten.constant"
+            | "ten.iota"
+            | "ten.reverse"
+            | "ten.pad"
+            | "ten.windows"
+    )
 }
 
 pub fn dtype_name(d: DType) -> String {
@@ -133,7 +144,10 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
     for &op in &ops {
         let name = &m.op(op).name;
         if !name.starts_with("ten.") {
-            return Err(PlanError(format!("op `{name}`{} has no CPU lowering yet (it is not in the ten dialect after torch-to-ten)", loc_of(m, op))));
+            return Err(PlanError(format!(
+                "op `{name}`{} has no CPU lowering yet (it is not in the ten dialect after torch-to-ten)",
+                loc_of(m, op)
+            )));
         }
     }
     let mut uses: HashMap<Value, usize> = HashMap::new();
@@ -235,7 +249,11 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
     let mut kernels: Vec<KernelDef> = Vec::new();
     let mut group: Vec<Value> = Vec::new();
     let mut outer = 0usize;
-    let flush = |group: &mut Vec<Value>, outer: usize, kernels: &mut Vec<KernelDef>, steps: &mut Vec<Step>, buf_of: &HashMap<Value, usize>| {
+    let flush = |group: &mut Vec<Value>,
+                 outer: usize,
+                 kernels: &mut Vec<KernelDef>,
+                 steps: &mut Vec<Step>,
+                 buf_of: &HashMap<Value, usize>| {
         if group.is_empty() {
             return;
         }
@@ -312,7 +330,11 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
             let b = buf_of[&r];
             let t = m.ty(r).tensor().unwrap();
             let row: Option<i64> = t.dims[k.outer.min(t.rank())..].iter().map(|d| d.as_const()).product();
-            if r != last && !outputs.contains(&b) && !read_elsewhere.contains_key(&b) && row.is_some_and(|n| n <= SCRATCH_LIMIT) {
+            if r != last
+                && !outputs.contains(&b)
+                && !read_elsewhere.contains_key(&b)
+                && row.is_some_and(|n| n <= SCRATCH_LIMIT)
+            {
                 k.scratch.push(r);
             }
         }
@@ -375,11 +397,17 @@ fn share_row_values(m: &Module, k: &mut KernelDef, buf_of: &HashMap<Value, usize
             ident &= pointwise;
         }
         let t = m.ty(v).tensor();
-        let row: Option<i64> =
-            t.filter(|t| t.rank() >= k.outer && t.dims[..k.outer] == prefix[..]).and_then(|t| t.dims[k.outer..].iter().map(|d| d.as_const()).product());
+        let row: Option<i64> = t
+            .filter(|t| t.rank() >= k.outer && t.dims[..k.outer] == prefix[..])
+            .and_then(|t| t.dims[k.outer..].iter().map(|d| d.as_const()).product());
         let expensive = || row_cost(m, v, &|x| buf_of.contains_key(&x) || shared.contains(&x)) >= SHARE_MIN_COST;
         let op = m.defining_op(v).unwrap();
-        if ps.len() >= 2 && ident && !is_remap(&m.op(op).name) && row.is_some_and(|n| n >= 1 && n <= SCRATCH_LIMIT) && expensive() {
+        if ps.len() >= 2
+            && ident
+            && !is_remap(&m.op(op).name)
+            && row.is_some_and(|n| n >= 1 && n <= SCRATCH_LIMIT)
+            && expensive()
+        {
             shared.push(v);
             ps = vec![v];
         }
@@ -409,7 +437,14 @@ fn share_row_values(m: &Module, k: &mut KernelDef, buf_of: &HashMap<Value, usize
 }
 
 /// Shared values an expression reads directly (not through another shared or materialized value).
-fn direct_shared(m: &Module, v: Value, root: bool, shared: &[Value], buf_of: &HashMap<Value, usize>, out: &mut Vec<Value>) {
+fn direct_shared(
+    m: &Module,
+    v: Value,
+    root: bool,
+    shared: &[Value],
+    buf_of: &HashMap<Value, usize>,
+    out: &mut Vec<Value>,
+) {
     if !root && shared.contains(&v) {
         if !out.contains(&v) {
             out.push(v);
@@ -484,7 +519,8 @@ pub fn is_pointwise(name: &str) -> bool {
 /// Kernel roots that may share loops with others: plain index functions and reductions.
 fn groupable(m: &Module, r: Value) -> bool {
     let Some(op) = m.defining_op(r) else { return false };
-    !matches!(m.op(op).name.as_str(), "ten.cumsum" | "ten.cumprod" | "ten.scatter") && m.ty(r).tensor().is_some_and(|t| t.rank() >= 1)
+    !matches!(m.op(op).name.as_str(), "ten.cumsum" | "ten.cumprod" | "ten.scatter")
+        && m.ty(r).tensor().is_some_and(|t| t.rank() >= 1)
 }
 
 /// Whether every member reads earlier members' values only at its own row (the same index in
@@ -571,7 +607,8 @@ pub fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut Hash
 fn op_cost(name: &str) -> u32 {
     match name {
         n if is_remap(n) => 0,
-        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos" | "ten.tan" | "ten.log1p" | "ten.atan2" => 4,
+        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos"
+        | "ten.tan" | "ten.log1p" | "ten.atan2" => 4,
         "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.cumprod" | "ten.scatter" | "ten.windows" => u32::MAX / 4,
         _ => 1,
     }
@@ -626,13 +663,19 @@ pub fn view_of(m: &Module, v: Value, in_memory: &dyn Fn(Value) -> bool) -> (Valu
         }
         "ten.broadcast" => {
             let (base, s) = view_of(m, d.operands[0], in_memory);
-            let (Some(src), Some(out), Some(map)) = (m.ty(d.operands[0]).tensor(), m.ty(v).tensor(), d.attrs.get("dims").and_then(|a| a.as_ints())) else {
+            let (Some(src), Some(out), Some(map)) =
+                (m.ty(d.operands[0]).tensor(), m.ty(v).tensor(), d.attrs.get("dims").and_then(|a| a.as_ints()))
+            else {
                 return own(v);
             };
             let mut st = vec![c(0); out.rank()];
             for (i, &to) in map.iter().enumerate() {
                 let to = to as usize;
-                st[to] = if src.dims[i].as_const() == Some(1) && out.dims[to].as_const() != Some(1) { c(0) } else { s[i].clone() };
+                st[to] = if src.dims[i].as_const() == Some(1) && out.dims[to].as_const() != Some(1) {
+                    c(0)
+                } else {
+                    s[i].clone()
+                };
             }
             (base, st)
         }
@@ -659,7 +702,9 @@ fn gemm_step(m: &Module, op: OpId, out: usize, buf_of: &HashMap<Value, usize>) -
     };
     let (lb, rb, lc, rc) = (ints("lhs_batch"), ints("rhs_batch"), ints("lhs_contract"), ints("rhs_contract"));
     let (lt, rt) = (m.ty(d.operands[0]).tensor().unwrap(), m.ty(d.operands[1]).tensor().unwrap());
-    let free = |rank: usize, b: &[usize], c: &[usize]| -> Vec<usize> { (0..rank).filter(|i| !b.contains(i) && !c.contains(i)).collect() };
+    let free = |rank: usize, b: &[usize], c: &[usize]| -> Vec<usize> {
+        (0..rank).filter(|i| !b.contains(i) && !c.contains(i)).collect()
+    };
     let (lf, rf) = (free(lt.rank(), &lb, &lc), free(rt.rank(), &rb, &rc));
     if lc.len() != 1 || lf.len() != 1 || rf.len() != 1 {
         return Err(PlanError(format!(
@@ -673,7 +718,9 @@ fn gemm_step(m: &Module, op: OpId, out: usize, buf_of: &HashMap<Value, usize>) -
     let sref = |v: Value| -> Result<StridedRef, PlanError> {
         let t = m.ty(v).tensor().unwrap();
         let (b, s) = view_of(m, v, &|x| buf_of.contains_key(&x));
-        let buf = *buf_of.get(&b).ok_or_else(|| PlanError(format!("`ten.dot_general`{}: an operand is not in memory", loc_of(m, op))))?;
+        let buf = *buf_of
+            .get(&b)
+            .ok_or_else(|| PlanError(format!("`ten.dot_general`{}: an operand is not in memory", loc_of(m, op))))?;
         Ok(StridedRef { buf, dims: t.dim_strings(), strides: s.iter().map(|e| e.to_string()).collect() })
     };
     Ok(GemmStep {

@@ -142,7 +142,8 @@ impl Arena {
         let bytes = |b: usize| nbytes[b].div_ceil(8) + 1;
         let mut slots: Vec<(usize, usize)> = Vec::new(); // (words, free after step)
         let mut slot_of = vec![None; n];
-        let mut order: Vec<usize> = (0..n).filter(|&b| man.buffers[b].kind == BufKind::Temp && first[b] != usize::MAX).collect();
+        let mut order: Vec<usize> =
+            (0..n).filter(|&b| man.buffers[b].kind == BufKind::Temp && first[b] != usize::MAX).collect();
         order.sort_by_key(|&b| first[b]);
         for b in order {
             let need = bytes(b);
@@ -183,7 +184,8 @@ pub fn host_features() -> Vec<String> {
 
 impl Program {
     pub fn load(dir: &Path) -> Result<Program, String> {
-        let text = std::fs::read_to_string(dir.join("manifest.json")).map_err(|e| format!("cannot read manifest.json: {e}"))?;
+        let text = std::fs::read_to_string(dir.join("manifest.json"))
+            .map_err(|e| format!("cannot read manifest.json: {e}"))?;
         let manifest: Manifest = serde_json::from_str(&text).map_err(|e| format!("manifest.json is malformed: {e}"))?;
         let host = host_features();
         let missing: Vec<&String> = manifest.cpu_features.iter().filter(|f| !host.contains(f)).collect();
@@ -201,14 +203,16 @@ impl Program {
         let mut kernels = HashMap::new();
         for s in &manifest.steps {
             if let Step::Kernel { name, .. } = s {
-                let f: libloading::Symbol<KernelFn> = unsafe { lib.get(name.as_bytes()) }.map_err(|e| format!("kernels.so lacks `{name}`: {e}"))?;
+                let f: libloading::Symbol<KernelFn> =
+                    unsafe { lib.get(name.as_bytes()) }.map_err(|e| format!("kernels.so lacks `{name}`: {e}"))?;
                 kernels.insert(name.clone(), *f);
             }
         }
         let weights = if manifest.weights.is_empty() {
             None
         } else {
-            let f = std::fs::File::open(dir.join("weights.bin")).map_err(|e| format!("cannot open weights.bin: {e}"))?;
+            let f =
+                std::fs::File::open(dir.join("weights.bin")).map_err(|e| format!("cannot open weights.bin: {e}"))?;
             // SAFETY: read-only map of the artifact's own weights file.
             let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| format!("cannot map weights.bin: {e}"))?;
             for w in &manifest.weights {
@@ -224,7 +228,12 @@ impl Program {
             .steps
             .iter()
             .map(|st| match st {
-                Step::Gemm(g) => Ok(Some([parse_dims(&g.lhs.dims)?, parse_dims(&g.lhs.strides)?, parse_dims(&g.rhs.dims)?, parse_dims(&g.rhs.strides)?])),
+                Step::Gemm(g) => Ok(Some([
+                    parse_dims(&g.lhs.dims)?,
+                    parse_dims(&g.lhs.strides)?,
+                    parse_dims(&g.rhs.dims)?,
+                    parse_dims(&g.rhs.strides)?,
+                ])),
                 Step::Kernel { .. } | Step::Sort { .. } => Ok(None),
             })
             .collect::<Result<_, String>>()?;
@@ -252,18 +261,33 @@ impl Program {
         for (i, (t, info)) in inputs.iter().zip(&man.inputs).enumerate() {
             let want = self.dtypes[info.buf];
             if t.dtype != want {
-                return Err(format!("input {i} (`{}`) must be {}, got {}", info.name, want.torch_name(), t.dtype.torch_name()));
+                return Err(format!(
+                    "input {i} (`{}`) must be {}, got {}",
+                    info.name,
+                    want.torch_name(),
+                    t.dtype.torch_name()
+                ));
             }
             let dims = &self.dims[info.buf];
             if dims.len() != t.shape.len() {
-                return Err(format!("input {i} (`{}`) must have rank {}, got shape {:?}", info.name, dims.len(), t.shape));
+                return Err(format!(
+                    "input {i} (`{}`) must have rank {}, got shape {:?}",
+                    info.name,
+                    dims.len(),
+                    t.shape
+                ));
             }
             for (d, &n) in dims.iter().zip(t.shape) {
                 if let SymExpr::Sym(s) = d {
-                    let n = i64::try_from(n).map_err(|_| format!("input {i} (`{}`): size {n} for `{s}` does not fit in 64 bits", info.name))?;
+                    let n = i64::try_from(n).map_err(|_| {
+                        format!("input {i} (`{}`): size {n} for `{s}` does not fit in 64 bits", info.name)
+                    })?;
                     if let Some(&old) = env.get(s) {
                         if old != n {
-                            return Err(format!("input {i} (`{}`): size {n} for `{s}` disagrees with {old} from an earlier input", info.name));
+                            return Err(format!(
+                                "input {i} (`{}`): size {n} for `{s}` disagrees with {old} from an earlier input",
+                                info.name
+                            ));
                         }
                     }
                     env.insert(s.clone(), n);
@@ -271,7 +295,9 @@ impl Program {
             }
         }
         for s in &man.symbols {
-            let v = *env.get(&s.name).ok_or_else(|| format!("symbol `{}` is not a plain input dim; cannot bind it", s.name))?;
+            let v = *env
+                .get(&s.name)
+                .ok_or_else(|| format!("symbol `{}` is not a plain input dim; cannot bind it", s.name))?;
             if v < s.min || s.max.is_some_and(|m| v > m) {
                 let hi = s.max.map(|m| m.to_string()).unwrap_or_else(|| "inf".into());
                 return Err(format!("size {v} for `{}` is outside the compiled range [{}, {hi}]", s.name, s.min));
@@ -305,7 +331,11 @@ impl Program {
     /// bytes, not overlapping an input or another output.
     pub unsafe fn run_into(&self, inputs: &[TensorView], outputs: &[*mut u8]) -> Result<Vec<Vec<usize>>, String> {
         if outputs.len() != self.manifest.outputs.len() {
-            return Err(format!("the model has {} outputs, got {} output buffers", self.manifest.outputs.len(), outputs.len()));
+            return Err(format!(
+                "the model has {} outputs, got {} output buffers",
+                self.manifest.outputs.len(),
+                outputs.len()
+            ));
         }
         Ok(self.run_inner(inputs, Some(outputs))?.into_iter().map(|t| t.shape).collect())
     }
@@ -323,9 +353,11 @@ impl Program {
         let man = &self.manifest;
         let sym_vals: Vec<i64> = man.symbols.iter().map(|s| env[&s.name]).collect();
         let eval = |e: &SymExpr| -> Result<i64, String> {
-            e.eval(&|s| env.get(s).copied()).ok_or_else(|| format!("cannot evaluate `{e}` (it overflows 64 bits or divides by zero)"))
+            e.eval(&|s| env.get(s).copied())
+                .ok_or_else(|| format!("cannot evaluate `{e}` (it overflows 64 bits or divides by zero)"))
         };
-        let shapes: Vec<Vec<i64>> = self.dims.iter().map(|d| d.iter().map(&eval).collect::<Result<_, _>>()).collect::<Result<_, _>>()?;
+        let shapes: Vec<Vec<i64>> =
+            self.dims.iter().map(|d| d.iter().map(&eval).collect::<Result<_, _>>()).collect::<Result<_, _>>()?;
         // Every size below is this buffer's byte count: checked once here, since input sizes
         // and unbounded symbols can make any product overflow.
         let nbytes: Vec<usize> = shapes
@@ -333,9 +365,9 @@ impl Program {
             .zip(&self.dtypes)
             .enumerate()
             .map(|(b, (s, dt))| {
-                s.iter()
-                    .try_fold(dt.byte_size(), |n, &d| n.checked_mul(usize::try_from(d).ok()?))
-                    .ok_or_else(|| format!("buffer {b} would have shape {s:?}, which is negative or larger than memory can address"))
+                s.iter().try_fold(dt.byte_size(), |n, &d| n.checked_mul(usize::try_from(d).ok()?)).ok_or_else(|| {
+                    format!("buffer {b} would have shape {s:?}, which is negative or larger than memory can address")
+                })
             })
             .collect::<Result<_, _>>()?;
         let mut guard = self.arena.lock().unwrap_or_else(|e| e.into_inner());
@@ -359,7 +391,10 @@ impl Program {
                 let bytes = nbytes[o.buf];
                 // A kernel writes every element of its buffer: zeroing it first would only add
                 // a pass over memory (a GEMM's output stays zeroed, whatever the GEMM does).
-                let by_kernel = man.steps.iter().any(|st| matches!(st, Step::Kernel { out, also, .. } if *out == o.buf || also.contains(&o.buf)));
+                let by_kernel = man
+                    .steps
+                    .iter()
+                    .any(|st| matches!(st, Step::Kernel { out, also, .. } if *out == o.buf || also.contains(&o.buf)));
                 let v = if by_kernel && bytes > 0 { Vec::with_capacity(bytes) } else { vec![0u8; bytes.max(1)] };
                 if v.as_ptr() as usize % 16 != 0 {
                     return Err("the allocator returned memory below 16-byte alignment".into());
@@ -374,9 +409,14 @@ impl Program {
             ptrs[b] = match buf.kind {
                 BufKind::Arg(_) if input_buf.contains_key(&b) => inputs[input_buf[&b]].data.as_ptr() as *mut u8,
                 BufKind::Arg(_) => {
-                    let w = weight_buf.get(&b).ok_or_else(|| format!("buffer {b} is an argument with no input or weight"))?;
+                    let w = weight_buf
+                        .get(&b)
+                        .ok_or_else(|| format!("buffer {b} is an argument with no input or weight"))?;
                     if (w.bytes as u128) < bytes as u128 {
-                        return Err(format!("weight `{}` has {} bytes in the manifest, but its type needs {bytes}", w.name, w.bytes));
+                        return Err(format!(
+                            "weight `{}` has {} bytes in the manifest, but its type needs {bytes}",
+                            w.name, w.bytes
+                        ));
                     }
                     // Kernels and GEMMs never write argument buffers; the map stays read-only.
                     unsafe { self.weights.as_ref().unwrap().as_ptr().add(w.offset as usize) as *mut u8 }
@@ -402,7 +442,13 @@ impl Program {
                     let outer = shapes[*out].first().copied().unwrap_or(1);
                     // A row group's first root may be a small reduction ([rows]) while its rows
                     // are long: the work is the largest buffer it reads or writes.
-                    let work: i64 = std::iter::once(out).chain(also).chain(args).map(|&b| shapes[b].iter().product::<i64>()).max().unwrap_or(1).max(1);
+                    let work: i64 = std::iter::once(out)
+                        .chain(also)
+                        .chain(args)
+                        .map(|&b| shapes[b].iter().product::<i64>())
+                        .max()
+                        .unwrap_or(1)
+                        .max(1);
                     run_kernel(f, &ptrs, &sym_vals, outer, work);
                     let err = status.load(std::sync::atomic::Ordering::Acquire);
                     if !err.is_null() {
@@ -411,7 +457,9 @@ impl Program {
                     }
                 }
                 Step::Gemm(g) => self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), &ptrs, &eval)?,
-                &Step::Sort { out, src, dim, descending } => argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?,
+                &Step::Sort { out, src, dim, descending } => {
+                    argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?
+                }
             }
             if let Some(t0) = t0 {
                 let (kind, out) = match step {
@@ -461,7 +509,13 @@ impl Program {
             .collect())
     }
 
-    fn gemm(&self, g: &GemmStep, exprs: &[Vec<SymExpr>; 4], ptrs: &[*mut u8], eval: &dyn Fn(&SymExpr) -> Result<i64, String>) -> Result<(), String> {
+    fn gemm(
+        &self,
+        g: &GemmStep,
+        exprs: &[Vec<SymExpr>; 4],
+        ptrs: &[*mut u8],
+        eval: &dyn Fn(&SymExpr) -> Result<i64, String>,
+    ) -> Result<(), String> {
         let ld = |v: &[SymExpr]| -> Result<Vec<i64>, String> { v.iter().map(eval).collect() };
         let (ldims, lstr, rdims, rstr) = (ld(&exprs[0])?, ld(&exprs[1])?, ld(&exprs[2])?, ld(&exprs[3])?);
         let (m, k, n) = (ldims[g.lhs_free] as usize, ldims[g.lhs_contract] as usize, rdims[g.rhs_free] as usize);
@@ -493,7 +547,12 @@ impl Program {
             rbs.pop();
         }
         let nb = batch.iter().product::<i64>().max(1) as usize;
-        let (lcs, lrs, rcs, rrs) = (lstr[g.lhs_contract] as isize, lstr[g.lhs_free] as isize, rstr[g.rhs_free] as isize, rstr[g.rhs_contract] as isize);
+        let (lcs, lrs, rcs, rrs) = (
+            lstr[g.lhs_contract] as isize,
+            lstr[g.lhs_free] as isize,
+            rstr[g.rhs_free] as isize,
+            rstr[g.rhs_contract] as isize,
+        );
         let (out, lhs, mut rhs) = (ptrs[g.out] as usize, ptrs[g.lhs.buf] as usize, ptrs[g.rhs.buf] as usize);
         let in_dt = self.dtypes[g.lhs.buf];
         let narrow = matches!(in_dt, DType::F16 | DType::BF16);
@@ -506,8 +565,24 @@ impl Program {
             ));
         }
         if narrow {
-            let p =
-                NarrowProduct { dt: in_dt, wide_out: dt == DType::F32, nb, m, n, k, batch: &batch, lbs: &lbs, rbs: &rbs, lhs, lrs, lcs, rhs, rrs, rcs, out };
+            let p = NarrowProduct {
+                dt: in_dt,
+                wide_out: dt == DType::F32,
+                nb,
+                m,
+                n,
+                k,
+                batch: &batch,
+                lbs: &lbs,
+                rbs: &rbs,
+                lhs,
+                lrs,
+                lcs,
+                rhs,
+                rrs,
+                rcs,
+                out,
+            };
             p.run(&mut self.narrow_acc.lock().unwrap_or_else(|e| e.into_inner()));
             return Ok(());
         }
@@ -525,7 +600,8 @@ impl Program {
                     let oo = bi * m * n + rows.start * n + cols.start;
                     // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb).
                     unsafe {
-                        let (l, r) = ((lhs as *const u8).offset(lo * es as isize), (rhs as *const u8).offset(ro * es as isize));
+                        let (l, r) =
+                            ((lhs as *const u8).offset(lo * es as isize), (rhs as *const u8).offset(ro * es as isize));
                         blas.run(dt, rows.len(), cols.len(), k, l, a, r, b, (out as *mut u8).add(oo * es), n);
                     }
                 };
@@ -557,7 +633,11 @@ impl Program {
             let (lo, ro) = batch_offsets(bi, &batch, &lbs, &rbs);
             let oo = bi * m * n;
             unsafe {
-                let (dst, lhs, rhs) = ((out as *mut u8).add(oo * es), (lhs as *const u8).offset(lo * es as isize), (rhs as *const u8).offset(ro * es as isize));
+                let (dst, lhs, rhs) = (
+                    (out as *mut u8).add(oo * es),
+                    (lhs as *const u8).offset(lo * es as isize),
+                    (rhs as *const u8).offset(ro * es as isize),
+                );
                 match dt {
                     DType::F32 => gemm::gemm(
                         m,
@@ -652,7 +732,9 @@ impl NarrowProduct<'_> {
         // An f32 result accumulates in place; a narrow one in the kept scratch, rounded after.
         let accp = if self.wide_out { self.out } else { acc.as_ptr() as usize };
         let dnnl = onednn().filter(|_| self.dt == DType::BF16);
-        if let (Some(dnnl), Some(a), Some(b)) = (dnnl, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n)) {
+        if let (Some(dnnl), Some(a), Some(b)) =
+            (dnnl, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n))
+        {
             // oneDNN multiplies the bf16 operands in place (AVX512-BF16/AMX where the CPU has
             // them: torch's own bf16 GEMM speed) into the f32 accumulator, threading itself.
             // Block [rows, cols] of product bi.
@@ -666,7 +748,21 @@ impl NarrowProduct<'_> {
                     let (l, r) = ((self.lhs as *const u16).offset(lo), (self.rhs as *const u16).offset(ro));
                     let c = (accp as *mut f32).add(bi * m * n + rows.start * n + cols.start);
                     let (bm, bn) = (rows.len() as i64, cols.len() as i64);
-                    (dnnl.gemm_bf16)(a.trans as _, b.trans as _, bm, bn, k as i64, 1.0, l, a.ld as i64, r, b.ld as i64, 0.0, c, n as i64);
+                    (dnnl.gemm_bf16)(
+                        a.trans as _,
+                        b.trans as _,
+                        bm,
+                        bn,
+                        k as i64,
+                        1.0,
+                        l,
+                        a.ld as i64,
+                        r,
+                        b.ld as i64,
+                        0.0,
+                        c,
+                        n as i64,
+                    );
                 }
             };
             // Every call single-threaded on rayon's pool (whole products per task when there are
@@ -744,7 +840,8 @@ impl NarrowProduct<'_> {
 }
 
 /// oneDNN's row-major bf16 GEMM into f32 (`dnnl_gemm_bf16bf16f32`).
-type DnnlGemmBf16 = unsafe extern "C" fn(i8, i8, i64, i64, i64, f32, *const u16, i64, *const u16, i64, f32, *mut f32, i64) -> i32;
+type DnnlGemmBf16 =
+    unsafe extern "C" fn(i8, i8, i64, i64, i64, f32, *const u16, i64, *const u16, i64, f32, *mut f32, i64) -> i32;
 
 /// oneDNN, when this process can load it: the bf16 GEMMs' library (the `gemm` crate has no
 /// bf16, and converting operands to f32 halves the speed of CPUs with bf16 instructions).
@@ -775,7 +872,8 @@ fn onednn() -> Option<&'static OneDnn> {
             let lib = unsafe { libloading::Library::new(&p) }.ok()?;
             let gemm_bf16 = *unsafe { lib.get::<DnnlGemmBf16>(b"dnnl_gemm_bf16bf16f32") }.ok()?;
             // Found through the library's dependencies (libgomp for the gomp build).
-            let omp_set_num_threads = unsafe { lib.get::<unsafe extern "C" fn(i32)>(b"omp_set_num_threads") }.ok().map(|f| *f);
+            let omp_set_num_threads =
+                unsafe { lib.get::<unsafe extern "C" fn(i32)>(b"omp_set_num_threads") }.ok().map(|f| *f);
             Some(OneDnn { _lib: lib, gemm_bf16, omp_set_num_threads })
         })
     })
@@ -913,7 +1011,8 @@ pub unsafe fn set_host_blas(sgemm: usize, dgemm: usize, threads_local: usize) ->
         HostBlas {
             sgemm: std::mem::transmute::<usize, FortranGemm<f32>>(sgemm),
             dgemm: std::mem::transmute::<usize, FortranGemm<f64>>(dgemm),
-            threads_local: (threads_local != 0).then(|| std::mem::transmute::<usize, unsafe extern "C" fn(i32) -> i32>(threads_local)),
+            threads_local: (threads_local != 0)
+                .then(|| std::mem::transmute::<usize, unsafe extern "C" fn(i32) -> i32>(threads_local)),
         }
     };
     HOST_BLAS.set(blas).is_ok()
@@ -955,7 +1054,15 @@ impl HostBlas {
     /// products per rayon task when there are several, else each product's rows or columns
     /// split over the pool, every call single-threaded. Without `threads_local` the BLAS
     /// threads itself and every product runs on the calling thread.
-    fn split(&self, nb: usize, m: usize, n: usize, k: usize, threads: usize, part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync) {
+    fn split(
+        &self,
+        nb: usize,
+        m: usize,
+        n: usize,
+        k: usize,
+        threads: usize,
+        part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync,
+    ) {
         let Some(local) = self.threads_local.filter(|_| threads > 1 && nb * m * n * k >= 1 << 18) else {
             (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
             return;
@@ -980,17 +1087,53 @@ impl HostBlas {
     /// # Safety
     /// The pointers must address the operands as `a` and `b` describe, and `dst` m rows of ldd.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn run(&self, dt: DType, m: usize, n: usize, k: usize, lhs: *const u8, a: BlasOperand, rhs: *const u8, b: BlasOperand, dst: *mut u8, ldd: usize) {
+    unsafe fn run(
+        &self,
+        dt: DType,
+        m: usize,
+        n: usize,
+        k: usize,
+        lhs: *const u8,
+        a: BlasOperand,
+        rhs: *const u8,
+        b: BlasOperand,
+        dst: *mut u8,
+        ldd: usize,
+    ) {
         let (mi, ni, ki) = (m as i32, n as i32, k as i32);
         let ldc = ldd.max(1) as i32;
         unsafe {
             match dt {
-                DType::F32 => {
-                    (self.sgemm)(&b.trans, &a.trans, &ni, &mi, &ki, &1.0f32, rhs as *const f32, &b.ld, lhs as *const f32, &a.ld, &0.0f32, dst as *mut f32, &ldc)
-                }
-                _ => {
-                    (self.dgemm)(&b.trans, &a.trans, &ni, &mi, &ki, &1.0f64, rhs as *const f64, &b.ld, lhs as *const f64, &a.ld, &0.0f64, dst as *mut f64, &ldc)
-                }
+                DType::F32 => (self.sgemm)(
+                    &b.trans,
+                    &a.trans,
+                    &ni,
+                    &mi,
+                    &ki,
+                    &1.0f32,
+                    rhs as *const f32,
+                    &b.ld,
+                    lhs as *const f32,
+                    &a.ld,
+                    &0.0f32,
+                    dst as *mut f32,
+                    &ldc,
+                ),
+                _ => (self.dgemm)(
+                    &b.trans,
+                    &a.trans,
+                    &ni,
+                    &mi,
+                    &ki,
+                    &1.0f64,
+                    rhs as *const f64,
+                    &b.ld,
+                    lhs as *const f64,
+                    &a.ld,
+                    &0.0f64,
+                    dst as *mut f64,
+                    &ldc,
+                ),
             }
         }
     }
@@ -1008,7 +1151,15 @@ fn argsort(dt: DType, shape: &[i64], dim: usize, descending: bool, src: *const u
         return Ok(());
     }
     let (src, out) = (src as usize, out as usize);
-    fn sort_rows<T: Copy + PartialOrd + Send + Sync>(src: usize, out: usize, n: usize, inner: usize, rows: usize, descending: bool, nan: fn(T) -> bool) {
+    fn sort_rows<T: Copy + PartialOrd + Send + Sync>(
+        src: usize,
+        out: usize,
+        n: usize,
+        inner: usize,
+        rows: usize,
+        descending: bool,
+        nan: fn(T) -> bool,
+    ) {
         let run = |r: usize| {
             let (o, i) = (r / inner, r % inner);
             let base = o * n * inner + i;

@@ -143,7 +143,10 @@ pub fn check_inputs(m: &Module, f: OpId) -> Result<(), String> {
                 _ => None,
             }));
         } else if t.dims.iter().any(|d| d.as_const().is_none()) {
-            return Err(format!("weight argument {i} has symbolic dims {:?}; the tpu target needs static weights", t.dim_strings()));
+            return Err(format!(
+                "weight argument {i} has symbolic dims {:?}; the tpu target needs static weights",
+                t.dim_strings()
+            ));
         }
     }
     for s in used_symbols(m, f) {
@@ -205,7 +208,10 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
             on(&ints("lhs_contract"), "contracts over")?;
             let ys = sym_dims(m, d.operands[1]);
             match ints("rhs_contract").iter().find(|&&i| ys[i as usize]) {
-                Some(&i) => Err(format!("it contracts over dim {i} of its right operand, of symbolic size `{}`", size(d.operands[1], i as usize))),
+                Some(&i) => Err(format!(
+                    "it contracts over dim {i} of its right operand, of symbolic size `{}`",
+                    size(d.operands[1], i as usize)
+                )),
                 None => Ok(()),
             }
         }
@@ -237,14 +243,19 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
         }
         "pad" => {
             let (lo, hi) = (ints("low"), ints("high"));
-            on(&(0..xs.len() as i64).filter(|&i| lo[i as usize] != 0 || hi[i as usize] != 0).collect::<Vec<_>>(), "pads")
+            on(
+                &(0..xs.len() as i64).filter(|&i| lo[i as usize] != 0 || hi[i as usize] != 0).collect::<Vec<_>>(),
+                "pads",
+            )
         }
         "reverse" => on(&ints("dims"), "reverses"),
         "cumsum" | "cumprod" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "accumulates along"),
         "argsort" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "sorts along"),
         "gather" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "gathers along"),
         // Padded index entries would update real elements.
-        "scatter" if d.operands.iter().any(|&o| sym_dims(m, o).iter().any(|&s| s)) => Err("it scatters with a symbolic size".into()),
+        "scatter" if d.operands.iter().any(|&o| sym_dims(m, o).iter().any(|&s| s)) => {
+            Err("it scatters with a symbolic size".into())
+        }
         "windows" => {
             let n = ints("kernel").len();
             on(&((xs.len() - n) as i64..xs.len() as i64).collect::<Vec<_>>(), "slides windows along")
@@ -288,7 +299,12 @@ pub fn specialize(m: &Module, env: &BTreeMap<String, i64>) -> Result<Module, Str
             .attrs
             .iter()
             .filter_map(|(k, a)| match a {
-                Attr::Dims(v) => Some(v.iter().map(|e| eval(e).map(SymExpr::Const)).collect::<Result<Vec<_>, _>>().map(|v| (k.clone(), Attr::dims(v)))),
+                Attr::Dims(v) => Some(
+                    v.iter()
+                        .map(|e| eval(e).map(SymExpr::Const))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(|v| (k.clone(), Attr::dims(v))),
+                ),
                 // A function's signature (`function_type`), which callers may read instead of its block.
                 Attr::Type(Type::Function(a, r)) => Some((|| {
                     let a = a.iter().map(&static_ty).collect::<Result<Vec<_>, _>>()?;

@@ -62,7 +62,10 @@ pub struct Options {
 
 /// StableHLO for `@main`: one module when its shapes are static; with symbolic dims, one per
 /// padded bucket (see [`buckets`]), each with the symbol values it was compiled for.
-pub fn emit_buckets(m: &ember_ir::Module, opts: &Options) -> Result<Vec<(BTreeMap<String, i64>, stablehlo::Emitted)>, String> {
+pub fn emit_buckets(
+    m: &ember_ir::Module,
+    opts: &Options,
+) -> Result<Vec<(BTreeMap<String, i64>, stablehlo::Emitted)>, String> {
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
     if buckets::used_symbols(m, f).is_empty() {
         return Ok(vec![(BTreeMap::new(), emit_with(m, opts)?)]);

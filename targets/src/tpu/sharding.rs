@@ -48,11 +48,21 @@ impl Options {
     pub fn parse(mesh: &str, shard: &[String]) -> Result<Options, String> {
         let mut o = Options::default();
         for part in mesh.split(',') {
-            let (name, size) = part.split_once('=').ok_or_else(|| format!("--mesh `{mesh}`: each axis is NAME=SIZE (e.g. `x=2,y=4`), found `{part}`"))?;
+            let (name, size) = part
+                .split_once('=')
+                .ok_or_else(|| format!("--mesh `{mesh}`: each axis is NAME=SIZE (e.g. `x=2,y=4`), found `{part}`"))?;
             let name = name.trim();
-            let size: i64 = size.trim().parse().map_err(|_| format!("--mesh `{mesh}`: axis `{name}` has size `{size}`, not an integer"))?;
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || name.starts_with(|c: char| c.is_ascii_digit()) {
-                return Err(format!("--mesh `{mesh}`: axis name `{name}` must be letters, digits and `_`, not starting with a digit"));
+            let size: i64 = size
+                .trim()
+                .parse()
+                .map_err(|_| format!("--mesh `{mesh}`: axis `{name}` has size `{size}`, not an integer"))?;
+            if name.is_empty()
+                || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                || name.starts_with(|c: char| c.is_ascii_digit())
+            {
+                return Err(format!(
+                    "--mesh `{mesh}`: axis name `{name}` must be letters, digits and `_`, not starting with a digit"
+                ));
             }
             if size < 1 {
                 return Err(format!("--mesh `{mesh}`: axis `{name}` has size {size}; sizes are at least 1"));
@@ -69,12 +79,17 @@ impl Options {
                     None => (item.trim(), None),
                 };
                 if !STRATEGIES.contains(&strategy) {
-                    return Err(format!("--shard `{item}`: unknown strategy `{strategy}` (one of dp, fsdp, tp, optionally `=AXIS`)"));
+                    return Err(format!(
+                        "--shard `{item}`: unknown strategy `{strategy}` (one of dp, fsdp, tp, optionally `=AXIS`)"
+                    ));
                 }
                 let axis = match axis {
                     Some(a) => {
                         if !o.mesh.iter().any(|(n, _)| n == a) {
-                            return Err(format!("--shard `{item}`: the mesh has no axis `{a}` (axes: {})", o.axis_names()));
+                            return Err(format!(
+                                "--shard `{item}`: the mesh has no axis `{a}` (axes: {})",
+                                o.axis_names()
+                            ));
                         }
                         a.to_string()
                     }
@@ -123,7 +138,8 @@ pub struct Plan {
 
 /// `#sdy.sharding<@mesh, [{"x"}, {}]>`.
 pub fn sdy_text(spec: &Spec) -> String {
-    let dims: Vec<String> = spec.iter().map(|d| d.as_ref().map_or("{}".to_string(), |a| format!("{{\"{a}\"}}"))).collect();
+    let dims: Vec<String> =
+        spec.iter().map(|d| d.as_ref().map_or("{}".to_string(), |a| format!("{{\"{a}\"}}"))).collect();
     format!("#sdy.sharding<@mesh, [{}]>", dims.join(", "))
 }
 
@@ -207,7 +223,8 @@ pub fn plan(m: &Module, f: OpId, opts: &Options) -> Plan {
                         split(&mut specs[w.arg], &wdims, w.in_dim, tp);
                         out_open = false;
                     } else {
-                        out_open = split(&mut specs[w.arg], &wdims, w.out_dim, tp) || specs[w.arg][w.out_dim].as_deref() == Some(tp.0);
+                        out_open = split(&mut specs[w.arg], &wdims, w.out_dim, tp)
+                            || specs[w.arg][w.out_dim].as_deref() == Some(tp.0);
                     }
                 }
             }
@@ -261,7 +278,8 @@ fn linear(m: &Module, entry: ember_ir::module::BlockId, op: OpId, is_weight: &dy
             continue;
         }
         let (batch, contract) = (ints(batch)?, ints(contract)?);
-        let free: Vec<usize> = (0..map.len()).filter(|&i| !batch.contains(&(i as i64)) && !contract.contains(&(i as i64))).collect();
+        let free: Vec<usize> =
+            (0..map.len()).filter(|&i| !batch.contains(&(i as i64)) && !contract.contains(&(i as i64))).collect();
         if contract.len() != 1 || free.len() != 1 {
             return None;
         }

@@ -243,9 +243,19 @@ pub fn emit_with(m: &Module, opts: &Options) -> Result<Emitted, String> {
     check_static(m, f)?;
     let plan = shard.map(|o| super::sharding::plan(m, f, o));
     let sdy = |spec: Option<&Spec>| spec.map(|s| format!("sdy.sharding = {}", sdy_text(s)));
-    let mut e = Emitter { m, out: String::new(), next: 0, names: HashMap::new(), indent: 2, funcs: Vec::new(), composites: 0, precision: opts.precision };
+    let mut e = Emitter {
+        m,
+        out: String::new(),
+        next: 0,
+        names: HashMap::new(),
+        indent: 2,
+        funcs: Vec::new(),
+        composites: 0,
+        precision: opts.precision,
+    };
     let parts = shard.map_or(1, |o| o.devices());
-    writeln!(e.out, "module @main attributes {{mhlo.num_partitions = {parts} : i32, mhlo.num_replicas = 1 : i32}} {{").unwrap();
+    writeln!(e.out, "module @main attributes {{mhlo.num_partitions = {parts} : i32, mhlo.num_replicas = 1 : i32}} {{")
+        .unwrap();
     if let Some(o) = shard {
         let axes: Vec<String> = o.mesh.iter().map(|(n, s)| format!("\"{n}\"={s}")).collect();
         writeln!(e.out, "  sdy.mesh @mesh = <[{}]>", axes.join(", ")).unwrap();
@@ -331,7 +341,11 @@ fn check_static(m: &Module, f: OpId) -> R<()> {
         let mut syms = Vec::new();
         d.symbols(&mut syms);
         let s = syms.first().cloned().unwrap_or_else(|| d.to_string());
-        let dim = if d.to_string() == s { format!("`{s}`{}", bounds(&s)) } else { format!("`{d}` (symbol `{s}`{})", bounds(&s)) };
+        let dim = if d.to_string() == s {
+            format!("`{s}`{}", bounds(&s))
+        } else {
+            format!("`{d}` (symbol `{s}`{})", bounds(&s))
+        };
         format!(
             "the StableHLO emitter needs static shapes, but {what} has the symbolic dim {dim}; \
              specialize the symbols first (`ember compile --target tpu` does, one padded bucket \
@@ -362,7 +376,8 @@ fn check_static(m: &Module, f: OpId) -> R<()> {
         for &r in &m.op(op).results {
             if let Some(d) = m.ty(r).tensor().and_then(|t| t.dims.iter().find(|d| d.as_const().is_none())) {
                 let at = m.op(op).loc.describe();
-                let what = if at.is_empty() { format!("`{}`", m.op(op).name) } else { format!("`{}` at {at}", m.op(op).name) };
+                let what =
+                    if at.is_empty() { format!("`{}`", m.op(op).name) } else { format!("`{}` at {at}", m.op(op).name) };
                 err = Some(msg(what, d));
                 return;
             }
@@ -436,7 +451,13 @@ impl<'a> Emitter<'a> {
     }
     fn slice(&mut self, x: &str, from: &T, start: &[i64], limit: &[i64], stride: &[i64], to: &T) -> String {
         let parts: Vec<String> = (0..start.len())
-            .map(|i| if stride[i] == 1 { format!("{}:{}", start[i], limit[i]) } else { format!("{}:{}:{}", start[i], limit[i], stride[i]) })
+            .map(|i| {
+                if stride[i] == 1 {
+                    format!("{}:{}", start[i], limit[i])
+                } else {
+                    format!("{}:{}:{}", start[i], limit[i], stride[i])
+                }
+            })
             .collect();
         self.def(format!("stablehlo.slice {x} [{}] : ({from}) -> {to}", parts.join(", ")))
     }
@@ -581,8 +602,12 @@ impl<'a> Emitter<'a> {
         self.composites = sub.composites;
         self.funcs.push(f);
         // The group's parameters (everything but `kind` and the `rules` that formed it).
-        let cattrs: Vec<String> =
-            d.attrs.iter().filter(|(k, _)| !matches!(k.as_str(), "kind" | "rules") && !k.starts_with("ember.")).map(|(k, v)| format!("{k} = {v}")).collect();
+        let cattrs: Vec<String> = d
+            .attrs
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "kind" | "rules") && !k.starts_with("ember."))
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
         let mut dict = Vec::new();
         if !cattrs.is_empty() {
             dict.push(format!("composite_attributes = {{{}}}", cattrs.join(", ")));
@@ -593,7 +618,12 @@ impl<'a> Emitter<'a> {
         let n = d.results.len();
         let lhs = if n == 1 { r.clone() } else { format!("{r}:{n}") };
         let rt = if n == 1 { res_tys[0].to_string() } else { format!("({})", join(&res_tys)) };
-        self.line(format!("{lhs} = stablehlo.composite \"ember.{kind}\" {} {{{}}} : ({}) -> {rt}", operands.join(", "), dict.join(", "), join(&arg_tys)));
+        self.line(format!(
+            "{lhs} = stablehlo.composite \"ember.{kind}\" {} {{{}}} : ({}) -> {rt}",
+            operands.join(", "),
+            dict.join(", "),
+            join(&arg_tys)
+        ));
         for (i, &res) in d.results.iter().enumerate() {
             self.names.insert(res, if n == 1 { r.clone() } else { format!("{r}#{i}") });
         }
@@ -604,15 +634,26 @@ impl<'a> Emitter<'a> {
     /// attributes named `ember_*` become `mhlo.frontend_attributes`, which XLA keeps on the HLO call.
     fn call(&mut self, op: OpId) -> R<()> {
         let d = self.m.op(op);
-        let Some(Attr::SymRef(callee)) = d.attrs.get("callee") else { return Err("`func.call` without a callee".into()) };
+        let Some(Attr::SymRef(callee)) = d.attrs.get("callee") else {
+            return Err("`func.call` without a callee".into());
+        };
         let [res] = d.results[..] else { return Err(format!("`func.call @{callee}` must have one result")) };
         let args: Vec<String> = d.operands.iter().map(|&v| self.name(v)).collect();
         let tys: Vec<String> = d.operands.iter().map(|&v| self.t(v).map(|t| t.to_string())).collect::<R<_>>()?;
-        let tags: Vec<String> =
-            d.attrs.iter().filter_map(|(k, a)| a.as_str().filter(|_| k.starts_with("ember_")).map(|s| format!("{k} = {}", fmt_str(s)))).collect();
+        let tags: Vec<String> = d
+            .attrs
+            .iter()
+            .filter_map(|(k, a)| {
+                a.as_str().filter(|_| k.starts_with("ember_")).map(|s| format!("{k} = {}", fmt_str(s)))
+            })
+            .collect();
         let rt = self.t(res)?;
-        let n =
-            self.def(format!("func.call @{callee}({}) {{mhlo.frontend_attributes = {{{}}}}} : ({}) -> {rt}", args.join(", "), tags.join(", "), tys.join(", ")));
+        let n = self.def(format!(
+            "func.call @{callee}({}) {{mhlo.frontend_attributes = {{{}}}}} : ({}) -> {rt}",
+            args.join(", "),
+            tags.join(", "),
+            tys.join(", ")
+        ));
         self.names.insert(res, n);
         Ok(())
     }
@@ -629,7 +670,9 @@ impl<'a> Emitter<'a> {
                 None => Err(format!("missing attribute `{k}`")),
             }
         };
-        let int = |k: &str| -> R<i64> { attrs.get(k).and_then(|a| a.as_int()).ok_or_else(|| format!("missing integer attribute `{k}`")) };
+        let int = |k: &str| -> R<i64> {
+            attrs.get(k).and_then(|a| a.as_int()).ok_or_else(|| format!("missing integer attribute `{k}`"))
+        };
         let ops: Vec<String> = d.operands.iter().map(|&v| self.name(v)).collect();
         let tys: Vec<T> = d.operands.iter().map(|&v| self.t(v)).collect::<R<_>>()?;
         let rt = self.t(d.results[0])?;
@@ -755,8 +798,9 @@ impl<'a> Emitter<'a> {
                 if xt == rt && start.iter().all(|&s| s == 0) && step.iter().all(|&s| s == 1) {
                     x
                 } else {
-                    let limit: Vec<i64> =
-                        (0..start.len()).map(|i| if rt.shape[i] == 0 { start[i] } else { start[i] + (rt.shape[i] - 1) * step[i] + 1 }).collect();
+                    let limit: Vec<i64> = (0..start.len())
+                        .map(|i| if rt.shape[i] == 0 { start[i] } else { start[i] + (rt.shape[i] - 1) * step[i] + 1 })
+                        .collect();
                     self.slice(&x, &xt, &start, &limit, &step, &rt)
                 }
             }
@@ -770,10 +814,16 @@ impl<'a> Emitter<'a> {
                 let st = T::scalar(xt.dt);
                 let c = self.constant(v, &st);
                 let interior = vec![0; low.len()];
-                self.def(format!("stablehlo.pad {x}, {c}, low = {}, high = {}, interior = {} : ({xt}, {st}) -> {rt}", list(&low), list(&high), list(&interior)))
+                self.def(format!(
+                    "stablehlo.pad {x}, {c}, low = {}, high = {}, interior = {} : ({xt}, {st}) -> {rt}",
+                    list(&low),
+                    list(&high),
+                    list(&interior)
+                ))
             }
             "dot_general" => {
-                let (lb, rb, lc, rc) = (ints("lhs_batch")?, ints("rhs_batch")?, ints("lhs_contract")?, ints("rhs_contract")?);
+                let (lb, rb, lc, rc) =
+                    (ints("lhs_batch")?, ints("rhs_batch")?, ints("lhs_contract")?, ints("rhs_contract")?);
                 let mut s = format!("stablehlo.dot_general {}, {}", ops[0], ops[1]);
                 if !lb.is_empty() {
                     write!(s, ", batching_dims = {} x {}", list(&lb), list(&rb)).unwrap();
@@ -808,7 +858,8 @@ impl<'a> Emitter<'a> {
                 if !offset.is_empty() {
                     write!(dn, "offset_dims = {}, ", list(&offset)).unwrap();
                 }
-                write!(dn, "collapsed_slice_dims = [{dim}], start_index_map = [{dim}], index_vector_dim = {r}>").unwrap();
+                write!(dn, "collapsed_slice_dims = [{dim}], start_index_map = [{dim}], index_vector_dim = {r}>")
+                    .unwrap();
                 self.def(format!(
                     "\"stablehlo.gather\"({x}, {}) <{{dimension_numbers = {dn}, indices_are_sorted = false, slice_sizes = {}}}> : ({xt}, {it}) -> {rt}",
                     ops[1],
@@ -857,7 +908,9 @@ impl<'a> Emitter<'a> {
                     let z = self.constant(init, &st);
                     let mut window = vec![1; xt.rank()];
                     window[dim] = n;
-                    let pads: Vec<String> = (0..xt.rank()).map(|i| if i == dim { format!("[{}, 0]", n - 1) } else { "[0, 0]".into() }).collect();
+                    let pads: Vec<String> = (0..xt.rank())
+                        .map(|i| if i == dim { format!("[{}, 0]", n - 1) } else { "[0, 0]".into() })
+                        .collect();
                     let r = self.fresh();
                     self.line(format!(
                         "{r} = \"stablehlo.reduce_window\"({x}, {z}) <{{padding = dense<[{}]> : tensor<{}x2xi64>, window_dimensions = {}}}> ({{",
@@ -913,7 +966,10 @@ impl<'a> Emitter<'a> {
             return Err(format!("`{kind}` reduce of a float tensor"));
         }
         let c = self.constant(init, &st);
-        Ok(self.def(format!("stablehlo.reduce({x} init: {c}) applies stablehlo.{body} across dimensions = {} : ({xt}, {st}) -> {rt}", list(&dims))))
+        Ok(self.def(format!(
+            "stablehlo.reduce({x} init: {c}) applies stablehlo.{body} across dimensions = {} : ({xt}, {st}) -> {rt}",
+            list(&dims)
+        )))
     }
 
     /// argmax/argmin over `dims`: reduces (x, linear index within `dims`) pairs; the better value
@@ -971,9 +1027,17 @@ impl<'a> Emitter<'a> {
         let v0 = self.constant(worst, &sv);
         let i0 = self.constant(Lit::I(0), &si);
         let r = self.fresh();
-        self.line(format!("{r}:2 = \"stablehlo.reduce\"({x}, {idx}, {v0}, {i0}) <{{dimensions = {}}}> ({{", array_i64(dims)));
+        self.line(format!(
+            "{r}:2 = \"stablehlo.reduce\"({x}, {idx}, {v0}, {i0}) <{{dimensions = {}}}> ({{",
+            array_i64(dims)
+        ));
         let (a, ai, b, bi) = (self.fresh(), self.fresh(), self.fresh(), self.fresh());
-        self.region_start(&[(a.clone(), sv.clone()), (ai.clone(), si.clone()), (b.clone(), sv.clone()), (bi.clone(), si.clone())]);
+        self.region_start(&[
+            (a.clone(), sv.clone()),
+            (ai.clone(), si.clone()),
+            (b.clone(), sv.clone()),
+            (bi.clone(), si.clone()),
+        ]);
         let bt = T::scalar(DType::Bool);
         let wins = self.compare(if is_max { "GT" } else { "LT" }, &a, &b, &sv);
         let eq = self.compare("EQ", &a, &b, &sv);

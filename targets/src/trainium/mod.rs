@@ -98,7 +98,8 @@ fn read_group(m: &Module, op: OpId, name: String, kind: String) -> Result<Group,
         if t.dtype != ember_ir::DType::F32 {
             return Err(format!("{what}: NKI kernels are generated for f32 only, found {}", m.ty(v)));
         }
-        t.static_shape().ok_or_else(|| format!("{what}: symbolic shape {}; the trainium target needs static shapes", m.ty(v)))
+        t.static_shape()
+            .ok_or_else(|| format!("{what}: symbolic shape {}; the trainium target needs static shapes", m.ty(v)))
     };
     for &v in &d.operands {
         g.inputs.push(shape(v)?);
@@ -196,7 +197,10 @@ fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<(bool, usize
     let d = m.op(*dot);
     let last_dim = |v| m.ty(v).tensor().and_then(|t| t.dims.last().cloned());
     if through(d.operands[0]) != args[0] || last_dim(d.operands[0]) != last_dim(args[0]) {
-        return Err("the gemm kernel needs the dot_general's lhs to be the group's first operand (leading dims merged at most)".into());
+        return Err(
+            "the gemm kernel needs the dot_general's lhs to be the group's first operand (leading dims merged at most)"
+                .into(),
+        );
     }
     let mut flipped = false;
     if d.operands[1] != args[1] {
@@ -247,10 +251,12 @@ fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<(bool, usize
         }
     };
     if let Some(&res) = epilogue.iter().find(|&&a| !is_rank1(a)) {
-        v = add_of(v, &|x| through(x) == res).ok_or("the residual must be added last (after the bias and the activation)")?;
+        v = add_of(v, &|x| through(x) == res)
+            .ok_or("the residual must be added last (after the bias and the activation)")?;
     }
     let bias = epilogue.iter().copied().find(|&a| is_rank1(a));
-    let is_bias = |x| bias.is_some_and(|b| matches!(def(x), Some((_, d)) if d.name == "ten.broadcast" && d.operands[0] == b));
+    let is_bias =
+        |x| bias.is_some_and(|b| matches!(def(x), Some((_, d)) if d.name == "ten.broadcast" && d.operands[0] == b));
     let dot_value = through(m.op(*dot).results[0]);
     if activation == "none" {
         if bias.is_some() {
@@ -264,7 +270,8 @@ fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<(bool, usize
         let found = ops.iter().any(|&o| {
             let d = m.op(o);
             d.name == "ten.add"
-                && ((is_bias(d.operands[0]) && through(d.operands[1]) == dot_value) || (is_bias(d.operands[1]) && through(d.operands[0]) == dot_value))
+                && ((is_bias(d.operands[0]) && through(d.operands[1]) == dot_value)
+                    || (is_bias(d.operands[1]) && through(d.operands[0]) == dot_value))
         });
         if !found {
             return Err("the bias must be broadcast and added to the product before the activation".into());

@@ -71,15 +71,26 @@ pub fn verify(plan: &TilePlan, what: &str) -> Result<(), String> {
             Mem::Psum => {
                 banks += 1;
                 if per > PSUM_BANK_BYTES {
-                    errs.push(format!("PSUM tile `{}` {:?} needs {per} bytes per partition > one bank ({PSUM_BANK_BYTES} bytes)", b.name, b.shape));
+                    errs.push(format!(
+                        "PSUM tile `{}` {:?} needs {per} bytes per partition > one bank ({PSUM_BANK_BYTES} bytes)",
+                        b.name, b.shape
+                    ));
                 }
             }
         }
     }
     if sbuf > SBUF_PARTITION_BYTES {
-        let mut sizes: Vec<String> = plan.buffers.iter().filter(|b| b.mem == Mem::Sbuf).map(|b| format!("`{}` {}", b.name, b.bytes_per_partition())).collect();
+        let mut sizes: Vec<String> = plan
+            .buffers
+            .iter()
+            .filter(|b| b.mem == Mem::Sbuf)
+            .map(|b| format!("`{}` {}", b.name, b.bytes_per_partition()))
+            .collect();
         sizes.truncate(8);
-        errs.push(format!("SBUF tiles need {sbuf} bytes per partition > {SBUF_PARTITION_BYTES} usable on Trn2 ({})", sizes.join(", ")));
+        errs.push(format!(
+            "SBUF tiles need {sbuf} bytes per partition > {SBUF_PARTITION_BYTES} usable on Trn2 ({})",
+            sizes.join(", ")
+        ));
     }
     if banks > PSUM_BANKS {
         errs.push(format!("{banks} PSUM tiles > {PSUM_BANKS} banks"));

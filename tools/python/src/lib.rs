@@ -75,7 +75,9 @@ struct Program {
 impl Program {
     #[new]
     fn new(py: Python<'_>, dir: &str) -> PyResult<Self> {
-        py.detach(|| CpuProgram::load(Path::new(dir)).map(|inner| Program { inner }).map_err(|e| err(format!("`{dir}`: {e}"))))
+        py.detach(|| {
+            CpuProgram::load(Path::new(dir)).map(|inner| Program { inner }).map_err(|e| err(format!("`{dir}`: {e}")))
+        })
     }
 
     /// Input (name, dtype, dims) triples; dims are ints or symbol expressions as strings.
@@ -90,7 +92,11 @@ impl Program {
     /// Runs on inputs given as (data pointer, byte length, shape, dtype) of contiguous host tensors,
     /// read in place. The caller keeps them alive for the call. Returns (bytes, shape, dtype) per
     /// output.
-    fn run_raw<'py>(&self, py: Python<'py>, inputs: Vec<(usize, usize, Vec<usize>, String)>) -> PyResult<Vec<(Bound<'py, PyBytes>, Vec<usize>, String)>> {
+    fn run_raw<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: Vec<(usize, usize, Vec<usize>, String)>,
+    ) -> PyResult<Vec<(Bound<'py, PyBytes>, Vec<usize>, String)>> {
         let mut dtypes = Vec::new();
         for (_, _, _, d) in &inputs {
             dtypes.push(DType::from_mlir_name(d).ok_or_else(|| err(format!("unknown dtype `{d}`")))?);
@@ -100,7 +106,11 @@ impl Program {
                 .iter()
                 .zip(&dtypes)
                 // SAFETY: the Python caller passes live, contiguous buffers of `len` bytes.
-                .map(|((ptr, len, shape, _), &dtype)| TensorView { dtype, shape, data: unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } })
+                .map(|((ptr, len, shape, _), &dtype)| TensorView {
+                    dtype,
+                    shape,
+                    data: unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) },
+                })
                 .collect();
             self.inner.run_views(&views).map_err(run_err)?
         };
@@ -109,7 +119,12 @@ impl Program {
 
     /// Runs as `run_raw`, with output i written into the caller's buffer at `outputs[i]`
     /// (contiguous, 16-byte aligned, sized for the output, overlapping nothing else): no copy back.
-    fn run_into(&self, py: Python<'_>, inputs: Vec<(usize, usize, Vec<usize>, String)>, outputs: Vec<usize>) -> PyResult<()> {
+    fn run_into(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<(usize, usize, Vec<usize>, String)>,
+        outputs: Vec<usize>,
+    ) -> PyResult<()> {
         let mut dtypes = Vec::new();
         for (_, _, _, d) in &inputs {
             dtypes.push(DType::from_mlir_name(d).ok_or_else(|| err(format!("unknown dtype `{d}`")))?);
@@ -156,7 +171,12 @@ struct PlanHandles {
 }
 
 /// Runs a loaded plan on caller-owned buffers (see `EagerPlans.run`).
-fn eager_run_program(program: &CpuProgram, inputs: &[ember_compiler::eager::Meta], in_ptrs: &[(usize, usize)], out_ptrs: &[usize]) -> PyResult<()> {
+fn eager_run_program(
+    program: &CpuProgram,
+    inputs: &[ember_compiler::eager::Meta],
+    in_ptrs: &[(usize, usize)],
+    out_ptrs: &[usize],
+) -> PyResult<()> {
     let shapes: Vec<Vec<usize>> = inputs.iter().map(|m| m.shape.iter().map(|&d| d as usize).collect()).collect();
     let views: Vec<TensorView> = in_ptrs
         .iter()
@@ -199,7 +219,10 @@ fn eager_arg(tag: &str, v: &Bound<'_, PyAny>) -> PyResult<ember_compiler::eager:
 }
 
 fn eager_meta((shape, dtype): (Vec<i64>, String)) -> PyResult<ember_compiler::eager::Meta> {
-    Ok(ember_compiler::eager::Meta { shape, dtype: DType::from_mlir_name(&dtype).ok_or_else(|| err(format!("unknown dtype `{dtype}`")))? })
+    Ok(ember_compiler::eager::Meta {
+        shape,
+        dtype: DType::from_mlir_name(&dtype).ok_or_else(|| err(format!("unknown dtype `{dtype}`")))?,
+    })
 }
 
 /// Registers the process's BLAS for the CPU runtime's GEMM steps: addresses of LP64 Fortran
@@ -229,9 +252,17 @@ fn eager_op_known(target: &str) -> bool {
 
 type EagerOp<'py> = (String, Vec<(String, String, Bound<'py, PyAny>)>, Vec<(Vec<i64>, String)>, String, u32);
 
-fn eager_region(ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>, outputs: Vec<usize>) -> PyResult<ember_compiler::eager::Region> {
+fn eager_region(
+    ops: Vec<EagerOp<'_>>,
+    inputs: Vec<(Vec<i64>, String)>,
+    outputs: Vec<usize>,
+) -> PyResult<ember_compiler::eager::Region> {
     use ember_compiler::eager::{QueuedOp, Region};
-    let mut region = Region { inputs: inputs.into_iter().map(eager_meta).collect::<PyResult<_>>()?, ops: Vec::with_capacity(ops.len()), outputs };
+    let mut region = Region {
+        inputs: inputs.into_iter().map(eager_meta).collect::<PyResult<_>>()?,
+        ops: Vec::with_capacity(ops.len()),
+        outputs,
+    };
     for (target, args, outs, file, line) in ops {
         let args = args.iter().map(|(n, t, v)| Ok((n.clone(), eager_arg(t, v)?))).collect::<PyResult<_>>()?;
         let outs = outs.into_iter().map(eager_meta).collect::<PyResult<_>>()?;
@@ -244,7 +275,10 @@ fn eager_region(ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>, outputs:
 impl EagerPlans {
     #[new]
     fn new(dir: &str) -> Self {
-        EagerPlans { inner: std::sync::Mutex::new(ember_compiler::eager::PlanCache::new(dir.into())), handles: Default::default() }
+        EagerPlans {
+            inner: std::sync::Mutex::new(ember_compiler::eager::PlanCache::new(dir.into())),
+            handles: Default::default(),
+        }
     }
 
     /// Runs a region: `ops` are (target, [(param, tag, value)], [(shape, dtype)], file, line),
@@ -293,9 +327,17 @@ impl EagerPlans {
 
     /// Runs the plan `run` returned as `handle` again, on new buffers (same form as `run`): for a
     /// region equal to that one op for op. Returns False (nothing ran) for an unknown handle.
-    fn run_plan(&self, py: Python<'_>, handle: u64, in_ptrs: Vec<(usize, usize)>, out_ptrs: Vec<usize>) -> PyResult<bool> {
+    fn run_plan(
+        &self,
+        py: Python<'_>,
+        handle: u64,
+        in_ptrs: Vec<(usize, usize)>,
+        out_ptrs: Vec<usize>,
+    ) -> PyResult<bool> {
         py.detach(|| {
-            let Some((program, inputs, n_out)) = self.handles.lock().unwrap_or_else(|e| e.into_inner()).plans.get(&handle).cloned() else {
+            let Some((program, inputs, n_out)) =
+                self.handles.lock().unwrap_or_else(|e| e.into_inner()).plans.get(&handle).cloned()
+            else {
                 return Ok(false);
             };
             if in_ptrs.len() != inputs.len() || out_ptrs.len() != n_out {

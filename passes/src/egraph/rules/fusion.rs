@@ -4,7 +4,10 @@
 //! extracts it (one pass over memory), and the optimizer turns it into an `ember.fusion_group`
 //! whose body is the decomposition (see ARCHITECTURE.md, the fusion-group contract).
 
-use super::{composite, konst, last_dim, near, node, pick, reduces_last, same, spreads_last, spreads_leading, str_attr, var, Rhs, Rule};
+use super::{
+    composite, konst, last_dim, near, node, pick, reduces_last, same, spreads_last, spreads_leading, str_attr, var,
+    Rhs, Rule,
+};
 use crate::egraph::lang::{type_of, EG};
 use egg::{Id, Subst};
 use ember_ir::Attr;
@@ -24,8 +27,13 @@ fn softmax(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     let rmax = pick(eg, bmax.args[0], "ten.reduce", &[Some(x)])?;
     let bsum = pick(eg, div.args[1], "ten.broadcast", &[None])?;
     let rsum = pick(eg, bsum.args[0], "ten.reduce", &[Some(e)])?;
-    let kinds = str_attr(eg, &rmax, "kind").as_deref() == Some("max") && str_attr(eg, &rsum, "kind").as_deref() == Some("sum");
-    let ok = kinds && spreads_leading(eg, &bmax) && spreads_leading(eg, &bsum) && reduces_last(eg, &rmax, r) && reduces_last(eg, &rsum, r);
+    let kinds =
+        str_attr(eg, &rmax, "kind").as_deref() == Some("max") && str_attr(eg, &rsum, "kind").as_deref() == Some("sum");
+    let ok = kinds
+        && spreads_leading(eg, &bmax)
+        && spreads_leading(eg, &bsum)
+        && reduces_last(eg, &rmax, r)
+        && reduces_last(eg, &rsum, r);
     ok.then(|| composite(eg, root, "ember.softmax", vec![("dim", Attr::Int(r as i64 - 1))], vec![x]))
 }
 
@@ -84,7 +92,10 @@ fn rms_norm(eg: &mut EG, root: Id, s: &Subst, keepdim: bool) -> Option<Id> {
     let div = pick(eg, mean, "ten.div", &[None, Some(n_id)])?;
     let red = pick(eg, div.args[0], "ten.reduce", &[None])?;
     pick(eg, red.args[0], "ten.mul", &[Some(x), Some(x)])?;
-    let ok = konst(eg, n_id) == Some(n) && spreads_leading(eg, &b) && reduces_last(eg, &red, tx.rank()) && str_attr(eg, &red, "kind").as_deref() == Some("sum");
+    let ok = konst(eg, n_id) == Some(n)
+        && spreads_leading(eg, &b)
+        && reduces_last(eg, &red, tx.rank())
+        && str_attr(eg, &red, "kind").as_deref() == Some("sum");
     ok.then(|| composite(eg, root, "ember.rms_norm", vec![("eps", Attr::Float(eps))], vec![x]))
 }
 
@@ -149,7 +160,9 @@ fn attention(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     // Every way to read the scores as scale · (q·kᵀ) (the scale rules put each splat factor in
     // several places); the one whose q and k carry no splat factor themselves wins, so the
     // composite gets the whole scale and unscaled operands.
-    let scaled = |eg: &EG, c: Id| eg[c].nodes.iter().any(|n| n.op.as_str() == "ten.mul" && n.args.len() == 2 && konst(eg, n.args[1]).is_some());
+    let scaled = |eg: &EG, c: Id| {
+        eg[c].nodes.iter().any(|n| n.op.as_str() == "ten.mul" && n.args.len() == 2 && konst(eg, n.args[1]).is_some())
+    };
     let mut forms: Vec<(f64, Id)> = vec![(1.0, scores)];
     for n in eg[scores].nodes.iter().filter(|n| n.op.as_str() == "ten.mul" && n.args.len() == 2) {
         if let Some(c) = konst(eg, n.args[1]) {
@@ -181,8 +194,10 @@ fn attention(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     let batch: Vec<i64> = (0..r as i64 - 2).collect();
     let last = r as i64 - 1;
     let dims = |n: &crate::egraph::lang::ENode, k: &str| super::ints(eg, n, k);
-    let std_batch =
-        dims(&inner, "lhs_batch") == batch && dims(&inner, "rhs_batch") == batch && dims(&outer, "lhs_batch") == batch && dims(&outer, "rhs_batch") == batch;
+    let std_batch = dims(&inner, "lhs_batch") == batch
+        && dims(&inner, "rhs_batch") == batch
+        && dims(&outer, "lhs_batch") == batch
+        && dims(&outer, "rhs_batch") == batch;
     let outer_ok = dims(&outer, "lhs_contract") == [last] && dims(&outer, "rhs_contract") == [last - 1];
     let pre_transposed = match (dims(&inner, "lhs_contract").as_slice(), dims(&inner, "rhs_contract").as_slice()) {
         ([l], [rc]) if *l == last && *rc == last => false,
@@ -217,7 +232,10 @@ fn attention(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
 fn safe_softmax(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     let x = var(s, "?x");
     let sm = pick(eg, var(s, "?sm"), "ember.softmax", &[Some(x)])?;
-    if super::attr(eg, &sm, "safe").is_some() || konst(eg, var(s, "?zero")) != Some(0.0) || konst(eg, var(s, "?ninf")) != Some(f64::NEG_INFINITY) {
+    if super::attr(eg, &sm, "safe").is_some()
+        || konst(eg, var(s, "?zero")) != Some(0.0)
+        || konst(eg, var(s, "?ninf")) != Some(f64::NEG_INFINITY)
+    {
         return None;
     }
     let sel = pick(eg, root, "ten.select", &[None, Some(var(s, "?zero")), Some(var(s, "?sm"))])?;

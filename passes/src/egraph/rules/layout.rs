@@ -54,9 +54,10 @@ fn dot_scale(eg: &mut EG, root: Id, s: &Subst, side: usize) -> Option<Id> {
         return None;
     }
     // The matched dot: `?y` on the other side, `?x · ?c` on this one.
-    let dot = crate::egraph::lang::nodes(eg, root, "ten.dot_general")
-        .into_iter()
-        .find(|d| eg.find(d.args[1 - side]) == eg.find(y) && super::pick(eg, d.args[side], "ten.mul", &[Some(x), Some(var(s, "?c"))]).is_some())?;
+    let dot = crate::egraph::lang::nodes(eg, root, "ten.dot_general").into_iter().find(|d| {
+        eg.find(d.args[1 - side]) == eg.find(y)
+            && super::pick(eg, d.args[side], "ten.mul", &[Some(x), Some(var(s, "?c"))]).is_some()
+    })?;
     let mut args = dot.args.clone();
     args[side] = x;
     let attrs = crate::egraph::lang::attrs_of(eg, &dot).clone();
@@ -105,16 +106,19 @@ fn dot_unflatten_batch(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     use crate::egraph::lang::{attrs_of, nodes};
     use ember_ir::Attr;
     let (a, b) = (var(s, "?a"), var(s, "?b"));
-    let dot = nodes(eg, root, "ten.dot_general")
-        .into_iter()
-        .find(|d| super::pick(eg, d.args[0], "ten.reshape", &[Some(a)]).is_some() && super::pick(eg, d.args[1], "ten.reshape", &[Some(b)]).is_some())?;
+    let dot = nodes(eg, root, "ten.dot_general").into_iter().find(|d| {
+        super::pick(eg, d.args[0], "ten.reshape", &[Some(a)]).is_some()
+            && super::pick(eg, d.args[1], "ten.reshape", &[Some(b)]).is_some()
+    })?;
     if ints(eg, &dot, "lhs_batch") != [0] || ints(eg, &dot, "rhs_batch") != [0] {
         return None;
     }
     let (ta, tb) = (type_of(eg, a), type_of(eg, b));
     let (tl, tr, out) = (type_of(eg, dot.args[0]), type_of(eg, dot.args[1]), type_of(eg, root));
     let j = ta.rank().checked_sub(tl.rank() - 1)?;
-    let merges = |t: &ember_ir::TensorType, flat: &ember_ir::TensorType| t.rank() == j + flat.rank() - 1 && t.dims[j..] == flat.dims[1..];
+    let merges = |t: &ember_ir::TensorType, flat: &ember_ir::TensorType| {
+        t.rank() == j + flat.rank() - 1 && t.dims[j..] == flat.dims[1..]
+    };
     if j < 2 || !merges(&ta, &tl) || !merges(&tb, &tr) || ta.dims[..j] != tb.dims[..j] {
         return None;
     }

@@ -41,7 +41,14 @@ enum RhsImpl {
 }
 
 impl egg::Applier<ENode, Ember> for RuleApplier {
-    fn apply_one(&self, eg: &mut EG, eclass: Id, subst: &Subst, _: Option<&egg::PatternAst<ENode>>, rule: Symbol) -> Vec<Id> {
+    fn apply_one(
+        &self,
+        eg: &mut EG,
+        eclass: Id,
+        subst: &Subst,
+        _: Option<&egg::PatternAst<ENode>>,
+        rule: Symbol,
+    ) -> Vec<Id> {
         let new = match &self.rhs {
             RhsImpl::Var(v) => {
                 let id = subst[*v];
@@ -187,7 +194,9 @@ pub fn near(a: Option<f64>, want: f64) -> bool {
 /// The first node of class `id` with operator `op` whose operands are the given classes where
 /// `Some` (rules re-find matched nodes this way, so what they read agrees with the match).
 pub fn pick(eg: &EG, id: Id, op: &str, want: &[Option<Id>]) -> Option<ENode> {
-    nodes(eg, id, op).into_iter().find(|n| n.args.len() == want.len() && n.args.iter().zip(want).all(|(&a, w)| w.is_none_or(|w| eg.find(w) == eg.find(a))))
+    nodes(eg, id, op).into_iter().find(|n| {
+        n.args.len() == want.len() && n.args.iter().zip(want).all(|(&a, w)| w.is_none_or(|w| eg.find(w) == eg.find(a)))
+    })
 }
 
 pub fn str_attr(eg: &EG, n: &ENode, key: &str) -> Option<String> {
