@@ -1,0 +1,160 @@
+//! Kernel bodies: one root over its loop nest, or a row group (several roots sharing the outer
+//! loops, with row-local scratch and reductions stored as their rows complete). Kept apart from the
+//! per-element emission because the choice of loop structure is the kernel's performance.
+
+use super::{le, Kernel, R};
+use ember_ir::module::Value;
+use ember_ir::sym::SymExpr;
+use inkwell::types::BasicType;
+use inkwell::values::IntValue;
+
+impl<'a, 'ctx> Kernel<'a, 'ctx> {
+    pub(super) fn body(&mut self, root: Value) -> R<()> {
+        self.load_table()?;
+        let start = self.f.get_nth_param(2).unwrap().into_int_value();
+        let end = self.f.get_nth_param(3).unwrap().into_int_value();
+        self.root = Some(root);
+        let out = self.plan.buf_of[&root];
+        let dims = self.dims(root);
+        let root_op = self.m.defining_op(root).ok_or("kernel root is an argument")?;
+        if matches!(self.m.op(root_op).name.as_str(), "ten.cumsum" | "ten.cumprod") {
+            self.cumsum(root_op, out, start, end)?;
+            self.ret()?;
+            return Ok(());
+        }
+        if self.m.op(root_op).name == "ten.scatter" {
+            self.scatter(root_op, out, start)?;
+            self.ret()?;
+            return Ok(());
+        }
+        self.interleave = self.interleave_for(root);
+        if dims.is_empty() {
+            // Rank 0: the runtime calls with [0, 1).
+            self.store_root(root, &[])?;
+        } else {
+            let mut idx = Vec::new();
+            self.nest(&dims, Some((start, end)), &mut idx, &mut |k, idx| k.store_root(root, idx))?;
+        }
+        self.ret()?;
+        Ok(())
+    }
+
+    /// Several values computed row by row: loops over the shared first `outer` dims, and inside,
+    /// each value's own remaining loops in order (later values read earlier ones' rows from cache).
+    pub(super) fn group_body(&mut self, roots: &[Value], outer: usize, scratch: &[Value]) -> R<()> {
+        self.load_table()?;
+        for &v in scratch {
+            let n: i64 = self.dims(v)[outer..].iter().map(|d| d.as_const().unwrap_or(1)).product();
+            let slot = self.mem_type(self.dtype(v))?.array_type(n.max(1) as u32);
+            let p = self.entry_alloca(slot.into(), "row")?;
+            self.scratch.insert(v, (p, outer));
+        }
+        let start = self.f.get_nth_param(2).unwrap().into_int_value();
+        let end = self.f.get_nth_param(3).unwrap().into_int_value();
+        let prefix: Vec<SymExpr> = self.dims(roots[0])[..outer].to_vec();
+        let roots = roots.to_vec();
+        let mut idx = Vec::new();
+        self.nest(&prefix, Some((start, end)), &mut idx, &mut |k, row| {
+            let mut i = 0;
+            while i < roots.len() {
+                let r = roots[i];
+                k.root = Some(r);
+                k.interleave = k.interleave_for(r);
+                let dims = k.dims(r);
+                let mut inner = row.to_vec();
+                if let Some(red) = roots.get(i + 1).copied().filter(|&n| k.reduces_row_of(n, r, outer)) {
+                    k.store_with_reduce(r, red, row, &dims)?;
+                    i += 2;
+                    continue;
+                }
+                k.nest(&dims, None, &mut inner, &mut |k, idx| k.store_root(r, idx))?;
+                i += 1;
+            }
+            Ok(())
+        })?;
+        self.ret()?;
+        Ok(())
+    }
+
+    /// Whether root `red` reduces exactly the row of root `r` (dims past `outer`), reading `r`
+    /// only at the element it reduces: then both run in one pass over the row.
+    pub(super) fn reduces_row_of(&self, red: Value, r: Value, outer: usize) -> bool {
+        let m = self.m;
+        let Some(op) = m.defining_op(red) else { return false };
+        let d = m.op(op);
+        if d.name != "ten.reduce" || matches!(d.attrs.get("kind").and_then(|a| a.as_str()), Some("argmax" | "argmin")) {
+            return false;
+        }
+        if m.defining_op(r).is_none_or(|o| m.op(o).name == "ten.reduce") {
+            return false;
+        }
+        let x = d.operands[0];
+        let rd: Vec<usize> =
+            d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
+        let rank = self.dims(x).len();
+        rank > outer
+            && self.dims(x) == self.dims(r)
+            && rd == (outer..rank).collect::<Vec<_>>()
+            && self.reads_pointwise(x, r)
+    }
+
+    /// Whether `v`'s expression reads `target` (if at all) only at `v`'s own index.
+    pub(super) fn reads_pointwise(&self, v: Value, target: Value) -> bool {
+        if v == target {
+            return true;
+        }
+        let m = self.m;
+        if self.plan.buf_of.contains_key(&v) || self.scratch.contains_key(&v) {
+            return true;
+        }
+        let Some(op) = m.defining_op(v) else { return true };
+        let d = m.op(op);
+        let pointwise = super::super::plan::is_pointwise(&d.name);
+        d.operands
+            .iter()
+            .all(|&o| if pointwise { self.reads_pointwise(o, target) } else { !self.depends_on(o, target) })
+    }
+
+    pub(super) fn depends_on(&self, v: Value, target: Value) -> bool {
+        if v == target {
+            return true;
+        }
+        if self.plan.buf_of.contains_key(&v) || self.scratch.contains_key(&v) {
+            return false;
+        }
+        self.m.defining_op(v).is_some_and(|op| self.m.op(op).operands.iter().any(|&o| self.depends_on(o, target)))
+    }
+
+    /// Computes root `r` over its row and, in the same loop, reduces it (or a pointwise function
+    /// of it) into root `red` (the next pass), so the row is traversed once for both.
+    pub(super) fn store_with_reduce(
+        &mut self,
+        r: Value,
+        red: Value,
+        row: &[IntValue<'ctx>],
+        dims: &[SymExpr],
+    ) -> R<()> {
+        let op = self.m.defining_op(red).ok_or("reduce root is an argument")?;
+        let d = self.m.op(op);
+        let x = d.operands[0];
+        let kind = d.attrs.get("kind").and_then(|a| a.as_str()).unwrap_or("sum").to_string();
+        let dt = self.dtype(x);
+        let ty = self.reg_type(dt)?;
+        let acc = self.entry_alloca(ty, "acc")?;
+        self.b.build_store(acc, self.identity(&kind, dt)?).map_err(le)?;
+        let mut inner = row.to_vec();
+        self.nest(dims, None, &mut inner, &mut |k, idx| {
+            k.root = Some(r);
+            let v = k.compute_root(r, idx)?;
+            k.cache.insert((r, idx.to_vec()), v);
+            k.root = Some(red);
+            let xv = k.emit(x, idx)?;
+            let a = k.b.build_load(ty, acc, "a").map_err(le)?;
+            let n = k.combine(&kind, dt, a, xv)?;
+            k.b.build_store(acc, n).map_err(le)?;
+            Ok(())
+        })?;
+        let total = self.b.build_load(ty, acc, "r").map_err(le)?;
+        self.put_root(red, row, self.dtype(red), total)
+    }
+}

@@ -1,0 +1,275 @@
+//! Execution: one call walks the plan's steps over the arena, splitting kernels across rayon's
+//! pool and sorting rows itself for `Step::Sort`. Separate from loading so the per-call path reads
+//! on its own.
+
+use super::{Arena, HostTensor, KernelFn, Program, TensorView, WeightInfo};
+use crate::cpu::plan::{BufKind, Step};
+use ember_ir::sym::SymExpr;
+use ember_ir::types::DType;
+use std::collections::HashMap;
+
+impl Program {
+    /// With `into`, outputs go to the caller's memory and the returned tensors carry shapes only.
+    pub(super) fn run_inner(&self, inputs: &[TensorView], into: Option<&[*mut u8]>) -> Result<Vec<HostTensor>, String> {
+        for (i, t) in inputs.iter().enumerate() {
+            let need = t.shape.iter().try_fold(t.dtype.byte_size(), |n, &d| n.checked_mul(d));
+            if need.is_none_or(|n| t.data.len() < n) {
+                let need = need.map_or("more than memory can address".to_string(), |n| n.to_string());
+                return Err(format!("input {i} holds {} bytes, its shape {:?} needs {need}", t.data.len(), t.shape));
+            }
+        }
+        let env = self.bind(inputs)?;
+        let man = &self.manifest;
+        let sym_vals: Vec<i64> = man.symbols.iter().map(|s| env[&s.name]).collect();
+        let eval = |e: &SymExpr| -> Result<i64, String> {
+            e.eval(&|s| env.get(s).copied())
+                .ok_or_else(|| format!("cannot evaluate `{e}` (it overflows 64 bits or divides by zero)"))
+        };
+        let shapes: Vec<Vec<i64>> =
+            self.dims.iter().map(|d| d.iter().map(&eval).collect::<Result<_, _>>()).collect::<Result<_, _>>()?;
+        // Every size below is this buffer's byte count: checked once here, since input sizes
+        // and unbounded symbols can make any product overflow.
+        let nbytes: Vec<usize> = shapes
+            .iter()
+            .zip(&self.dtypes)
+            .enumerate()
+            .map(|(b, (s, dt))| {
+                s.iter().try_fold(dt.byte_size(), |n, &d| n.checked_mul(usize::try_from(d).ok()?)).ok_or_else(|| {
+                    format!("buffer {b} would have shape {s:?}, which is negative or larger than memory can address")
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let mut guard = self.arena.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.as_ref().is_none_or(|a| a.shapes != shapes) {
+            *guard = Some(Arena::plan(man, shapes.clone(), &nbytes));
+        }
+        let arena = guard.as_mut().unwrap();
+        let mut ptrs: Vec<*mut u8> = vec![std::ptr::null_mut(); man.buffers.len()];
+        // Kernels write outputs straight into the memory handed back to the caller (no copy);
+        // malloc's alignment (16 bytes) covers every element type.
+        let mut out_data: HashMap<usize, Vec<u8>> = HashMap::new();
+        let mut out_ptr: HashMap<usize, *mut u8> = HashMap::new();
+        for (oi, o) in man.outputs.iter().enumerate() {
+            if let Some(into) = into {
+                if man.buffers[o.buf].kind == BufKind::Temp {
+                    out_ptr.entry(o.buf).or_insert(into[oi]);
+                }
+                continue;
+            }
+            if man.buffers[o.buf].kind == BufKind::Temp && !out_data.contains_key(&o.buf) {
+                let bytes = nbytes[o.buf];
+                // A kernel writes every element of its buffer: zeroing it first would only add
+                // a pass over memory (a GEMM's output stays zeroed, whatever the GEMM does).
+                let by_kernel = man
+                    .steps
+                    .iter()
+                    .any(|st| matches!(st, Step::Kernel { out, also, .. } if *out == o.buf || also.contains(&o.buf)));
+                let v = if by_kernel && bytes > 0 { Vec::with_capacity(bytes) } else { vec![0u8; bytes.max(1)] };
+                if v.as_ptr() as usize % 16 != 0 {
+                    return Err("the allocator returned memory below 16-byte alignment".into());
+                }
+                out_data.insert(o.buf, v);
+            }
+        }
+        let input_buf: HashMap<usize, usize> = man.inputs.iter().enumerate().map(|(i, x)| (x.buf, i)).collect();
+        let weight_buf: HashMap<usize, &WeightInfo> = man.weights.iter().map(|w| (w.buf, w)).collect();
+        for (b, buf) in man.buffers.iter().enumerate() {
+            let bytes = nbytes[b];
+            ptrs[b] = match buf.kind {
+                BufKind::Arg(_) if input_buf.contains_key(&b) => inputs[input_buf[&b]].data.as_ptr() as *mut u8,
+                BufKind::Arg(_) => {
+                    let w = weight_buf
+                        .get(&b)
+                        .ok_or_else(|| format!("buffer {b} is an argument with no input or weight"))?;
+                    if (w.bytes as u128) < bytes as u128 {
+                        return Err(format!(
+                            "weight `{}` has {} bytes in the manifest, but its type needs {bytes}",
+                            w.name, w.bytes
+                        ));
+                    }
+                    // Kernels and GEMMs never write argument buffers; the map stays read-only.
+                    unsafe { self.weights.as_ref().unwrap().as_ptr().add(w.offset as usize) as *mut u8 }
+                }
+                BufKind::Temp if out_data.contains_key(&b) => out_data.get_mut(&b).unwrap().as_mut_ptr(),
+                BufKind::Temp if out_ptr.contains_key(&b) => out_ptr[&b],
+                BufKind::Temp => match arena.slot_of[b] {
+                    Some(s) => arena.slots[s].as_mut_ptr() as *mut u8,
+                    None => return Err(format!("buffer {b} ({bytes} bytes) is never written")),
+                },
+            };
+        }
+        // After the buffers: the status slot where a kernel stores the message of a gather
+        // whose index was out of range (codegen's `ret`); checked after every kernel.
+        let status = std::sync::atomic::AtomicPtr::<std::ffi::c_char>::new(std::ptr::null_mut());
+        ptrs.push(&status as *const _ as *mut u8);
+        let profile = std::env::var_os("EMBER_PROFILE").is_some();
+        for (si, step) in man.steps.iter().enumerate() {
+            let t0 = profile.then(std::time::Instant::now);
+            match step {
+                Step::Kernel { name, out, also, args } => {
+                    let f = self.kernels[name];
+                    let outer = shapes[*out].first().copied().unwrap_or(1);
+                    // A row group's first root may be a small reduction ([rows]) while its rows
+                    // are long: the work is the largest buffer it reads or writes.
+                    let work: i64 = std::iter::once(out)
+                        .chain(also)
+                        .chain(args)
+                        .map(|&b| shapes[b].iter().product::<i64>())
+                        .max()
+                        .unwrap_or(1)
+                        .max(1);
+                    run_kernel(f, &ptrs, &sym_vals, outer, work);
+                    let err = status.load(std::sync::atomic::Ordering::Acquire);
+                    if !err.is_null() {
+                        // SAFETY: a NUL-terminated constant of the kernel library, which `self` keeps loaded.
+                        return Err(unsafe { std::ffi::CStr::from_ptr(err) }.to_string_lossy().into_owned());
+                    }
+                }
+                Step::Gemm(g) => self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), &ptrs, &eval)?,
+                &Step::Sort { out, src, dim, descending } => {
+                    argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?
+                }
+            }
+            if let Some(t0) = t0 {
+                let (kind, out) = match step {
+                    Step::Kernel { name, out, .. } => (name.clone(), *out),
+                    Step::Gemm(g) => ("gemm".to_string(), g.out),
+                    Step::Sort { out, .. } => ("sort".to_string(), *out),
+                };
+                eprintln!("step {si:>3} {kind:<6} out {:?} {:.3} ms", shapes[out], t0.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        for (&b, v) in out_data.iter_mut() {
+            if v.is_empty() {
+                // SAFETY: every step has run, and the kernel that computes buffer `b` wrote all of
+                // its bytes (the capacity it was allocated with).
+                unsafe { v.set_len(nbytes[b]) };
+            }
+        }
+        if let Some(into) = into {
+            // An argument returned as is, or a value returned twice, is copied to its slot.
+            let mut shapes_out = Vec::new();
+            for (oi, o) in man.outputs.iter().enumerate() {
+                let shape: Vec<usize> = shapes[o.buf].iter().map(|&d| d as usize).collect();
+                let bytes = nbytes[o.buf];
+                if ptrs[o.buf] != into[oi] && bytes > 0 {
+                    unsafe { std::ptr::copy_nonoverlapping(ptrs[o.buf], into[oi], bytes) };
+                }
+                shapes_out.push(HostTensor { dtype: self.dtypes[o.buf], shape, data: Vec::new() });
+            }
+            return Ok(shapes_out);
+        }
+        Ok(man
+            .outputs
+            .iter()
+            .map(|o| {
+                let shape: Vec<usize> = shapes[o.buf].iter().map(|&d| d as usize).collect();
+                let bytes = nbytes[o.buf];
+                // An output returned twice, or an argument returned as is, is copied.
+                let data = match out_data.remove(&o.buf) {
+                    Some(mut v) => {
+                        v.truncate(bytes);
+                        v
+                    }
+                    None => unsafe { std::slice::from_raw_parts(ptrs[o.buf], bytes) }.to_vec(),
+                };
+                HostTensor { dtype: self.dtypes[o.buf], shape, data }
+            })
+            .collect())
+    }
+}
+
+/// Stable argsort of each row along `dim` of the dense `[outer, n, inner]` view of `src`
+/// (torch's order: NaN after every number, before them when descending), written as int64.
+pub(super) fn argsort(
+    dt: DType,
+    shape: &[i64],
+    dim: usize,
+    descending: bool,
+    src: *const u8,
+    out: *mut u8,
+) -> Result<(), String> {
+    use rayon::prelude::*;
+    let n = shape[dim] as usize;
+    let outer: usize = shape[..dim].iter().product::<i64>() as usize;
+    let inner: usize = shape[dim + 1..].iter().product::<i64>() as usize;
+    let rows = outer * inner;
+    if n == 0 || rows == 0 {
+        return Ok(());
+    }
+    let (src, out) = (src as usize, out as usize);
+    fn sort_rows<T: Copy + PartialOrd + Send + Sync>(
+        src: usize,
+        out: usize,
+        n: usize,
+        inner: usize,
+        rows: usize,
+        descending: bool,
+        nan: fn(T) -> bool,
+    ) {
+        let run = |r: usize| {
+            let (o, i) = (r / inner, r % inner);
+            let base = o * n * inner + i;
+            let at = |k: usize| unsafe { *(src as *const T).add(base + k * inner) };
+            let mut idx: Vec<usize> = (0..n).collect();
+            // NaN sorts as the largest value; ties keep their order (a stable sort).
+            let key = |a: T, b: T| match (nan(a), nan(b)) {
+                (true, true) => std::cmp::Ordering::Equal,
+                (true, false) => std::cmp::Ordering::Greater,
+                (false, true) => std::cmp::Ordering::Less,
+                _ => a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal),
+            };
+            if descending {
+                idx.sort_by(|&a, &b| key(at(b), at(a)));
+            } else {
+                idx.sort_by(|&a, &b| key(at(a), at(b)));
+            }
+            for (k, &j) in idx.iter().enumerate() {
+                unsafe { *(out as *mut i64).add(base + k * inner) = j as i64 };
+            }
+        };
+        if rows * n >= 1 << 14 {
+            (0..rows).into_par_iter().for_each(run);
+        } else {
+            (0..rows).for_each(run);
+        }
+    }
+    match dt {
+        DType::F32 => sort_rows::<f32>(src, out, n, inner, rows, descending, f32::is_nan),
+        DType::F64 => sort_rows::<f64>(src, out, n, inner, rows, descending, f64::is_nan),
+        DType::F16 => sort_rows::<half::f16>(src, out, n, inner, rows, descending, half::f16::is_nan),
+        DType::BF16 => sort_rows::<half::bf16>(src, out, n, inner, rows, descending, half::bf16::is_nan),
+        DType::I64 => sort_rows::<i64>(src, out, n, inner, rows, descending, |_| false),
+        DType::I32 => sort_rows::<i32>(src, out, n, inner, rows, descending, |_| false),
+        DType::I16 => sort_rows::<i16>(src, out, n, inner, rows, descending, |_| false),
+        DType::I8 => sort_rows::<i8>(src, out, n, inner, rows, descending, |_| false),
+        DType::U8 | DType::Bool => sort_rows::<u8>(src, out, n, inner, rows, descending, |_| false),
+        d => return Err(format!("sort of {} is not supported by the CPU target yet", d.torch_name())),
+    }
+    Ok(())
+}
+
+pub(super) struct Shared(*const *mut u8, *const i64);
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+/// Splits the outermost dim across the thread pool when there is enough work.
+pub(super) fn run_kernel(f: KernelFn, ptrs: &[*mut u8], syms: &[i64], outer: i64, work: i64) {
+    let sh = Shared(ptrs.as_ptr(), syms.as_ptr());
+    let threads = rayon::current_num_threads() as i64;
+    if work < 1 << 15 || outer < 2 || threads < 2 {
+        unsafe { f(sh.0, sh.1, 0, outer) };
+        return;
+    }
+    let chunks = (threads * 4).min(outer);
+    let per = (outer + chunks - 1) / chunks;
+    let sh = &sh;
+    rayon::scope(|s| {
+        for c in 0..chunks {
+            let (lo, hi) = (c * per, ((c + 1) * per).min(outer));
+            if lo < hi {
+                s.spawn(move |_| unsafe { f(sh.0, sh.1, lo, hi) });
+            }
+        }
+    });
+}

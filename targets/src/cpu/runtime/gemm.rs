@@ -1,0 +1,491 @@
+//! GEMM steps: the strided batched product through the `gemm` crate, the host BLAS or oneDNN,
+//! and f16/bf16 products accumulated in f32. Which library runs a product is a speed choice made
+//! here; the numerics each must match are torch's.
+
+use super::blas::{BlasOperand, HOST_BLAS};
+use super::Program;
+use crate::cpu::plan::GemmStep;
+use ember_ir::sym::SymExpr;
+use ember_ir::types::DType;
+use std::path::Path;
+
+impl Program {
+    pub(super) fn gemm(
+        &self,
+        g: &GemmStep,
+        exprs: &[Vec<SymExpr>; 4],
+        ptrs: &[*mut u8],
+        eval: &dyn Fn(&SymExpr) -> Result<i64, String>,
+    ) -> Result<(), String> {
+        let ld = |v: &[SymExpr]| -> Result<Vec<i64>, String> { v.iter().map(eval).collect() };
+        let (ldims, lstr, rdims, rstr) = (ld(&exprs[0])?, ld(&exprs[1])?, ld(&exprs[2])?, ld(&exprs[3])?);
+        let (m, k, n) = (ldims[g.lhs_free] as usize, ldims[g.lhs_contract] as usize, rdims[g.rhs_free] as usize);
+        let batch: Vec<i64> = g.lhs_batch.iter().map(|&d| ldims[d]).collect();
+        let nb: i64 = batch.iter().product();
+        let dt = self.dtypes[g.out];
+        let es = dt.byte_size();
+        if m == 0 || n == 0 || batch.contains(&0) {
+            return Ok(());
+        }
+        if k == 0 {
+            // An empty contraction is zero; temporaries are reused, so write the zeros.
+            let bytes = nb.max(1) as usize * m * n * es;
+            unsafe { std::ptr::write_bytes(ptrs[g.out], 0, bytes) };
+            return Ok(());
+        }
+        // Batch dims the rhs broadcasts (stride 0) and the lhs walks contiguously extend m: one
+        // larger GEMM instead of several small ones (a Linear on a [b, t, d] input).
+        let (mut m, mut batch) = (m, batch);
+        let mut lbs: Vec<i64> = g.lhs_batch.iter().map(|&d| lstr[d]).collect();
+        let mut rbs: Vec<i64> = g.rhs_batch.iter().map(|&d| rstr[d]).collect();
+        while let (Some(&sz), Some(&ls), Some(&rs)) = (batch.last(), lbs.last(), rbs.last()) {
+            if rs != 0 || ls != m as i64 * lstr[g.lhs_free] {
+                break;
+            }
+            m *= sz as usize;
+            batch.pop();
+            lbs.pop();
+            rbs.pop();
+        }
+        let nb = batch.iter().product::<i64>().max(1) as usize;
+        let (lcs, lrs, rcs, rrs) = (
+            lstr[g.lhs_contract] as isize,
+            lstr[g.lhs_free] as isize,
+            rstr[g.rhs_free] as isize,
+            rstr[g.rhs_contract] as isize,
+        );
+        let (out, lhs, mut rhs) = (ptrs[g.out] as usize, ptrs[g.lhs.buf] as usize, ptrs[g.rhs.buf] as usize);
+        let in_dt = self.dtypes[g.lhs.buf];
+        let narrow = matches!(in_dt, DType::F16 | DType::BF16);
+        if self.dtypes[g.rhs.buf] != in_dt || (in_dt != dt && !(narrow && dt == DType::F32)) {
+            return Err(format!(
+                "matmul of {} and {} into {} is not supported by the CPU target",
+                in_dt.torch_name(),
+                self.dtypes[g.rhs.buf].torch_name(),
+                dt.torch_name()
+            ));
+        }
+        if narrow {
+            let p = NarrowProduct {
+                dt: in_dt,
+                wide_out: dt == DType::F32,
+                nb,
+                m,
+                n,
+                k,
+                batch: &batch,
+                lbs: &lbs,
+                rbs: &rbs,
+                lhs,
+                lrs,
+                lcs,
+                rhs,
+                rrs,
+                rcs,
+                out,
+            };
+            p.run(&mut self.narrow_acc.lock().unwrap_or_else(|e| e.into_inner()));
+            return Ok(());
+        }
+        if !matches!(dt, DType::F32 | DType::F64) {
+            return Err(format!("matmul in {} is not supported by the CPU target yet", dt.torch_name()));
+        }
+        let threads = rayon::current_num_threads();
+        let fits_i32 = [m, n, k].iter().all(|&d| d <= i32::MAX as usize);
+        if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32) {
+            if let (Some(a), Some(b)) = (BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n)) {
+                let (batch, lbs, rbs) = (&batch, &lbs, &rbs);
+                let part = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
+                    let (lo, ro) = batch_offsets(bi, batch, lbs, rbs);
+                    let (lo, ro) = (lo + rows.start as isize * lrs, ro + cols.start as isize * rcs);
+                    let oo = bi * m * n + rows.start * n + cols.start;
+                    // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb).
+                    unsafe {
+                        let (l, r) =
+                            ((lhs as *const u8).offset(lo * es as isize), (rhs as *const u8).offset(ro * es as isize));
+                        blas.run(dt, rows.len(), cols.len(), k, l, a, r, b, (out as *mut u8).add(oo * es), n);
+                    }
+                };
+                blas.split(nb, m, n, k, threads, part);
+                return Ok(());
+            }
+        }
+        let (mut rcs, mut rrs) = (rcs, rrs);
+        // An rhs read through its transpose (nn.Linear's `x @ W.T` on a weight passed at run time:
+        // eager regions, torch.compile graphs) packs slowly: for large products a row-major copy
+        // costs less than it saves (measured on the GPT-2 block's 512×768×3072: 21.9 → ~11 ms).
+        // Weights known at compile time are stored transposed instead (compiler::cpu).
+        let mut pack = None;
+        if rrs == 1 && rcs as usize >= k && m >= 256 && k * n >= 1 << 16 && rbs.iter().all(|&s| s == 0) {
+            let mut buf = self.pack.lock().unwrap_or_else(|e| e.into_inner());
+            let words = (k * n * es).div_ceil(8);
+            if buf.len() < words {
+                buf.resize(words, 0);
+            }
+            let dst = buf.as_mut_ptr() as usize;
+            match dt {
+                DType::F32 => transpose_rows::<f32>(rhs, rcs, k, n, dst),
+                _ => transpose_rows::<f64>(rhs, rcs, k, n, dst),
+            }
+            (rhs, rcs, rrs) = (dst, 1, n as isize);
+            pack = Some(buf);
+        }
+        let one = |bi: usize, par: gemm::Parallelism| {
+            let (lo, ro) = batch_offsets(bi, &batch, &lbs, &rbs);
+            let oo = bi * m * n;
+            unsafe {
+                let (dst, lhs, rhs) = (
+                    (out as *mut u8).add(oo * es),
+                    (lhs as *const u8).offset(lo * es as isize),
+                    (rhs as *const u8).offset(ro * es as isize),
+                );
+                match dt {
+                    DType::F32 => gemm::gemm(
+                        m,
+                        n,
+                        k,
+                        dst as *mut f32,
+                        1,
+                        n as isize,
+                        false,
+                        lhs as *const f32,
+                        lcs,
+                        lrs,
+                        rhs as *const f32,
+                        rcs,
+                        rrs,
+                        0.0f32,
+                        1.0f32,
+                        false,
+                        false,
+                        false,
+                        par,
+                    ),
+                    _ => gemm::gemm(
+                        m,
+                        n,
+                        k,
+                        dst as *mut f64,
+                        1,
+                        n as isize,
+                        false,
+                        lhs as *const f64,
+                        lcs,
+                        lrs,
+                        rhs as *const f64,
+                        rcs,
+                        rrs,
+                        0.0f64,
+                        1.0f64,
+                        false,
+                        false,
+                        false,
+                        par,
+                    ),
+                }
+            }
+        };
+        if nb > 1 && threads > 1 && (nb % threads == 0 || nb >= 4 * threads) {
+            // Many small products (attention's per-head GEMMs): one per task, no split inside,
+            // so the pool synchronizes once instead of once per product.
+            use rayon::prelude::*;
+            (0..nb).into_par_iter().for_each(|bi| one(bi, gemm::Parallelism::None));
+        } else {
+            let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+            (0..nb).for_each(|bi| one(bi, par));
+        }
+        drop(pack);
+        Ok(())
+    }
+}
+
+/// A batched f16/bf16 product, accumulated in f32 and rounded once, as torch's CPU kernels do.
+/// Operands are element offsets and strides into 2-byte buffers (addresses as `usize`).
+pub(super) struct NarrowProduct<'a> {
+    dt: DType,
+    /// The result is the f32 accumulator itself (`ten.dot_general {dtype = f32}`), not rounded.
+    wide_out: bool,
+    nb: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: &'a [i64],
+    lbs: &'a [i64],
+    rbs: &'a [i64],
+    lhs: usize,
+    lrs: isize,
+    lcs: isize,
+    rhs: usize,
+    rrs: isize,
+    rcs: isize,
+    out: usize,
+}
+
+impl NarrowProduct<'_> {
+    /// Runs the product with `acc` as its f32 accumulator (grown as needed, never shrunk).
+    fn run(&self, acc: &mut Vec<f32>) {
+        use rayon::prelude::*;
+        let (m, n, k) = (self.m, self.n, self.k);
+        let threads = rayon::current_num_threads();
+        if !self.wide_out && acc.len() < self.nb * m * n {
+            acc.resize(self.nb * m * n, 0.0);
+        }
+        // An f32 result accumulates in place; a narrow one in the kept scratch, rounded after.
+        let accp = if self.wide_out { self.out } else { acc.as_ptr() as usize };
+        let dnnl = onednn().filter(|_| self.dt == DType::BF16);
+        if let (Some(dnnl), Some(a), Some(b)) =
+            (dnnl, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n))
+        {
+            // oneDNN multiplies the bf16 operands in place (AVX512-BF16/AMX where the CPU has
+            // them: torch's own bf16 GEMM speed) into the f32 accumulator, threading itself.
+            // Block [rows, cols] of product bi.
+            let product = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
+                let (lo, ro) = batch_offsets(bi, self.batch, self.lbs, self.rbs);
+                let (lo, ro) = (lo + rows.start as isize * self.lrs, ro + cols.start as isize * self.rcs);
+                // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb); the
+                // block of `acc` it writes. oneDNN is row-major, so `BlasOperand`'s (trans, ld)
+                // read the same layouts.
+                unsafe {
+                    let (l, r) = ((self.lhs as *const u16).offset(lo), (self.rhs as *const u16).offset(ro));
+                    let c = (accp as *mut f32).add(bi * m * n + rows.start * n + cols.start);
+                    let (bm, bn) = (rows.len() as i64, cols.len() as i64);
+                    (dnnl.gemm_bf16)(
+                        a.trans as _,
+                        b.trans as _,
+                        bm,
+                        bn,
+                        k as i64,
+                        1.0,
+                        l,
+                        a.ld as i64,
+                        r,
+                        b.ld as i64,
+                        0.0,
+                        c,
+                        n as i64,
+                    );
+                }
+            };
+            // Every call single-threaded on rayon's pool (whole products per task when there are
+            // several, else the longer side in blocks of 16, 2 per thread), never an OpenMP team:
+            // its threads spin after each call and slowed the rayon kernels that followed
+            // (a GPT-2 block's LayerNorm after a GEMM: 0.1 -> 2.9 ms, measured).
+            match dnnl.omp_set_num_threads.filter(|_| threads > 1 && self.nb * m * n * k >= 1 << 18) {
+                // SAFETY: a per-thread OpenMP setting.
+                Some(one_thread) => split_over_pool(self.nb, m, n, threads, &|| unsafe { one_thread(1) }, product),
+                None => (0..self.nb).for_each(|bi| product(bi, 0..m, 0..n)),
+            }
+        } else {
+            // Converted operands: each product's operands widened to dense f32, then the f32 GEMM.
+            let blas = HOST_BLAS.get().filter(|_| [m, n, k].iter().all(|&d| d <= i32::MAX as usize));
+            let one = |bi: usize, par: gemm::Parallelism| {
+                let (lo, ro) = batch_offsets(bi, self.batch, self.lbs, self.rbs);
+                let a = widen(self.dt, self.lhs, lo, m, k, self.lrs, self.lcs);
+                let b = widen(self.dt, self.rhs, ro, k, n, self.rrs, self.rcs);
+                // SAFETY: `a`, `b` are dense [m, k] and [k, n]; product bi's [m, n] block of `acc`.
+                unsafe {
+                    let c = (accp as *mut f32).add(bi * m * n);
+                    match blas {
+                        Some(blas) => blas.run(
+                            DType::F32,
+                            m,
+                            n,
+                            k,
+                            a.as_ptr() as _,
+                            BlasOperand { trans: b'N', ld: k.max(1) as i32 },
+                            b.as_ptr() as _,
+                            BlasOperand { trans: b'N', ld: n.max(1) as i32 },
+                            c as _,
+                            n,
+                        ),
+                        None => gemm::gemm(
+                            m,
+                            n,
+                            k,
+                            c,
+                            1,
+                            n as isize,
+                            false,
+                            a.as_ptr(),
+                            1,
+                            k as isize,
+                            b.as_ptr(),
+                            1,
+                            n as isize,
+                            0.0f32,
+                            1.0f32,
+                            false,
+                            false,
+                            false,
+                            par,
+                        ),
+                    }
+                }
+            };
+            if self.nb > 1 && threads > 1 {
+                (0..self.nb).into_par_iter().for_each(|bi| one(bi, gemm::Parallelism::None));
+            } else {
+                (0..self.nb).for_each(|bi| one(bi, gemm::Parallelism::Rayon(0)));
+            }
+        }
+        if self.wide_out {
+            return;
+        }
+        let (dt, out) = (self.dt, self.out);
+        acc[..self.nb * m * n].par_chunks(1 << 14).enumerate().for_each(|(i, c)| {
+            // SAFETY: `out` holds nb·m·n narrow elements; chunk i covers [i·2¹⁴, ..+c.len()).
+            let dst = unsafe { std::slice::from_raw_parts_mut((out as *mut u16).add(i << 14), c.len()) };
+            narrow_into(dt, c, dst);
+        });
+    }
+}
+
+/// oneDNN's row-major bf16 GEMM into f32 (`dnnl_gemm_bf16bf16f32`).
+pub(super) type DnnlGemmBf16 =
+    unsafe extern "C" fn(i8, i8, i64, i64, i64, f32, *const u16, i64, *const u16, i64, f32, *mut f32, i64) -> i32;
+
+/// oneDNN, when this process can load it: the bf16 GEMMs' library (the `gemm` crate has no
+/// bf16, and converting operands to f32 halves the speed of CPUs with bf16 instructions).
+pub(super) struct OneDnn {
+    _lib: libloading::Library,
+    gemm_bf16: DnnlGemmBf16,
+    /// The OpenMP runtime oneDNN threads with (its `omp_set_num_threads`, per calling thread).
+    omp_set_num_threads: Option<unsafe extern "C" fn(i32)>,
+}
+
+/// Where oneDNN is looked for, in order: `$EMBER_ONEDNN` (a path to `libdnnl.so.3`), the
+/// loader's search path, then the `lib/` of the Python environment Ember uses (`$EMBER_PYTHON`,
+/// else ~/.cache/ember/venv, where `make setup` installs the `onednn-cpu-gomp` wheel).
+pub(super) fn onednn() -> Option<&'static OneDnn> {
+    static DNNL: std::sync::OnceLock<Option<OneDnn>> = std::sync::OnceLock::new();
+    DNNL.get_or_init(|| {
+        let mut paths: Vec<std::path::PathBuf> = std::env::var_os("EMBER_ONEDNN").map(Into::into).into_iter().collect();
+        paths.push("libdnnl.so.3".into());
+        let python = std::env::var_os("EMBER_PYTHON").map(std::path::PathBuf::from);
+        let venv = python
+            .as_deref()
+            .and_then(|p| p.parent()?.parent())
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/ember/venv")));
+        paths.extend(venv.map(|v| v.join("lib/libdnnl.so.3")));
+        paths.into_iter().find_map(|p| {
+            // SAFETY: oneDNN's initializers have no preconditions; the symbol has the C type above.
+            let lib = unsafe { libloading::Library::new(&p) }.ok()?;
+            let gemm_bf16 = *unsafe { lib.get::<DnnlGemmBf16>(b"dnnl_gemm_bf16bf16f32") }.ok()?;
+            // Found through the library's dependencies (libgomp for the gomp build).
+            let omp_set_num_threads =
+                unsafe { lib.get::<unsafe extern "C" fn(i32)>(b"omp_set_num_threads") }.ok().map(|f| *f);
+            Some(OneDnn { _lib: lib, gemm_bf16, omp_set_num_threads })
+        })
+    })
+    .as_ref()
+}
+
+/// Whether f16/bf16 GEMMs find oneDNN (bf16 runs on it; f16 and the rest widen to f32).
+pub fn onednn_loaded() -> bool {
+    onednn().is_some()
+}
+
+/// The [rows, cols] matrix at element offset `off` of the 2-byte buffer `base` (strides `rs`,
+/// `cs`), widened to a dense row-major f32 matrix.
+pub(super) fn widen(dt: DType, base: usize, off: isize, rows: usize, cols: usize, rs: isize, cs: isize) -> Vec<f32> {
+    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+    let mut v = vec![0f32; rows * cols];
+    let src = base as *const u16;
+    let mut row = vec![0u16; cols];
+    for (r, out) in v.chunks_mut(cols.max(1)).enumerate() {
+        for (c, b) in row.iter_mut().enumerate() {
+            // SAFETY: the caller's strides address the operand's elements.
+            *b = unsafe { *src.offset(off + r as isize * rs + c as isize * cs) };
+        }
+        // half's slice conversions use F16C where the CPU has it (detected at run time).
+        match dt {
+            DType::BF16 => row.reinterpret_cast::<half::bf16>().convert_to_f32_slice(out),
+            _ => row.reinterpret_cast::<half::f16>().convert_to_f32_slice(out),
+        }
+    }
+    v
+}
+
+/// f32 values rounded (to nearest even) into f16/bf16 bit patterns.
+pub(super) fn narrow_into(dt: DType, src: &[f32], dst: &mut [u16]) {
+    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+    if dt == DType::BF16 {
+        // Round to nearest even on the bit pattern (NaN stays a quiet NaN): branch-free, so
+        // LLVM vectorizes it, where half's per-element conversion does not.
+        dst.iter_mut().zip(src).for_each(|(d, &s)| {
+            let b = s.to_bits();
+            let r = (b.wrapping_add(0x7FFF + ((b >> 16) & 1)) >> 16) as u16;
+            *d = if s.is_nan() { ((b >> 16) as u16) | 0x40 } else { r };
+        });
+    } else {
+        dst.reinterpret_cast_mut::<half::f16>().convert_from_f32_slice(src);
+    }
+}
+
+/// Runs `part(product, rows, cols)` over `nb` products of [m, n] on rayon's pool, each task
+/// calling `single` first (its library at one thread): whole products per task when there are
+/// at least as many as threads, else each product's longer side in blocks of 16 (whole vector
+/// registers), 2 per thread.
+pub(super) fn split_over_pool(
+    nb: usize,
+    m: usize,
+    n: usize,
+    threads: usize,
+    single: &(dyn Fn() + Sync),
+    part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync,
+) {
+    use rayon::prelude::*;
+    if nb >= threads {
+        (0..nb).into_par_iter().for_each(|bi| {
+            single();
+            part(bi, 0..m, 0..n)
+        });
+        return;
+    }
+    let (len, by_rows) = if n >= m { (n, false) } else { (m, true) };
+    let per = len.div_ceil(2 * threads).div_ceil(16) * 16;
+    let blocks = len.div_ceil(per);
+    (0..nb * blocks).into_par_iter().for_each(|t| {
+        single();
+        let (bi, c) = (t / blocks, t % blocks);
+        let r = c * per..((c + 1) * per).min(len);
+        if by_rows {
+            part(bi, r, 0..n)
+        } else {
+            part(bi, 0..m, r)
+        }
+    });
+}
+
+/// Element offsets of product `bi`'s lhs and rhs in a batched GEMM (batch dims row-major).
+pub(super) fn batch_offsets(bi: usize, batch: &[i64], lbs: &[i64], rbs: &[i64]) -> (isize, isize) {
+    let (mut rem, mut lo, mut ro) = (bi as i64, 0i64, 0i64);
+    for j in (0..batch.len()).rev() {
+        let ix = rem % batch[j];
+        rem /= batch[j];
+        lo += ix * lbs[j];
+        ro += ix * rbs[j];
+    }
+    (lo as isize, ro as isize)
+}
+
+/// dst[r·n + c] = src[c·col_stride + r] for r < k, c < n: the row-major [k, n] copy of a
+/// matrix stored column by column, in 64×64 tiles (both sides stay in L1), tiles split over
+/// rayon's pool by column bands.
+pub(super) fn transpose_rows<T: Copy + Send + Sync>(src: usize, col_stride: isize, k: usize, n: usize, dst: usize) {
+    use rayon::prelude::*;
+    const B: usize = 64;
+    (0..n.div_ceil(B)).into_par_iter().for_each(|cb| {
+        let (src, dst) = (src as *const T, dst as *mut T);
+        let (c0, c1) = (cb * B, ((cb + 1) * B).min(n));
+        for r0 in (0..k).step_by(B) {
+            let r1 = (r0 + B).min(k);
+            for c in c0..c1 {
+                for r in r0..r1 {
+                    unsafe { *dst.add(r * n + c) = *src.offset(c as isize * col_stride + r as isize) };
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,55 @@
+//! `manifest.json`: what the compiler writes next to `kernels.so` and `weights.bin` and the runtime
+//! reads back. Its own file because the compiler builds these types too (`compiler::cpu`).
+
+use crate::cpu::plan::{Buffer, Step};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SymbolInfo {
+    pub name: String,
+    pub min: i64,
+    pub max: Option<i64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IoInfo {
+    pub name: String,
+    pub buf: usize,
+    pub dtype: String,
+    pub dims: Vec<String>,
+    /// `input NAME` / `buffer NAME` for a functionalized in-place update (not a user output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutates: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WeightInfo {
+    pub name: String,
+    pub buf: usize,
+    pub offset: u64,
+    pub bytes: u64,
+    /// weights.bin holds this 2-D weight's transpose: only GEMMs read it, and they read it
+    /// transposed (see `compiler::cpu::store_weights_for_gemm`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transposed: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format_version: String,
+    pub target: String,
+    pub ember_version: String,
+    /// The LLVM CPU name and feature string the code was compiled for; checked at load.
+    pub cpu: String,
+    pub cpu_features: Vec<String>,
+    pub source_hash: String,
+    pub symbols: Vec<SymbolInfo>,
+    pub inputs: Vec<IoInfo>,
+    pub outputs: Vec<IoInfo>,
+    pub weights: Vec<WeightInfo>,
+    pub buffers: Vec<Buffer>,
+    pub steps: Vec<Step>,
+    /// Size and SHA-256 of every other file of the artifact, checked at load (`checksum`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub files: std::collections::BTreeMap<String, crate::checksum::FileSum>,
+}

@@ -1,0 +1,368 @@
+//! The CPU target end to end: every bundled model compiles, runs, and matches torch eager's
+//! outputs stored next to it (`testdata/models/<name>.npz`).
+
+use super::*;
+use ember_targets::cpu::{HostTensor, Program};
+
+mod kernels;
+
+/// Models the CPU target cannot compile yet, with the reason; the test checks the reason stays true.
+const NOT_YET: &[(&str, &str)] = &[];
+
+pub fn as_f64(t: &HostTensor) -> Vec<f64> {
+    let n = t.shape.iter().product::<usize>();
+    (0..n)
+        .map(|i| {
+            let b = &t.data[i * t.dtype.byte_size()..(i + 1) * t.dtype.byte_size()];
+            match t.dtype {
+                ember_ir::DType::F32 => f32::from_le_bytes(b.try_into().unwrap()) as f64,
+                ember_ir::DType::F64 => f64::from_le_bytes(b.try_into().unwrap()),
+                ember_ir::DType::F16 => half::f16::from_le_bytes(b.try_into().unwrap()).to_f64(),
+                ember_ir::DType::BF16 => half::bf16::from_le_bytes(b.try_into().unwrap()).to_f64(),
+                ember_ir::DType::I64 => i64::from_le_bytes(b.try_into().unwrap()) as f64,
+                ember_ir::DType::I32 => i32::from_le_bytes(b.try_into().unwrap()) as f64,
+                ember_ir::DType::Bool | ember_ir::DType::U8 => b[0] as f64,
+                d => panic!("compare {d}"),
+            }
+        })
+        .collect()
+}
+
+/// max |got - want| / (atol + rtol * |want|) over all elements; <= 1 passes. NaN must meet NaN
+/// and an infinity the same infinity (anything else is an infinite error). f16 and bf16 use
+/// torch.testing's rtol for the dtype times the output's largest magnitude: two evaluations
+/// that round each layer differently differ by about an ulp of the layer's scale, also at the
+/// elements near 0.
+pub fn close(got: &HostTensor, want: &HostTensor) -> Result<f64, String> {
+    use ember_ir::DType;
+    if got.shape != want.shape || got.dtype != want.dtype {
+        return Err(format!("got {:?} {:?}, want {:?} {:?}", got.dtype, got.shape, want.dtype, want.shape));
+    }
+    let (g, w) = (as_f64(got), as_f64(want));
+    let scale = w.iter().filter(|v| v.is_finite()).fold(0.0f64, |m, v| m.max(v.abs()));
+    let (atol, rtol) = match got.dtype {
+        DType::F64 => (1e-10, 1e-7),
+        DType::BF16 => (1e-5 + 1.6e-2 * scale, 0.0),
+        DType::F16 => (1e-5 + 1e-3 * scale, 0.0),
+        _ => (1e-5, 1e-4),
+    };
+    let err = |a: f64, b: f64| match (a.is_nan(), b.is_nan()) {
+        (true, true) => 0.0,
+        (false, false) if a == b => 0.0,
+        (false, false) if a.is_finite() && b.is_finite() => (a - b).abs() / (atol + rtol * b.abs()),
+        _ => f64::INFINITY,
+    };
+    Ok(g.iter().zip(&w).map(|(&a, &b)| err(a, b)).fold(0.0, f64::max))
+}
+
+#[test]
+fn bundled_models_match_eager() {
+    let dir = std::env::temp_dir().join(format!("ember-cpu-{}", std::process::id()));
+    let mut checked = 0;
+    // Both kernel formations: the e-graph optimizer's and the planner's greedy rule.
+    for (fusion, (name, p)) in
+        ["egraph", "greedy"].into_iter().flat_map(|f| bundled_models().into_iter().map(move |m| (f, m)))
+    {
+        let name = format!("{name} ({fusion})");
+        let out = dir.join(&name);
+        let imported = ember_compiler::import_path(&p).unwrap();
+        let r = compile_for(imported, "cpu", &out, &[("fusion", fusion)]);
+        if let Some((_, why)) = NOT_YET.iter().find(|(n, _)| name.starts_with(n)) {
+            let err = r.err().unwrap_or_else(|| panic!("{name} now compiles: remove it from NOT_YET"));
+            assert!(err.contains(why), "{name}: {err}");
+            continue;
+        }
+        r.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let prog = Program::load(&out).unwrap();
+        let mut arrays = ember_compiler::npz::read_npz(&p.with_extension("npz")).unwrap();
+        let args: Vec<HostTensor> =
+            (0..prog.manifest.inputs.len()).map(|i| arrays.remove(&format!("arg{i}")).unwrap()).collect();
+        let outs = prog.run(&args).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for (i, got) in outs.iter().enumerate() {
+            let want = &arrays[&format!("out{i}")];
+            let err = close(got, want).unwrap_or_else(|e| panic!("{name} out{i}: {e}"));
+            assert!(err <= 1.0, "{name} out{i}: error {err:.3} x tolerance");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 8);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn dynamic_batch_runs_every_size_in_range_without_recompiling() {
+    let dir = std::env::temp_dir().join(format!("ember-dyn-{}", std::process::id()));
+    let imported = ember_compiler::import_path(&testdata().join("models/mlp_dynamic.pt2")).unwrap();
+    compile_for(imported, "cpu", &dir, &[]).unwrap();
+    let prog = Program::load(&dir).unwrap();
+    let x = |b: usize| HostTensor {
+        dtype: ember_ir::DType::F32,
+        shape: vec![b, 32],
+        data: (0..b * 32).flat_map(|i| ((i % 7) as f32 * 0.1).to_le_bytes()).collect(),
+    };
+    for b in [2, 5, 64] {
+        let out = prog.run(&[x(b)]).unwrap();
+        assert_eq!(out[0].shape, vec![b, 16]);
+    }
+    // Row i of a batch does not depend on the batch size (up to GEMM summation order).
+    let (small, big) = (prog.run(&[x(2)]).unwrap(), prog.run(&[x(5)]).unwrap());
+    let head =
+        HostTensor { dtype: big[0].dtype, shape: vec![2, 16], data: big[0].data[..small[0].data.len()].to_vec() };
+    assert!(close(&small[0], &head).unwrap() <= 1.0);
+    // Replays of one program on one input are bit-identical.
+    assert_eq!(prog.run(&[x(5)]).unwrap(), big);
+    let err = prog.run(&[x(65)]).unwrap_err();
+    assert!(err.contains("outside the compiled range [2, 64]"), "{err}");
+    let err =
+        prog.run(&[HostTensor { dtype: ember_ir::DType::F64, shape: vec![2, 32], data: vec![0; 512] }]).unwrap_err();
+    assert!(err.contains("must be float32"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn cpu_artifacts_are_deterministic() {
+    let base = std::env::temp_dir().join(format!("ember-det-{}", std::process::id()));
+    let mut files = Vec::new();
+    for k in 0..2 {
+        let out = base.join(format!("a{k}"));
+        let imported = ember_compiler::import_path(&testdata().join("models/gpt2_block.pt2")).unwrap();
+        compile_for(imported, "cpu", &out, &[]).unwrap();
+        let mut names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        files.push(names.iter().map(|n| (n.clone(), std::fs::read(out.join(n)).unwrap())).collect::<Vec<_>>());
+    }
+    assert_eq!(files[0].len(), files[1].len());
+    for (a, b) in files[0].iter().zip(&files[1]) {
+        assert!(a == b, "{:?} differs between two compiles", a.0);
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+#[test]
+fn cli_compile_and_run_round_trip() {
+    let dir = std::env::temp_dir().join(format!("ember-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let art = dir.join("art");
+    let got = dir.join("got.npz");
+    let r = ember(&testdata(), &["compile", "models/mlp.pt2", "--target", "cpu", "-o", art.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = ember(
+        &testdata(),
+        &["run", art.to_str().unwrap(), "--inputs", "models/mlp.npz", "--outputs", got.to_str().unwrap()],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let g = ember_compiler::npz::read_npz(&got).unwrap();
+    let w = ember_compiler::npz::read_npz(&testdata().join("models/mlp.npz")).unwrap();
+    assert!(close(&g["out0"], &w["out0"]).unwrap() <= 1.0);
+    // Missing input arrays are named.
+    let r = ember(
+        &testdata(),
+        &["run", art.to_str().unwrap(), "--inputs", got.to_str().unwrap(), "--outputs", got.to_str().unwrap()],
+    );
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no array `arg0`"), "{}", r.stderr);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn f32_tensor(v: &[f32]) -> HostTensor {
+    HostTensor {
+        dtype: ember_ir::DType::F32,
+        shape: vec![v.len()],
+        data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    }
+}
+
+fn f32_values(t: &HostTensor) -> Vec<f32> {
+    t.data.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// Compiles a one-function `ten` module with one f32 input of `n` elements.
+fn compile_text(text: &str, name: &str) -> Program {
+    let m = ember_ir::parse_module(text).unwrap();
+    ember_ir::verify::verify(&m).unwrap();
+    let out = std::env::temp_dir().join(format!("ember-{name}-{}", std::process::id()));
+    compile_for(ember_compiler::Imported { module: m, weights: vec![] }, "cpu", &out, &[]).unwrap();
+    let p = Program::load(&out).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+    p
+}
+
+#[test]
+fn inline_math_matches_f64_reference() {
+    let mut xs: Vec<f32> = (0..20001).map(|i| -20.0 + i as f32 * 0.002).collect();
+    xs.extend([0.0, -0.0, 1e-30, -1e-7, 1e-4, 88.0, -88.0, 100.0, -100.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN]);
+    let n = xs.len();
+    let t = format!("tensor<{n}xf32>");
+    let text = format!(
+        "module {{\n  func.func @main(%x: {t} {{ember.input = \"x\"}}) -> ({t}, {t}, {t}, {t}) {{\n    %0 = \"ten.exp\"(%x) : ({t}) -> {t}\n    %1 = \"ten.tanh\"(%x) : ({t}) -> {t}\n    %2 = \"ten.erf\"(%x) : ({t}) -> {t}\n    %3 = \"ten.sigmoid\"(%x) : ({t}) -> {t}\n    return %0, %1, %2, %3 : {t}, {t}, {t}, {t}\n  }}\n}}\n"
+    );
+    let prog = compile_text(&text, "math");
+    let outs = prog.run(&[f32_tensor(&xs)]).unwrap();
+    fn erf64(x: f64) -> f64 {
+        // High-precision reference: series for small |x|, continued fraction complement otherwise.
+        if x.abs() < 3.0 {
+            let (mut sum, mut term, mut k) = (x, x, 0.0);
+            while term.abs() > 1e-17 * sum.abs() {
+                k += 1.0;
+                term *= -x * x / k;
+                sum += term / (2.0 * k + 1.0);
+            }
+            sum * std::f64::consts::FRAC_2_SQRT_PI
+        } else {
+            let mut f = 0.0;
+            for k in (1..60).rev() {
+                f = k as f64 / 2.0 / (x.abs() + f);
+            }
+            let erfc = (-x * x).exp() / (x.abs() + f) / std::f64::consts::PI.sqrt();
+            (1.0 - erfc).copysign(x)
+        }
+    }
+    let refs: [&dyn Fn(f64) -> f64; 4] =
+        [&|x: f64| x.exp(), &|x: f64| x.tanh(), &erf64, &|x: f64| 1.0 / (1.0 + (-x).exp())];
+    for (k, (out, f)) in outs.iter().zip(refs).enumerate() {
+        for (&x, &got) in xs.iter().zip(&f32_values(out)) {
+            let want = f(x as f64);
+            if want.is_nan() {
+                assert!(got.is_nan(), "fn {k} at {x}: got {got}, want NaN");
+                continue;
+            }
+            if want.is_infinite() || want.abs() > f32::MAX as f64 {
+                assert!(got.is_infinite() && (got > 0.0) == (want > 0.0), "fn {k} at {x}: got {got}, want {want}");
+                continue;
+            }
+            let err = (got as f64 - want).abs();
+            // Results below f32::MIN_POSITIVE (denormals) may flush to zero.
+            let tol =
+                4.0 * f32::EPSILON as f64 * want.abs() + f32::MIN_POSITIVE as f64 + if k == 2 { 2e-7 } else { 0.0 };
+            assert!(err <= tol, "fn {k} at {x}: got {got}, want {want} (error {err:e}, tolerance {tol:e})");
+        }
+    }
+}
+
+/// Compiles `testdata/cpu/<stem>.pt2` for the CPU, runs it on the `argN` arrays of `<stem>.npz`
+/// and asserts every user output is within tolerance (see `close`) of its `outN` array.
+fn assert_archive_matches_eager(stem: &str) {
+    let pt2 = testdata().join(format!("cpu/{stem}.pt2"));
+    let out = std::env::temp_dir().join(format!("ember-{stem}-{}", std::process::id()));
+    let imported = ember_compiler::import_path(&pt2).unwrap();
+    compile_for(imported, "cpu", &out, &[]).unwrap_or_else(|e| panic!("{stem}: {e}"));
+    let prog = Program::load(&out).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+    let mut arrays = ember_compiler::npz::read_npz(&pt2.with_extension("npz")).unwrap();
+    let args: Vec<HostTensor> =
+        (0..prog.manifest.inputs.len()).map(|i| arrays.remove(&format!("arg{i}")).unwrap()).collect();
+    let outs = prog.run(&args).unwrap_or_else(|e| panic!("{stem}: {e}"));
+    // In-place updates of inputs are extra results; the archive's references are the user outputs.
+    let mutates: Vec<Option<String>> = prog.manifest.outputs.iter().map(|o| o.mutates.clone()).collect();
+    let names = ember_compiler::artifact::output_array_names(&mutates);
+    let user: Vec<(String, &HostTensor)> = names.into_iter().zip(&outs).filter(|(n, _)| n.starts_with("out")).collect();
+    assert_eq!(user.len(), arrays.len(), "{stem}: output count");
+    for (n, got) in &user {
+        let e = close(got, &arrays[n]).unwrap_or_else(|e| panic!("{stem} {n}: {e}"));
+        assert!(e <= 1.0, "{stem} {n}: error {e:.3} x tolerance");
+    }
+}
+
+/// Convolutions (padding, stride 2, dilation, groups, 1-d, bias), batch norm, max/avg pools
+/// (padding, ceil_mode, dilation, count_include_pad, divisor_override), adaptive pools (sizes
+/// that do not divide), constant padding (incl. cropping), cumsum (both dims, bool) and
+/// argmax/argmin/max.dim/min.dim on inputs with ties and NaNs, against torch eager
+/// (`testdata/cpu/window_ops.py` generates the archive and its references).
+#[test]
+fn window_ops_match_eager() {
+    assert_archive_matches_eager("window_ops");
+}
+
+/// expm1, log2, log10, sinh, cosh, asinh, acosh, atanh, asin, acos, atan, elu/selu/celu on a
+/// grid with infinities, NaN and values outside each domain, plus f(s)/s on tiny s for the
+/// functions that behave like x near 0, and cdist for p = 0, 1, 2, 3, inf (`testdata/cpu/math_ops.py`).
+#[test]
+fn math_ops_match_eager() {
+    assert_archive_matches_eager("math_ops");
+}
+
+/// sort/argsort/msort along every dim, both directions, with ties (stable order), NaN, ±inf
+/// and integers, and topk largest/smallest (`testdata/cpu/sort_ops.py`).
+#[test]
+fn sort_ops_match_eager() {
+    assert_archive_matches_eager("sort_ops");
+}
+
+/// fmax/fmin and copysign with NaN and signed zeros, round(decimals) both ways, dist for
+/// p = 2, 1, inf, 0, 3, addbmm, searchsorted/bucketize (exact hits, NaN, right side, int32) and
+/// training batch norm with its running-stat outputs (`testdata/cpu/extra_ops.py`).
+#[test]
+fn extra_ops_match_eager() {
+    assert_archive_matches_eager("extra_ops");
+}
+
+/// `ember run` writes user outputs as out0.. and a functionalized in-place update of an input
+/// as mutated_input.NAME (extra_ops.py doubles `vals` in place after using it).
+#[test]
+fn run_names_user_outputs_and_input_mutations() {
+    let dir = std::env::temp_dir().join(format!("ember-mutation-{}", std::process::id()));
+    let (art, got) = (dir.join("art"), dir.join("got.npz"));
+    let td = testdata();
+    let r = ember(&td, &["compile", "cpu/extra_ops.pt2", "--target", "cpu", "-o", art.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = ember(
+        &td,
+        &["run", art.to_str().unwrap(), "--inputs", "cpu/extra_ops.npz", "--outputs", got.to_str().unwrap()],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut got = ember_compiler::npz::read_npz(&got).unwrap();
+    let want = ember_compiler::npz::read_npz(&td.join("cpu/extra_ops.npz")).unwrap();
+    let n_out = want.keys().filter(|k| k.starts_with("out")).count();
+    assert_eq!(got.len(), n_out + 1, "{:?}", got.keys().collect::<Vec<_>>());
+    let vals = got.remove("mutated_input.vals").expect("mutated_input.vals");
+    let doubled: Vec<f32> = f32s(&want["arg3"]).iter().map(|v| v * 2.0).collect();
+    assert_eq!(
+        f32s(&vals).iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        doubled.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// x @ w.T with w an input (not a weight, so not stored transposed at compile time) and a
+/// product large enough that the runtime repacks w row-major first: against an f64 reference.
+#[test]
+fn gemm_with_a_transposed_input_rhs_matches_reference() {
+    let (m, k, n) = (300usize, 96usize, 700usize);
+    let text = format!(
+        "func.func @main(%x: tensor<{m}x{k}xf32> {{ember.input = \"x\"}}, %w: tensor<{n}x{k}xf32> {{ember.input = \"w\"}}) -> tensor<{m}x{n}xf32> {{\n  %0 = \"ten.transpose\"(%w) {{dims = array<i64: 1, 0>}} : (tensor<{n}x{k}xf32>) -> tensor<{k}x{n}xf32>\n  %1 = \"ten.dot_general\"(%x, %0) {{lhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_batch = array<i64>, rhs_contract = array<i64: 0>}} : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>\n  return %1 : tensor<{m}x{n}xf32>\n}}\n"
+    );
+    let prog = compile_text(&text, "repack");
+    let x: Vec<f32> = (0..m * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0).collect();
+    let w: Vec<f32> = (0..n * k).map(|i| ((i * 53 % 97) as f32 - 48.0) / 31.0).collect();
+    let out = prog.run(&[f32_nd(&[m, k], &x), f32_nd(&[n, k], &w)]).unwrap();
+    let got = f32s(&out[0]);
+    for i in (0..m).step_by(7) {
+        for j in 0..n {
+            let want: f64 = (0..k).map(|p| x[i * k + p] as f64 * w[j * k + p] as f64).sum();
+            assert!(
+                (got[i * n + j] as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                "[{i}, {j}]: got {}, want {want}",
+                got[i * n + j]
+            );
+        }
+    }
+}
+
+fn f32s(t: &HostTensor) -> Vec<f32> {
+    assert_eq!(t.dtype, ember_ir::DType::F32);
+    f32_values(t)
+}
+
+fn i64s(t: &HostTensor) -> Vec<i64> {
+    assert_eq!(t.dtype, ember_ir::DType::I64);
+    t.data.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+fn f32_nd(shape: &[usize], v: &[f32]) -> HostTensor {
+    assert_eq!(shape.iter().product::<usize>(), v.len());
+    HostTensor {
+        dtype: ember_ir::DType::F32,
+        shape: shape.to_vec(),
+        data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    }
+}
