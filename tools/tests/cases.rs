@@ -25,7 +25,8 @@ fn testdata_cases() {
                 panic!("{}: mlir-opt rejects the dump:\n{e}", path.display());
             }
         }
-        insta::assert_snapshot!(out.render());
+        let name = path.file_name().unwrap().to_str().unwrap();
+        next_to_case(path, || insta::assert_snapshot!(name, out.render()));
     });
 }
 
