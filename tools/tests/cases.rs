@@ -2,6 +2,9 @@
 //!
 //! - A case's first line is `// RUN: <ember args>` (`%s` = the case, relative to `testdata/`); the
 //!   command runs in `testdata/` and its exit code, stdout and stderr are the snapshot.
+//! - `// RUN: <ember args> | summary` snapshots a summary of stdout (the functions' signatures,
+//!   op counts, result element types) instead of all of it: for whole models, whose full dump
+//!   nobody reads. The full output is still re-parsed and checked with mlir-opt.
 //! - A file may hold several small cases separated by a `// -----` line (MLIR's
 //!   `-split-input-file`). Each split runs alone, from a scratch copy of the file in which the
 //!   other splits are blank lines (so messages name the file and its true line numbers; the RUN
@@ -52,9 +55,14 @@ fn splits(path: &Path, text: &str) -> Vec<Split> {
         .collect()
 }
 
-/// A RUN line's arguments, `%s` replaced by `rel`.
-fn run_args(run: &str, rel: &str) -> Vec<String> {
-    run.split_whitespace().map(|a| a.replace("%s", rel)).collect()
+/// A RUN line's arguments, `%s` replaced by `rel`, and whether it ends in `| summary`.
+fn run_args(run: &str, rel: &str) -> (Vec<String>, bool) {
+    let (cmd, summary) = match run.split_once('|') {
+        Some((cmd, pipe)) if pipe.trim() == "summary" => (cmd, true),
+        Some((_, pipe)) => panic!("`| {}`: the only filter a RUN line takes is `| summary`", pipe.trim()),
+        None => (run, false),
+    };
+    (cmd.split_whitespace().map(|a| a.replace("%s", rel)).collect(), summary)
 }
 
 /// What a case (or one split of it) printed, as its snapshot shows it.
@@ -77,7 +85,7 @@ impl CaseOut {
 }
 
 /// Runs `args` in `cwd`; checks what it prints; the snapshot text.
-fn run_checked(case: &str, cwd: &Path, args: &[String]) -> String {
+fn run_checked(case: &str, cwd: &Path, (args, summarize): (Vec<String>, bool)) -> String {
     let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
     let out = ember(cwd, &refs);
     if out.code == 0 && out.stdout.starts_with("module") {
@@ -88,7 +96,19 @@ fn run_checked(case: &str, cwd: &Path, args: &[String]) -> String {
             panic!("{case}: mlir-opt rejects the dump:\n{e}");
         }
     }
-    out.render()
+    if !summarize {
+        return out.render();
+    }
+    let mut s = format!("exit: {}\n", out.code);
+    if !out.stdout.is_empty() {
+        s.push_str("--- stdout, summarized (run the RUN line for all of it)\n");
+        s.push_str(&summary(&out.stdout));
+    }
+    if !out.stderr.is_empty() {
+        s.push_str("--- stderr\n");
+        s.push_str(&out.stderr);
+    }
+    s
 }
 
 fn run_case(path: &Path) -> CaseOut {
@@ -96,7 +116,7 @@ fn run_case(path: &Path) -> CaseOut {
     let text = std::fs::read_to_string(path).unwrap();
     let parts = splits(path, &text);
     if let [one] = &parts[..] {
-        return CaseOut { parts: vec![(None, run_checked(&rel, &testdata(), &run_args(&one.run, &rel)))] };
+        return CaseOut { parts: vec![(None, run_checked(&rel, &testdata(), run_args(&one.run, &rel)))] };
     }
     let parts = parts
         .iter()
@@ -107,7 +127,7 @@ fn run_case(path: &Path) -> CaseOut {
             let file = scratch.join(&rel);
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::fs::write(&file, &p.text).unwrap();
-            let out = run_checked(&name, &scratch, &run_args(&p.run, &rel));
+            let out = run_checked(&name, &scratch, run_args(&p.run, &rel));
             std::fs::remove_dir_all(&scratch).unwrap();
             (Some(format!("{SPLIT} {name}")), out)
         })
@@ -122,6 +142,96 @@ fn testdata_cases() {
         let name = path.file_name().unwrap().to_str().unwrap();
         crate::next_to_case(path, || insta::assert_snapshot!(name, out.render()));
     });
+}
+
+/// `text` split at the commas outside brackets and quotes.
+fn split_top(text: &str) -> Vec<&str> {
+    let (mut depth, mut quoted, mut start, mut parts) = (0i32, false, 0, vec![]);
+    let b = text.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'"' if i == 0 || b[i - 1] != b'\\' => quoted = !quoted,
+            _ if quoted => {}
+            b'(' | b'[' | b'{' | b'<' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b'>' if i == 0 || b[i - 1] != b'-' => depth -= 1,
+            b',' if depth == 0 => {
+                parts.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !text[start..].trim().is_empty() {
+        parts.push(text[start..].trim());
+    }
+    parts
+}
+
+/// The element type of each `tensor<...>` in `text`.
+fn element_types(text: &str) -> Vec<String> {
+    text.match_indices("tensor<")
+        .map(|(i, m)| {
+            let body = &text[i + m.len()..];
+            let end = body.find([',', '>']).unwrap_or(body.len());
+            body[..end].rsplit('x').next().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// A printed module in a few screens: the module's attributes, each function's arguments and
+/// results, its op count per op name and its op results' element types.
+fn summary(module: &str) -> String {
+    use std::collections::BTreeMap;
+    let mut s = String::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut dtypes: BTreeMap<String, usize> = BTreeMap::new();
+    let flush = |s: &mut String, counts: &mut BTreeMap<String, usize>, dtypes: &mut BTreeMap<String, usize>| {
+        if counts.is_empty() {
+            return;
+        }
+        let mut by_count: Vec<_> = std::mem::take(counts).into_iter().collect();
+        by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        s.push_str(&format!("  ops: {}\n", by_count.iter().map(|c| c.1).sum::<usize>()));
+        for (op, n) in by_count {
+            s.push_str(&format!("    {n:5} {op}\n"));
+        }
+        s.push_str("  op results by element type:\n");
+        for (t, n) in std::mem::take(dtypes) {
+            s.push_str(&format!("    {n:5} {t}\n"));
+        }
+    };
+    for line in module.lines() {
+        let l = line.trim_start();
+        if let Some(attrs) = l.strip_prefix("module").map(|r| r.trim_end_matches('{').trim()) {
+            s.push_str(&format!("module {attrs}\n").replace("module \n", "module\n"));
+        } else if let Some(f) = l.strip_prefix("func.func ") {
+            flush(&mut s, &mut counts, &mut dtypes);
+            let (name, rest) = f.split_once('(').unwrap();
+            let close = rest.rfind(") -> ").or_else(|| rest.rfind(") {")).unwrap();
+            let args = split_top(&rest[..close]);
+            let results = rest[close + 1..].trim_end_matches('{').trim().trim_start_matches("-> ");
+            let results = results.strip_prefix('(').and_then(|r| r.strip_suffix(')')).unwrap_or(results);
+            s.push_str(&format!("func.func {name}: {} arguments\n", args.len()));
+            for a in args {
+                s.push_str(&format!("  {a}\n"));
+            }
+            s.push_str("  ->\n");
+            for r in split_top(results) {
+                s.push_str(&format!("  {r}\n"));
+            }
+        } else if let Some(q) = l.find("\"(").filter(|_| l.starts_with('%') || l.starts_with('"')) {
+            let op = l[..q].rsplit('"').next().unwrap();
+            *counts.entry(op.to_string()).or_default() += 1;
+            let results = l.rsplit_once(") -> ").map_or("", |(_, r)| r);
+            let results = results.split(" loc(").next().unwrap();
+            for t in element_types(results) {
+                *dtypes.entry(t).or_default() += 1;
+            }
+        }
+    }
+    flush(&mut s, &mut counts, &mut dtypes);
+    s
 }
 
 #[test]
