@@ -12,6 +12,7 @@
 //!   takes the file's. The file's one snapshot lists each split's output under
 //!   `// ----- <file>:<line of the split>`.
 //! - Every printed module parses back to the same text and `mlir-opt` accepts it.
+//! - `snapshots_pair_with_cases`: every case has its snapshot and every snapshot a case.
 
 use super::*;
 
@@ -232,6 +233,75 @@ fn summary(module: &str) -> String {
     }
     flush(&mut s, &mut counts, &mut dtypes);
     s
+}
+
+/// Every case has its snapshot (`<case>.mlir.snap`; a tpu case also `<case>.stablehlo.snap`),
+/// every snapshot under `testdata/` its case, and every snapshot of `tools/tests/snapshots/` (the
+/// Rust tests' own) a test that writes it.
+#[test]
+fn snapshots_pair_with_cases() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out)
+            } else {
+                out.push(p)
+            }
+        }
+    }
+    let mut files = vec![];
+    walk(&testdata(), &mut files);
+    files.sort();
+    let writing = std::env::var("INSTA_UPDATE").is_ok_and(|v| v == "always");
+    let mut errors = vec![];
+    let rel = |p: &Path| p.strip_prefix(repo()).unwrap().display().to_string();
+    for f in &files {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        if let Some(case) = name.strip_suffix(".snap") {
+            let (case, tpu) = match case.strip_suffix(".stablehlo") {
+                Some(c) => (format!("{c}.mlir"), true),
+                None => (case.to_string(), false),
+            };
+            let in_tpu = f.parent().unwrap() == testdata().join("targets/tpu");
+            if !case.ends_with(".mlir") || !f.with_file_name(&case).exists() || (tpu && !in_tpu) {
+                errors.push(format!("{}: a snapshot without its case (delete it, or restore the case)", rel(f)));
+            }
+        } else if name.ends_with(".mlir") && !writing {
+            let mut want = vec![format!("{name}.snap")];
+            if f.parent().unwrap() == testdata().join("targets/tpu") {
+                want.push(name.replace(".mlir", ".stablehlo.snap"));
+            }
+            for w in want {
+                if !f.with_file_name(&w).exists() {
+                    errors.push(format!("{}: no snapshot {w} (write it: INSTA_UPDATE=always cargo test)", rel(f)));
+                }
+            }
+        }
+    }
+    // The Rust tests' snapshots: `ember_tests__<module>__<name>.snap`, written by a test of
+    // `tools/tests/<module>.rs` named <name> or passing "<name>" (or a `format!` of its prefix).
+    let dir = repo().join("tools/tests/snapshots");
+    for e in std::fs::read_dir(&dir).into_iter().flatten() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        let Some(stem) = name.strip_suffix(".snap") else { continue };
+        let owner = stem.strip_prefix("ember_tests__").and_then(|s| s.split_once("__"));
+        let written = owner.is_some_and(|(module, snap)| {
+            let src = std::fs::read_to_string(repo().join(format!("tools/tests/{module}.rs"))).unwrap_or_default();
+            src.contains(&format!("fn {snap}("))
+                || src.contains(&format!("\"{snap}\""))
+                || src.match_indices("!(format!(\"").any(|(i, m)| {
+                    let lit = &src[i + m.len()..];
+                    let prefix = &lit[..lit.find('{').unwrap_or(0)];
+                    !prefix.is_empty() && snap.starts_with(prefix)
+                })
+        });
+        if !written || stem.contains('@') {
+            errors.push(format!("{}: no test writes this snapshot (delete it)", rel(&p)));
+        }
+    }
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
 #[test]

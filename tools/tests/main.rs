@@ -2,7 +2,8 @@
 //!
 //! - `testdata_cases` (`cases.rs`): every `testdata/**/*.mlir` names an `ember` command in its first
 //!   line (`// RUN: opt %s --passes=cse`); its exit code, stdout and stderr are an insta snapshot
-//!   next to it (`<case>.mlir.snap`).
+//!   next to it (`<case>.mlir.snap`); `// -----` splits one file into several small cases;
+//!   `snapshots_pair_with_cases` fails on a case without a snapshot and a snapshot without a case.
 //! - Round-trip, mlir-opt acceptance and determinism over every module the cases produce.
 //! - Bad-input classes for the frontend, built from a real archive.
 //! - The TPU target (`tpu.rs`): StableHLO snapshot cases, artifacts, the CLI.
