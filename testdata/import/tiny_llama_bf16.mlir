@@ -1,1 +1,1 @@
-// RUN: import models/tiny_llama_bf16.pt2
+// RUN: import models/tiny_llama_bf16.pt2 | summary

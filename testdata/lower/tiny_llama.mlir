@@ -1,1 +1,1 @@
-// RUN: opt models/tiny_llama.pt2 --passes=torch-to-ten,cse,dce
+// RUN: opt models/tiny_llama.pt2 --passes=torch-to-ten,cse,dce | summary

@@ -1,7 +1,9 @@
 //! The one integration test binary (every binary linking LLVM is large; see ARCHITECTURE.md).
 //!
-//! - `testdata_cases`: every `testdata/**/*.mlir` names an `ember` command in its first line
-//!   (`// RUN: opt %s --passes=cse`); its exit code, stdout and stderr are an insta snapshot.
+//! - `testdata_cases` (`cases.rs`): every `testdata/**/*.mlir` names an `ember` command in its first
+//!   line (`// RUN: opt %s --passes=cse`); its exit code, stdout and stderr are an insta snapshot
+//!   next to it (`<case>.mlir.snap`); `// -----` splits one file into several small cases;
+//!   `snapshots_pair_with_cases` fails on a case without a snapshot and a snapshot without a case.
 //! - Round-trip, mlir-opt acceptance and determinism over every module the cases produce.
 //! - Bad-input classes for the frontend, built from a real archive.
 //! - The TPU target (`tpu.rs`): StableHLO snapshot cases, artifacts, the CLI.
@@ -29,6 +31,17 @@ pub fn repo() -> PathBuf {
 
 pub fn testdata() -> PathBuf {
     repo().join("testdata")
+}
+
+/// Runs `f` with insta's snapshot for `case` (a file under `testdata/`) next to it:
+/// `<dir>/<file name>.snap` for `assert_snapshot!("<file name>", ..)`.
+pub fn next_to_case<R>(case: &Path, f: impl FnOnce() -> R) -> R {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(case.parent().unwrap());
+    s.set_prepend_module_to_snapshot(false);
+    s.remove_snapshot_suffix();
+    s.set_input_file(case);
+    s.bind(f)
 }
 
 /// The bundled models (`testdata/models/*.pt2`) as (name, path), sorted by name.

@@ -1,7 +1,8 @@
 //! The TPU target (StableHLO): snapshot cases and artifacts.
 //!
 //! - `stablehlo_cases`: every `testdata/targets/tpu/*.mlir` (a `ten`-dialect module) goes through
-//!   the TPU pipeline and emitter; the StableHLO text (or the error) is an insta snapshot. The
+//!   the TPU pipeline and emitter; the StableHLO text (or the error) is an insta snapshot next to
+//!   it, `<case>.stablehlo.snap` (beside the RUN line's `<case>.mlir.snap`). The
 //!   file's `// RUN:` line runs the same pipeline, so `testdata_cases` snapshots (and round-trips)
 //!   the module the StableHLO is emitted from. `tools/python/tests/test_tpu.py` parses and verifies every
 //!   such snapshot with jaxlib's MLIR bindings and compiles it on XLA, and runs the bundled models
@@ -32,7 +33,8 @@ fn stablehlo_cases() {
             }
             Err(e) => format!("error: {e}\n"),
         };
-        insta::assert_snapshot!(out);
+        let name = path.file_name().unwrap().to_str().unwrap().replace(".mlir", ".stablehlo");
+        next_to_case(path, || insta::assert_snapshot!(name, out));
     });
 }
 

@@ -4,8 +4,8 @@
   `testdata/cpu/`) that compiles for tpu runs on XLA and matches torch eager's outputs stored
   next to it (rtol 1e-4, atol 1e-5). Models the tpu target cannot compile yet are xfailed with
   the reason checked.
-- Every emitted module (the models' and the StableHLO snapshots of `testdata/targets/tpu`, in
-  `tools/tests/snapshots/ember_tests__tpu__stablehlo_cases@*.snap`) parses and verifies with
+- Every emitted module (the models' and the StableHLO snapshots of `testdata/targets/tpu`,
+  `<case>.stablehlo.snap` next to each case) parses and verifies with
   jaxlib's MLIR bindings and compiles on XLA.
 - `ember run` on a tpu artifact goes through `python -m ember.xla`.
 
@@ -32,7 +32,6 @@ from numerics import as_typed, assert_close  # noqa: E402
 REPO = Path(__file__).resolve().parents[3]
 TESTDATA = REPO / "testdata"
 EMBER = REPO / "target" / "debug" / "ember"
-SNAPSHOTS = REPO / "tools" / "tests" / "snapshots"
 
 # Models the tpu target cannot compile yet, with the reason (checked against the error).
 NOT_YET: dict[str, str] = {}
@@ -53,11 +52,11 @@ def compile_tpu(model: Path, out: Path) -> subprocess.CompletedProcess[str]:
 def snapshot_modules() -> list[tuple[str, str]]:
     """(case, StableHLO text) of every tpu snapshot case that emits a module."""
     out = []
-    for p in sorted(SNAPSHOTS.glob("ember_tests__tpu__stablehlo_cases@*.snap")):
+    for p in sorted((TESTDATA / "targets" / "tpu").glob("*.stablehlo.snap")):
         lines = p.read_text().splitlines(keepends=True)
         seps = [i for i, line in enumerate(lines) if line.rstrip("\n") == "---"]
         body = "".join(lines[seps[1] + 1 :])
-        case = p.name.split("@", 1)[1].removesuffix(".mlir.snap")
+        case = p.name.removesuffix(".stablehlo.snap")
         if body.startswith("module"):
             out.append((case, body))
         elif body.startswith("// bucket "):

@@ -1,4 +1,0 @@
-// RUN: opt %s
-func.func @main(%a: tensor<2x3xf32>) -> (tensor<3x2xf32>) {
-  return %a : tensor<2x3xf32>
-}
