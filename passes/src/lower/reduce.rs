@@ -28,8 +28,12 @@ pub fn reduction(cx: &mut Cx, name: &str) -> Lowered {
                 "amax" => "max",
                 _ => "min",
             };
-            let x = cx.convert(x, t.dtype)?;
-            cx.reduce(x, kind, &dims)?
+            // Half sums and products accumulate in f32 and round once, as torch's kernels do
+            // (XLA would otherwise accumulate in the narrow type); max/min are exact anyway.
+            let acc = if matches!(kind, "sum" | "prod") { acc_dtype(t.dtype) } else { t.dtype };
+            let x = cx.convert(x, acc)?;
+            let r = cx.reduce(x, kind, &dims)?;
+            cx.convert(r, t.dtype)?
         }
         "any" => {
             let x = cx.truthy(x)?;
