@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 import ember
 from ember import deferred, models
+from ember.deferred import flush as deferred_flush
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -1142,7 +1143,7 @@ def test_many_writes_through_views_are_capped() -> None:
 def test_queue_cap_flushes_between_ops(monkeypatch: pytest.MonkeyPatch) -> None:
     # The queue-length cap flushes at the next op, never inside one (here: writes through views,
     # whose aliases are re-derived by several recorded ops, and decompositions).
-    monkeypatch.setattr(deferred, "_QUEUE_CAP", 6)
+    monkeypatch.setattr(deferred_flush, "_QUEUE_CAP", 6)
     torch.manual_seed(0)
     x0 = torch.randn(4, 8)
 
