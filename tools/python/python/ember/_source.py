@@ -1,9 +1,16 @@
-"""The user's source line that an Ember message points at: the innermost frame outside torch and
-Ember (whose frames are the machinery between the user's line and ``ember.eager()``'s recorder)."""
+"""The user's source line that an Ember message points at: the innermost frame outside torch.
+
+Two callers see two kinds of stack. ``ember.eager()`` walks the live one, in which torch's and
+Ember's own frames are the machinery between the user's line and the recorder. The torch.compile
+backend reads the stack trace Dynamo recorded for a graph node, which holds only the traced
+program's frames (Ember's bundled models among them), so there only torch's are skipped, as
+Rust's ``frontend::source_loc`` does with the same traces.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import torch
@@ -30,3 +37,10 @@ def user_frame() -> tuple[str, int]:
         f = f.f_back
     return "<unknown>", 0
 
+
+def traced_line(stack_trace: str) -> str:
+    """`file:line` of the innermost frame outside torch in a recorded stack trace (the innermost
+    frame when all are torch's), or "unknown line"."""
+    frames = re.findall(r'File "([^"]+)", line (\d+)', stack_trace)
+    user = [f for f in frames if "/torch/" not in f[0]] or frames
+    return f"{user[-1][0]}:{user[-1][1]}" if user else "unknown line"

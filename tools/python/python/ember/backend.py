@@ -42,6 +42,8 @@ from typing import Any, Callable
 
 import torch
 
+from ._source import traced_line
+
 _DTYPES = {
     torch.float32: "f32",
     torch.float64: "f64",
@@ -481,10 +483,7 @@ def _target_name(node: torch.fx.Node) -> str:
 
 
 def _user_line(node: torch.fx.Node) -> str:
-    trace = node.meta.get("stack_trace") or ""
-    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
-    user = [f for f in frames if "/torch/" not in f[0]] or frames
-    return f"{user[-1][0]}:{user[-1][1]}" if user else "unknown line"
+    return traced_line(node.meta.get("stack_trace") or "")
 
 
 def _a(kind: str) -> str:
