@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python" / "python"))
+from ember.dtypes import EMBER_NAME  # noqa: E402
 from ember.export import write_npz  # noqa: E402  (byte-reproducible, atomic)
 
 PROG = "python tools/bench/opinfo.py"
@@ -33,7 +34,7 @@ SUBSET = [
 # --dtype choices; float32 is the default run, the others sample every OpInfo that supports them.
 DTYPES = ["float32", "bfloat16", "float16"]
 # Report-name suffixes: opinfo_cpu.md, opinfo_cpu_bf16.md, ...
-DTYPE_SUFFIX = {"float32": "", "bfloat16": "_bf16", "float16": "_f16"}
+DTYPE_SUFFIX = {d: "" if d == "float32" else "_" + EMBER_NAME[d] for d in DTYPES}
 
 # float32 first; an OpInfo that does not support it on cpu (integer/bool-only ops)
 # is sampled with the first of these it supports.

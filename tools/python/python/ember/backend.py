@@ -42,20 +42,10 @@ from typing import Any, Callable
 
 import torch
 
+from . import dtypes
 from ._source import traced_line
 
-_DTYPES = {
-    torch.float32: "f32",
-    torch.float64: "f64",
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.int64: "i64",
-    torch.int32: "i32",
-    torch.int16: "i16",
-    torch.int8: "i8",
-    torch.uint8: "ui8",
-    torch.bool: "i1",
-}
+_DTYPES = dtypes.by_torch()
 
 #: Graphs compiled in this process and loaded from the on-disk cache (`backward`: how many of
 #: either were backward graphs), and fallbacks taken (for tests and curious users).

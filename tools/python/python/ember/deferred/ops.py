@@ -6,7 +6,9 @@ import math
 
 import torch
 
-from ..backend import _DTYPES
+from ..dtypes import by_torch
+
+_DTYPES = by_torch()
 
 
 class _Ref:

@@ -9,7 +9,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 
 from .. import decompositions
 from .._source import user_frame
-from ..backend import _DTYPES
+from ..dtypes import by_torch
 from .flush import _Flush
 from .ops import _Op, _Ref, _hashable, _replay_key, _tag
 from .region import _Region
@@ -18,6 +18,8 @@ from .schema import _Schema, _schema, _schemas
 from .state import _EAGER, EagerError, _counters, _meta_cache, _unsupported, _warn, _warned
 from .tensor import DeferredTensor, _geometry, _new_wrapper, _storage_key
 from .views import _Views
+
+_DTYPES = by_torch()
 
 aten = torch.ops.aten
 

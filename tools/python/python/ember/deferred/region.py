@@ -7,10 +7,12 @@ import sys
 
 import torch
 
-from ..backend import _DTYPES
+from ..dtypes import by_torch
 from .ops import _Op, _Ref, _expand
 from .schema import _schema
 from .state import _DEBUG, EagerError, _counters, _lowered, _plan_cache, _warn
+
+_DTYPES = by_torch()
 
 
 class _Region:

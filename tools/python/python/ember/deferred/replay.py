@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from ..backend import _DTYPES
+from ..dtypes import by_torch
 from .ops import _Op, _replay_key
 from .state import _counters
 from .tensor import DeferredTensor
+
+_DTYPES = by_torch()
 
 
 class _Replay:
