@@ -10,9 +10,10 @@ processes on the same cores) inflates much less.
 
     T=2 RAYON_NUM_THREADS=2 python tools/bench/eager_overhead.py
 
-A/B in one process: EMBER_AB_DEFERRED=<another tree>/tools/python/python/ember/deferred.py also
-times that recorder (as "ember A"), loaded into this tree's `ember` package (same extension), in
-the same interleaved rounds. EMBER_PY_DIR=<tree>/tools/python/python imports that tree's package.
+A/B in one process: EMBER_AB_DEFERRED=<another tree>/tools/python/python/ember/deferred (the
+package; a tree from before the split names its deferred.py) also times that recorder (as
+"ember A"), loaded into this tree's `ember` package (same extension), in the same interleaved
+rounds. EMBER_PY_DIR=<tree>/tools/python/python imports that tree's package.
 """
 
 from __future__ import annotations
@@ -135,7 +136,10 @@ def _load_ab():
     path = os.environ.get("EMBER_AB_DEFERRED")
     if not path:
         return None
-    spec = importlib.util.spec_from_file_location("ember._deferred_ab", path)
+    if os.path.isdir(path):
+        spec = importlib.util.spec_from_file_location("ember._deferred_ab", os.path.join(path, "__init__.py"), submodule_search_locations=[path])
+    else:
+        spec = importlib.util.spec_from_file_location("ember._deferred_ab", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)

@@ -76,7 +76,7 @@ def _use_torch_blas(ext: Any) -> None:
 
 
 def __getattr__(name: str) -> Any:
-    if name == "eager":  # DeferAndFuse eager mode (ember/deferred.py)
+    if name == "eager":  # DeferAndFuse eager mode (ember/deferred/)
         from .deferred import eager
 
         globals()["eager"] = eager

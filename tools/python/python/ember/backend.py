@@ -42,18 +42,10 @@ from typing import Any, Callable
 
 import torch
 
-_DTYPES = {
-    torch.float32: "f32",
-    torch.float64: "f64",
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.int64: "i64",
-    torch.int32: "i32",
-    torch.int16: "i16",
-    torch.int8: "i8",
-    torch.uint8: "ui8",
-    torch.bool: "i1",
-}
+from . import dtypes
+from ._source import traced_line
+
+_DTYPES = dtypes.by_torch()
 
 #: Graphs compiled in this process and loaded from the on-disk cache (`backward`: how many of
 #: either were backward graphs), and fallbacks taken (for tests and curious users).
@@ -481,10 +473,7 @@ def _target_name(node: torch.fx.Node) -> str:
 
 
 def _user_line(node: torch.fx.Node) -> str:
-    trace = node.meta.get("stack_trace") or ""
-    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
-    user = [f for f in frames if "/torch/" not in f[0]] or frames
-    return f"{user[-1][0]}:{user[-1][1]}" if user else "unknown line"
+    return traced_line(node.meta.get("stack_trace") or "")
 
 
 def _a(kind: str) -> str:

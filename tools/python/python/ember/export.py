@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from . import dtypes
+
 PROG = "python -m ember.export"
 
 EXIT_OK = 0
@@ -208,12 +210,12 @@ def tensor_to_numpy(t: Any) -> Any:
     ml_dtypes types (the same bits)."""
     import torch
 
-    narrow = {torch.bfloat16: ("bfloat16", torch.int16), torch.float8_e4m3fn: ("float8_e4m3fn", torch.uint8), torch.float8_e5m2: ("float8_e5m2", torch.uint8)}
-    if t.dtype not in narrow:
+    name = str(t.dtype).removeprefix("torch.")
+    if name not in dtypes.ML_DTYPES:
         return t.numpy()
     import ml_dtypes
 
-    name, bits = narrow[t.dtype]
+    bits = torch.int16 if t.element_size() == 2 else torch.uint8
     return t.view(bits).numpy().view(getattr(ml_dtypes, name))
 
 

@@ -46,6 +46,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import dtypes
 from .export import savable
 
 JAX_VERSION = "0.10.2"
@@ -279,31 +280,15 @@ def _hlo_to_stablehlo_text(proto: bytes) -> str:
         return str(ir.Module.parse(xc._xla.mlir.hlo_to_stablehlo(proto)))
 
 
-_DTYPES = {
-    "i1": "bool",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "ui8": "uint8",
-    "ui16": "uint16",
-    "ui32": "uint32",
-    "ui64": "uint64",
-    "f16": "float16",
-    "f32": "float32",
-    "f64": "float64",
-}
-
-
 def _np_dtype(name: str) -> np.dtype:
-    if name in _DTYPES:
-        return np.dtype(_DTYPES[name])
+    if name not in dtypes.TABLE:
+        raise XlaError(f"unknown dtype `{name}` in the manifest")
+    np_name = dtypes.TABLE[name][0]
+    if np_name not in dtypes.ML_DTYPES:
+        return np.dtype(np_name)
     import ml_dtypes  # ships with jax
 
-    ml = {"bf16": ml_dtypes.bfloat16, "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2}
-    if name not in ml:
-        raise XlaError(f"unknown dtype `{name}` in the manifest")
-    return np.dtype(ml[name])
+    return np.dtype(getattr(ml_dtypes, np_name))
 
 
 def as_dtype(a: np.ndarray, dt: np.dtype) -> np.ndarray:

@@ -1,0 +1,76 @@
+"""``ember.eager()``: the context manager that runs a block under the recorder."""
+
+from __future__ import annotations
+
+import gc
+
+import torch
+import torch.optim.optimizer as _optim
+
+from .recorder import _Recorder
+
+#: (trace, trace_plan) of the last `ember.eager()` block that ended cleanly in defer mode: a new
+#: block starts by matching against it, so a loop that opens a block per epoch replays from its
+#: first step (the match is exact, whatever block recorded the trace).
+_last_trace: tuple | None = None
+
+
+class eager:
+    """``with ember.eager(mode="defer"):`` runs the block's PyTorch ops deferred and fused.
+
+    ``mode``: ``"defer"`` (record, fuse, compile once, replay), ``"strict"`` (op by op through
+    Ember) or ``"strict_blocking"`` (op by op, synchronized, NaN/Inf checked after every op).
+    """
+
+    def __init__(self, mode: str = "defer") -> None:
+        self._rec = _Recorder(mode)
+
+    def __enter__(self) -> "eager":
+        # Recording allocates a few Python objects per op that live until the flush, so they
+        # reach the oldest generation and trigger full collections over the whole heap (~150 ms
+        # each with torch loaded). Objects alive at entry are moved out of the cycle collector's
+        # way for the block (gc.freeze) and handed back at exit.
+        self._froze = gc.get_freeze_count() == 0
+        if self._froze:
+            gc.freeze()
+        rec = self._rec
+        if rec.mode == "defer" and rec.trace is None and not rec.queue and _last_trace is not None:
+            rec.trace, rec.trace_plan = _last_trace
+            rec.rpos, rec.qbase, rec.qclean = 0, rec.next_vid, True
+        rec.__enter__()
+        # With oneDNN on, an LSTM runs as one `mkldnn_rnn_layer` op (and its backward reads that
+        # op's opaque workspace), which Ember cannot record; without it ATen runs its composite
+        # LSTM (linear, sigmoid, tanh, in-place ops on gate chunks), which it records. Recorded
+        # convolutions and matmuls never reach oneDNN's backend choice, so nothing else changes.
+        self._mkldnn = torch._C._get_mkldnn_enabled()
+        torch._C._set_mkldnn_enabled(False)
+        # The end of an optimizer step is an iteration boundary: flush there, so every training
+        # step is one region and replays one plan.
+        self._hook = _optim.register_optimizer_step_post_hook(lambda *a: self._rec.flush("optimizer step"))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # Leaving the block is a sync point. After an exception the ops recorded before it still
+        # run (as they would have in torch eager); the exception raised is the user's.
+        global _last_trace
+        try:
+            if exc[0] is None:
+                self._rec.flush("exit")
+                if self._rec.trace is not None:
+                    _last_trace = (self._rec.trace, self._rec.trace_plan)
+            else:
+                try:
+                    self._rec.flush("exit")
+                except Exception:  # noqa: BLE001 - the original exception is the one to report
+                    self._rec.queue, self._rec.pending, self._rec.scalars = [], {}, {}
+                    self._rec.trace, self._rec.rpos, self._rec.qclean = None, -1, False
+        finally:
+            self._hook.remove()
+            torch._C._set_mkldnn_enabled(self._mkldnn)
+            self._rec.__exit__(*exc)
+            if self._froze:
+                gc.unfreeze()
+
+    def flush(self) -> None:
+        """Runs every deferred op now (a sync point)."""
+        self._rec.flush("user")

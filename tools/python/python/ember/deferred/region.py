@@ -1,0 +1,151 @@
+"""A flushed region run by the Rust scheduler (or op by op with torch eager when it holds an op
+Ember cannot compile)."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from ..dtypes import by_torch
+from .ops import _Op, _Ref, _expand
+from .schema import _schema
+from .state import _DEBUG, EagerError, _counters, _lowered, _plan_cache, _warn
+
+_DTYPES = by_torch()
+
+
+class _Region:
+    """The recorder's region runner (a mixin of `_Recorder`)."""
+
+    def _native(self, ops: list[_Op]):
+        """The scheduler's plain-data form of `ops`: value ids made region-relative (inputs first)."""
+        rel: dict[int, int] = {}
+        inputs: list[int] = []
+        produced = {v for op in ops for v in op.outs}
+        for op in ops:
+            for v in op.ins:
+                if v not in produced and v not in rel:
+                    rel[v] = len(inputs)
+                    inputs.append(v)
+        for op in ops:
+            for v in op.outs:
+                rel[v] = len(rel)
+        native_ops = []
+        for op in ops:
+            _expand(op)
+            args = []
+            for a in op.spec:
+                tag = a[1]
+                if tag == "t":
+                    args.append((a[0], "t", rel[a[2]]))
+                elif tag == "ts":
+                    args.append((a[0], "ts", [rel[x] for x in a[2]]))
+                elif tag == "ots":
+                    args.append((a[0], "ots", [None if x is None else rel[x] for x in a[2]]))
+                else:
+                    args.append(a)
+            native_ops.append((op.target, args, op.native_outs, op.file, op.line))
+        return native_ops, inputs, rel
+
+    def _lowers(self, op: _Op) -> bool:
+        """Whether the CPU target lowers `op`'s kind (asked once per op kind, import + lowering only)."""
+        ok = _lowered.get(op.target)
+        if ok is None:
+            native_ops, inputs, _ = self._native([op])
+            in_meta = [(list(self.metas[v][0]), _DTYPES[self.metas[v][2]]) for v in inputs]
+            try:
+                ok = not _plan_cache().unlowered(native_ops, in_meta)
+            except ValueError:
+                ok = False
+            _lowered[op.target] = ok
+            if not ok:
+                self.unsupported[op.target] = f"{op.file}:{op.line}"
+        return ok
+
+    def _run(self, ops: list[_Op], outputs: list[int], plan: tuple | None = None) -> dict[int, torch.Tensor]:
+        """Runs `ops` as one region; returns the values of `outputs`. `plan`: the trace's plan
+        (`trace_plan`), when `ops` are the trace's ops again."""
+        if not ops:
+            return {}
+        ext, scalars = self.ext, self.scalars
+        if plan is not None and all(self.qbase + d in ext or self.qbase + d in scalars for d in plan[1]):
+            _, in_rel, handle = plan
+            # Python-number inputs packed into one buffer per dtype, read in place.
+            packed: dict[int, tuple] = {}
+            bufs = []
+            by_dtype: dict = {}
+            for v, (x, dtype) in scalars.items():
+                by_dtype.setdefault(dtype, []).append((v, x))
+            for dtype, items in by_dtype.items():
+                buf = torch.tensor([x for _, x in items], dtype=dtype)
+                bufs.append(buf)
+                p, es = buf.data_ptr(), buf.element_size()
+                for i, (v, _) in enumerate(items):
+                    packed[v] = (p + i * es, es)
+            in_ptrs = []
+            for d in in_rel:
+                t = ext.get(self.qbase + d)
+                in_ptrs.append(packed[self.qbase + d] if t is None else (t.data_ptr(), t.numel() * t.element_size()))
+            out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
+            try:
+                ran = _plan_cache().run_plan(handle, in_ptrs, [t.data_ptr() for t in out_tensors])
+            except ValueError as exc:
+                raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
+            if ran:
+                _counters["regions_replayed"] += 1
+                self.last_run = plan[1:]
+                return dict(zip(outputs, out_tensors))
+        self._lift_scalars()
+        native_ops, inputs, rel = self._native(ops)
+        in_tensors = [self.ext[v] for v in inputs]
+        in_meta = [(list(t.shape), _DTYPES[t.dtype]) for t in in_tensors]
+        in_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in in_tensors]
+        out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
+        out_ptrs = [t.data_ptr() for t in out_tensors]
+        try:
+            hit, missing, handle = _plan_cache().run(native_ops, in_meta, [rel[v] for v in outputs], in_ptrs, out_ptrs)
+        except ValueError as exc:
+            raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
+        if missing:
+            if _DEBUG:
+                print(f"ember.eager: region of {len(ops)} ops has no lowering for {missing}; running it with torch eager", file=sys.stderr)
+            # Learned once: later records decompose these ops, or run them with torch eager.
+            for op in ops:
+                t = op.target.removesuffix(".default")
+                if t in missing and op.target not in self.unsupported:
+                    self.unsupported[op.target] = f"{op.file}:{op.line}"
+                    if _schema(op.func).decomp is None:
+                        self._warn_unsupported(op)
+            return self._interpret(ops, outputs)
+        self.last_run = (tuple(v - self.qbase for v in inputs), handle)
+        if self.mode == "strict_blocking":
+            for v, t in zip(outputs, out_tensors):
+                if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                    op = next(o for o in ops if v in o.outs)
+                    raise EagerError(f"{op.file}:{op.line}: `{op.target}` produced NaN or Inf (ember.eager strict_blocking)")
+        return dict(zip(outputs, out_tensors))
+
+    def _warn_unsupported(self, op: _Op) -> None:
+        if op.target not in self.warned:
+            self.warned.add(op.target)
+            _warn(op.target, op.file, op.line)
+
+    def _interpret(self, ops: list[_Op], outputs: list[int]) -> dict[int, torch.Tensor]:
+        """Runs a region op by op with torch eager (a region holding an op Ember cannot compile)."""
+        env: dict[int, torch.Tensor] = dict(self.ext)
+
+        def sub(x):
+            if isinstance(x, _Ref):
+                return env[x.vid]
+            if isinstance(x, list):
+                return [sub(y) for y in x]
+            return x
+
+        for op in ops:
+            _expand(op)
+            out = op.func(*[sub(p) for p in op.pos], **{k: sub(v) for k, v in op.kw.items()})
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            for v, t in zip(op.outs, outs):
+                env[v] = t
+        return {v: env[v].contiguous() for v in outputs}

@@ -1,0 +1,80 @@
+"""Process-wide state of ``ember.eager()``: the plan cache, the counters ``stats()`` reports, and
+what recording has learned about ops, shared by every block."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from typing import Any
+
+_DEBUG = bool(os.environ.get("EMBER_EAGER_DEBUG"))
+
+
+class EagerError(RuntimeError):
+    """An error in a deferred op, reported with the user's line that issued it."""
+
+
+def _native():
+    from .. import _native as native
+
+    return native()
+
+
+_plans = None
+
+
+def _plan_cache():
+    global _plans
+    if _plans is None:
+        d = os.path.join(tempfile.gettempdir(), f"ember-eager-{os.getpid()}")
+        os.makedirs(d, exist_ok=True)
+        _plans = _native().EagerPlans(d)
+    return _plans
+
+
+#: ops_replayed: recorded ops that matched the last region's op at their place (`_replay`);
+#: regions_replayed: regions run by the last region's plan handle, without conversion or key.
+#: ops_aliased: `detach`/`alias` of a deferred value, answered with another wrapper of it (`_same_value`).
+_counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "regions_replayed": 0, "ops_eager": 0, "ops_aliased": 0, "values_written": 0}
+
+
+def stats() -> dict[str, Any]:
+    """Plan-cache and recorder counters since the last ``reset_stats()``."""
+    hits, misses, compile_s, run_s, plans = _plan_cache().stats()
+    total = hits + misses
+    return dict(
+        _counters,
+        hits=hits,
+        misses=misses,
+        hit_rate=(hits / total) if total else 1.0,
+        compile_seconds=compile_s,
+        run_seconds=run_s,
+        plans=plans,
+    )
+
+
+def reset_stats(clear_plans: bool = False) -> None:
+    """Zeroes the recorder counters; with ``clear_plans`` also forgets every compiled plan and
+    zeroes the cache counters (otherwise compare two ``stats()`` snapshots)."""
+    for k in _counters:
+        _counters[k] = 0
+    if clear_plans:
+        _plan_cache().clear()
+
+
+#: Ops the CPU target could not lower (learned from regions), and ops already warned about.
+_unsupported: dict[str, str] = {}
+_warned: set[str] = set()
+_lowered: dict[str, bool] = {}
+#: Result metas by op signature (op, argument metas, non-tensor arguments): a pure function of
+#: the key, so shared by every `ember.eager()` block (a new block's first step infers none again).
+_meta_cache: dict[Any, tuple] = {}
+#: `_meta_cache` entry of an op signature that runs with torch eager (no meta result Ember models).
+_EAGER = object()
+
+
+def _warn(target: str, file: str, line: int) -> None:
+    """The one warning per op Ember cannot run, shown at the user's line that first issued it."""
+    msg = f"ember.eager: `{target}` has no Ember CPU lowering; it runs with torch eager (first at {file}:{line})"
+    warnings.warn_explicit(msg, UserWarning, file, line, module="ember.eager")
