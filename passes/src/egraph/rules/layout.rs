@@ -2,7 +2,9 @@
 //! scaling so that the ops that do arithmetic meet (a matmul and its scale, a softmax and its
 //! input). Each rule removes a layout op or moves a splat multiply toward the root, once.
 
-use super::{ints, konst, node, op0, reshape, splat, transpose, var, Rhs, Rule};
+use super::{
+    float_splats, has_node, ints, konst, node, op0, reshape, rule, splat, transpose, var, when, Rhs, Rule, ALWAYS,
+};
 use crate::egraph::lang::{type_of, EG};
 use egg::{Id, Subst};
 
@@ -18,7 +20,14 @@ fn compose_transposes(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
 
 /// reshape(reshape(x)) = reshape(x) to the outer shape (x when that is x's shape).
 fn compose_reshapes(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
-    let inner = node(eg, var(s, "?t"), "ten.reshape")?;
+    let y = var(s, "?y");
+    let t = crate::egraph::lang::nodes(eg, root, "ten.reshape")
+        .into_iter()
+        .find(|n| eg[n.args[0]].nodes.iter().any(|m| m.op.as_str() == "ten.reshape" && m.args[0] == y))?
+        .args[0];
+    // The first reshape of the inner class, which need not be the one over `?y`: all of them
+    // are the same value.
+    let inner = node(eg, t, "ten.reshape")?;
     let dims = type_of(eg, root).dims;
     Some(reshape(eg, inner.args[0], &dims))
 }
@@ -143,34 +152,6 @@ fn broadcast_const(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     Some(splat(eg, c, &ty))
 }
 
-#[rustfmt::skip]
-pub static RULES: &[Rule] = &[
-    Rule { name: "transpose-transpose", math: "(xᵖ)^q = x^(p∘q)", lhs: "(ten.transpose ?t)", rhs: Rhs::Apply(|eg, r, s| {
-        node(eg, var(s, "?t"), "ten.transpose")?;
-        compose_transposes(eg, r, s)
-    }) },
-    Rule { name: "reshape-reshape", math: "reshape(reshape(x, s1), s2) = reshape(x, s2)", lhs: "(ten.reshape (ten.reshape ?y))", rhs: Rhs::Apply(|eg, r, s| {
-        let t = crate::egraph::lang::nodes(eg, r, "ten.reshape").into_iter().find(|n| eg[n.args[0]].nodes.iter().any(|m| m.op.as_str() == "ten.reshape" && m.args[0] == var(s, "?y")))?.args[0];
-        let mut s2 = s.clone();
-        s2.insert("?t".parse().unwrap(), t);
-        compose_reshapes(eg, r, &s2)
-    }) },
-    Rule { name: "reshape-noop", math: "reshape(x, shape(x)) = x", lhs: "(ten.reshape ?x)", rhs: Rhs::Apply(same_type_as_root) },
-    Rule { name: "broadcast-noop", math: "broadcast(x, shape(x), id) = x", lhs: "(ten.broadcast ?x)", rhs: Rhs::Apply(|eg, r, s| {
-        let x = var(s, "?x");
-        let b = super::nodes_with_child(eg, r, "ten.broadcast", x)?;
-        let id = super::spreads_leading(eg, &b);
-        if id { same_type_as_root(eg, r, s) } else { None }
-    }) },
-    Rule { name: "transpose-scale", math: "(x·c)ᵖ = xᵖ·c", lhs: "(ten.transpose ?m)", rhs: Rhs::Apply(|eg, r, s| with_scaled(eg, r, s, "ten.transpose")) },
-    Rule { name: "reshape-scale", math: "reshape(x·c) = reshape(x)·c", lhs: "(ten.reshape ?m)", rhs: Rhs::Apply(|eg, r, s| with_scaled(eg, r, s, "ten.reshape")) },
-    Rule { name: "transpose-unary", math: "f(x)ᵖ = f(xᵖ) for elementwise unary f", lhs: "(ten.transpose ?u)", rhs: Rhs::Apply(transpose_through_unary) },
-    Rule { name: "broadcast-const", math: "broadcast(c) = c (splat constants of any shape)", lhs: "(ten.broadcast ?c)", rhs: Rhs::Apply(broadcast_const) },
-    Rule { name: "dot-scale-lhs", math: "(x·c)·y = (x·y)·c", lhs: "(ten.dot_general (ten.mul ?x ?c) ?y)", rhs: Rhs::Apply(|eg, r, s| dot_scale(eg, r, s, 0)) },
-    Rule { name: "dot-unflatten-batch", math: "reshape(a)·reshape(b) = reshape(a·b) when both merge the same leading batch dims", lhs: "(ten.dot_general (ten.reshape ?a) (ten.reshape ?b))", rhs: Rhs::Apply(dot_unflatten_batch) },
-    Rule { name: "dot-scale-rhs", math: "x·(y·c) = (x·y)·c", lhs: "(ten.dot_general ?y (ten.mul ?x ?c))", rhs: Rhs::Apply(|eg, r, s| dot_scale(eg, r, s, 1)) },
-];
-
 /// Binds `?x`/`?c` from the `ten.mul` in class `?m` whose second operand is a splat constant.
 fn with_scaled(eg: &mut EG, root: Id, s: &Subst, op: &str) -> Option<Id> {
     let m = var(s, "?m");
@@ -180,3 +161,40 @@ fn with_scaled(eg: &mut EG, root: Id, s: &Subst, op: &str) -> Option<Id> {
     s2.insert("?c".parse().unwrap(), mul.args[1]);
     sink_scale(eg, root, &s2, op)
 }
+
+fn transpose_scale(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    with_scaled(eg, root, s, "ten.transpose")
+}
+
+fn reshape_scale(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    with_scaled(eg, root, s, "ten.reshape")
+}
+
+fn dot_scale_lhs(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    dot_scale(eg, root, s, 0)
+}
+
+fn dot_scale_rhs(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    dot_scale(eg, root, s, 1)
+}
+
+/// The broadcast over `?x` maps it onto the leading dims (with equal types: it copies nothing).
+fn spreads_x_leading(eg: &EG, root: Id, s: &Subst) -> bool {
+    super::nodes_with_child(eg, root, "ten.broadcast", var(s, "?x")).is_some_and(|b| super::spreads_leading(eg, &b))
+}
+
+#[rustfmt::skip]
+pub static RULES: &[Rule] = &[
+    //   name                   pattern                                                  result                               condition                          math
+    rule("transpose-transpose", "(ten.transpose ?t)",                                    Rhs::Apply(compose_transposes),      has_node("?t", "ten.transpose"),   "(xᵖ)^q = x^(p∘q)"),
+    rule("reshape-reshape",     "(ten.reshape (ten.reshape ?y))",                        Rhs::Apply(compose_reshapes),        ALWAYS,                            "reshape(reshape(x, s1), s2) = reshape(x, s2)"),
+    rule("reshape-noop",        "(ten.reshape ?x)",                                      Rhs::Apply(same_type_as_root),       ALWAYS,                            "reshape(x, shape(x)) = x"),
+    rule("broadcast-noop",      "(ten.broadcast ?x)",                                    Rhs::Apply(same_type_as_root),       when(spreads_x_leading),           "broadcast(x, shape(x), id) = x"),
+    rule("transpose-scale",     "(ten.transpose ?m)",                                    Rhs::Apply(transpose_scale),         ALWAYS,                            "(x·c)ᵖ = xᵖ·c"),
+    rule("reshape-scale",       "(ten.reshape ?m)",                                      Rhs::Apply(reshape_scale),           ALWAYS,                            "reshape(x·c) = reshape(x)·c"),
+    rule("transpose-unary",     "(ten.transpose ?u)",                                    Rhs::Apply(transpose_through_unary), ALWAYS,                            "f(x)ᵖ = f(xᵖ) for elementwise unary f"),
+    rule("broadcast-const",     "(ten.broadcast ?c)",                                    Rhs::Apply(broadcast_const),         ALWAYS,                            "broadcast(c) = c (splat constants of any shape)"),
+    rule("dot-scale-lhs",       "(ten.dot_general (ten.mul ?x ?c) ?y)",                  Rhs::Apply(dot_scale_lhs),           float_splats(&["?c"]),             "(x·c)·y = (x·y)·c"),
+    rule("dot-unflatten-batch", "(ten.dot_general (ten.reshape ?a) (ten.reshape ?b))",   Rhs::Apply(dot_unflatten_batch),     ALWAYS,                            "reshape(a)·reshape(b) = reshape(a·b) when both merge the same leading batch dims"),
+    rule("dot-scale-rhs",       "(ten.dot_general ?y (ten.mul ?x ?c))",                  Rhs::Apply(dot_scale_rhs),           float_splats(&["?c"]),             "x·(y·c) = (x·y)·c"),
+];
