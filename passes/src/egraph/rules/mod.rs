@@ -49,7 +49,6 @@ pub enum Cond {
     /// The variables are bound to one class: the occurrences of one math variable.
     Same(&'static [&'static str]),
     All(&'static [Cond]),
-    Fn(fn(&EG, Id, &Subst) -> bool),
 }
 
 /// No condition.
@@ -79,11 +78,6 @@ pub const fn all_of(conds: &'static [Cond]) -> Cond {
     Cond::All(conds)
 }
 
-/// A condition written in Rust, for what the others cannot say.
-pub const fn when(f: fn(&EG, Id, &Subst) -> bool) -> Cond {
-    Cond::Fn(f)
-}
-
 impl Cond {
     fn holds(&self, eg: &EG, root: Id, s: &Subst) -> bool {
         match *self {
@@ -99,7 +93,6 @@ impl Cond {
                 vars[1..].iter().all(|n| eg.find(var(s, n)) == first)
             }
             Cond::All(conds) => conds.iter().all(|c| c.holds(eg, root, s)),
-            Cond::Fn(f) => f(eg, root, s),
         }
     }
 }
@@ -320,12 +313,6 @@ pub fn spreads_last(eg: &EG, n: &ENode, rank: usize) -> bool {
 
 pub fn last_dim(t: &TensorType) -> Option<i64> {
     t.dims.last().and_then(|d| d.as_const())
-}
-
-/// The first node of class `id` with operator `op` whose first operand is class `child`.
-pub fn nodes_with_child(eg: &EG, id: Id, op: &str, child: Id) -> Option<ENode> {
-    let child = eg.find(child);
-    nodes(eg, id, op).into_iter().find(|n| n.args.first().map(|&a| eg.find(a)) == Some(child))
 }
 
 /// A composite node `op{attrs}(args)` with the type of `root`.
