@@ -19,15 +19,11 @@ fn compose_transposes(eg: &mut EG, _: Id, s: &Subst, ns: &[(Id, ENode)]) -> Opti
 }
 
 /// reshape(reshape(x)) = reshape(x) to the outer shape (x when that is x's shape).
-fn compose_reshapes(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
-    let y = var(s, "?y");
-    let t = crate::egraph::lang::nodes(eg, root, "ten.reshape")
-        .into_iter()
-        .find(|n| eg[n.args[0]].nodes.iter().any(|m| m.op.as_str() == "ten.reshape" && m.args[0] == y))?
-        .args[0];
-    // The first reshape of the inner class, which need not be the one over `?y`: all of them
-    // are the same value.
-    let inner = node(eg, t, "ten.reshape")?;
+fn compose_reshapes(eg: &mut EG, root: Id, _: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let [_outer, (t, _)] = ns else { return None };
+    // The first reshape of the inner class, which need not be the matched one: all of them are
+    // the same value.
+    let inner = node(eg, *t, "ten.reshape")?;
     let dims = type_of(eg, root).dims;
     Some(reshape(eg, inner.args[0], &dims))
 }
@@ -162,7 +158,7 @@ fn broadcast_noop(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Optio
 pub static RULES: &[Rule] = &[
     //   name                   pattern                                                  result                               condition                          math
     rule("transpose-transpose", "(ten.transpose ?t)",                                    Rhs::Build(compose_transposes),      has_node("?t", "ten.transpose"),   "(xᵖ)^q = x^(p∘q)"),
-    rule("reshape-reshape",     "(ten.reshape (ten.reshape ?y))",                        Rhs::Apply(compose_reshapes),        ALWAYS,                            "reshape(reshape(x, s1), s2) = reshape(x, s2)"),
+    rule("reshape-reshape",     "(ten.reshape (ten.reshape ?y))",                        Rhs::Build(compose_reshapes),        ALWAYS,                            "reshape(reshape(x, s1), s2) = reshape(x, s2)"),
     rule("reshape-noop",        "(ten.reshape ?x)",                                      Rhs::Apply(same_type_as_root),       ALWAYS,                            "reshape(x, shape(x)) = x"),
     rule("broadcast-noop",      "(ten.broadcast ?x)",                                    Rhs::Build(broadcast_noop),          ALWAYS,                            "broadcast(x, shape(x), id) = x"),
     rule("transpose-scale",     "(ten.transpose ?m)",                                    Rhs::Build(sink_scale),              ALWAYS,                            "(x·c)ᵖ = xᵖ·c"),

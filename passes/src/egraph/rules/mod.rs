@@ -19,8 +19,8 @@ use ember_ir::{Attr, Attrs, DType, SymExpr, TensorType};
 
 pub type ApplyFn = fn(&mut EG, Id, &Subst) -> Option<Id>;
 
-/// A composite's right-hand side: it also gets the nodes of the match ([`matched`]), so it reads
-/// attributes and classes off the very nodes the pattern named instead of walking them again.
+/// A right-hand side that also gets the nodes of the match ([`matched`]), so it reads attributes
+/// and classes off the very nodes the pattern named instead of walking the pattern again.
 pub type BuildFn = fn(&mut EG, Id, &Subst, &[(Id, ENode)]) -> Option<Id>;
 
 pub enum Rhs {
@@ -240,8 +240,8 @@ pub fn konst(eg: &EG, id: Id) -> Option<f64> {
     eg[id].data.konst
 }
 
-/// The first node of class `id` with operator `op` (rules re-find the nodes a pattern matched to
-/// read their attributes).
+/// The first node of class `id` with operator `op`: for a node under a pattern variable, which
+/// [`matched`] does not visit.
 pub fn node(eg: &EG, id: Id, op: &str) -> Option<ENode> {
     nodes(eg, id, op).into_iter().next()
 }
@@ -327,7 +327,7 @@ pub fn near(a: Option<f64>, want: f64) -> bool {
 }
 
 /// The first node of class `id` with operator `op` whose operands are the given classes where
-/// `Some` (rules re-find matched nodes this way, so what they read agrees with the match).
+/// `Some`: for structure a pattern cannot say (either operand order, an optional op).
 pub fn pick(eg: &EG, id: Id, op: &str, want: &[Option<Id>]) -> Option<ENode> {
     nodes(eg, id, op).into_iter().find(|n| {
         n.args.len() == want.len() && n.args.iter().zip(want).all(|(&a, w)| w.is_none_or(|w| eg.find(w) == eg.find(a)))
