@@ -6,6 +6,11 @@
 use super::{float_splats, has_node, is_splat, konst, node, op0, rule, splat, var, Rhs, Rule, ALWAYS};
 use crate::egraph::lang::{type_of, EG};
 use egg::{Id, Subst};
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+fn rsqrt(a: f64) -> f64 {
+    1.0 / a.sqrt()
+}
 
 /// (x · c1) · c2 = x · (c1·c2), with the product rounded once (exact when either is a power of 2).
 fn mul_consts(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
@@ -39,13 +44,13 @@ pub static RULES: &[Rule] = &[
     rule("sub-zero",           "(ten.sub ?x ?c)",                 Rhs::Var("?x"),                  is_splat("?c", 0.0),             "x−0 = x"),
     rule("div-one",            "(ten.div ?x ?c)",                 Rhs::Var("?x"),                  is_splat("?c", 1.0),             "x/1 = x"),
     rule("neg-neg",            "(ten.neg (ten.neg ?x))",          Rhs::Var("?x"),                  ALWAYS,                          "−(−x) = x"),
-    rule("fold-add",           "(ten.add ?a ?b)",                 Rhs::Fold2(|a, b| a + b),        float_splats(&["?a", "?b"]),     "c1+c2 = c"),
-    rule("fold-sub",           "(ten.sub ?a ?b)",                 Rhs::Fold2(|a, b| a - b),        float_splats(&["?a", "?b"]),     "c1−c2 = c"),
-    rule("fold-mul",           "(ten.mul ?a ?b)",                 Rhs::Fold2(|a, b| a * b),        float_splats(&["?a", "?b"]),     "c1·c2 = c"),
-    rule("fold-div",           "(ten.div ?a ?b)",                 Rhs::Fold2(|a, b| a / b),        float_splats(&["?a", "?b"]),     "c1/c2 = c"),
-    rule("fold-neg",           "(ten.neg ?a)",                    Rhs::Fold1(|a| -a),              float_splats(&["?a"]),           "−c1 = c"),
+    rule("fold-add",           "(ten.add ?a ?b)",                 Rhs::Fold2(f64::add),            float_splats(&["?a", "?b"]),     "c1+c2 = c"),
+    rule("fold-sub",           "(ten.sub ?a ?b)",                 Rhs::Fold2(f64::sub),            float_splats(&["?a", "?b"]),     "c1−c2 = c"),
+    rule("fold-mul",           "(ten.mul ?a ?b)",                 Rhs::Fold2(f64::mul),            float_splats(&["?a", "?b"]),     "c1·c2 = c"),
+    rule("fold-div",           "(ten.div ?a ?b)",                 Rhs::Fold2(f64::div),            float_splats(&["?a", "?b"]),     "c1/c2 = c"),
+    rule("fold-neg",           "(ten.neg ?a)",                    Rhs::Fold1(f64::neg),            float_splats(&["?a"]),           "−c1 = c"),
     rule("fold-sqrt",          "(ten.sqrt ?a)",                   Rhs::Fold1(f64::sqrt),           float_splats(&["?a"]),           "√c1 = c"),
-    rule("fold-rsqrt",         "(ten.rsqrt ?a)",                  Rhs::Fold1(|a| 1.0 / a.sqrt()),  float_splats(&["?a"]),           "1/√c1 = c"),
+    rule("fold-rsqrt",         "(ten.rsqrt ?a)",                  Rhs::Fold1(rsqrt),               float_splats(&["?a"]),           "1/√c1 = c"),
     rule("mul-const-const",    "(ten.mul (ten.mul ?x ?c1) ?c2)",  Rhs::Apply(mul_consts),          float_splats(&["?c1", "?c2"]),   "(x·c1)·c2 = x·(c1·c2)"),
     rule("convert-round-trip", "(ten.convert ?m)",                Rhs::Apply(convert_round_trip),  has_node("?m", "ten.convert"),   "convert(convert(x, wider), type(x)) = x"),
 ];
