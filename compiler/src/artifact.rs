@@ -2,7 +2,7 @@
 //! `format_version` is `MAJOR.MINOR`; readers refuse an unknown major.
 
 use crate::target::Target;
-use ember_passes::egraph::cost::CostTable;
+use ember_passes::PassContext;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -44,17 +44,18 @@ pub fn read_header(dir: &Path) -> Result<ManifestHeader, ArtifactError> {
 /// The pass pipeline every target runs before its own lowering.
 pub const PIPELINE: &str = "canonicalize,torch-to-ten,cse,dce";
 
-pub fn lower(m: &mut ember_ir::Module) -> Result<(), String> {
+pub fn lower(m: &mut ember_ir::Module, cx: &mut PassContext) -> Result<(), String> {
     let passes = ember_passes::parse_pipeline(PIPELINE).map_err(|e| e.to_string())?;
-    ember_passes::run_pipeline(m, &passes, &mut |_, _| {}).map_err(|e| e.to_string())
+    ember_passes::run_pipeline(m, &passes, cx, &mut |_, _| {}).map_err(|e| e.to_string())
 }
 
-/// The e-graph optimizer with a target's cost model (after `lower`): rewrites, composites and
-/// kernels as `ember.fusion_group`s. The trace says what it did (`--trace`, `--report`).
-pub fn optimize(m: &mut ember_ir::Module, table: &CostTable) -> Result<ember_passes::egraph::Trace, String> {
-    m.attrs.insert("ember.target".into(), ember_ir::Attr::Str(table.target.into()));
-    let opts = ember_passes::egraph::Options::for_module(m);
-    let trace = ember_passes::egraph::optimize(m, &opts)?;
+/// The e-graph optimizer with the context's target (after `lower`): rewrites, composites and
+/// kernels as `ember.fusion_group`s. Its trace joins the context's (`--trace`, `--report`).
+pub fn optimize(m: &mut ember_ir::Module, cx: &mut PassContext) -> Result<(), String> {
+    // Only a record: `module.mlir` says whose cost model chose its kernels (and `ember opt` on it
+    // optimizes for that target again, `PassContext::for_module`).
+    m.attrs.insert("ember.target".into(), ember_ir::Attr::Str(cx.egraph.target.clone()));
+    ember_passes::egraph::fuse_pass(m, cx)?;
     ember_ir::verify::verify(m).map_err(|errs| {
         let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
         format!(
@@ -66,7 +67,7 @@ pub fn optimize(m: &mut ember_ir::Module, table: &CostTable) -> Result<ember_pas
             )
         )
     })?;
-    Ok(trace)
+    Ok(())
 }
 
 /// Writes `out/report/` for `module` compiled for `target`: fusion.md, fusion.dot and, with
@@ -79,11 +80,13 @@ pub fn write_report(
     target: &dyn Target,
     model: &str,
 ) -> Result<String, String> {
-    lower(&mut module)?;
+    let mut cx = target.pass_context();
+    lower(&mut module, &mut cx)?;
     let table = target.cost_table();
-    let trace = optimize(&mut module, table)?;
+    optimize(&mut module, &mut cx)?;
+    let trace = cx.traces.last().expect("optimize leaves a trace");
     let f = module.func_by_name("main").ok_or("the module has no @main")?;
-    let md = ember_passes::egraph::report::markdown(model, &module, f, table, &trace);
+    let md = ember_passes::egraph::report::markdown(model, &module, f, table, trace);
     let dot = ember_passes::egraph::report::dot(&module, f, table);
     let dir = out.join("report");
     let tmp = out.join(".report.tmp");
@@ -317,7 +320,8 @@ fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
 /// pipeline), by target name (`aten.sort`), each once, in program order. A lowering that fails
 /// outright is an error naming its op.
 pub fn unlowered_ops(mut m: ember_ir::Module) -> Result<Vec<String>, String> {
-    lower(&mut m)?;
+    // No pass of the pipeline reads the target: any context will do.
+    lower(&mut m, &mut PassContext::new("cpu"))?;
     let mut out: Vec<String> = Vec::new();
     m.walk(m.top, &mut |op| {
         let name = &m.op(op).name;

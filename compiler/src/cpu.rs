@@ -41,9 +41,10 @@ impl Target for Cpu {
     }
 
     fn lower(&self, m: &mut Module, opts: &Options) -> Result<Vec<Value>, String> {
-        crate::artifact::lower(m)?;
+        let mut cx = self.pass_context();
+        crate::artifact::lower(m, &mut cx)?;
         if opts.value("fusion") != Some("greedy") {
-            crate::artifact::optimize(m, self.cost_table())?;
+            crate::artifact::optimize(m, &mut cx)?;
         }
         let f = m.func_by_name("main").ok_or("the module has no @main")?;
         Ok(ember_passes::egraph::inline_groups(m, f, &|kind| self.keeps(kind, opts)))

@@ -60,8 +60,9 @@ impl Pipeline {
         m: &mut ir::Module,
         after_each: &mut dyn FnMut(&str, &ir::Module),
     ) -> Result<Vec<String>, String> {
-        ember_passes::run_pipeline(m, &self.0, after_each).map_err(|e| e.to_string())?;
-        Ok(ember_passes::egraph::take_traces())
+        let mut cx = ember_passes::PassContext::for_module(m);
+        ember_passes::run_pipeline(m, &self.0, &mut cx, after_each).map_err(|e| e.to_string())?;
+        Ok(cx.rendered_traces())
     }
 }
 

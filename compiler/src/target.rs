@@ -5,6 +5,7 @@
 use crate::frontend::Imported;
 use ember_ir::{Module, Value};
 use ember_passes::egraph::cost::{self, CostTable};
+use ember_passes::PassContext;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -63,6 +64,11 @@ pub trait Target: Sync {
         cost::table(self.name()).expect("every target has a cost table")
     }
 
+    /// The context this target's passes run in: `fuse` extracts with its cost model.
+    fn pass_context(&self) -> PassContext {
+        PassContext::new(self.cost_table().target)
+    }
+
     /// Whether a fusion group of `kind` stays a group (the target has a kernel or composite for
     /// it); the others are inlined.
     fn keeps(&self, kind: &str, opts: &Options) -> bool;
@@ -71,9 +77,10 @@ pub trait Target: Sync {
     /// it does not keep inlined. Returns the results of `@main`'s inlined groups: the kernel
     /// boundaries the optimizer chose.
     fn lower(&self, m: &mut Module, opts: &Options) -> Result<Vec<Value>, String> {
-        crate::artifact::lower(m)?;
+        let mut cx = self.pass_context();
+        crate::artifact::lower(m, &mut cx)?;
         self.rewrite(m, opts)?;
-        crate::artifact::optimize(m, self.cost_table())?;
+        crate::artifact::optimize(m, &mut cx)?;
         let main = m.func_by_name("main");
         let mut boundaries = vec![];
         for f in m.funcs() {

@@ -58,12 +58,8 @@ pub struct Options {
 }
 
 impl Options {
-    pub fn for_module(m: &Module) -> Options {
-        let target = match m.attrs.get("ember.target") {
-            Some(Attr::Str(s)) => s.clone(),
-            _ => "cpu".into(),
-        };
-        Options { target, limits: Limits::default() }
+    pub fn new(target: &str) -> Options {
+        Options { target: target.into(), limits: Limits::default() }
     }
 }
 
@@ -93,22 +89,12 @@ pub struct Trace {
     pub kernels: usize,
 }
 
-thread_local! {
-    /// Traces of the `fuse` runs on this thread, for `ember opt --trace`.
-    static TRACES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// The `fuse` pass with the target named by the module attribute `ember.target` (default cpu).
-pub fn fuse_pass(m: &mut Module) -> Result<(), String> {
-    let opts = Options::for_module(m);
-    let trace = optimize(m, &opts)?;
-    TRACES.with(|t| t.borrow_mut().push(trace.render(&opts.limits)));
+/// The `fuse` pass with the context's target (its cost model) and limits; the trace joins the
+/// context's.
+pub fn fuse_pass(m: &mut Module, cx: &mut crate::PassContext) -> Result<(), String> {
+    let trace = optimize(m, &cx.egraph)?;
+    cx.traces.push(trace);
     Ok(())
-}
-
-/// The rendered traces of `fuse` runs since the last call.
-pub fn take_traces() -> Vec<String> {
-    TRACES.with(|t| std::mem::take(&mut *t.borrow_mut()))
 }
 
 impl Trace {

@@ -3,24 +3,13 @@
 //! splat constant; folding is limited to float tensors, whose arithmetic the folded value
 //! reproduces (integer division and overflow are left to run time).
 
-use super::{konst, op0, splat, var, Rhs, Rule};
+use super::{float_splats, has_node, is_splat, konst, node, op0, rule, splat, var, Rhs, Rule, ALWAYS};
 use crate::egraph::lang::{type_of, EG};
 use egg::{Id, Subst};
+use std::ops::{Add, Div, Mul, Neg, Sub};
 
-fn when_const(eg: &EG, s: &Subst, c: &str, want: f64, keep: &str) -> Option<Id> {
-    (konst(eg, var(s, c)) == Some(want)).then(|| var(s, keep))
-}
-
-fn fold2(eg: &mut EG, root: Id, s: &Subst, f: fn(f64, f64) -> f64) -> Option<Id> {
-    let ty = type_of(eg, root);
-    let (a, b) = (konst(eg, var(s, "?a"))?, konst(eg, var(s, "?b"))?);
-    ty.dtype.is_float().then(|| splat(eg, f(a, b), &ty))
-}
-
-fn fold1(eg: &mut EG, root: Id, s: &Subst, f: fn(f64) -> f64) -> Option<Id> {
-    let ty = type_of(eg, root);
-    let a = konst(eg, var(s, "?a"))?;
-    ty.dtype.is_float().then(|| splat(eg, f(a), &ty))
+fn rsqrt(a: f64) -> f64 {
+    1.0 / a.sqrt()
 }
 
 /// (x · c1) · c2 = x · (c1·c2), with the product rounded once (exact when either is a power of 2).
@@ -36,7 +25,9 @@ fn mul_consts(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
 
 /// convert(convert(x, wide), dtype(x)) = x when the inner conversion loses nothing.
 fn convert_round_trip(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
-    let x = var(s, "?x");
+    // The first inner convert of `?m`'s class is the one read (a pattern `(ten.convert
+    // (ten.convert ?x))` would try each).
+    let x = node(eg, var(s, "?m"), "ten.convert")?.args[0];
     let (tx, mid, out) = (type_of(eg, x), type_of(eg, var(s, "?m")), type_of(eg, root));
     let widening = (tx.dtype.is_float() && mid.dtype.is_float() && mid.dtype.byte_size() > tx.dtype.byte_size())
         || (tx.dtype.is_int() && mid.dtype.is_int() && mid.dtype.byte_size() > tx.dtype.byte_size());
@@ -45,26 +36,21 @@ fn convert_round_trip(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
 
 #[rustfmt::skip]
 pub static RULES: &[Rule] = &[
-    Rule { name: "mul-one",   math: "x·1 = 1·x = x", lhs: "(ten.mul ?x ?c)", rhs: Rhs::Apply(|eg, _, s| when_const(eg, s, "?c", 1.0, "?x")) },
-    Rule { name: "one-mul",   math: "1·x = x",       lhs: "(ten.mul ?c ?x)", rhs: Rhs::Apply(|eg, _, s| when_const(eg, s, "?c", 1.0, "?x")) },
-    Rule { name: "add-zero",  math: "x+0 = x",       lhs: "(ten.add ?x ?c)", rhs: Rhs::Apply(|eg, _, s| when_const(eg, s, "?c", 0.0, "?x")) },
-    Rule { name: "zero-add",  math: "0+x = x",       lhs: "(ten.add ?c ?x)", rhs: Rhs::Apply(|eg, _, s| when_const(eg, s, "?c", 0.0, "?x")) },
-    Rule { name: "sub-zero",  math: "x−0 = x",       lhs: "(ten.sub ?x ?c)", rhs: Rhs::Apply(|eg, _, s| when_const(eg, s, "?c", 0.0, "?x")) },
-    Rule { name: "div-one",   math: "x/1 = x",       lhs: "(ten.div ?x ?c)", rhs: Rhs::Apply(|eg, _, s| when_const(eg, s, "?c", 1.0, "?x")) },
-    Rule { name: "neg-neg",   math: "−(−x) = x",     lhs: "(ten.neg (ten.neg ?x))", rhs: Rhs::Var("?x") },
-    Rule { name: "fold-add",  math: "c1+c2 = c",     lhs: "(ten.add ?a ?b)", rhs: Rhs::Apply(|eg, r, s| fold2(eg, r, s, |a, b| a + b)) },
-    Rule { name: "fold-sub",  math: "c1−c2 = c",     lhs: "(ten.sub ?a ?b)", rhs: Rhs::Apply(|eg, r, s| fold2(eg, r, s, |a, b| a - b)) },
-    Rule { name: "fold-mul",  math: "c1·c2 = c",     lhs: "(ten.mul ?a ?b)", rhs: Rhs::Apply(|eg, r, s| fold2(eg, r, s, |a, b| a * b)) },
-    Rule { name: "fold-div",  math: "c1/c2 = c",     lhs: "(ten.div ?a ?b)", rhs: Rhs::Apply(|eg, r, s| fold2(eg, r, s, |a, b| a / b)) },
-    Rule { name: "fold-neg",  math: "−c1 = c",       lhs: "(ten.neg ?a)",    rhs: Rhs::Apply(|eg, r, s| fold1(eg, r, s, |a| -a)) },
-    Rule { name: "fold-sqrt", math: "√c1 = c",       lhs: "(ten.sqrt ?a)",   rhs: Rhs::Apply(|eg, r, s| fold1(eg, r, s, f64::sqrt)) },
-    Rule { name: "fold-rsqrt", math: "1/√c1 = c",    lhs: "(ten.rsqrt ?a)",  rhs: Rhs::Apply(|eg, r, s| fold1(eg, r, s, |a| 1.0 / a.sqrt())) },
-    Rule { name: "mul-const-const", math: "(x·c1)·c2 = x·(c1·c2)", lhs: "(ten.mul (ten.mul ?x ?c1) ?c2)", rhs: Rhs::Apply(mul_consts) },
-    Rule { name: "convert-round-trip", math: "convert(convert(x, wider), type(x)) = x", lhs: "(ten.convert ?m)", rhs: Rhs::Apply(|eg, r, s| {
-        let m = var(s, "?m");
-        let inner = super::node(eg, m, "ten.convert")?;
-        let mut s2 = s.clone();
-        s2.insert("?x".parse().unwrap(), inner.args[0]);
-        convert_round_trip(eg, r, &s2)
-    }) },
+    //   name                  pattern                            result                           condition                        math
+    rule("mul-one",            "(ten.mul ?x ?c)",                 Rhs::Var("?x"),                  is_splat("?c", 1.0),             "x·1 = 1·x = x"),
+    rule("one-mul",            "(ten.mul ?c ?x)",                 Rhs::Var("?x"),                  is_splat("?c", 1.0),             "1·x = x"),
+    rule("add-zero",           "(ten.add ?x ?c)",                 Rhs::Var("?x"),                  is_splat("?c", 0.0),             "x+0 = x"),
+    rule("zero-add",           "(ten.add ?c ?x)",                 Rhs::Var("?x"),                  is_splat("?c", 0.0),             "0+x = x"),
+    rule("sub-zero",           "(ten.sub ?x ?c)",                 Rhs::Var("?x"),                  is_splat("?c", 0.0),             "x−0 = x"),
+    rule("div-one",            "(ten.div ?x ?c)",                 Rhs::Var("?x"),                  is_splat("?c", 1.0),             "x/1 = x"),
+    rule("neg-neg",            "(ten.neg (ten.neg ?x))",          Rhs::Var("?x"),                  ALWAYS,                          "−(−x) = x"),
+    rule("fold-add",           "(ten.add ?a ?b)",                 Rhs::Fold2(f64::add),            float_splats(&["?a", "?b"]),     "c1+c2 = c"),
+    rule("fold-sub",           "(ten.sub ?a ?b)",                 Rhs::Fold2(f64::sub),            float_splats(&["?a", "?b"]),     "c1−c2 = c"),
+    rule("fold-mul",           "(ten.mul ?a ?b)",                 Rhs::Fold2(f64::mul),            float_splats(&["?a", "?b"]),     "c1·c2 = c"),
+    rule("fold-div",           "(ten.div ?a ?b)",                 Rhs::Fold2(f64::div),            float_splats(&["?a", "?b"]),     "c1/c2 = c"),
+    rule("fold-neg",           "(ten.neg ?a)",                    Rhs::Fold1(f64::neg),            float_splats(&["?a"]),           "−c1 = c"),
+    rule("fold-sqrt",          "(ten.sqrt ?a)",                   Rhs::Fold1(f64::sqrt),           float_splats(&["?a"]),           "√c1 = c"),
+    rule("fold-rsqrt",         "(ten.rsqrt ?a)",                  Rhs::Fold1(rsqrt),               float_splats(&["?a"]),           "1/√c1 = c"),
+    rule("mul-const-const",    "(ten.mul (ten.mul ?x ?c1) ?c2)",  Rhs::Apply(mul_consts),          float_splats(&["?c1", "?c2"]),   "(x·c1)·c2 = x·(c1·c2)"),
+    rule("convert-round-trip", "(ten.convert ?m)",                Rhs::Apply(convert_round_trip),  has_node("?m", "ten.convert"),   "convert(convert(x, wider), type(x)) = x"),
 ];

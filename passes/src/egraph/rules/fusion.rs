@@ -3,12 +3,15 @@
 //! in the same e-class, so the cost model decides: a target that has a kernel for the composite
 //! extracts it (one pass over memory), and the optimizer turns it into an `ember.fusion_group`
 //! whose body is the decomposition (see ARCHITECTURE.md, the fusion-group contract).
+//!
+//! A builder gets the match's nodes in the order its pattern names them (`matched`) and
+//! destructures them, so the pattern is written once.
 
 use super::{
-    composite, konst, last_dim, near, node, pick, reduces_last, same, spreads_last, spreads_leading, str_attr, var,
-    Rhs, Rule,
+    all_of, composite, first, is_splat, konst, last_dim, near_splat, node, pick, reduces_last, rule, same,
+    spreads_last, spreads_leading, var, Rhs, Rule, ALWAYS,
 };
-use crate::egraph::lang::{type_of, EG};
+use crate::egraph::lang::{type_of, ENode, EG};
 use egg::{Id, Subst};
 use ember_ir::Attr;
 
@@ -17,89 +20,59 @@ fn rank(eg: &EG, id: Id) -> usize {
 }
 
 /// softmax(x) = exp(x − max(x)) / Σ exp(x − max(x)), both reductions over the last dim.
-fn softmax(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+fn softmax(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let [_div, (e, _), _sub, (_, bmax), (_, rmax), (_, bsum), (_, rsum)] = ns else { return None };
     let x = var(s, "?x");
     let r = rank(eg, x);
-    let div = pick(eg, root, "ten.div", &[None, None])?;
-    let e = div.args[0];
-    let sub = pick(eg, pick(eg, e, "ten.exp", &[None])?.args[0], "ten.sub", &[Some(x), None])?;
-    let bmax = pick(eg, sub.args[1], "ten.broadcast", &[None])?;
-    let rmax = pick(eg, bmax.args[0], "ten.reduce", &[Some(x)])?;
-    let bsum = pick(eg, div.args[1], "ten.broadcast", &[None])?;
-    let rsum = pick(eg, bsum.args[0], "ten.reduce", &[Some(e)])?;
-    let kinds =
-        str_attr(eg, &rmax, "kind").as_deref() == Some("max") && str_attr(eg, &rsum, "kind").as_deref() == Some("sum");
-    let ok = kinds
-        && spreads_leading(eg, &bmax)
-        && spreads_leading(eg, &bsum)
-        && reduces_last(eg, &rmax, r)
-        && reduces_last(eg, &rsum, r);
+    let ok = eg.find(var(s, "?e")) == *e
+        && spreads_leading(eg, bmax)
+        && spreads_leading(eg, bsum)
+        && reduces_last(eg, rmax, r)
+        && reduces_last(eg, rsum, r);
     ok.then(|| composite(eg, root, "ember.softmax", vec![("dim", Attr::Int(r as i64 - 1))], vec![x]))
 }
 
 /// (x − mean(x)) · rsqrt(mean((x − mean(x))²) + ε) over the last dim, mean = Σ/n.
-fn layer_norm(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
-    let (x, n_id, eps_id) = (var(s, "?x"), var(s, "?n"), var(s, "?eps"));
+fn layer_norm(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let [_mul, (d, _), (_, bmean), _mean, (_, red), (_, b), _rsqrt, _add, _var, (_, red2), _square] = ns else {
+        return None;
+    };
+    let (x, n_id) = (var(s, "?x"), var(s, "?n"));
     let tx = type_of(eg, x);
     let n = last_dim(&tx)? as f64;
-    let eps = konst(eg, eps_id)?;
-    let mul = pick(eg, root, "ten.mul", &[None, None])?;
-    let d = mul.args[0];
-    let sub = pick(eg, d, "ten.sub", &[Some(x), None])?;
-    let bmean = pick(eg, sub.args[1], "ten.broadcast", &[None])?;
-    let mean = pick(eg, bmean.args[0], "ten.div", &[None, Some(n_id)])?;
-    let red = pick(eg, mean.args[0], "ten.reduce", &[Some(x)])?;
-    let b = pick(eg, mul.args[1], "ten.broadcast", &[None])?;
-    let add = pick(eg, pick(eg, b.args[0], "ten.rsqrt", &[None])?.args[0], "ten.add", &[None, Some(eps_id)])?;
-    let var_div = pick(eg, add.args[0], "ten.div", &[None, Some(n_id)])?;
-    let red2 = pick(eg, var_div.args[0], "ten.reduce", &[None])?;
-    pick(eg, red2.args[0], "ten.mul", &[Some(d), Some(d)])?;
-    let ok = konst(eg, n_id) == Some(n)
-        && spreads_leading(eg, &b)
-        && spreads_leading(eg, &bmean)
-        && reduces_last(eg, &red, tx.rank())
-        && reduces_last(eg, &red2, tx.rank());
+    let eps = konst(eg, var(s, "?eps"))?;
+    let ok = eg.find(var(s, "?d1")) == *d
+        && konst(eg, n_id) == Some(n)
+        && spreads_leading(eg, b)
+        && spreads_leading(eg, bmean)
+        && reduces_last(eg, red, tx.rank())
+        && reduces_last(eg, red2, tx.rank());
     ok.then(|| composite(eg, root, "ember.layer_norm", vec![("eps", Attr::Float(eps))], vec![x]))
 }
 
 /// layer_norm(x)·w + b with w, b over the last dim.
-fn layer_norm_affine(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+fn layer_norm_affine(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let [_add, _mul, (_, ln), (_, bw), (_, bb)] = ns else { return None };
     let (x, w, b) = (var(s, "?x"), var(s, "?w"), var(s, "?b"));
     let r = rank(eg, x);
-    let add = pick(eg, root, "ten.add", &[None, None])?;
-    let mul = pick(eg, add.args[0], "ten.mul", &[None, None])?;
-    let ln = pick(eg, mul.args[0], "ember.layer_norm", &[Some(x)])?;
-    let bw = pick(eg, mul.args[1], "ten.broadcast", &[Some(w)])?;
-    let bb = pick(eg, add.args[1], "ten.broadcast", &[Some(b)])?;
-    let ok = rank(eg, w) == 1 && rank(eg, b) == 1 && spreads_last(eg, &bw, r) && spreads_last(eg, &bb, r);
-    let eps = super::attr(eg, &ln, "eps")?;
+    let ok = rank(eg, w) == 1 && rank(eg, b) == 1 && spreads_last(eg, bw, r) && spreads_last(eg, bb, r);
+    let eps = super::attr(eg, ln, "eps")?;
     ok.then(|| composite(eg, root, "ember.layer_norm", vec![("eps", eps)], vec![x, w, b]))
 }
 
 /// x · rsqrt(Σx²/n + ε) over the last dim (with or without a keepdim reshape of the mean).
-fn rms_norm(eg: &mut EG, root: Id, s: &Subst, keepdim: bool) -> Option<Id> {
-    let (x, n_id, eps_id) = (var(s, "?x"), var(s, "?n"), var(s, "?eps"));
+fn rms_norm(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let (x, n_id) = (var(s, "?x"), var(s, "?n"));
     let tx = type_of(eg, x);
     let n = last_dim(&tx)? as f64;
-    let eps = konst(eg, eps_id)?;
-    let mul = pick(eg, root, "ten.mul", &[Some(x), None])?;
-    let b = pick(eg, mul.args[1], "ten.broadcast", &[None])?;
-    let add = pick(eg, pick(eg, b.args[0], "ten.rsqrt", &[None])?.args[0], "ten.add", &[None, Some(eps_id)])?;
-    let mut mean = add.args[0];
-    if keepdim {
-        mean = pick(eg, mean, "ten.reshape", &[None])?.args[0];
-    }
-    let div = pick(eg, mean, "ten.div", &[None, Some(n_id)])?;
-    let red = pick(eg, div.args[0], "ten.reduce", &[None])?;
-    pick(eg, red.args[0], "ten.mul", &[Some(x), Some(x)])?;
-    let ok = konst(eg, n_id) == Some(n)
-        && spreads_leading(eg, &b)
-        && reduces_last(eg, &red, tx.rank())
-        && str_attr(eg, &red, "kind").as_deref() == Some("sum");
+    let eps = konst(eg, var(s, "?eps"))?;
+    let (b, red) = (first(ns, "ten.broadcast")?, first(ns, "ten.reduce")?);
+    let ok = konst(eg, n_id) == Some(n) && spreads_leading(eg, b) && reduces_last(eg, red, tx.rank());
     ok.then(|| composite(eg, root, "ember.rms_norm", vec![("eps", Attr::Float(eps))], vec![x]))
 }
 
-/// rms_norm(x) · w or w · rms_norm(x) with w over the last dim.
+/// rms_norm(x) · w or w · rms_norm(x) with w over the last dim. The pattern is `?a · ?b` (one
+/// rule for both orders), so which operand is which is read here.
 fn rms_norm_weight(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     let (a, b) = (var(s, "?a"), var(s, "?b"));
     let (bc, rn) = if node(eg, a, "ember.rms_norm").is_some() { (b, a) } else { (a, b) };
@@ -112,24 +85,20 @@ fn rms_norm_weight(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     ok.then(|| composite(eg, root, "ember.rms_norm", vec![("eps", eps)], vec![x, w]))
 }
 
-/// ½x(1 + tanh(√(2/π)(x + 0.044715x³))).
 fn gelu_tanh(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
-    let ok = same(eg, s, &["?x", "?x1", "?x2", "?x3", "?x4"])
-        && near(konst(eg, var(s, "?half")), 0.5)
-        && near(konst(eg, var(s, "?one")), 1.0)
-        && near(konst(eg, var(s, "?k")), 0.044715)
-        && near(konst(eg, var(s, "?s")), (2.0 / std::f64::consts::PI).sqrt());
-    ok.then(|| composite(eg, root, "ember.gelu", vec![("approximate", Attr::Str("tanh".into()))], vec![var(s, "?x")]))
+    Some(composite(eg, root, "ember.gelu", vec![("approximate", Attr::Str("tanh".into()))], vec![var(s, "?x")]))
 }
 
-/// ½x(1 + erf(x/√2)).
 fn gelu_erf(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
-    let ok = same(eg, s, &["?x", "?x1"])
-        && near(konst(eg, var(s, "?half")), 0.5)
-        && near(konst(eg, var(s, "?one")), 1.0)
-        && near(konst(eg, var(s, "?r")), std::f64::consts::FRAC_1_SQRT_2);
-    ok.then(|| composite(eg, root, "ember.gelu", vec![("approximate", Attr::Str("none".into()))], vec![var(s, "?x")]))
+    Some(composite(eg, root, "ember.gelu", vec![("approximate", Attr::Str("none".into()))], vec![var(s, "?x")]))
 }
+
+fn silu(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+    Some(composite(eg, root, "ember.silu", vec![], vec![var(s, "?x")]))
+}
+
+/// √(2/π), as `(2.0 / PI).sqrt()` rounds (a `const` cannot call `sqrt`).
+const SQRT_2_OVER_PI: f64 = 0.7978845608028654;
 
 /// softmax(q·kᵀ·c [+ mask])·v with batch dims leading: the dot products contract q's and k's
 /// last dims, then the softmax's last dim with v's second-to-last. torch.export's SDPA
@@ -139,10 +108,10 @@ fn gelu_erf(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
 /// `k` enters as `[..., Tk, D]` (the contract's layout), so a pre-transposed k is transposed
 /// back. Everything is read from the matched nodes; the softmax's `safe` (rows that are all
 /// -inf give 0, torch's `_safe_softmax`) carries over.
-fn attention(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+fn attention(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let [(_, outer)] = ns else { return None };
     let (p, v) = (var(s, "?p"), var(s, "?v"));
-    let outer = pick(eg, root, "ten.dot_general", &[Some(p), Some(v)])?;
-    let through_reshape = |eg: &EG, c: Id, op: &str| -> Option<(crate::egraph::lang::ENode, bool)> {
+    let through_reshape = |eg: &EG, c: Id, op: &str| -> Option<(ENode, bool)> {
         if let Some(n) = pick(eg, c, op, &[None]).or_else(|| pick(eg, c, op, &[None, None])) {
             return Some((n, false));
         }
@@ -169,7 +138,7 @@ fn attention(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
             forms.push((c, n.args[0]));
         }
     }
-    let mut best: Option<(usize, f64, crate::egraph::lang::ENode)> = None;
+    let mut best: Option<(usize, f64, ENode)> = None;
     for (c, sc) in forms {
         let Some((inner, inner_reshaped)) = through_reshape(eg, sc, "ten.dot_general") else { continue };
         if inner.args.len() != 2 || reshaped != inner_reshaped {
@@ -193,12 +162,12 @@ fn attention(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     }
     let batch: Vec<i64> = (0..r as i64 - 2).collect();
     let last = r as i64 - 1;
-    let dims = |n: &crate::egraph::lang::ENode, k: &str| super::ints(eg, n, k);
+    let dims = |n: &ENode, k: &str| super::ints(eg, n, k);
     let std_batch = dims(&inner, "lhs_batch") == batch
         && dims(&inner, "rhs_batch") == batch
-        && dims(&outer, "lhs_batch") == batch
-        && dims(&outer, "rhs_batch") == batch;
-    let outer_ok = dims(&outer, "lhs_contract") == [last] && dims(&outer, "rhs_contract") == [last - 1];
+        && dims(outer, "lhs_batch") == batch
+        && dims(outer, "rhs_batch") == batch;
+    let outer_ok = dims(outer, "lhs_contract") == [last] && dims(outer, "rhs_contract") == [last - 1];
     let pre_transposed = match (dims(&inner, "lhs_contract").as_slice(), dims(&inner, "rhs_contract").as_slice()) {
         ([l], [rc]) if *l == last && *rc == last => false,
         ([l], [rc]) if *l == last && *rc == last - 1 => true,
@@ -229,65 +198,32 @@ fn attention(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
 
 /// select(no row element > -inf, 0, softmax(x)) = safe_softmax(x): torch's `_safe_softmax`,
 /// which maps rows that are entirely -inf (fully masked) to 0 instead of NaN.
-fn safe_softmax(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+fn safe_softmax(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let [_select, (_, b), _not1, _reshape, (_, any), _not2, _compare] = ns else { return None };
     let x = var(s, "?x");
     let sm = pick(eg, var(s, "?sm"), "ember.softmax", &[Some(x)])?;
-    if super::attr(eg, &sm, "safe").is_some()
-        || konst(eg, var(s, "?zero")) != Some(0.0)
-        || konst(eg, var(s, "?ninf")) != Some(f64::NEG_INFINITY)
-    {
+    if super::attr(eg, &sm, "safe").is_some() {
         return None;
     }
-    let sel = pick(eg, root, "ten.select", &[None, Some(var(s, "?zero")), Some(var(s, "?sm"))])?;
-    let b = pick(eg, sel.args[0], "ten.broadcast", &[None])?;
-    let not1 = pick(eg, b.args[0], "ten.not", &[None])?;
-    let resh = pick(eg, not1.args[0], "ten.reshape", &[None])?;
-    let any = pick(eg, resh.args[0], "ten.reduce", &[None])?;
-    let not2 = pick(eg, any.args[0], "ten.not", &[None])?;
-    let eq = pick(eg, not2.args[0], "ten.compare", &[Some(x), Some(var(s, "?ninf"))])?;
     let r = rank(eg, x);
-    let ok = str_attr(eg, &any, "kind").as_deref() == Some("or")
-        && reduces_last(eg, &any, r)
-        && str_attr(eg, &eq, "direction").as_deref() == Some("EQ")
-        && super::ints(eg, &b, "dims") == (0..r as i64).collect::<Vec<_>>();
+    let ok = reduces_last(eg, any, r) && super::ints(eg, b, "dims") == (0..r as i64).collect::<Vec<_>>();
     let dim = super::attr(eg, &sm, "dim")?;
     ok.then(|| composite(eg, root, "ember.softmax", vec![("dim", dim), ("safe", Attr::Bool(true))], vec![x]))
 }
 
 #[rustfmt::skip]
 pub static RULES: &[Rule] = &[
-    Rule { name: "softmax", math: "exp(x − max x) / Σ exp(x − max x) = softmax(x)",
-        lhs: "(ten.div (ten.exp (ten.sub ?x (ten.broadcast (ten.reduce{kind=max} ?x1)))) (ten.broadcast (ten.reduce{kind=sum} ?e)))",
-        rhs: Rhs::Apply(softmax) },
-    Rule { name: "layer-norm", math: "(x − μ)·rsqrt(σ² + ε) = layer_norm(x), μ = Σx/n, σ² = Σ(x − μ)²/n",
-        lhs: "(ten.mul (ten.sub ?x (ten.broadcast (ten.div (ten.reduce{kind=sum} ?x1) ?n))) (ten.broadcast (ten.rsqrt (ten.add (ten.div (ten.reduce{kind=sum} (ten.mul ?d1 ?d2)) ?n1) ?eps))))",
-        rhs: Rhs::Apply(layer_norm) },
-    Rule { name: "layer-norm-affine", math: "layer_norm(x)·w + b = layer_norm(x, w, b)",
-        lhs: "(ten.add (ten.mul (ember.layer_norm ?x) (ten.broadcast ?w)) (ten.broadcast ?b))",
-        rhs: Rhs::Apply(layer_norm_affine) },
-    Rule { name: "rms-norm", math: "x·rsqrt(Σx²/n + ε) = rms_norm(x)",
-        lhs: "(ten.mul ?x (ten.broadcast (ten.rsqrt (ten.add (ten.div (ten.reduce{kind=sum} (ten.mul ?x1 ?x2)) ?n) ?eps))))",
-        rhs: Rhs::Apply(|eg, r, s| rms_norm(eg, r, s, false)) },
-    Rule { name: "rms-norm-keepdim", math: "x·rsqrt(reshape(Σx²/n) + ε) = rms_norm(x)",
-        lhs: "(ten.mul ?x (ten.broadcast (ten.rsqrt (ten.add (ten.reshape (ten.div (ten.reduce{kind=sum} (ten.mul ?x1 ?x2)) ?n)) ?eps))))",
-        rhs: Rhs::Apply(|eg, r, s| rms_norm(eg, r, s, true)) },
-    Rule { name: "rms-norm-weight", math: "rms_norm(x)·w = w·rms_norm(x) = rms_norm(x, w)",
-        lhs: "(ten.mul ?a ?b)",
-        rhs: Rhs::Apply(rms_norm_weight) },
-    Rule { name: "gelu-tanh", math: "½x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) = gelu_tanh(x)",
-        lhs: "(ten.mul (ten.mul ?x ?half) (ten.add (ten.tanh (ten.mul (ten.add ?x1 (ten.mul (ten.mul (ten.mul ?x2 ?x3) ?x4) ?k)) ?s)) ?one))",
-        rhs: Rhs::Apply(gelu_tanh) },
-    Rule { name: "gelu-erf", math: "½x·(1 + erf(x/√2)) = gelu(x)",
-        lhs: "(ten.mul (ten.mul ?x ?half) (ten.add (ten.erf (ten.mul ?x1 ?r)) ?one))",
-        rhs: Rhs::Apply(gelu_erf) },
-    Rule { name: "silu", math: "x·σ(x) = silu(x)", lhs: "(ten.mul ?x (ten.sigmoid ?x1))",
-        rhs: Rhs::Apply(|eg, r, s| same(eg, s, &["?x", "?x1"]).then(|| composite(eg, r, "ember.silu", vec![], vec![var(s, "?x")]))) },
-    Rule { name: "silu-swapped", math: "σ(x)·x = silu(x)", lhs: "(ten.mul (ten.sigmoid ?x1) ?x)",
-        rhs: Rhs::Apply(|eg, r, s| same(eg, s, &["?x", "?x1"]).then(|| composite(eg, r, "ember.silu", vec![], vec![var(s, "?x")]))) },
-    Rule { name: "safe-softmax", math: "select(all(x = −inf), 0, softmax(x)) = safe_softmax(x) (rows)",
-        lhs: "(ten.select (ten.broadcast (ten.not (ten.reshape (ten.reduce{kind=or} (ten.not (ten.compare{direction=EQ} ?x ?ninf)))))) ?zero ?sm)",
-        rhs: Rhs::Apply(safe_softmax) },
-    Rule { name: "attention", math: "softmax(q·kᵀ·c [+ m])·v = attention(q, k, v[, m]; c), also through batch-flattening reshapes",
-        lhs: "(ten.dot_general ?p ?v)",
-        rhs: Rhs::Apply(attention) },
+    //   name                 pattern                                                                                                                                                                          result                         condition                                                                                                                                                                  math
+    rule("softmax",           "(ten.div (ten.exp (ten.sub ?x (ten.broadcast (ten.reduce{kind=max} ?x1)))) (ten.broadcast (ten.reduce{kind=sum} ?e)))",                                                      Rhs::Build(softmax),           same(&["?x", "?x1"]),                                                                                                                                                      "exp(x − max x) / Σ exp(x − max x) = softmax(x)"),
+    rule("layer-norm",        "(ten.mul (ten.sub ?x (ten.broadcast (ten.div (ten.reduce{kind=sum} ?x1) ?n))) (ten.broadcast (ten.rsqrt (ten.add (ten.div (ten.reduce{kind=sum} (ten.mul ?d1 ?d2)) ?n1) ?eps))))", Rhs::Build(layer_norm),        all_of(&[same(&["?x", "?x1"]), same(&["?n", "?n1"]), same(&["?d1", "?d2"])]),                                                                                            "(x − μ)·rsqrt(σ² + ε) = layer_norm(x), μ = Σx/n, σ² = Σ(x − μ)²/n"),
+    rule("layer-norm-affine", "(ten.add (ten.mul (ember.layer_norm ?x) (ten.broadcast ?w)) (ten.broadcast ?b))",                                                                                             Rhs::Build(layer_norm_affine), ALWAYS,                                                                                                                                                                    "layer_norm(x)·w + b = layer_norm(x, w, b)"),
+    rule("rms-norm",          "(ten.mul ?x (ten.broadcast (ten.rsqrt (ten.add (ten.div (ten.reduce{kind=sum} (ten.mul ?x1 ?x2)) ?n) ?eps))))",                                                               Rhs::Build(rms_norm),          same(&["?x", "?x1", "?x2"]),                                                                                                                                               "x·rsqrt(Σx²/n + ε) = rms_norm(x)"),
+    rule("rms-norm-keepdim",  "(ten.mul ?x (ten.broadcast (ten.rsqrt (ten.add (ten.reshape (ten.div (ten.reduce{kind=sum} (ten.mul ?x1 ?x2)) ?n)) ?eps))))",                                                 Rhs::Build(rms_norm),          same(&["?x", "?x1", "?x2"]),                                                                                                                                               "x·rsqrt(reshape(Σx²/n) + ε) = rms_norm(x)"),
+    rule("rms-norm-weight",   "(ten.mul ?a ?b)",                                                                                                                                                               Rhs::Apply(rms_norm_weight),   ALWAYS,                                                                                                                                                                    "rms_norm(x)·w = w·rms_norm(x) = rms_norm(x, w)"),
+    rule("gelu-tanh",         "(ten.mul (ten.mul ?x ?half) (ten.add (ten.tanh (ten.mul (ten.add ?x1 (ten.mul (ten.mul (ten.mul ?x2 ?x3) ?x4) ?k)) ?s)) ?one))",                                              Rhs::Apply(gelu_tanh),         all_of(&[same(&["?x", "?x1", "?x2", "?x3", "?x4"]), near_splat("?half", 0.5), near_splat("?one", 1.0), near_splat("?k", 0.044715), near_splat("?s", SQRT_2_OVER_PI)]), "½x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) = gelu_tanh(x)"),
+    rule("gelu-erf",          "(ten.mul (ten.mul ?x ?half) (ten.add (ten.erf (ten.mul ?x1 ?r)) ?one))",                                                                                                      Rhs::Apply(gelu_erf),          all_of(&[same(&["?x", "?x1"]), near_splat("?half", 0.5), near_splat("?one", 1.0), near_splat("?r", std::f64::consts::FRAC_1_SQRT_2)]),                                  "½x·(1 + erf(x/√2)) = gelu(x)"),
+    rule("silu",              "(ten.mul ?x (ten.sigmoid ?x1))",                                                                                                                                                Rhs::Apply(silu),              same(&["?x", "?x1"]),                                                                                                                                                      "x·σ(x) = silu(x)"),
+    rule("silu-swapped",      "(ten.mul (ten.sigmoid ?x1) ?x)",                                                                                                                                                Rhs::Apply(silu),              same(&["?x", "?x1"]),                                                                                                                                                      "σ(x)·x = silu(x)"),
+    rule("safe-softmax",      "(ten.select (ten.broadcast (ten.not (ten.reshape (ten.reduce{kind=or} (ten.not (ten.compare{direction=EQ} ?x ?ninf)))))) ?zero ?sm)",                                         Rhs::Build(safe_softmax),      all_of(&[is_splat("?zero", 0.0), is_splat("?ninf", f64::NEG_INFINITY)]),                                                                                                   "select(all(x = −inf), 0, softmax(x)) = safe_softmax(x) (rows)"),
+    rule("attention",         "(ten.dot_general ?p ?v)",                                                                                                                                                       Rhs::Build(attention),         ALWAYS,                                                                                                                                                                    "softmax(q·kᵀ·c [+ m])·v = attention(q, k, v[, m]; c), also through batch-flattening reshapes"),
 ];

@@ -2,23 +2,28 @@
 //! scaling so that the ops that do arithmetic meet (a matmul and its scale, a softmax and its
 //! input). Each rule removes a layout op or moves a splat multiply toward the root, once.
 
-use super::{ints, konst, node, op0, reshape, splat, transpose, var, Rhs, Rule};
-use crate::egraph::lang::{type_of, EG};
+use super::{
+    float_splats, has_node, ints, konst, node, op0, reshape, rule, splat, spreads_leading, transpose, var, Rhs, Rule,
+    ALWAYS,
+};
+use crate::egraph::lang::{attrs_of, nodes, type_of, ENode, EG};
 use egg::{Id, Subst};
 
 /// transpose(transpose(x, p), q) = transpose(x, r) with r[i] = p[q[i]] (x when r is the identity).
-fn compose_transposes(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
-    let inner_class = var(s, "?t");
-    let outer = super::nodes_with_child(eg, root, "ten.transpose", inner_class)?;
-    let inner = node(eg, inner_class, "ten.transpose")?;
-    let (p, q) = (ints(eg, &inner, "dims"), ints(eg, &outer, "dims"));
+fn compose_transposes(eg: &mut EG, _: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let [(_, outer)] = ns else { return None };
+    let inner = node(eg, var(s, "?t"), "ten.transpose")?;
+    let (p, q) = (ints(eg, &inner, "dims"), ints(eg, outer, "dims"));
     let r: Vec<i64> = q.iter().map(|&i| p[i as usize]).collect();
     Some(transpose(eg, inner.args[0], &r))
 }
 
 /// reshape(reshape(x)) = reshape(x) to the outer shape (x when that is x's shape).
-fn compose_reshapes(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
-    let inner = node(eg, var(s, "?t"), "ten.reshape")?;
+fn compose_reshapes(eg: &mut EG, root: Id, _: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let [_outer, (t, _)] = ns else { return None };
+    // The first reshape of the inner class, which need not be the matched one: all of them are
+    // the same value.
+    let inner = node(eg, *t, "ten.reshape")?;
     let dims = type_of(eg, root).dims;
     Some(reshape(eg, inner.args[0], &dims))
 }
@@ -30,14 +35,14 @@ fn same_type_as_root(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
 
 /// layout(x · c) = layout(x) · c for a splat c: the scale moves toward the consumer (a matmul
 /// folds it into its result, see `dot-scale`).
-fn sink_scale(eg: &mut EG, root: Id, s: &Subst, op: &str) -> Option<Id> {
-    let c = konst(eg, var(s, "?c"))?;
-    let mul_class = var(s, "?m");
-    let layout = super::nodes_with_child(eg, root, op, mul_class)?;
+fn sink_scale(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let [(_, layout)] = ns else { return None };
+    // Of the `ten.mul`s in `?m`, the first whose second operand is a splat constant.
+    let mul = nodes(eg, var(s, "?m"), "ten.mul").into_iter().find(|n| konst(eg, n.args[1]).is_some())?;
+    let (x, c) = (mul.args[0], konst(eg, mul.args[1])?);
     let ty = type_of(eg, root);
-    let x = var(s, "?x");
-    let moved = match op {
-        "ten.transpose" => transpose(eg, x, &ints(eg, &layout, "dims")),
+    let moved = match layout.op.as_str() {
+        "ten.transpose" => transpose(eg, x, &ints(eg, layout, "dims")),
         _ => reshape(eg, x, &ty.dims),
     };
     let c = splat(eg, c, &ty);
@@ -46,21 +51,13 @@ fn sink_scale(eg: &mut EG, root: Id, s: &Subst, op: &str) -> Option<Id> {
 
 /// dot(x · c, y) = dot(x, y) · c and dot(x, y · c) = dot(x, y) · c: scale the (usually smaller)
 /// result once instead of an operand.
-fn dot_scale(eg: &mut EG, root: Id, s: &Subst, side: usize) -> Option<Id> {
-    let c = konst(eg, var(s, "?c"))?;
-    let (x, y) = (var(s, "?x"), var(s, "?y"));
+fn dot_scale(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)], side: usize) -> Option<Id> {
+    let [(_, dot), _mul] = ns else { return None };
+    let (c, x) = (konst(eg, var(s, "?c"))?, var(s, "?x"));
     let ty = type_of(eg, root);
-    if !ty.dtype.is_float() {
-        return None;
-    }
-    // The matched dot: `?y` on the other side, `?x · ?c` on this one.
-    let dot = crate::egraph::lang::nodes(eg, root, "ten.dot_general").into_iter().find(|d| {
-        eg.find(d.args[1 - side]) == eg.find(y)
-            && super::pick(eg, d.args[side], "ten.mul", &[Some(x), Some(var(s, "?c"))]).is_some()
-    })?;
     let mut args = dot.args.clone();
     args[side] = x;
-    let attrs = crate::egraph::lang::attrs_of(eg, &dot).clone();
+    let attrs = attrs_of(eg, dot).clone();
     let unscaled = crate::egraph::lang::add(eg, "ten.dot_general", &attrs, &ty, args);
     let c = splat(eg, c, &ty);
     Some(op0(eg, "ten.mul", &ty, vec![unscaled, c]))
@@ -88,11 +85,11 @@ const UNARY: &[&str] = &[
 
 /// transpose(f(x)) = f(transpose(x)) for elementwise unary f: transposes move toward the inputs,
 /// where they cancel against other transposes or become strided reads.
-fn transpose_through_unary(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
+fn transpose_through_unary(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let [(_, t)] = ns else { return None };
     let u = var(s, "?u");
-    let t = super::nodes_with_child(eg, root, "ten.transpose", u)?;
     let f = eg[u].nodes.iter().cloned().find(|n| UNARY.contains(&n.op.as_str()) && n.args.len() == 1)?;
-    let x = transpose(eg, f.args[0], &ints(eg, &t, "dims"));
+    let x = transpose(eg, f.args[0], &ints(eg, t, "dims"));
     let ty = type_of(eg, root);
     let attrs = crate::egraph::lang::attrs_of(eg, &f).clone();
     Some(crate::egraph::lang::add(eg, f.op.as_str(), &attrs, &ty, vec![x]))
@@ -102,15 +99,11 @@ fn transpose_through_unary(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
 /// leading dims into the dot's single batch dim (torch.export flattens heads into the batch
 /// for `bmm`). The batched product then reads a and b in their own layouts, e.g. q, k and v as
 /// strided head views of one projection, instead of materialized flattened copies.
-fn dot_unflatten_batch(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
-    use crate::egraph::lang::{attrs_of, nodes};
+fn dot_unflatten_batch(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
     use ember_ir::Attr;
+    let [(_, dot), _, _] = ns else { return None };
     let (a, b) = (var(s, "?a"), var(s, "?b"));
-    let dot = nodes(eg, root, "ten.dot_general").into_iter().find(|d| {
-        super::pick(eg, d.args[0], "ten.reshape", &[Some(a)]).is_some()
-            && super::pick(eg, d.args[1], "ten.reshape", &[Some(b)]).is_some()
-    })?;
-    if ints(eg, &dot, "lhs_batch") != [0] || ints(eg, &dot, "rhs_batch") != [0] {
+    if ints(eg, dot, "lhs_batch") != [0] || ints(eg, dot, "rhs_batch") != [0] {
         return None;
     }
     let (ta, tb) = (type_of(eg, a), type_of(eg, b));
@@ -122,9 +115,9 @@ fn dot_unflatten_batch(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     if j < 2 || !merges(&ta, &tl) || !merges(&tb, &tr) || ta.dims[..j] != tb.dims[..j] {
         return None;
     }
-    let mut attrs = attrs_of(eg, &dot).clone();
+    let mut attrs = attrs_of(eg, dot).clone();
     let batch: Vec<i64> = (0..j as i64).collect();
-    let shift = |k: &str| -> Vec<i64> { ints(eg, &dot, k).iter().map(|&c| c + j as i64 - 1).collect() };
+    let shift = |k: &str| -> Vec<i64> { ints(eg, dot, k).iter().map(|&c| c + j as i64 - 1).collect() };
     let (lc, rc) = (shift("lhs_contract"), shift("rhs_contract"));
     attrs.insert("lhs_batch".into(), Attr::Ints(batch.clone()));
     attrs.insert("rhs_batch".into(), Attr::Ints(batch));
@@ -143,40 +136,36 @@ fn broadcast_const(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     Some(splat(eg, c, &ty))
 }
 
+fn dot_scale_lhs(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    dot_scale(eg, root, s, ns, 0)
+}
+
+fn dot_scale_rhs(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    dot_scale(eg, root, s, ns, 1)
+}
+
+/// broadcast(x) = x when it maps x onto the leading dims with equal types (it copies nothing).
+fn broadcast_noop(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
+    let [(_, b)] = ns else { return None };
+    if spreads_leading(eg, b) {
+        same_type_as_root(eg, root, s)
+    } else {
+        None
+    }
+}
+
 #[rustfmt::skip]
 pub static RULES: &[Rule] = &[
-    Rule { name: "transpose-transpose", math: "(xᵖ)^q = x^(p∘q)", lhs: "(ten.transpose ?t)", rhs: Rhs::Apply(|eg, r, s| {
-        node(eg, var(s, "?t"), "ten.transpose")?;
-        compose_transposes(eg, r, s)
-    }) },
-    Rule { name: "reshape-reshape", math: "reshape(reshape(x, s1), s2) = reshape(x, s2)", lhs: "(ten.reshape (ten.reshape ?y))", rhs: Rhs::Apply(|eg, r, s| {
-        let t = crate::egraph::lang::nodes(eg, r, "ten.reshape").into_iter().find(|n| eg[n.args[0]].nodes.iter().any(|m| m.op.as_str() == "ten.reshape" && m.args[0] == var(s, "?y")))?.args[0];
-        let mut s2 = s.clone();
-        s2.insert("?t".parse().unwrap(), t);
-        compose_reshapes(eg, r, &s2)
-    }) },
-    Rule { name: "reshape-noop", math: "reshape(x, shape(x)) = x", lhs: "(ten.reshape ?x)", rhs: Rhs::Apply(same_type_as_root) },
-    Rule { name: "broadcast-noop", math: "broadcast(x, shape(x), id) = x", lhs: "(ten.broadcast ?x)", rhs: Rhs::Apply(|eg, r, s| {
-        let x = var(s, "?x");
-        let b = super::nodes_with_child(eg, r, "ten.broadcast", x)?;
-        let id = super::spreads_leading(eg, &b);
-        if id { same_type_as_root(eg, r, s) } else { None }
-    }) },
-    Rule { name: "transpose-scale", math: "(x·c)ᵖ = xᵖ·c", lhs: "(ten.transpose ?m)", rhs: Rhs::Apply(|eg, r, s| with_scaled(eg, r, s, "ten.transpose")) },
-    Rule { name: "reshape-scale", math: "reshape(x·c) = reshape(x)·c", lhs: "(ten.reshape ?m)", rhs: Rhs::Apply(|eg, r, s| with_scaled(eg, r, s, "ten.reshape")) },
-    Rule { name: "transpose-unary", math: "f(x)ᵖ = f(xᵖ) for elementwise unary f", lhs: "(ten.transpose ?u)", rhs: Rhs::Apply(transpose_through_unary) },
-    Rule { name: "broadcast-const", math: "broadcast(c) = c (splat constants of any shape)", lhs: "(ten.broadcast ?c)", rhs: Rhs::Apply(broadcast_const) },
-    Rule { name: "dot-scale-lhs", math: "(x·c)·y = (x·y)·c", lhs: "(ten.dot_general (ten.mul ?x ?c) ?y)", rhs: Rhs::Apply(|eg, r, s| dot_scale(eg, r, s, 0)) },
-    Rule { name: "dot-unflatten-batch", math: "reshape(a)·reshape(b) = reshape(a·b) when both merge the same leading batch dims", lhs: "(ten.dot_general (ten.reshape ?a) (ten.reshape ?b))", rhs: Rhs::Apply(dot_unflatten_batch) },
-    Rule { name: "dot-scale-rhs", math: "x·(y·c) = (x·y)·c", lhs: "(ten.dot_general ?y (ten.mul ?x ?c))", rhs: Rhs::Apply(|eg, r, s| dot_scale(eg, r, s, 1)) },
+    //   name                   pattern                                                  result                               condition                          math
+    rule("transpose-transpose", "(ten.transpose ?t)",                                    Rhs::Build(compose_transposes),      has_node("?t", "ten.transpose"),   "(xᵖ)^q = x^(p∘q)"),
+    rule("reshape-reshape",     "(ten.reshape (ten.reshape ?y))",                        Rhs::Build(compose_reshapes),        ALWAYS,                            "reshape(reshape(x, s1), s2) = reshape(x, s2)"),
+    rule("reshape-noop",        "(ten.reshape ?x)",                                      Rhs::Apply(same_type_as_root),       ALWAYS,                            "reshape(x, shape(x)) = x"),
+    rule("broadcast-noop",      "(ten.broadcast ?x)",                                    Rhs::Build(broadcast_noop),          ALWAYS,                            "broadcast(x, shape(x), id) = x"),
+    rule("transpose-scale",     "(ten.transpose ?m)",                                    Rhs::Build(sink_scale),              ALWAYS,                            "(x·c)ᵖ = xᵖ·c"),
+    rule("reshape-scale",       "(ten.reshape ?m)",                                      Rhs::Build(sink_scale),              ALWAYS,                            "reshape(x·c) = reshape(x)·c"),
+    rule("transpose-unary",     "(ten.transpose ?u)",                                    Rhs::Build(transpose_through_unary), ALWAYS,                            "f(x)ᵖ = f(xᵖ) for elementwise unary f"),
+    rule("broadcast-const",     "(ten.broadcast ?c)",                                    Rhs::Apply(broadcast_const),         ALWAYS,                            "broadcast(c) = c (splat constants of any shape)"),
+    rule("dot-scale-lhs",       "(ten.dot_general (ten.mul ?x ?c) ?y)",                  Rhs::Build(dot_scale_lhs),           float_splats(&["?c"]),             "(x·c)·y = (x·y)·c"),
+    rule("dot-unflatten-batch", "(ten.dot_general (ten.reshape ?a) (ten.reshape ?b))",   Rhs::Build(dot_unflatten_batch),     ALWAYS,                            "reshape(a)·reshape(b) = reshape(a·b) when both merge the same leading batch dims"),
+    rule("dot-scale-rhs",       "(ten.dot_general ?y (ten.mul ?x ?c))",                  Rhs::Build(dot_scale_rhs),           float_splats(&["?c"]),             "x·(y·c) = (x·y)·c"),
 ];
-
-/// Binds `?x`/`?c` from the `ten.mul` in class `?m` whose second operand is a splat constant.
-fn with_scaled(eg: &mut EG, root: Id, s: &Subst, op: &str) -> Option<Id> {
-    let m = var(s, "?m");
-    let mul = crate::egraph::lang::nodes(eg, m, "ten.mul").into_iter().find(|n| konst(eg, n.args[1]).is_some())?;
-    let mut s2 = s.clone();
-    s2.insert("?x".parse().unwrap(), mul.args[0]);
-    s2.insert("?c".parse().unwrap(), mul.args[1]);
-    sink_scale(eg, root, &s2, op)
-}
