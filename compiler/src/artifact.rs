@@ -167,7 +167,7 @@ pub fn pack(
         })?;
         let n = t.static_shape().map(|s| s.iter().product::<i64>() as usize).unwrap_or(0) * t.dtype.byte_size();
         let bytes = data.bytes().get(..n).ok_or_else(|| format!("weight `{name}` is shorter than its type"))?;
-        while p.blob.len() % 64 != 0 {
+        while !p.blob.len().is_multiple_of(64) {
             p.blob.push(0);
         }
         p.weights.push((io(name), p.blob.len() as u64, bytes.len() as u64));

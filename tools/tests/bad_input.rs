@@ -65,7 +65,8 @@ fn bad_inputs_give_clear_errors() {
     let base = read_entries(&src);
     let bytes = std::fs::read(&src).unwrap();
 
-    let mut cases: Vec<(&str, Box<dyn Fn(&Path)>)> = Vec::new();
+    type Damage<'a> = Box<dyn Fn(&Path) + 'a>;
+    let mut cases: Vec<(&str, Damage)> = Vec::new();
     cases.push(("truncated", Box::new(|p: &Path| std::fs::write(p, &bytes[..bytes.len() / 2]).unwrap())));
     cases.push(("not_a_zip", Box::new(|p: &Path| std::fs::write(p, b"this is not an archive\n").unwrap())));
     cases.push((

@@ -555,7 +555,7 @@ impl<'a> Importer<'a> {
                         return Err(at(format!("missing tensor argument `{}`", p.name)))
                     }
                     None => {}
-                    Some(a) => self.tensor_arg(block, &loc, p, a, &mut operands, &mut attrs).map_err(|m| at(m))?,
+                    Some(a) => self.tensor_arg(block, &loc, p, a, &mut operands, &mut attrs).map_err(&at)?,
                 }
                 segments.push((operands.len() - before) as i64);
                 continue;

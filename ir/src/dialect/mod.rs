@@ -74,6 +74,9 @@ pub fn trusted_ops() -> Vec<&'static str> {
     all_tables().filter(|d| d.rule == Rule::Trust && d.dialect() == "torch").map(|d| d.name).collect()
 }
 
+/// Each tensor parameter's name and its operands (`None` at an absent `Tensor?[]` position).
+pub type OperandGroups = Vec<(&'static str, Vec<Option<Value>>)>;
+
 /// Reads an op through its signature: tensor operands and attributes by parameter name.
 pub struct OpView<'m> {
     pub m: &'m Module,
@@ -88,7 +91,7 @@ impl<'m> OpView<'m> {
 
     /// Operand groups per tensor parameter, in signature order. Absent optionals are empty groups;
     /// `Tensor?[]` groups hold `None` at absent positions (from the parameter's mask attribute).
-    pub fn operand_groups(&self) -> Result<Vec<(&'static str, Vec<Option<Value>>)>, String> {
+    pub fn operand_groups(&self) -> Result<OperandGroups, String> {
         group_operands(self.def.signature(), &self.m.op(self.op).operands, &self.m.op(self.op).attrs)
     }
 
@@ -124,7 +127,7 @@ pub fn group_operands(
     sig: &'static Signature,
     operands: &[Value],
     attrs: &crate::module::Attrs,
-) -> Result<Vec<(&'static str, Vec<Option<Value>>)>, String> {
+) -> Result<OperandGroups, String> {
     let params: Vec<&'static Param> = sig.tensor_params().collect();
     let sizes: Vec<usize> = if sig.has_segments() {
         match attrs.get(SEGMENTS) {
@@ -177,6 +180,20 @@ pub fn group_operands(
     Ok(out)
 }
 
+/// Creates a detached op whose result types come from its rule; place it with `Module::insert_op`.
+pub fn build_op(
+    m: &mut Module,
+    name: &str,
+    operands: Vec<Value>,
+    attrs: crate::module::Attrs,
+    loc: crate::attr::Loc,
+) -> Result<OpId, String> {
+    let def = lookup(name).ok_or_else(|| format!("unknown op `{name}`"))?;
+    let probe = m.create_op(name, operands.clone(), vec![], attrs.clone(), vec![], loc.clone());
+    let types = OpView { m, op: probe, def }.infer().map_err(|e| format!("`{name}`: {}", e.0))?;
+    Ok(m.create_op(name, operands, types, attrs, vec![], loc))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,18 +212,4 @@ mod tests {
         }
         assert!(torch::OPS.len() >= 190, "core ATen coverage: {}", torch::OPS.len());
     }
-}
-
-/// Creates a detached op whose result types come from its rule; place it with `Module::insert_op`.
-pub fn build_op(
-    m: &mut Module,
-    name: &str,
-    operands: Vec<Value>,
-    attrs: crate::module::Attrs,
-    loc: crate::attr::Loc,
-) -> Result<OpId, String> {
-    let def = lookup(name).ok_or_else(|| format!("unknown op `{name}`"))?;
-    let probe = m.create_op(name, operands.clone(), vec![], attrs.clone(), vec![], loc.clone());
-    let types = OpView { m, op: probe, def }.infer().map_err(|e| format!("`{name}`: {}", e.0))?;
-    Ok(m.create_op(name, operands, types, attrs, vec![], loc))
 }

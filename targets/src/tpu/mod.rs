@@ -60,12 +60,12 @@ pub struct Options {
     pub precision: Precision,
 }
 
+/// The symbol values a bucket was compiled for, and its StableHLO.
+pub type EmittedBucket = (BTreeMap<String, i64>, stablehlo::Emitted);
+
 /// StableHLO for `@main`: one module when its shapes are static; with symbolic dims, one per
 /// padded bucket (see [`buckets`]), each with the symbol values it was compiled for.
-pub fn emit_buckets(
-    m: &ember_ir::Module,
-    opts: &Options,
-) -> Result<Vec<(BTreeMap<String, i64>, stablehlo::Emitted)>, String> {
+pub fn emit_buckets(m: &ember_ir::Module, opts: &Options) -> Result<Vec<EmittedBucket>, String> {
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
     if buckets::used_symbols(m, f).is_empty() {
         return Ok(vec![(BTreeMap::new(), emit_with(m, opts)?)]);

@@ -10,6 +10,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::Path;
 
+/// A host tensor as Python passes it: (data pointer, byte length, shape, dtype name).
+type RawTensor = (usize, usize, Vec<usize>, String);
+/// An output as `run_raw` returns it: (bytes, shape, dtype name).
+type RawOutput<'py> = (Bound<'py, PyBytes>, Vec<usize>, String);
+
 fn err(msg: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(msg.to_string())
 }
@@ -92,11 +97,7 @@ impl Program {
     /// Runs on inputs given as (data pointer, byte length, shape, dtype) of contiguous host tensors,
     /// read in place. The caller keeps them alive for the call. Returns (bytes, shape, dtype) per
     /// output.
-    fn run_raw<'py>(
-        &self,
-        py: Python<'py>,
-        inputs: Vec<(usize, usize, Vec<usize>, String)>,
-    ) -> PyResult<Vec<(Bound<'py, PyBytes>, Vec<usize>, String)>> {
+    fn run_raw<'py>(&self, py: Python<'py>, inputs: Vec<RawTensor>) -> PyResult<Vec<RawOutput<'py>>> {
         let mut dtypes = Vec::new();
         for (_, _, _, d) in &inputs {
             dtypes.push(DType::from_mlir_name(d).ok_or_else(|| err(format!("unknown dtype `{d}`")))?);
@@ -119,12 +120,7 @@ impl Program {
 
     /// Runs as `run_raw`, with output i written into the caller's buffer at `outputs[i]`
     /// (contiguous, 16-byte aligned, sized for the output, overlapping nothing else): no copy back.
-    fn run_into(
-        &self,
-        py: Python<'_>,
-        inputs: Vec<(usize, usize, Vec<usize>, String)>,
-        outputs: Vec<usize>,
-    ) -> PyResult<()> {
+    fn run_into(&self, py: Python<'_>, inputs: Vec<RawTensor>, outputs: Vec<usize>) -> PyResult<()> {
         let mut dtypes = Vec::new();
         for (_, _, _, d) in &inputs {
             dtypes.push(DType::from_mlir_name(d).ok_or_else(|| err(format!("unknown dtype `{d}`")))?);

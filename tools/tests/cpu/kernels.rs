@@ -431,10 +431,9 @@ fn multi_dim_reductions_vectorize_their_innermost_loop() {
         data: x.iter().flat_map(|v| v.to_le_bytes()).collect(),
     };
     let got = f32_values(&p.run(&[input]).unwrap()[0]);
-    for c in 0..3 {
-        let want: f64 =
-            (0..2).flat_map(|n| (0..4096).map(move |j| ((n * 3 + c) * 4096 + j) as usize)).map(|i| x[i] as f64).sum();
-        assert!((got[c] as f64 - want).abs() < 1e-3 * want.abs(), "channel {c}: {} vs {want}", got[c]);
+    for (c, &g) in got.iter().enumerate().take(3) {
+        let want: f64 = (0..2).flat_map(|n| (0..4096).map(move |j| (n * 3 + c) * 4096 + j)).map(|i| x[i] as f64).sum();
+        assert!((g as f64 - want).abs() < 1e-3 * want.abs(), "channel {c}: {g} vs {want}");
     }
 }
 

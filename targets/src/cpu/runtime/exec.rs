@@ -65,7 +65,7 @@ impl Program {
                     .iter()
                     .any(|st| matches!(st, Step::Kernel { out, also, .. } if *out == o.buf || also.contains(&o.buf)));
                 let v = if by_kernel && bytes > 0 { Vec::with_capacity(bytes) } else { vec![0u8; bytes.max(1)] };
-                if v.as_ptr() as usize % 16 != 0 {
+                if !(v.as_ptr() as usize).is_multiple_of(16) {
                     return Err("the allocator returned memory below 16-byte alignment".into());
                 }
                 out_data.insert(o.buf, v);

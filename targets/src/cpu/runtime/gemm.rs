@@ -185,7 +185,7 @@ impl Program {
                 }
             }
         };
-        if nb > 1 && threads > 1 && (nb % threads == 0 || nb >= 4 * threads) {
+        if nb > 1 && threads > 1 && (nb.is_multiple_of(threads) || nb >= 4 * threads) {
             // Many small products (attention's per-head GEMMs): one per task, no split inside,
             // so the pool synchronizes once instead of once per product.
             use rayon::prelude::*;
