@@ -27,6 +27,7 @@
 
 use crate::frontend::Imported;
 use crate::target::{Options, Ran, Target, TargetOption};
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::{Attr, Attrs, BlockId, DType, Module, OpId, Type, Value};
 use ember_targets::tpu::{buckets, IoInfo, WeightInfo};
 use ember_targets::trainium::{self, kernels::Kernel, verify::Mem, Group};
@@ -196,7 +197,7 @@ fn auto_cast_matmuls(m: &mut Module) {
             let f32_of =
                 |v: Option<&Value>| v.and_then(|&v| m.ty(v).tensor().filter(|t| t.dtype == DType::F32).cloned());
             let (true, Some(_), Some(_), Some(rt)) = (
-                d.name == "ten.dot_general",
+                d.is(TenOp::DotGeneral),
                 f32_of(d.operands.first()),
                 f32_of(d.operands.get(1)),
                 f32_of(d.results.first()),
@@ -213,7 +214,7 @@ fn auto_cast_matmuls(m: &mut Module) {
                 let x = m.op(op).operands[i];
                 let ty = bf16(m.ty(x));
                 let c = m.create_op(
-                    "ten.convert",
+                    TenOp::Convert.name(),
                     vec![x],
                     vec![ty],
                     [("dtype".to_string(), Attr::DType(DType::BF16))].into_iter().collect(),
@@ -227,7 +228,7 @@ fn auto_cast_matmuls(m: &mut Module) {
             let r = m.result(op, 0);
             m.set_ty(r, bf16(&Type::Tensor(rt.clone())));
             let back = m.create_op(
-                "ten.convert",
+                TenOp::Convert.name(),
                 vec![r],
                 vec![Type::Tensor(rt)],
                 [("dtype".to_string(), Attr::DType(DType::F32))].into_iter().collect(),

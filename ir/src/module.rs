@@ -5,6 +5,7 @@
 //! printing and walking only follow block op lists, so they never see them.
 
 use crate::attr::{Attr, Loc};
+use crate::dialect::ten::TenOp;
 use crate::types::Type;
 use std::collections::BTreeMap;
 
@@ -28,14 +29,27 @@ pub type Attrs = BTreeMap<String, Attr>;
 
 #[derive(Clone, Debug)]
 pub struct OpData {
-    /// `dialect.op`, e.g. `torch.aten.add.Tensor`.
+    /// `dialect.op`, e.g. `torch.aten.add.Tensor`. Fixed at creation (`ten` is derived from it).
     pub name: String,
+    /// The `ten` op `name` names, resolved once at creation so consumers match on the enum.
+    ten: Option<TenOp>,
     pub operands: Vec<Value>,
     pub results: Vec<Value>,
     pub attrs: Attrs,
     pub regions: Vec<RegionId>,
     pub loc: Loc,
     pub parent: Option<BlockId>,
+}
+
+impl OpData {
+    /// The `ten` op this is, `None` for other dialects.
+    pub fn ten(&self) -> Option<TenOp> {
+        self.ten
+    }
+    /// Whether this is the `ten` op `t`.
+    pub fn is(&self, t: TenOp) -> bool {
+        self.ten == Some(t)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,7 +250,8 @@ impl Module {
         for &r in &regions {
             self.regions[r.index()].parent = Some(id);
         }
-        self.ops.push(OpData { name: name.to_string(), operands, results, attrs, regions, loc, parent: None });
+        let ten = if name.starts_with("ten.") { TenOp::from_name(name) } else { None };
+        self.ops.push(OpData { name: name.to_string(), ten, operands, results, attrs, regions, loc, parent: None });
         id
     }
 

@@ -7,6 +7,7 @@
 //! exactly when it saves memory traffic or launches, which is what fusion buys on every target.
 
 use super::lang::{type_of, ENode, EG};
+use ember_ir::dialect::ten::{Class, Cost, TenOp};
 use ember_ir::{SymExpr, TensorType};
 
 pub struct CostTable {
@@ -100,49 +101,50 @@ impl CostTable {
 }
 
 /// Ops that cost nothing alone: values a consumer computes from indices.
-fn is_free(op: &str) -> bool {
-    matches!(op, "ten.constant" | "ten.iota" | "input" | "opaque" | "result")
+fn is_free(n: &ENode) -> bool {
+    match n.ten() {
+        Some(t) => t.class() == Class::Free,
+        None => matches!(n.op.as_str(), "input" | "opaque" | "result"),
+    }
 }
 
 /// Arithmetic per output element: transcendental functions are inline polynomials in the CPU
 /// codegen (range reduction plus a degree-6..9 polynomial, about 20 operations; a library call on
 /// other targets costs similar), division and square roots a few; everything else one.
-pub fn flops_per_element(op: &str) -> f64 {
-    match op.trim_start_matches("ten.") {
-        "exp" | "log" | "log1p" | "tanh" | "erf" | "sigmoid" | "pow" | "sin" | "cos" | "tan" | "atan2" => 20.0,
-        "div" | "sqrt" | "rsqrt" | "rem" => 4.0,
-        _ => 1.0,
+pub fn flops_per_element(op: Option<TenOp>) -> f64 {
+    match op.map(TenOp::cost) {
+        Some(Cost::Transcendental) => 20.0,
+        Some(Cost::Divide) => 4.0,
+        Some(Cost::Simple) | None => 1.0,
     }
 }
 
 /// (FLOPs, bytes) of one node run as its own kernel.
 pub fn work(eg: &EG, n: &ENode) -> (f64, f64) {
     let ty = &eg.analysis.types[&n.ty];
-    let op = n.op.as_str();
     let ins: f64 = n.args.iter().filter(|&&a| eg[a].data.konst.is_none()).map(|&a| bytes(&type_of(eg, a))).sum();
     let io = ins + bytes(ty);
-    let flops = match op {
-        "ten.dot_general" => dot_flops(ty, &type_of(eg, n.args[0]), &super::rules::ints(eg, n, "lhs_contract")),
-        "ember.attention" => {
-            let (q, k, v) = (type_of(eg, n.args[0]), type_of(eg, n.args[1]), type_of(eg, n.args[2]));
-            let tk = dim(&k.dims[k.rank() - 2]);
-            let d = dim(&q.dims[q.rank() - 1]);
-            let dv = dim(&v.dims[v.rank() - 1]);
-            2.0 * numel(&q) / d * tk * (d + dv)
-        }
-        _ => numel(ty) * flops_per_element(op),
+    let flops = if n.ten() == Some(TenOp::DotGeneral) {
+        dot_flops(ty, &type_of(eg, n.args[0]), &super::rules::ints(eg, n, "lhs_contract"))
+    } else if n.op.as_str() == "ember.attention" {
+        let (q, k, v) = (type_of(eg, n.args[0]), type_of(eg, n.args[1]), type_of(eg, n.args[2]));
+        let tk = dim(&k.dims[k.rank() - 2]);
+        let d = dim(&q.dims[q.rank() - 1]);
+        let dv = dim(&v.dims[v.rank() - 1]);
+        2.0 * numel(&q) / d * tk * (d + dv)
+    } else {
+        numel(ty) * flops_per_element(n.ten())
     };
     (flops, io)
 }
 
 /// Estimated seconds of one node run alone on `t`.
 pub fn node_time(eg: &EG, n: &ENode, t: &CostTable) -> f64 {
-    let op = n.op.as_str();
-    if is_free(op) {
+    if is_free(n) {
         return 1e-12;
     }
     let (flops, io) = work(eg, n);
-    if matches!(op, "ten.dot_general" | "ember.attention") {
+    if n.ten() == Some(TenOp::DotGeneral) || n.op.as_str() == "ember.attention" {
         t.time(flops, 0.0, io)
     } else {
         t.time(0.0, flops, io)

@@ -9,10 +9,12 @@
 //! Patterns carry no type; rules that need types or attribute values read them in Rust.
 
 use egg::{Id, Language, Symbol};
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::{Attr, Attrs, Loc, TensorType};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::OnceLock;
 
 #[derive(Clone, Debug)]
 pub struct ENode {
@@ -25,6 +27,10 @@ pub struct ENode {
 }
 
 impl ENode {
+    /// The node's `ten` op (`None` for composites, inputs and opaque nodes).
+    pub fn ten(&self) -> Option<TenOp> {
+        ten_of(self.op)
+    }
     fn key(&self) -> (&str, usize, &str, &str, &[Id]) {
         (self.op.as_str(), self.args.len(), self.attrs.as_str(), self.ty.as_str(), &self.args)
     }
@@ -53,6 +59,13 @@ impl PartialOrd for ENode {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
     }
+}
+
+/// The `ten` op named by an interned op name: a hash of the symbol, not a string search, since
+/// the cost function asks for every node of every extraction.
+pub fn ten_of(op: Symbol) -> Option<TenOp> {
+    static BY_SYMBOL: OnceLock<HashMap<Symbol, TenOp>> = OnceLock::new();
+    BY_SYMBOL.get_or_init(|| TenOp::ALL.iter().map(|&t| (Symbol::from(t.name()), t)).collect()).get(&op).copied()
 }
 
 /// Whether every `k=v` constraint of `pattern` is among `attrs`.
@@ -154,7 +167,7 @@ impl Ember {
 impl egg::Analysis<ENode> for Ember {
     type Data = Meta;
     fn make(eg: &mut EG, n: &ENode) -> Meta {
-        let konst = if n.op.as_str() == "ten.constant" {
+        let konst = if n.ten() == Some(TenOp::Constant) {
             eg.analysis.attrs.get(&n.attrs).and_then(|a| match a.get("value") {
                 Some(Attr::Float(x)) => Some(*x),
                 Some(Attr::Int(i)) => Some(*i as f64),
@@ -193,7 +206,7 @@ pub fn type_of(eg: &EG, id: Id) -> TensorType {
 
 /// The attribute table of a node (empty for pattern nodes).
 pub fn attrs_of<'a>(eg: &'a EG, n: &ENode) -> &'a Attrs {
-    static EMPTY: std::sync::OnceLock<Attrs> = std::sync::OnceLock::new();
+    static EMPTY: OnceLock<Attrs> = OnceLock::new();
     eg.analysis.attrs.get(&n.attrs).unwrap_or_else(|| EMPTY.get_or_init(Attrs::new))
 }
 

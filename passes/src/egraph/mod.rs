@@ -20,6 +20,7 @@ pub mod report;
 pub mod rules;
 
 use egg::{Id, Runner};
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::module::OpId;
 use ember_ir::{Attr, Attrs, Loc, Module, TensorType, Type, Value};
 use lang::{add, attrs_of, type_of, ENode, Ember, EG};
@@ -253,10 +254,7 @@ fn tensor_type(m: &Module, v: Value) -> TensorType {
 
 fn is_enode(m: &Module, op: OpId) -> bool {
     let d = m.op(op);
-    d.name.starts_with("ten.")
-        && d.results.len() == 1
-        && d.regions.is_empty()
-        && matches!(m.ty(d.results[0]), Type::Tensor(_))
+    d.ten().is_some() && d.results.len() == 1 && d.regions.is_empty() && matches!(m.ty(d.results[0]), Type::Tensor(_))
 }
 
 impl Block {
@@ -394,7 +392,7 @@ impl<'a> Writer<'a> {
         let mut derived: Vec<(Id, usize, ENode)> = Vec::new();
         for (i, &a) in args.iter().enumerate() {
             for view in &self.eg[a].nodes {
-                if matches!(view.op.as_str(), "ten.transpose" | "ten.reshape") {
+                if matches!(view.ten(), Some(TenOp::Transpose | TenOp::Reshape)) {
                     let under = self.eg.find(view.args[0]);
                     if !args.contains(&under) && !derived.iter().any(|(u, _, _)| *u == under) {
                         derived.push((under, i, view.clone()));
@@ -429,7 +427,7 @@ impl<'a> Writer<'a> {
         for (under, i, view) in &derived {
             let ty = type_of(self.eg, *under);
             let mut attrs = Attrs::new();
-            let name = if view.op.as_str() == "ten.transpose" {
+            let op = if view.ten() == Some(TenOp::Transpose) {
                 let perm = attrs_of(self.eg, view)
                     .get("dims")
                     .and_then(|a| a.as_ints().map(|v| v.to_vec()))
@@ -439,12 +437,12 @@ impl<'a> Writer<'a> {
                     inv[p as usize] = j as i64;
                 }
                 attrs.insert("dims".into(), Attr::Ints(inv));
-                "ten.transpose"
+                TenOp::Transpose
             } else {
                 attrs.insert("shape".into(), Attr::dims(ty.dims.clone()));
-                "ten.reshape"
+                TenOp::Reshape
             };
-            let op = m.create_op(name, vec![block_args[*i]], vec![ty.into()], attrs, vec![], self.loc(*under));
+            let op = m.create_op(op.name(), vec![block_args[*i]], vec![ty.into()], attrs, vec![], self.loc(*under));
             body_ops.push(op);
             local.insert(*under, m.op(op).results[0]);
         }
@@ -554,13 +552,9 @@ impl<'a> Writer<'a> {
         }
         seen.insert(id, ());
         let n = choice.get(&id).cloned().unwrap_or_else(|| self.plain.find_best_node(id).clone());
-        match n.op.as_str() {
-            "ten.constant" | "ten.iota" => {}
-            "input" | "result" | "opaque" => {
-                inputs.push(id);
-                return;
-            }
-            _ => {}
+        if matches!(n.op.as_str(), "input" | "result" | "opaque") {
+            inputs.push(id);
+            return;
         }
         for &a in &n.args {
             self.body_walk(a, choice, inputs, stops, order, seen);

@@ -11,70 +11,32 @@
 
 use super::cost::CostTable;
 use super::Trace;
+use ember_ir::dialect::ten::{Class, TenOp};
 use ember_ir::module::{BlockId, OpId, ValueDef};
 use ember_ir::{Attr, Attrs, Loc, Module, Type, Value};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::HashMap;
 
-fn is_elementwise(name: &str) -> bool {
-    matches!(
-        name,
-        "ten.add"
-            | "ten.sub"
-            | "ten.mul"
-            | "ten.div"
-            | "ten.max"
-            | "ten.min"
-            | "ten.pow"
-            | "ten.atan2"
-            | "ten.rem"
-            | "ten.and"
-            | "ten.or"
-            | "ten.xor"
-            | "ten.abs"
-            | "ten.neg"
-            | "ten.exp"
-            | "ten.log"
-            | "ten.log1p"
-            | "ten.sqrt"
-            | "ten.rsqrt"
-            | "ten.tanh"
-            | "ten.sigmoid"
-            | "ten.erf"
-            | "ten.sin"
-            | "ten.cos"
-            | "ten.tan"
-            | "ten.floor"
-            | "ten.ceil"
-            | "ten.round"
-            | "ten.trunc"
-            | "ten.sign"
-            | "ten.not"
-            | "ten.compare"
-            | "ten.select"
-            | "ten.convert"
-    )
+fn is_elementwise(op: Option<TenOp>) -> bool {
+    op.is_some_and(TenOp::is_elementwise)
 }
 
-fn is_layout(name: &str) -> bool {
-    matches!(
-        name,
-        "ten.broadcast" | "ten.reshape" | "ten.transpose" | "ten.slice" | "ten.reverse" | "ten.pad" | "ten.concat"
-    )
+fn is_layout(op: Option<TenOp>) -> bool {
+    op.is_some_and(|t| t.class() == Class::Layout)
 }
 
-fn is_free(name: &str) -> bool {
-    matches!(name, "ten.constant" | "ten.iota")
+fn is_free(op: Option<TenOp>) -> bool {
+    op.is_some_and(|t| t.class() == Class::Free)
 }
 
 /// Ops a `loop` group may hold.
-fn loopable(name: &str) -> bool {
-    is_elementwise(name) || is_layout(name) || name == "ten.reduce"
+fn loopable(op: Option<TenOp>) -> bool {
+    is_elementwise(op) || is_layout(op) || op.is_some_and(|t| t.class() == Class::Reduction)
 }
 
 /// Ops that may follow a matmul inside its `gemm` group.
-fn epilogue(name: &str) -> bool {
-    is_elementwise(name) || matches!(name, "ten.broadcast" | "ten.reshape")
+fn epilogue(op: Option<TenOp>) -> bool {
+    is_elementwise(op) || matches!(op, Some(TenOp::Broadcast | TenOp::Reshape))
 }
 
 pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut Trace) -> Result<(), String> {
@@ -116,7 +78,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
     };
     // 1. gemm groups: a matmul, then single-use epilogue ops in a chain.
     for &o in &ops {
-        if m.op(o).name != "ten.dot_general" || group_of.contains_key(&o) {
+        if !m.op(o).is(TenOp::DotGeneral) || group_of.contains_key(&o) {
             continue;
         }
         let gi = groups.len();
@@ -127,7 +89,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
             let mut p = producer(m, v);
             let mut chain = Vec::new();
             while let Some(q) = p.filter(|&q| {
-                is_layout(&m.op(q).name)
+                is_layout(m.op(q).ten())
                     && m.op(q).operands.len() == 1
                     && users(q).len() == 1
                     && !group_of.contains_key(&q)
@@ -148,9 +110,8 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
                 break;
             }
             let u = us[0];
-            let name = m.op(u).name.clone();
             let act = kind_of(m, u).filter(|k| (k == "gelu" || k == "silu") && activation == "none");
-            if !(epilogue(&name) || act.is_some()) || group_of.contains_key(&u) {
+            if !(epilogue(m.op(u).ten()) || act.is_some()) || group_of.contains_key(&u) {
                 break;
             }
             // The epilogue's other operands must not depend on the group (convexity).
@@ -160,7 +121,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
                 Some(p) => {
                     members.contains(&p)
                         || pos[&p] < first
-                        || is_free(&m.op(p).name)
+                        || is_free(m.op(p).ten())
                         || single_use_broadcast_of_input(m, p, first, &pos, &users)
                 }
             });
@@ -171,7 +132,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
             for &v in &m.op(u).operands.clone() {
                 if let Some(p) = producer(m, v) {
                     if !members.contains(&p)
-                        && m.op(p).name == "ten.broadcast"
+                        && m.op(p).is(TenOp::Broadcast)
                         && users(p).len() == 1
                         && !group_of.contains_key(&p)
                     {
@@ -198,13 +159,12 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
     // 2. loop groups, greedily in program order. A layout op of outside values read by one op
     //    (a weight's broadcast or transpose) joins its reader's group instead of starting one.
     let pullable = |m: &Module, o: OpId| -> bool {
-        is_layout(&m.op(o).name)
+        is_layout(m.op(o).ten())
             && users(o).len() == 1
-            && m.op(o).operands.iter().all(|&v| producer(m, v).is_none_or(|p| is_free(&m.op(p).name)))
+            && m.op(o).operands.iter().all(|&v| producer(m, v).is_none_or(|p| is_free(m.op(p).ten())))
     };
     for &o in &ops {
-        let name = m.op(o).name.clone();
-        if group_of.contains_key(&o) || !loopable(&name) || pullable(m, o) {
+        if group_of.contains_key(&o) || !loopable(m.op(o).ten()) || pullable(m, o) {
             continue;
         }
         let mut target: Option<usize> = None;
@@ -221,7 +181,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
             let first = groups[gi].1.iter().map(|x| pos[x]).min().unwrap();
             m.op(o).operands.iter().all(|&v| match producer(m, v) {
                 None => true,
-                Some(p) => group_of.get(&p) == Some(&gi) || pos[&p] < first || is_free(&m.op(p).name) || pullable(m, p),
+                Some(p) => group_of.get(&p) == Some(&gi) || pos[&p] < first || is_free(m.op(p).ten()) || pullable(m, p),
             })
         });
         let gi = match join {
@@ -242,7 +202,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
     }
     // Layout ops whose one reader is no kernel (an opaque op, the return) are kernels alone.
     for &o in &ops {
-        if !group_of.contains_key(&o) && loopable(&m.op(o).name) {
+        if !group_of.contains_key(&o) && loopable(m.op(o).ten()) {
             group_of.insert(o, groups.len());
             groups.push(("loop".into(), vec![o], Attrs::new()));
         }
@@ -283,7 +243,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
     // Constants and iotas were copied into the groups that read them; drop the unread originals.
     let read: std::collections::HashSet<Value> = new_ops.iter().flat_map(|&o| m.op(o).operands.clone()).collect();
     new_ops
-        .retain(|&o| !(is_free(&m.op(o).name) && m.op(o).operands.is_empty() && !read.contains(&m.op(o).results[0])));
+        .retain(|&o| !(is_free(m.op(o).ten()) && m.op(o).operands.is_empty() && !read.contains(&m.op(o).results[0])));
     m.set_block_ops(entry, new_ops);
     trace.kernels += kernels;
     Ok(())
@@ -297,7 +257,7 @@ fn single_use_broadcast_of_input(
     pos: &HashMap<OpId, usize>,
     users: &dyn Fn(OpId) -> Vec<OpId>,
 ) -> bool {
-    m.op(p).name == "ten.broadcast"
+    m.op(p).is(TenOp::Broadcast)
         && users(p).len() == 1
         && m.op(p).operands.iter().all(|&v| match m.value(v).def {
             ValueDef::Result(q, _) => pos.get(&q).is_none_or(|&qp| qp < first),
@@ -322,7 +282,7 @@ fn build_group(
     // Operand order: a gemm reads its matmul's lhs then rhs first (the values under any layout
     // chain pulled in with them), then the epilogue's inputs, as the fusion-group contract says.
     if kind == "gemm" {
-        if let Some(&dot) = members.iter().find(|&&o| m.op(o).name == "ten.dot_general") {
+        if let Some(&dot) = members.iter().find(|&&o| m.op(o).is(TenOp::DotGeneral)) {
             for &v in &m.op(dot).operands {
                 let mut cur = *remap.get(&v).unwrap_or(&v);
                 while let ValueDef::Result(p, _) = m.value(cur).def {
@@ -332,7 +292,7 @@ fn build_group(
                     cur = *remap.get(&m.op(p).operands[0]).unwrap_or(&m.op(p).operands[0]);
                 }
                 let outside = match m.value(cur).def {
-                    ValueDef::Result(p, _) => !inside.contains(&p) && !is_free(&m.op(p).name),
+                    ValueDef::Result(p, _) => !inside.contains(&p) && !is_free(m.op(p).ten()),
                     _ => true,
                 };
                 if outside && !inputs.contains(&cur) {
@@ -352,7 +312,7 @@ fn build_group(
             if def.is_some_and(|p| inside.contains(&p)) || inputs.contains(&v) {
                 continue;
             }
-            if let Some(p) = def.filter(|p| is_free(&m.op(*p).name) && m.op(*p).operands.is_empty()) {
+            if let Some(p) = def.filter(|p| is_free(m.op(*p).ten()) && m.op(*p).operands.is_empty()) {
                 if !copies.contains(&p) {
                     copies.push(p);
                 }

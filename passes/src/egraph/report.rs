@@ -5,7 +5,8 @@
 
 use super::cost::CostTable;
 use super::Trace;
-use ember_ir::module::{OpId, ValueDef};
+use ember_ir::dialect::ten::{Class, TenOp};
+use ember_ir::module::{OpData, OpId, ValueDef};
 use ember_ir::{Module, TensorType, Type, Value};
 use std::collections::HashMap;
 
@@ -20,10 +21,14 @@ fn bytes(m: &Module, v: Value) -> f64 {
     tensor(m, v).map(super::cost::bytes).unwrap_or(0.0)
 }
 
+fn is_free_op(d: &OpData) -> bool {
+    d.ten().is_some_and(|t| t.class() == Class::Free)
+}
+
 /// A value that costs no memory traffic to read (computed from indices).
 fn is_free_value(m: &Module, v: Value) -> bool {
     match m.value(v).def {
-        ValueDef::Result(op, _) => matches!(m.op(op).name.as_str(), "ten.constant" | "ten.iota"),
+        ValueDef::Result(op, _) => is_free_op(m.op(op)),
         _ => false,
     }
 }
@@ -34,12 +39,12 @@ fn op_work(m: &Module, op: OpId) -> (f64, f64, f64) {
     let io: f64 = d.operands.iter().filter(|&&v| !is_free_value(m, v)).map(|&v| bytes(m, v)).sum::<f64>()
         + d.results.iter().map(|&r| bytes(m, r)).sum::<f64>();
     let out = d.results.first().and_then(|&r| tensor(m, r));
-    match (d.name.as_str(), out, d.operands.first().and_then(|&v| tensor(m, v))) {
-        ("ten.dot_general", Some(out), Some(lhs)) => {
+    match (d.ten(), out, d.operands.first().and_then(|&v| tensor(m, v))) {
+        (Some(TenOp::DotGeneral), Some(out), Some(lhs)) => {
             let contract = d.attrs.get("lhs_contract").and_then(|a| a.as_ints()).unwrap_or(&[]);
             (super::cost::dot_flops(out, lhs, contract), 0.0, io)
         }
-        (name, out, _) => (0.0, out.map(super::cost::numel).unwrap_or(0.0) * super::cost::flops_per_element(name), io),
+        (op, out, _) => (0.0, out.map(super::cost::numel).unwrap_or(0.0) * super::cost::flops_per_element(op), io),
     }
 }
 
@@ -62,17 +67,12 @@ pub fn kernels(m: &Module, f: OpId, t: &CostTable) -> Vec<KernelReport> {
     let mut out = Vec::new();
     for op in m.block(m.entry(f)).ops.clone() {
         let d = m.op(op);
-        if d.name == "func.return" || matches!(d.name.as_str(), "ten.constant" | "ten.iota") {
+        if d.name == "func.return" || is_free_op(d) {
             continue;
         }
         let body: Vec<OpId> = if d.name == "ember.fusion_group" {
             let b = m.region(d.regions[0]).blocks[0];
-            m.block(b)
-                .ops
-                .iter()
-                .copied()
-                .filter(|&o| !matches!(m.op(o).name.as_str(), "ember.yield" | "ten.constant" | "ten.iota"))
-                .collect()
+            m.block(b).ops.iter().copied().filter(|&o| m.op(o).name != "ember.yield" && !is_free_op(m.op(o))).collect()
         } else {
             vec![op]
         };

@@ -12,6 +12,7 @@
 //! (a running sum per line), so are `ten.scatter` results (a copy, then sequential updates), and so are computed inputs of `ten.windows`, which reads each element
 //! up to kernel-size times.
 
+use ember_ir::dialect::ten::{Class, Cost, TenOp};
 use ember_ir::module::{Module, OpId, Value, ValueDef};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::DType;
@@ -116,20 +117,10 @@ fn loc_of(m: &Module, op: OpId) -> String {
     }
 }
 
-/// Ops whose value is an index remap of their operand: inlining them costs no arithmetic.
-fn is_remap(name: &str) -> bool {
-    matches!(
-        name,
-        "ten.broadcast"
-            | "ten.transpose"
-            | "ten.reshape"
-            | "ten.slice"
-            | "ten.constant"
-            | "ten.iota"
-            | "ten.reverse"
-            | "ten.pad"
-            | "ten.windows"
-    )
+/// Ops whose value is an index remap of their operand (or of indices alone): inlining them costs
+/// no arithmetic.
+fn is_remap(op: Option<TenOp>) -> bool {
+    op.is_some_and(|t| t.is_view() || t.class() == Class::Free)
 }
 
 pub fn dtype_name(d: DType) -> String {
@@ -143,7 +134,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
     let ops: Vec<OpId> = m.block(entry).ops.iter().copied().filter(|&o| o != ret).collect();
     for &op in &ops {
         let name = &m.op(op).name;
-        if !name.starts_with("ten.") {
+        if m.op(op).ten().is_none() {
             return Err(PlanError(format!(
                 "op `{name}`{} has no CPU lowering yet (it is not in the ten dialect after torch-to-ten)",
                 loc_of(m, op)
@@ -164,14 +155,14 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
     };
     let ret_vals = m.op(ret).operands.clone();
     for &v in ret_vals.iter().chain(boundaries) {
-        if m.defining_op(v).is_some_and(|p| !is_remap(&m.op(p).name)) || ret_vals.contains(&v) {
+        if m.defining_op(v).is_some_and(|p| !is_remap(m.op(p).ten())) || ret_vals.contains(&v) {
             want(v, &mut materialize);
         }
     }
     for &op in &ops {
         let d = m.op(op);
-        match d.name.as_str() {
-            "ten.dot_general" => {
+        match d.ten().map(TenOp::class) {
+            Some(Class::Contraction) => {
                 want(d.results[0], &mut materialize);
                 for &o in &d.operands {
                     let (base, _) = view_of(m, o, &|v| m.defining_op(v).is_none());
@@ -180,25 +171,26 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
                     }
                 }
             }
-            "ten.reduce" | "ten.cumsum" | "ten.cumprod" | "ten.scatter" => want(d.results[0], &mut materialize),
-            "ten.argsort" => {
+            Some(Class::Reduction | Class::Scan | Class::Scatter) => want(d.results[0], &mut materialize),
+            Some(Class::Sort) => {
                 want(d.results[0], &mut materialize);
                 if m.defining_op(d.operands[0]).is_some() {
                     want(d.operands[0], &mut materialize);
                 }
             }
-            "ten.windows" => {
+            Some(Class::Window) => {
                 let mut src = d.operands[0];
-                while let Some(p) = m.defining_op(src).filter(|&p| m.op(p).name == "ten.pad") {
+                while let Some(p) = m.defining_op(src).filter(|&p| m.op(p).is(TenOp::Pad)) {
                     src = m.op(p).operands[0];
                 }
                 if let Some(p) = m.defining_op(src) {
-                    if !is_remap(&m.op(p).name) {
+                    if !is_remap(m.op(p).ten()) {
                         want(src, &mut materialize);
                     }
                 }
             }
-            _ => {}
+            Some(Class::Unary | Class::Binary | Class::Elementwise | Class::Layout | Class::Gather | Class::Free)
+            | None => {}
         }
     }
     // A value read more than once is inlined when every reader ends up in one kernel (the
@@ -228,7 +220,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         // recomputed by each kernel that reads them instead of being written and read back.
         if !materialize.contains(&r)
             && uses.get(&r).copied().unwrap_or(0) > 1
-            && !is_remap(&d.name)
+            && !is_remap(d.ten())
             && readers.len() > 1
             && inline_cost(m, r, &materialize, &mut cost) > RECOMPUTE_LIMIT
         {
@@ -276,12 +268,12 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         let id = buffers.len();
         buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: t.dim_strings(), kind: BufKind::Temp });
         buf_of.insert(r, id);
-        if m.op(op).name == "ten.dot_general" {
+        if m.op(op).is(TenOp::DotGeneral) {
             flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
             steps.push(Step::Gemm(gemm_step(m, op, id, &buf_of)?));
             continue;
         }
-        if m.op(op).name == "ten.argsort" {
+        if m.op(op).is(TenOp::Argsort) {
             flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
             let d = m.op(op);
             let dim = d.attrs.get("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
@@ -392,8 +384,9 @@ fn share_row_values(m: &Module, k: &mut KernelDef, buf_of: &HashMap<Value, usize
                     ps.push(p);
                 }
             }
-            let un = &m.op(m.defining_op(*u).unwrap()).name;
-            let pointwise = if un == "ten.reduce" { k.roots.contains(u) } else { is_pointwise(un) && row_ident[u] };
+            let un = m.op(m.defining_op(*u).unwrap()).ten();
+            let pointwise =
+                if un == Some(TenOp::Reduce) { k.roots.contains(u) } else { elementwise(un) && row_ident[u] };
             ident &= pointwise;
         }
         let t = m.ty(v).tensor();
@@ -404,7 +397,7 @@ fn share_row_values(m: &Module, k: &mut KernelDef, buf_of: &HashMap<Value, usize
         let op = m.defining_op(v).unwrap();
         if ps.len() >= 2
             && ident
-            && !is_remap(&m.op(op).name)
+            && !is_remap(m.op(op).ten())
             && row.is_some_and(|n| n >= 1 && n <= SCRATCH_LIMIT)
             && expensive()
         {
@@ -466,10 +459,10 @@ fn direct_shared(
 fn row_cost(m: &Module, v: Value, stop: &dyn Fn(Value) -> bool) -> u32 {
     let Some(op) = m.defining_op(v) else { return 0 };
     let d = m.op(op);
-    if d.name == "ten.broadcast" {
+    if d.is(TenOp::Broadcast) {
         return 0;
     }
-    d.operands.iter().filter(|&&o| !stop(o)).fold(op_cost(&d.name), |c, &o| c.saturating_add(row_cost(m, o, stop)))
+    d.operands.iter().filter(|&&o| !stop(o)).fold(op_cost(d.ten()), |c, &o| c.saturating_add(row_cost(m, o, stop)))
 }
 
 /// Least inlined arithmetic per element for a value several passes read to get its own row pass.
@@ -477,49 +470,17 @@ const SHARE_MIN_COST: u32 = 2;
 
 /// Elementwise ops: their operands are read at the result's own index.
 pub fn is_pointwise(name: &str) -> bool {
-    matches!(
-        name,
-        "ten.abs"
-            | "ten.neg"
-            | "ten.exp"
-            | "ten.log"
-            | "ten.sqrt"
-            | "ten.rsqrt"
-            | "ten.sin"
-            | "ten.cos"
-            | "ten.tan"
-            | "ten.tanh"
-            | "ten.erf"
-            | "ten.log1p"
-            | "ten.sigmoid"
-            | "ten.floor"
-            | "ten.ceil"
-            | "ten.trunc"
-            | "ten.round"
-            | "ten.sign"
-            | "ten.not"
-            | "ten.add"
-            | "ten.sub"
-            | "ten.mul"
-            | "ten.div"
-            | "ten.rem"
-            | "ten.max"
-            | "ten.min"
-            | "ten.pow"
-            | "ten.atan2"
-            | "ten.and"
-            | "ten.or"
-            | "ten.xor"
-            | "ten.compare"
-            | "ten.select"
-            | "ten.convert"
-    )
+    elementwise(TenOp::from_name(name))
+}
+
+fn elementwise(op: Option<TenOp>) -> bool {
+    op.is_some_and(TenOp::is_elementwise)
 }
 
 /// Kernel roots that may share loops with others: plain index functions and reductions.
 fn groupable(m: &Module, r: Value) -> bool {
     let Some(op) = m.defining_op(r) else { return false };
-    !matches!(m.op(op).name.as_str(), "ten.cumsum" | "ten.cumprod" | "ten.scatter")
+    !m.op(op).ten().is_some_and(|t| matches!(t.class(), Class::Scan | Class::Scatter))
         && m.ty(r).tensor().is_some_and(|t| t.rank() >= 1)
 }
 
@@ -531,7 +492,7 @@ fn rows_local(m: &Module, members: &[Value], p: usize, buf_of: &HashMap<Value, u
         let internal = &members[..i];
         let op = m.defining_op(r).unwrap();
         let d = m.op(op);
-        if d.name == "ten.reduce" {
+        if d.is(TenOp::Reduce) {
             // Reduced dims must lie past the row prefix; then the operand's prefix is the row.
             let rd = d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]);
             if rd.iter().any(|&x| (x as usize) < p) || !reads_row(m, d.operands[0], &identity, internal, buf_of) {
@@ -556,10 +517,10 @@ fn expr_rows(m: &Module, v: Value, map: &[Option<usize>], internal: &[Value], bu
     let Some(op) = m.defining_op(v) else { return true };
     let d = m.op(op);
     let ints = |k: &str| d.attrs.get(k).and_then(|a| a.as_ints()).map(|v| v.to_vec()).unwrap_or_default();
-    let same_shape = is_pointwise(&d.name);
+    let same_shape = elementwise(d.ten());
     let child_map: Vec<Option<usize>> = if same_shape {
         map.to_vec()
-    } else if d.name == "ten.broadcast" {
+    } else if d.is(TenOp::Broadcast) {
         let dims = ints("dims");
         let (src, out) = (m.ty(d.operands[0]).tensor().unwrap(), m.ty(v).tensor().unwrap());
         map.iter()
@@ -570,7 +531,7 @@ fn expr_rows(m: &Module, v: Value, map: &[Option<usize>], internal: &[Value], bu
                 (!squeezed).then_some(i)
             })
             .collect()
-    } else if d.name == "ten.transpose" {
+    } else if d.is(TenOp::Transpose) {
         let perm = ints("dims");
         map.iter().map(|pos| pos.and_then(|p| perm.get(p).map(|&x| x as usize))).collect()
     } else {
@@ -590,7 +551,7 @@ pub fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut Hash
     }
     let Some(op) = m.defining_op(v) else { return 0 };
     let d = m.op(op);
-    let own = op_cost(&d.name);
+    let own = op_cost(d.ten());
     let operands = d.operands.clone();
     let mut c = own;
     for o in operands {
@@ -604,13 +565,15 @@ pub fn inline_cost(m: &Module, v: Value, materialized: &[Value], memo: &mut Hash
 
 /// Arithmetic per element of one op inlined: transcendentals count 4, index remaps 0, ops that
 /// cannot be inlined (reductions, matmuls, scans) count as too much to recompute.
-fn op_cost(name: &str) -> u32 {
-    match name {
-        n if is_remap(n) => 0,
-        "ten.exp" | "ten.log" | "ten.tanh" | "ten.erf" | "ten.sigmoid" | "ten.pow" | "ten.sin" | "ten.cos"
-        | "ten.tan" | "ten.log1p" | "ten.atan2" => 4,
-        "ten.reduce" | "ten.dot_general" | "ten.cumsum" | "ten.cumprod" | "ten.scatter" | "ten.windows" => u32::MAX / 4,
-        _ => 1,
+fn op_cost(op: Option<TenOp>) -> u32 {
+    let Some(t) = op else { return 1 };
+    if is_remap(op) {
+        return 0;
+    }
+    match (t.class(), t.cost()) {
+        (Class::Reduction | Class::Contraction | Class::Scan | Class::Scatter, _) => u32::MAX / 4,
+        (_, Cost::Transcendental) => 4,
+        (_, Cost::Simple | Cost::Divide) => 1,
     }
 }
 
@@ -655,13 +618,13 @@ pub fn view_of(m: &Module, v: Value, in_memory: &dyn Fn(Value) -> bool) -> (Valu
     }
     let Some(op) = m.defining_op(v) else { return own(v) };
     let d = m.op(op);
-    match d.name.as_str() {
-        "ten.transpose" => {
+    match d.ten() {
+        Some(TenOp::Transpose) => {
             let (base, s) = view_of(m, d.operands[0], in_memory);
             let Some(perm) = d.attrs.get("dims").and_then(|a| a.as_ints()) else { return own(v) };
             (base, perm.iter().map(|&p| s[p as usize].clone()).collect())
         }
-        "ten.broadcast" => {
+        Some(TenOp::Broadcast) => {
             let (base, s) = view_of(m, d.operands[0], in_memory);
             let (Some(src), Some(out), Some(map)) =
                 (m.ty(d.operands[0]).tensor(), m.ty(v).tensor(), d.attrs.get("dims").and_then(|a| a.as_ints()))
@@ -679,7 +642,7 @@ pub fn view_of(m: &Module, v: Value, in_memory: &dyn Fn(Value) -> bool) -> (Valu
             }
             (base, st)
         }
-        "ten.reshape" => {
+        Some(TenOp::Reshape) => {
             let x = d.operands[0];
             let (base, s) = view_of(m, x, in_memory);
             let xd = m.ty(x).tensor().map(|t| t.dims.clone()).unwrap_or_default();

@@ -14,6 +14,7 @@
 //! over static dims, reductions over static dims) keeps each row's values to itself.
 
 use ember_ir::attr::Attr;
+use ember_ir::dialect::ten::{Form, OtherOp, TenOp};
 use ember_ir::module::{Module, OpId, Value};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::{TensorType, Type};
@@ -201,10 +202,10 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
             return Err(format!("its attribute `{k}` = {a} uses a symbolic size as a value"));
         }
     }
-    let short = d.name.strip_prefix("ten.").unwrap_or("");
-    match short {
-        "reduce" => on(&ints("dims"), "reduces over"),
-        "dot_general" => {
+    let Some(Form::Other(op)) = d.ten().map(TenOp::form) else { return Ok(()) };
+    match op {
+        OtherOp::Reduce => on(&ints("dims"), "reduces over"),
+        OtherOp::DotGeneral => {
             on(&ints("lhs_contract"), "contracts over")?;
             let ys = sym_dims(m, d.operands[1]);
             match ints("rhs_contract").iter().find(|&&i| ys[i as usize]) {
@@ -215,7 +216,7 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
                 None => Ok(()),
             }
         }
-        "reshape" => {
+        OtherOp::Reshape => {
             let rs = sym_dims(m, d.results[0]);
             if xs.iter().skip(1).any(|&s| s) || rs.iter().skip(1).any(|&s| s) {
                 Err("it reshapes with a symbolic dim other than dim 0 (the padding would interleave with real elements)".into())
@@ -223,7 +224,7 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
                 Ok(())
             }
         }
-        "slice" => {
+        OtherOp::Slice => {
             let (start, step) = (ints("start"), ints("step"));
             let rt = m.ty(d.results[0]).tensor().map(|t| t.dims.clone()).unwrap_or_default();
             let xt = m.ty(x).tensor().map(|t| t.dims.clone()).unwrap_or_default();
@@ -232,7 +233,7 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
                 None => Ok(()),
             }
         }
-        "concat" => {
+        OtherOp::Concat => {
             let dim = d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0);
             let rs = sym_dims(m, d.results[0]);
             if rs.get(dim as usize).copied().unwrap_or(false) {
@@ -241,26 +242,37 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
                 Ok(())
             }
         }
-        "pad" => {
+        OtherOp::Pad => {
             let (lo, hi) = (ints("low"), ints("high"));
             on(
                 &(0..xs.len() as i64).filter(|&i| lo[i as usize] != 0 || hi[i as usize] != 0).collect::<Vec<_>>(),
                 "pads",
             )
         }
-        "reverse" => on(&ints("dims"), "reverses"),
-        "cumsum" | "cumprod" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "accumulates along"),
-        "argsort" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "sorts along"),
-        "gather" => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "gathers along"),
+        OtherOp::Reverse => on(&ints("dims"), "reverses"),
+        OtherOp::Cumsum | OtherOp::Cumprod => {
+            on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "accumulates along")
+        }
+        OtherOp::Argsort => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "sorts along"),
+        OtherOp::Gather => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "gathers along"),
         // Padded index entries would update real elements.
-        "scatter" if d.operands.iter().any(|&o| sym_dims(m, o).iter().any(|&s| s)) => {
+        OtherOp::Scatter if d.operands.iter().any(|&o| sym_dims(m, o).iter().any(|&s| s)) => {
             Err("it scatters with a symbolic size".into())
         }
-        "windows" => {
+        OtherOp::Windows => {
             let n = ints("kernel").len();
             on(&((xs.len() - n) as i64..xs.len() as i64).collect::<Vec<_>>(), "slides windows along")
         }
-        _ => Ok(()),
+        // Elementwise ops (and unary/binary ones, above) read every operand at the result's own
+        // position; broadcasts and transposes keep positions along each dim.
+        OtherOp::Scatter
+        | OtherOp::Compare
+        | OtherOp::Select
+        | OtherOp::Convert
+        | OtherOp::Broadcast
+        | OtherOp::Transpose
+        | OtherOp::Constant
+        | OtherOp::Iota => Ok(()),
     }
 }
 

@@ -22,6 +22,7 @@
 //! semantics whatever the annotations say.
 
 use ember_ir::attr::Attr;
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::module::{Module, OpId, Value, ValueDef};
 use std::collections::HashMap;
 
@@ -170,13 +171,13 @@ fn trace_arg(m: &Module, entry: ember_ir::module::BlockId, v: Value) -> Option<(
             ValueDef::Arg(b, i) => return (b == entry).then_some((i as usize, map)),
             ValueDef::Result(op, _) => {
                 let d = m.op(op);
-                match d.name.as_str() {
-                    "ten.convert" => {}
-                    "ten.transpose" => {
+                match d.ten() {
+                    Some(TenOp::Convert) => {}
+                    Some(TenOp::Transpose) => {
                         let perm = d.attrs.get("dims")?.as_ints()?;
                         map = map.iter().map(|k| k.map(|k| perm[k] as usize)).collect();
                     }
-                    "ten.broadcast" => {
+                    Some(TenOp::Broadcast) => {
                         let dims = d.attrs.get("dims")?.as_ints()?;
                         let (from, to) = (shape(m, d.operands[0]), shape(m, cur));
                         map = map
@@ -214,7 +215,7 @@ pub fn plan(m: &Module, f: OpId, opts: &Options) -> Plan {
             let d = m.op(op);
             let any_open = d.operands.iter().any(|v| open.get(v).copied().unwrap_or(false));
             let mut out_open = any_open;
-            if d.name == "ten.dot_general" {
+            if d.is(TenOp::DotGeneral) {
                 if let Some(col) = linear(m, entry, op, &is_weight) {
                     let w = &col;
                     let act_open = open.get(&d.operands[w.act]).copied().unwrap_or(false);

@@ -14,6 +14,7 @@
 pub mod kernels;
 pub mod verify;
 
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::{Attr, Module, OpId};
 
 pub const FUSION_GROUP: &str = "ember.fusion_group";
@@ -153,9 +154,9 @@ fn norm_roles(m: &Module, group: OpId) -> Result<Vec<&'static str>, String> {
     let mut roles = Vec::new();
     for &a in &args[1..] {
         let role = match m.uses(a).as_slice() {
-            [(b, 0)] if m.op(*b).name == "ten.broadcast" => match m.uses(m.op(*b).results[0]).as_slice() {
-                [(c, _)] if m.op(*c).name == "ten.mul" => "weight",
-                [(c, _)] if m.op(*c).name == "ten.add" => "bias",
+            [(b, 0)] if m.op(*b).is(TenOp::Broadcast) => match m.uses(m.op(*b).results[0]).as_slice() {
+                [(c, _)] if m.op(*c).is(TenOp::Mul) => "weight",
+                [(c, _)] if m.op(*c).is(TenOp::Add) => "bias",
                 _ => "",
             },
             _ => "",
@@ -183,14 +184,14 @@ fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<(bool, usize
     let def = |v| m.defining_op(v).map(|o| (o, m.op(o)));
     let through = |mut v| {
         while let Some((_, d)) = def(v) {
-            if d.name != "ten.reshape" {
+            if !d.is(TenOp::Reshape) {
                 break;
             }
             v = d.operands[0];
         }
         v
     };
-    let dots: Vec<OpId> = ops.iter().copied().filter(|&o| m.op(o).name == "ten.dot_general").collect();
+    let dots: Vec<OpId> = ops.iter().copied().filter(|&o| m.op(o).is(TenOp::DotGeneral)).collect();
     let [dot] = dots.as_slice() else {
         return Err(format!("a gemm group holds exactly one ten.dot_general, found {}", dots.len()));
     };
@@ -205,7 +206,7 @@ fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<(bool, usize
     let mut flipped = false;
     if d.operands[1] != args[1] {
         match def(d.operands[1]) {
-            Some((_, t)) if t.name == "ten.transpose" && t.operands[0] == args[1] && t.attrs.get("dims").and_then(Attr::as_ints) == Some(&[1, 0]) => {
+            Some((_, t)) if t.is(TenOp::Transpose) && t.operands[0] == args[1] && t.attrs.get("dims").and_then(Attr::as_ints) == Some(&[1, 0]) => {
                 flipped = true
             }
             _ => return Err("the gemm kernel needs the dot_general's rhs to be the group's second operand (or its [1, 0] transpose)".into()),
@@ -238,7 +239,7 @@ fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<(bool, usize
     let is_rank1 = |a: ember_ir::Value| m.ty(a).tensor().is_some_and(|t| t.dims.len() == 1);
     let add_of = |v, pick: &dyn Fn(ember_ir::Value) -> bool| -> Option<ember_ir::Value> {
         let (_, d) = def(v)?;
-        if d.name != "ten.add" {
+        if !d.is(TenOp::Add) {
             return None;
         }
         let (a, b) = (d.operands[0], d.operands[1]);
@@ -256,7 +257,7 @@ fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<(bool, usize
     }
     let bias = epilogue.iter().copied().find(|&a| is_rank1(a));
     let is_bias =
-        |x| bias.is_some_and(|b| matches!(def(x), Some((_, d)) if d.name == "ten.broadcast" && d.operands[0] == b));
+        |x| bias.is_some_and(|b| matches!(def(x), Some((_, d)) if d.is(TenOp::Broadcast) && d.operands[0] == b));
     let dot_value = through(m.op(*dot).results[0]);
     if activation == "none" {
         if bias.is_some() {
@@ -269,7 +270,7 @@ fn gemm_layout(m: &Module, group: OpId, activation: &str) -> Result<(bool, usize
         // The bias add is the one whose other operand is the product.
         let found = ops.iter().any(|&o| {
             let d = m.op(o);
-            d.name == "ten.add"
+            d.is(TenOp::Add)
                 && ((is_bias(d.operands[0]) && through(d.operands[1]) == dot_value)
                     || (is_bias(d.operands[1]) && through(d.operands[0]) == dot_value))
         });

@@ -8,6 +8,7 @@ use super::{
 };
 use crate::egraph::lang::{attrs_of, nodes, type_of, ENode, EG};
 use egg::{Id, Subst};
+use ember_ir::dialect::ten::Class;
 
 /// transpose(transpose(x, p), q) = transpose(x, r) with r[i] = p[q[i]] (x when r is the identity).
 fn compose_transposes(eg: &mut EG, _: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
@@ -63,32 +64,12 @@ fn dot_scale(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)], side: usize) 
     Some(op0(eg, "ten.mul", &ty, vec![unscaled, c]))
 }
 
-const UNARY: &[&str] = &[
-    "ten.exp",
-    "ten.log",
-    "ten.log1p",
-    "ten.tanh",
-    "ten.sigmoid",
-    "ten.erf",
-    "ten.neg",
-    "ten.abs",
-    "ten.sqrt",
-    "ten.rsqrt",
-    "ten.sin",
-    "ten.cos",
-    "ten.floor",
-    "ten.ceil",
-    "ten.round",
-    "ten.sign",
-    "ten.not",
-];
-
 /// transpose(f(x)) = f(transpose(x)) for elementwise unary f: transposes move toward the inputs,
 /// where they cancel against other transposes or become strided reads.
 fn transpose_through_unary(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
     let [(_, t)] = ns else { return None };
     let u = var(s, "?u");
-    let f = eg[u].nodes.iter().cloned().find(|n| UNARY.contains(&n.op.as_str()) && n.args.len() == 1)?;
+    let f = eg[u].nodes.iter().find(|n| n.ten().is_some_and(|op| op.class() == Class::Unary)).cloned()?;
     let x = transpose(eg, f.args[0], &ints(eg, t, "dims"));
     let ty = type_of(eg, root);
     let attrs = crate::egraph::lang::attrs_of(eg, &f).clone();
