@@ -6,6 +6,8 @@ pub mod egraph;
 mod lower;
 mod simplify;
 
+pub use lower::lowered_ops;
+
 use ember_ir::verify::{verify, VerifyError};
 use ember_ir::Module;
 

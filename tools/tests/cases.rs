@@ -304,6 +304,17 @@ fn snapshots_pair_with_cases() {
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
+/// A lowering whose key is no torch op would never run: a misspelled key fails here.
+#[test]
+fn every_lowering_is_a_torch_op() {
+    let mut seen = std::collections::HashSet::new();
+    for key in ember_passes::lowered_ops() {
+        let name = format!("torch.aten.{key}");
+        assert!(ember_ir::dialect::lookup(&name).is_some(), "`{name}` has a lowering but no torch table row");
+        assert!(seen.insert(key), "`{key}` has two lowerings");
+    }
+}
+
 #[test]
 fn import_is_deterministic() {
     let a = ember(&testdata(), &["import", "models/gpt2_block.pt2"]);

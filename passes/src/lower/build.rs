@@ -2,6 +2,7 @@
 //! with the torch op's location and result types inferred by the `ten` rules.
 
 use ember_ir::attr::{Attr, Loc};
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::dialect::{build_op, infer, OpView};
 use ember_ir::module::{Attrs, BlockId, Module, OpId};
 use ember_ir::{DType, SymExpr, TensorType, Value};
@@ -153,21 +154,21 @@ impl<'m> Cx<'m> {
 
     // ---- building ten ops -----------------------------------------------------------------------
 
-    /// Builds `name` in front of the torch op; returns its results.
-    pub fn emit_n(&mut self, name: &str, operands: Vec<Value>, attrs: Vec<(&str, Attr)>) -> Result<Vec<Value>, String> {
+    /// Builds `op` in front of the torch op; returns its results.
+    pub fn emit_n(&mut self, op: TenOp, operands: Vec<Value>, attrs: Vec<(&str, Attr)>) -> Result<Vec<Value>, String> {
         let attrs: Attrs = attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        let op = build_op(self.m, name, operands, attrs, self.loc.clone()).map_err(|e| self.err(&e))?;
+        let op = build_op(self.m, op.name(), operands, attrs, self.loc.clone()).map_err(|e| self.err(&e))?;
         self.m.insert_op(self.block, self.pos, op);
         self.pos += 1;
         Ok(self.m.op(op).results.clone())
     }
 
-    pub fn emit(&mut self, name: &str, operands: Vec<Value>, attrs: Vec<(&str, Attr)>) -> Result<Value, String> {
-        Ok(self.emit_n(name, operands, attrs)?[0])
+    pub fn emit(&mut self, op: TenOp, operands: Vec<Value>, attrs: Vec<(&str, Attr)>) -> Result<Value, String> {
+        Ok(self.emit_n(op, operands, attrs)?[0])
     }
 
-    pub fn unary(&mut self, name: &str, x: Value) -> Result<Value, String> {
-        self.emit(name, vec![x], vec![])
+    pub fn unary(&mut self, op: TenOp, x: Value) -> Result<Value, String> {
+        self.emit(op, vec![x], vec![])
     }
 
     /// `x` as `dtype` (no op when it already is).
@@ -179,7 +180,7 @@ impl<'m> Cx<'m> {
         if let Some(v) = self.constant_value(x).filter(|v| exact_in(v, t.dtype)) {
             return self.constant(&v, dtype, &t.dims);
         }
-        self.emit("ten.convert", vec![x], vec![("dtype", Attr::DType(dtype))])
+        self.emit(TenOp::Convert, vec![x], vec![("dtype", Attr::DType(dtype))])
     }
 
     /// Right-aligned (numpy) broadcast of `x` to `shape` (no op when it already has it).
@@ -202,7 +203,7 @@ impl<'m> Cx<'m> {
             return self.constant(&v, t.dtype, shape);
         }
         let dims = Attr::Ints(map.iter().map(|&d| d as i64).collect());
-        self.emit("ten.broadcast", vec![x], vec![("shape", Attr::dims(shape.to_vec())), ("dims", dims)])
+        self.emit(TenOp::Broadcast, vec![x], vec![("shape", Attr::dims(shape.to_vec())), ("dims", dims)])
     }
 
     /// `x` converted to `dtype` and broadcast to `shape`.
@@ -215,7 +216,7 @@ impl<'m> Cx<'m> {
         if self.tt(x).dims == shape {
             return Ok(x);
         }
-        self.emit("ten.reshape", vec![x], vec![("shape", Attr::dims(shape.to_vec()))])
+        self.emit(TenOp::Reshape, vec![x], vec![("shape", Attr::dims(shape.to_vec()))])
     }
 
     /// The value of `x` when a `ten.constant` defines it (broadcasts and conversions of splats
@@ -223,14 +224,14 @@ impl<'m> Cx<'m> {
     fn constant_value(&self, x: Value) -> Option<Attr> {
         let op = self.m.defining_op(x)?;
         let d = self.m.op(op);
-        (d.name == "ten.constant").then(|| d.attrs.get("value").cloned()).flatten()
+        d.is(TenOp::Constant).then(|| d.attrs.get("value").cloned()).flatten()
     }
 
     /// A splat of the scalar `value` (a torch Scalar attribute) as `dtype`.
     pub fn constant(&mut self, value: &Attr, dtype: DType, shape: &[SymExpr]) -> Result<Value, String> {
         let value = scalar_as(value, dtype).ok_or_else(|| self.err(&format!("`{value}` is not a scalar")))?;
         self.emit(
-            "ten.constant",
+            TenOp::Constant,
             vec![],
             vec![("value", value), ("shape", Attr::dims(shape.to_vec())), ("dtype", Attr::DType(dtype))],
         )
@@ -246,20 +247,20 @@ impl<'m> Cx<'m> {
         self.constf(value, t.dtype, &t.dims)
     }
 
-    /// Elementwise `name` after broadcasting both operands to their common shape. Both must
+    /// Elementwise `op` after broadcasting both operands to their common shape. Both must
     /// already have the computation dtype.
-    pub fn binary(&mut self, name: &str, a: Value, b: Value) -> Result<Value, String> {
+    pub fn binary(&mut self, op: TenOp, a: Value, b: Value) -> Result<Value, String> {
         let (ta, tb) = (self.tt(a), self.tt(b));
         let shape = infer::broadcast(&[&ta.dims, &tb.dims]).map_err(|e| self.err(&e.0))?;
         let a = self.bcast(a, &shape)?;
         let b = self.bcast(b, &shape)?;
-        self.emit(name, vec![a, b], vec![])
+        self.emit(op, vec![a, b], vec![])
     }
 
     /// `x op value` with a splat constant of x's shape and dtype.
-    pub fn binary_scalar(&mut self, name: &str, x: Value, value: f64) -> Result<Value, String> {
+    pub fn binary_scalar(&mut self, op: TenOp, x: Value, value: f64) -> Result<Value, String> {
         let k = self.splat_like(value, x)?;
-        self.emit(name, vec![x, k], vec![])
+        self.emit(op, vec![x, k], vec![])
     }
 
     /// `ten.compare` after broadcasting; operands must share a dtype.
@@ -268,11 +269,11 @@ impl<'m> Cx<'m> {
         let shape = infer::broadcast(&[&ta.dims, &tb.dims]).map_err(|e| self.err(&e.0))?;
         let a = self.bcast(a, &shape)?;
         let b = self.bcast(b, &shape)?;
-        self.emit("ten.compare", vec![a, b], vec![("direction", Attr::Str(direction.into()))])
+        self.emit(TenOp::Compare, vec![a, b], vec![("direction", Attr::Str(direction.into()))])
     }
 
     pub fn select(&mut self, pred: Value, on_true: Value, on_false: Value) -> Result<Value, String> {
-        self.emit("ten.select", vec![pred, on_true, on_false], vec![])
+        self.emit(TenOp::Select, vec![pred, on_true, on_false], vec![])
     }
 
     /// `x != 0` as bool (torch's truthiness); no op for bool `x`.
@@ -290,7 +291,7 @@ impl<'m> Cx<'m> {
             return Ok(x);
         }
         let dims = Attr::Ints(dims.iter().map(|&d| d as i64).collect());
-        self.emit("ten.reduce", vec![x], vec![("kind", Attr::Str(kind.into())), ("dims", dims)])
+        self.emit(TenOp::Reduce, vec![x], vec![("kind", Attr::Str(kind.into())), ("dims", dims)])
     }
 
     /// Reduces `dims` of `x` and broadcasts the result back to x's shape (for softmax and norms).

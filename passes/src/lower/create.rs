@@ -2,6 +2,7 @@
 
 use super::build::{Cx, Lowered};
 use ember_ir::attr::Attr;
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::DType;
 
 /// full/full_like/scalar_tensor/zeros/ones(_like)/fill.Scalar: a splat of the result type; the
@@ -31,17 +32,17 @@ pub fn arange(cx: &mut Cx) -> Lowered {
         .any(|a| matches!(a, Attr::Float(f) if f.fract() != 0.0));
     let dt = if fractional && t.dtype != DType::F64 { DType::F64 } else { t.dtype };
     let mut v = cx.emit(
-        "ten.iota",
+        TenOp::Iota,
         vec![],
         vec![("shape", Attr::dims(t.dims.clone())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(dt))],
     )?;
     if st != 1.0 {
         let k = cx.constant(&step, dt, &t.dims)?;
-        v = cx.emit("ten.mul", vec![v, k], vec![])?;
+        v = cx.emit(TenOp::Mul, vec![v, k], vec![])?;
     }
     if s0 != 0.0 {
         let k = cx.constant(&start, dt, &t.dims)?;
-        v = cx.emit("ten.add", vec![v, k], vec![])?;
+        v = cx.emit(TenOp::Add, vec![v, k], vec![])?;
     }
     Ok(Some(vec![cx.convert(v, t.dtype)?]))
 }

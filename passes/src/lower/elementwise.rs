@@ -7,6 +7,7 @@
 use super::build::{acc_dtype, Cx, Lowered};
 use ember_ir::attr::Attr;
 use ember_ir::dialect::infer::result_type;
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::{DType, SymExpr, Value};
 
 /// A torch operand: a tensor, or a Scalar attribute (a wrapped number).
@@ -56,33 +57,17 @@ fn operands_as_result(cx: &mut Cx) -> Result<(Value, Value), String> {
 
 /// add/sub/mul/div (true division: integer operands convert to the float result first),
 /// maximum/minimum, pow, fmod and the bitwise ops. `alpha` scales `other` of add/sub.
-pub fn arith(cx: &mut Cx, name: &str) -> Lowered {
-    let base = name.split('.').next().unwrap_or(name);
-    let ten = match base {
-        "add" => "ten.add",
-        "sub" => "ten.sub",
-        "mul" => "ten.mul",
-        "div" => "ten.div",
-        "maximum" => "ten.max",
-        "minimum" => "ten.min",
-        "pow" => "ten.pow",
-        "atan2" => "ten.atan2",
-        "fmod" => "ten.rem",
-        "bitwise_and" => "ten.and",
-        "bitwise_or" => "ten.or",
-        "bitwise_xor" => "ten.xor",
-        _ => return Ok(None),
-    };
+pub fn arith(cx: &mut Cx, op: TenOp) -> Lowered {
     let (a, mut b) = operands_as_result(cx)?;
-    if matches!(base, "add" | "sub") {
+    if matches!(op, TenOp::Add | TenOp::Sub) {
         let alpha = cx.attr("alpha").unwrap_or(Attr::Int(1));
         if alpha.as_float() != Some(1.0) {
             let t = cx.tt(b);
             let k = cx.constant(&alpha, t.dtype, &t.dims)?;
-            b = cx.emit("ten.mul", vec![b, k], vec![])?;
+            b = cx.emit(TenOp::Mul, vec![b, k], vec![])?;
         }
     }
-    Ok(Some(vec![cx.emit(ten, vec![a, b], vec![])?]))
+    Ok(Some(vec![cx.emit(op, vec![a, b], vec![])?]))
 }
 
 /// `(r != 0) && ((r < 0) != (b < 0))`: where C-style `div`/`rem` differ from Python's floor
@@ -93,7 +78,7 @@ fn sign_mismatch(cx: &mut Cx, r: Value, b: Value) -> Result<Value, String> {
     let r_neg = cx.compare("LT", r, zero)?;
     let b_neg = cx.compare("LT", b, zero)?;
     let differ = cx.compare("NE", r_neg, b_neg)?;
-    cx.emit("ten.and", vec![nonzero, differ], vec![])
+    cx.emit(TenOp::And, vec![nonzero, differ], vec![])
 }
 
 /// div with rounding_mode "trunc" or "floor" (absent: true division in the result dtype).
@@ -104,16 +89,16 @@ pub fn div_mode(cx: &mut Cx) -> Lowered {
     }
     let (a, b) = operands_as_result(cx)?;
     let float = cx.tt(a).dtype.is_float();
-    let q = cx.emit("ten.div", vec![a, b], vec![])?;
+    let q = cx.emit(TenOp::Div, vec![a, b], vec![])?;
     let out = match (mode.as_deref(), float) {
         (None, _) | (Some("trunc"), false) => q,
-        (Some("trunc"), true) => cx.unary("ten.trunc", q)?,
-        (Some("floor"), true) => cx.unary("ten.floor", q)?,
+        (Some("trunc"), true) => cx.unary(TenOp::Trunc, q)?,
+        (Some("floor"), true) => cx.unary(TenOp::Floor, q)?,
         (Some("floor"), false) => {
             // Integer division truncates; step down where the remainder's sign differs from b's.
-            let r = cx.emit("ten.rem", vec![a, b], vec![])?;
+            let r = cx.emit(TenOp::Rem, vec![a, b], vec![])?;
             let fix = sign_mismatch(cx, r, b)?;
-            let q1 = cx.binary_scalar("ten.sub", q, 1.0)?;
+            let q1 = cx.binary_scalar(TenOp::Sub, q, 1.0)?;
             cx.select(fix, q1, q)?
         }
         (Some(_), _) => unreachable!("checked above"),
@@ -124,9 +109,9 @@ pub fn div_mode(cx: &mut Cx) -> Lowered {
 /// Python-style remainder (sign of the divisor): `fmod(a, b) + b` where the signs differ.
 pub fn remainder(cx: &mut Cx) -> Lowered {
     let (a, b) = operands_as_result(cx)?;
-    let r = cx.emit("ten.rem", vec![a, b], vec![])?;
+    let r = cx.emit(TenOp::Rem, vec![a, b], vec![])?;
     let fix = sign_mismatch(cx, r, b)?;
-    let rb = cx.emit("ten.add", vec![r, b], vec![])?;
+    let rb = cx.emit(TenOp::Add, vec![r, b], vec![])?;
     Ok(Some(vec![cx.select(fix, rb, r)?]))
 }
 
@@ -140,16 +125,16 @@ pub fn pow_scalar(cx: &mut Cx) -> Lowered {
     let out = match e.as_float() {
         Some(1.0) => x,
         Some(v) if v.fract() == 0.0 && (2.0..=4.0).contains(&v) => {
-            let mut acc = cx.emit("ten.mul", vec![x, x], vec![])?;
+            let mut acc = cx.emit(TenOp::Mul, vec![x, x], vec![])?;
             for _ in 2..v as i64 {
-                acc = cx.emit("ten.mul", vec![acc, x], vec![])?;
+                acc = cx.emit(TenOp::Mul, vec![acc, x], vec![])?;
             }
             acc
         }
-        Some(v) if v == 0.5 && t.dtype.is_float() => cx.unary("ten.sqrt", x)?,
+        Some(v) if v == 0.5 && t.dtype.is_float() => cx.unary(TenOp::Sqrt, x)?,
         _ => {
             let k = cx.constant(&e, t.dtype, &t.dims)?;
-            cx.emit("ten.pow", vec![x, k], vec![])?
+            cx.emit(TenOp::Pow, vec![x, k], vec![])?
         }
     };
     Ok(Some(vec![out]))
@@ -157,16 +142,7 @@ pub fn pow_scalar(cx: &mut Cx) -> Lowered {
 
 /// eq/ne/lt/le/gt/ge: operands promoted to their common dtype (torch's `result_type`, wrapped
 /// scalars included), compared, bool result.
-pub fn compare(cx: &mut Cx, name: &str) -> Lowered {
-    let dir = match name.split('.').next() {
-        Some("eq") => "EQ",
-        Some("ne") => "NE",
-        Some("lt") => "LT",
-        Some("le") => "LE",
-        Some("gt") => "GT",
-        Some("ge") => "GE",
-        _ => return Ok(None),
-    };
+pub fn compare(cx: &mut Cx, dir: &str) -> Lowered {
     let t = cx.out(0)?;
     let (lhs, rhs) = lhs_rhs(cx)?;
     let mut tensors = Vec::new();
@@ -180,41 +156,49 @@ pub fn compare(cx: &mut Cx, name: &str) -> Lowered {
     let dt = result_type(&tensors.iter().collect::<Vec<_>>(), &scalars.iter().collect::<Vec<_>>());
     let a = materialize(cx, &lhs, dt, &t.dims)?;
     let b = materialize(cx, &rhs, dt, &t.dims)?;
-    Ok(Some(vec![cx.emit("ten.compare", vec![a, b], vec![("direction", Attr::Str(dir.into()))])?]))
+    Ok(Some(vec![cx.emit(TenOp::Compare, vec![a, b], vec![("direction", Attr::Str(dir.into()))])?]))
 }
 
 /// logical_and/or/xor/not: operands as truthiness (`x != 0`), bool result.
-pub fn logical(cx: &mut Cx, name: &str) -> Lowered {
+pub fn logical(cx: &mut Cx, op: TenOp) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
     let x = cx.truthy(x)?;
-    if name == "logical_not" {
-        return Ok(Some(vec![cx.unary("ten.not", x)?]));
+    if op == TenOp::Not {
+        return Ok(Some(vec![cx.unary(op, x)?]));
     }
     let y = cx.arg("other")?;
     let y = cx.truthy(y)?;
-    let ten = match name {
-        "logical_and" => "ten.and",
-        "logical_or" => "ten.or",
-        _ => "ten.xor",
-    };
-    let out = cx.binary(ten, x, y)?;
+    let out = cx.binary(op, x, y)?;
     Ok(Some(vec![cx.bcast(out, &t.dims)?]))
 }
 
 /// A one-operand op in the result dtype (bitwise_not).
-pub fn unary(cx: &mut Cx, ten: &str) -> Lowered {
+pub fn unary(cx: &mut Cx, op: TenOp) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
     let x = cx.convert(x, t.dtype)?;
-    Ok(Some(vec![cx.unary(ten, x)?]))
+    Ok(Some(vec![cx.unary(op, x)?]))
 }
 
-/// Unary math. Integer inputs of float-valued functions convert first; rounding is the
-/// identity on integers. f16/bf16 compute in f32 and round once, as torch's kernels do: a
-/// formula of several ops would otherwise round after each on targets that keep the narrow
-/// type (XLA's), which loses the result where it cancels (atanh's 1 - x near 1, gelu's
-/// 1 + erf(x/√2) for negative x).
+/// Unary math that is one `ten` op. Integer inputs of float-valued functions convert first;
+/// rounding is the identity on integers, sign and abs on bools. f16/bf16 compute in f32 and
+/// round once, as torch's kernels do.
+pub fn math_op(cx: &mut Cx, op: TenOp) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let x = cx.convert(x, acc_dtype(t.dtype))?;
+    let out = match op {
+        TenOp::Floor | TenOp::Ceil | TenOp::Round | TenOp::Trunc if !t.dtype.is_float() => x,
+        TenOp::Sign | TenOp::Abs if t.dtype == DType::Bool => x,
+        _ => cx.unary(op, x)?,
+    };
+    Ok(Some(vec![cx.convert(out, t.dtype)?]))
+}
+
+/// Unary math as a formula over `ten` ops, in the precision of `math_op`: a formula of several
+/// ops would otherwise round after each on targets that keep the narrow type (XLA's), which
+/// loses the result where it cancels (atanh's 1 - x near 1, gelu's 1 + erf(x/√2) for negative x).
 pub fn math(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
@@ -226,50 +210,45 @@ pub fn math(cx: &mut Cx, name: &str) -> Lowered {
         if name == "isnan" {
             return Ok(Some(vec![cx.compare("NE", x, x)?]));
         }
-        let a = cx.unary("ten.abs", x)?;
+        let a = cx.unary(TenOp::Abs, x)?;
         let inf = cx.splat_like(f64::INFINITY, a)?;
         return Ok(Some(vec![cx.compare("EQ", a, inf)?]));
     }
     let x = cx.convert(x, acc_dtype(t.dtype))?;
-    let float = t.dtype.is_float();
     let out = match name {
-        "floor" | "ceil" | "round" | "trunc" if !float => x,
-        "sign" | "abs" if t.dtype == DType::Bool => x,
         "reciprocal" => {
             let one = cx.splat_like(1.0, x)?;
-            cx.emit("ten.div", vec![one, x], vec![])?
+            cx.emit(TenOp::Div, vec![one, x], vec![])?
         }
-        "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan"
-        | "floor" | "ceil" | "round" | "trunc" | "sign" | "sigmoid" => cx.unary(&format!("ten.{name}"), x)?,
         "expm1" => expm1(cx, x)?,
         "log2" | "log10" => {
-            let l = cx.unary("ten.log", x)?;
+            let l = cx.unary(TenOp::Log, x)?;
             cx.binary_scalar(
-                "ten.mul",
+                TenOp::Mul,
                 l,
                 if name == "log2" { std::f64::consts::LOG2_E } else { std::f64::consts::LOG10_E },
             )?
         }
         "cosh" => {
             // (eˣ + e⁻ˣ)/2: no cancellation, overflows to inf where cosh does.
-            let nx = cx.unary("ten.neg", x)?;
-            let (a, b) = (cx.unary("ten.exp", x)?, cx.unary("ten.exp", nx)?);
-            let s = cx.emit("ten.add", vec![a, b], vec![])?;
-            cx.binary_scalar("ten.mul", s, 0.5)?
+            let nx = cx.unary(TenOp::Neg, x)?;
+            let (a, b) = (cx.unary(TenOp::Exp, x)?, cx.unary(TenOp::Exp, nx)?);
+            let s = cx.emit(TenOp::Add, vec![a, b], vec![])?;
+            cx.binary_scalar(TenOp::Mul, s, 0.5)?
         }
         "sinh" => {
             // Near 0, (eˣ - e⁻ˣ)/2 cancels: use m(m+2)/(2(m+1)) with m = expm1(x) for |x| < 1.
             let m = expm1(cx, x)?;
-            let m2 = cx.binary_scalar("ten.add", m, 2.0)?;
-            let num = cx.emit("ten.mul", vec![m, m2], vec![])?;
-            let m1 = cx.binary_scalar("ten.add", m, 1.0)?;
-            let small = cx.emit("ten.div", vec![num, m1], vec![])?;
-            let small = cx.binary_scalar("ten.mul", small, 0.5)?;
-            let nx = cx.unary("ten.neg", x)?;
-            let (a, b) = (cx.unary("ten.exp", x)?, cx.unary("ten.exp", nx)?);
-            let d = cx.emit("ten.sub", vec![a, b], vec![])?;
-            let big = cx.binary_scalar("ten.mul", d, 0.5)?;
-            let ax = cx.unary("ten.abs", x)?;
+            let m2 = cx.binary_scalar(TenOp::Add, m, 2.0)?;
+            let num = cx.emit(TenOp::Mul, vec![m, m2], vec![])?;
+            let m1 = cx.binary_scalar(TenOp::Add, m, 1.0)?;
+            let small = cx.emit(TenOp::Div, vec![num, m1], vec![])?;
+            let small = cx.binary_scalar(TenOp::Mul, small, 0.5)?;
+            let nx = cx.unary(TenOp::Neg, x)?;
+            let (a, b) = (cx.unary(TenOp::Exp, x)?, cx.unary(TenOp::Exp, nx)?);
+            let d = cx.emit(TenOp::Sub, vec![a, b], vec![])?;
+            let big = cx.binary_scalar(TenOp::Mul, d, 0.5)?;
+            let ax = cx.unary(TenOp::Abs, x)?;
             let one = cx.splat_like(1.0, x)?;
             let is_small = cx.compare("LT", ax, one)?;
             cx.select(is_small, small, big)?
@@ -277,56 +256,56 @@ pub fn math(cx: &mut Cx, name: &str) -> Lowered {
         "asinh" => {
             // sign(x)·log1p(|x| + x²/(1 + √(x²+1))), accurate near 0; log|x| + ln 2 where x²
             // would overflow.
-            let ax = cx.unary("ten.abs", x)?;
-            let x2 = cx.emit("ten.mul", vec![x, x], vec![])?;
-            let r = cx.binary_scalar("ten.add", x2, 1.0)?;
-            let r = cx.unary("ten.sqrt", r)?;
-            let r = cx.binary_scalar("ten.add", r, 1.0)?;
-            let q = cx.emit("ten.div", vec![x2, r], vec![])?;
-            let s = cx.emit("ten.add", vec![ax, q], vec![])?;
-            let near = cx.unary("ten.log1p", s)?;
+            let ax = cx.unary(TenOp::Abs, x)?;
+            let x2 = cx.emit(TenOp::Mul, vec![x, x], vec![])?;
+            let r = cx.binary_scalar(TenOp::Add, x2, 1.0)?;
+            let r = cx.unary(TenOp::Sqrt, r)?;
+            let r = cx.binary_scalar(TenOp::Add, r, 1.0)?;
+            let q = cx.emit(TenOp::Div, vec![x2, r], vec![])?;
+            let s = cx.emit(TenOp::Add, vec![ax, q], vec![])?;
+            let near = cx.unary(TenOp::Log1p, s)?;
             let far = huge_log(cx, ax)?;
             let v = cx.select(far.1, far.0, near)?;
-            let sg = cx.unary("ten.sign", x)?;
+            let sg = cx.unary(TenOp::Sign, x)?;
             // sign(±0) is ±0 and asinh(±0) = ±0; NaN stays NaN through both factors.
-            let v = cx.emit("ten.mul", vec![sg, v], vec![])?;
+            let v = cx.emit(TenOp::Mul, vec![sg, v], vec![])?;
             let zero = cx.splat_like(0.0, x)?;
             let is_zero = cx.compare("EQ", x, zero)?;
             cx.select(is_zero, x, v)?
         }
         "acosh" => {
             // log1p(t + √(t(t+2))) with t = x - 1, accurate near 1; NaN below 1.
-            let t1 = cx.binary_scalar("ten.sub", x, 1.0)?;
-            let t2 = cx.binary_scalar("ten.add", t1, 2.0)?;
-            let p = cx.emit("ten.mul", vec![t1, t2], vec![])?;
-            let r = cx.unary("ten.sqrt", p)?;
-            let s = cx.emit("ten.add", vec![t1, r], vec![])?;
-            let near = cx.unary("ten.log1p", s)?;
+            let t1 = cx.binary_scalar(TenOp::Sub, x, 1.0)?;
+            let t2 = cx.binary_scalar(TenOp::Add, t1, 2.0)?;
+            let p = cx.emit(TenOp::Mul, vec![t1, t2], vec![])?;
+            let r = cx.unary(TenOp::Sqrt, p)?;
+            let s = cx.emit(TenOp::Add, vec![t1, r], vec![])?;
+            let near = cx.unary(TenOp::Log1p, s)?;
             let far = huge_log(cx, x)?;
             cx.select(far.1, far.0, near)?
         }
         "atanh" => {
             // log1p(2x/(1-x))/2: ±inf at ±1, NaN beyond.
-            let two_x = cx.binary_scalar("ten.mul", x, 2.0)?;
+            let two_x = cx.binary_scalar(TenOp::Mul, x, 2.0)?;
             let one = cx.splat_like(1.0, x)?;
-            let d = cx.emit("ten.sub", vec![one, x], vec![])?;
-            let q = cx.emit("ten.div", vec![two_x, d], vec![])?;
-            let l = cx.unary("ten.log1p", q)?;
-            cx.binary_scalar("ten.mul", l, 0.5)?
+            let d = cx.emit(TenOp::Sub, vec![one, x], vec![])?;
+            let q = cx.emit(TenOp::Div, vec![two_x, d], vec![])?;
+            let l = cx.unary(TenOp::Log1p, q)?;
+            cx.binary_scalar(TenOp::Mul, l, 0.5)?
         }
         "atan" => {
             let one = cx.splat_like(1.0, x)?;
-            cx.emit("ten.atan2", vec![x, one], vec![])?
+            cx.emit(TenOp::Atan2, vec![x, one], vec![])?
         }
         "asin" | "acos" => {
             // √((1-x)(1+x)) is the other side of the triangle; NaN for |x| > 1.
             let one = cx.splat_like(1.0, x)?;
-            let a = cx.emit("ten.sub", vec![one, x], vec![])?;
-            let b = cx.binary_scalar("ten.add", x, 1.0)?;
-            let p = cx.emit("ten.mul", vec![a, b], vec![])?;
-            let c = cx.unary("ten.sqrt", p)?;
+            let a = cx.emit(TenOp::Sub, vec![one, x], vec![])?;
+            let b = cx.binary_scalar(TenOp::Add, x, 1.0)?;
+            let p = cx.emit(TenOp::Mul, vec![a, b], vec![])?;
+            let c = cx.unary(TenOp::Sqrt, p)?;
             let (y, xx) = if name == "asin" { (x, c) } else { (c, x) };
-            cx.emit("ten.atan2", vec![y, xx], vec![])?
+            cx.emit(TenOp::Atan2, vec![y, xx], vec![])?
         }
         _ => return Err(cx.err("no lowering for this unary op")),
     };
@@ -337,23 +316,23 @@ pub fn math(cx: &mut Cx, name: &str) -> Lowered {
 /// accurate relative to x there; Kahan's (u - 1)·x/log u is not an option because XLA folds
 /// log(exp(x)) to x), eˣ - 1 elsewhere (-1 and +inf at the ends, NaN for NaN).
 fn expm1(cx: &mut Cx, x: Value) -> Result<Value, String> {
-    let half = cx.binary_scalar("ten.mul", x, 0.5)?;
-    let t = cx.unary("ten.tanh", half)?;
-    let two_t = cx.binary_scalar("ten.mul", t, 2.0)?;
+    let half = cx.binary_scalar(TenOp::Mul, x, 0.5)?;
+    let t = cx.unary(TenOp::Tanh, half)?;
+    let two_t = cx.binary_scalar(TenOp::Mul, t, 2.0)?;
     let one = cx.splat_like(1.0, x)?;
-    let d = cx.emit("ten.sub", vec![one, t], vec![])?;
-    let near = cx.emit("ten.div", vec![two_t, d], vec![])?;
-    let u = cx.unary("ten.exp", x)?;
-    let far = cx.binary_scalar("ten.sub", u, 1.0)?;
-    let ax = cx.unary("ten.abs", x)?;
+    let d = cx.emit(TenOp::Sub, vec![one, t], vec![])?;
+    let near = cx.emit(TenOp::Div, vec![two_t, d], vec![])?;
+    let u = cx.unary(TenOp::Exp, x)?;
+    let far = cx.binary_scalar(TenOp::Sub, u, 1.0)?;
+    let ax = cx.unary(TenOp::Abs, x)?;
     let small = cx.compare("LT", ax, one)?;
     cx.select(small, near, far)
 }
 
 /// (log x + ln 2, x > 2²⁸): asinh and acosh of large x, where x² would lose everything.
 fn huge_log(cx: &mut Cx, x: Value) -> Result<(Value, Value), String> {
-    let l = cx.unary("ten.log", x)?;
-    let v = cx.binary_scalar("ten.add", l, std::f64::consts::LN_2)?;
+    let l = cx.unary(TenOp::Log, x)?;
+    let v = cx.binary_scalar(TenOp::Add, l, std::f64::consts::LN_2)?;
     let big = cx.splat_like(268435456.0, x)?;
     Ok((v, cx.compare("GT", x, big)?))
 }
@@ -369,11 +348,11 @@ pub fn activation(cx: &mut Cx, name: &str) -> Lowered {
     let x = cx.arg("self")?;
     let x = cx.coerce(x, dt, &t.dims)?;
     let out = match name {
-        "relu" => cx.binary_scalar("ten.max", x, 0.0)?,
+        "relu" => cx.binary_scalar(TenOp::Max, x, 0.0)?,
         "leaky_relu" => {
             let slope = cx.attr("negative_slope").unwrap_or(Attr::Float(0.01));
             let k = cx.constant(&slope, dt, &t.dims)?;
-            let scaled = cx.emit("ten.mul", vec![x, k], vec![])?;
+            let scaled = cx.emit(TenOp::Mul, vec![x, k], vec![])?;
             let zero = cx.splat_like(0.0, x)?;
             let pos = cx.compare("GT", x, zero)?;
             cx.select(pos, x, scaled)?
@@ -383,12 +362,12 @@ pub fn activation(cx: &mut Cx, name: &str) -> Lowered {
             let hi = cx.attr("max_val").unwrap_or(Attr::Int(1));
             let lo = cx.constant(&lo, dt, &t.dims)?;
             let hi = cx.constant(&hi, dt, &t.dims)?;
-            let y = cx.emit("ten.max", vec![x, lo], vec![])?;
-            cx.emit("ten.min", vec![y, hi], vec![])?
+            let y = cx.emit(TenOp::Max, vec![x, lo], vec![])?;
+            cx.emit(TenOp::Min, vec![y, hi], vec![])?
         }
         "clamp" | "clamp.Tensor" => {
             let mut y = x;
-            for (bound, ten) in [("min", "ten.max"), ("max", "ten.min")] {
+            for (bound, ten) in [("min", TenOp::Max), ("max", TenOp::Min)] {
                 let b = match (cx.operand(bound), cx.attr(bound)) {
                     (Some(v), _) => cx.coerce(v, dt, &t.dims)?,
                     (None, Some(a)) if name == "clamp" => cx.constant(&a, dt, &t.dims)?,
@@ -402,36 +381,36 @@ pub fn activation(cx: &mut Cx, name: &str) -> Lowered {
             // scale·x for x > 0, else scale·alpha·expm1(input_scale·x)
             let f = |cx: &mut Cx, k: &str| cx.attr(k).and_then(|a| a.as_float()).unwrap_or(1.0);
             let (alpha, scale, input_scale) = (f(cx, "alpha"), f(cx, "scale"), f(cx, "input_scale"));
-            let xs = cx.binary_scalar("ten.mul", x, input_scale)?;
+            let xs = cx.binary_scalar(TenOp::Mul, x, input_scale)?;
             let m = expm1(cx, xs)?;
-            let neg = cx.binary_scalar("ten.mul", m, alpha * scale)?;
-            let pos = cx.binary_scalar("ten.mul", x, scale)?;
+            let neg = cx.binary_scalar(TenOp::Mul, m, alpha * scale)?;
+            let pos = cx.binary_scalar(TenOp::Mul, x, scale)?;
             let zero = cx.splat_like(0.0, x)?;
             let gt = cx.compare("GT", x, zero)?;
             cx.select(gt, pos, neg)?
         }
         "silu" => {
-            let s = cx.unary("ten.sigmoid", x)?;
-            cx.emit("ten.mul", vec![x, s], vec![])?
+            let s = cx.unary(TenOp::Sigmoid, x)?;
+            cx.emit(TenOp::Mul, vec![x, s], vec![])?
         }
         "gelu" => {
             let inner = if cx.str_attr("approximate").as_deref() == Some("tanh") {
                 // tanh(sqrt(2/pi) * (x + 0.044715 * x^3))
-                let x2 = cx.emit("ten.mul", vec![x, x], vec![])?;
-                let x3 = cx.emit("ten.mul", vec![x2, x], vec![])?;
-                let kx3 = cx.binary_scalar("ten.mul", x3, 0.044715)?;
-                let s = cx.emit("ten.add", vec![x, kx3], vec![])?;
-                let s = cx.binary_scalar("ten.mul", s, (2.0 / std::f64::consts::PI).sqrt())?;
-                cx.unary("ten.tanh", s)?
+                let x2 = cx.emit(TenOp::Mul, vec![x, x], vec![])?;
+                let x3 = cx.emit(TenOp::Mul, vec![x2, x], vec![])?;
+                let kx3 = cx.binary_scalar(TenOp::Mul, x3, 0.044715)?;
+                let s = cx.emit(TenOp::Add, vec![x, kx3], vec![])?;
+                let s = cx.binary_scalar(TenOp::Mul, s, (2.0 / std::f64::consts::PI).sqrt())?;
+                cx.unary(TenOp::Tanh, s)?
             } else {
                 // erf(x / sqrt(2))
-                let s = cx.binary_scalar("ten.mul", x, std::f64::consts::FRAC_1_SQRT_2)?;
-                cx.unary("ten.erf", s)?
+                let s = cx.binary_scalar(TenOp::Mul, x, std::f64::consts::FRAC_1_SQRT_2)?;
+                cx.unary(TenOp::Erf, s)?
             };
             // 0.5 * x * (1 + inner)
-            let one_plus = cx.binary_scalar("ten.add", inner, 1.0)?;
-            let half_x = cx.binary_scalar("ten.mul", x, 0.5)?;
-            cx.emit("ten.mul", vec![half_x, one_plus], vec![])?
+            let one_plus = cx.binary_scalar(TenOp::Add, inner, 1.0)?;
+            let half_x = cx.binary_scalar(TenOp::Mul, x, 0.5)?;
+            cx.emit(TenOp::Mul, vec![half_x, one_plus], vec![])?
         }
         _ => return Ok(None),
     };
@@ -459,7 +438,7 @@ pub fn binary_special(cx: &mut Cx, name: &str) -> Lowered {
     let float = cx.tt(a).dtype.is_float();
     let out = match name {
         "fmax" | "fmin" => {
-            let m = cx.emit(if name == "fmax" { "ten.max" } else { "ten.min" }, vec![a, b], vec![])?;
+            let m = cx.emit(if name == "fmax" { TenOp::Max } else { TenOp::Min }, vec![a, b], vec![])?;
             if !float {
                 m
             } else {
@@ -470,16 +449,16 @@ pub fn binary_special(cx: &mut Cx, name: &str) -> Lowered {
             }
         }
         "copysign.Tensor" => {
-            let mag = cx.unary("ten.abs", a)?;
-            let neg = cx.unary("ten.neg", mag)?;
+            let mag = cx.unary(TenOp::Abs, a)?;
+            let neg = cx.unary(TenOp::Neg, mag)?;
             let zero = cx.splat_like(0.0, b)?;
             let below = cx.compare("LT", b, zero)?;
             let one = cx.splat_like(1.0, b)?;
-            let inv = cx.emit("ten.div", vec![one, b], vec![])?;
+            let inv = cx.emit(TenOp::Div, vec![one, b], vec![])?;
             let neg_zero = cx.compare("LT", inv, zero)?;
             let is_zero = cx.compare("EQ", b, zero)?;
-            let neg_zero = cx.emit("ten.and", vec![is_zero, neg_zero], vec![])?;
-            let negative = cx.emit("ten.or", vec![below, neg_zero], vec![])?;
+            let neg_zero = cx.emit(TenOp::And, vec![is_zero, neg_zero], vec![])?;
+            let negative = cx.emit(TenOp::Or, vec![below, neg_zero], vec![])?;
             cx.select(negative, neg, mag)?
         }
         _ => return Ok(None),
@@ -498,8 +477,8 @@ pub fn round_decimals(cx: &mut Cx) -> Lowered {
     }
     let x = cx.convert(x, t.dtype)?;
     let p = 10f64.powi(d.unsigned_abs() as i32);
-    let (there, back) = if d >= 0 { ("ten.mul", "ten.div") } else { ("ten.div", "ten.mul") };
+    let (there, back) = if d >= 0 { (TenOp::Mul, TenOp::Div) } else { (TenOp::Div, TenOp::Mul) };
     let y = cx.binary_scalar(there, x, p)?;
-    let y = cx.unary("ten.round", y)?;
+    let y = cx.unary(TenOp::Round, y)?;
     Ok(Some(vec![cx.binary_scalar(back, y, p)?]))
 }

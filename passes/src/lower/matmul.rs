@@ -2,6 +2,7 @@
 
 use super::build::{Cx, Lowered};
 use ember_ir::attr::Attr;
+use ember_ir::dialect::ten::TenOp;
 
 /// mm: [M,K] x [K,N]; bmm: [B,M,K] x [B,K,N]; addmm: beta*self + alpha*(mat1 @ mat2), with the
 /// multiplies skipped when a factor is 1 and `self` ignored when beta is 0 (as torch does).
@@ -28,16 +29,16 @@ fn scale_and_add(cx: &mut Cx, mut p: ember_ir::Value, t: &ember_ir::TensorType) 
     let acc = cx.tt(p).dtype;
     if one(&alpha) != 1.0 {
         let k = cx.constant(alpha.as_ref().unwrap(), acc, &t.dims)?;
-        p = cx.emit("ten.mul", vec![p, k], vec![])?;
+        p = cx.emit(TenOp::Mul, vec![p, k], vec![])?;
     }
     if one(&beta) != 0.0 {
         let bias = cx.arg("self")?;
         let mut bias = cx.coerce(bias, acc, &t.dims)?;
         if one(&beta) != 1.0 {
             let k = cx.constant(beta.as_ref().unwrap(), acc, &t.dims)?;
-            bias = cx.emit("ten.mul", vec![bias, k], vec![])?;
+            bias = cx.emit(TenOp::Mul, vec![bias, k], vec![])?;
         }
-        p = cx.emit("ten.add", vec![bias, p], vec![])?;
+        p = cx.emit(TenOp::Add, vec![bias, p], vec![])?;
     }
     Ok(Some(vec![cx.convert(p, t.dtype)?]))
 }
@@ -63,7 +64,7 @@ fn dot(
     if wide && matches!(cx.tt(lhs).dtype, ember_ir::DType::F16 | ember_ir::DType::BF16) {
         attrs.push(("dtype", Attr::DType(ember_ir::DType::F32)));
     }
-    cx.emit("ten.dot_general", vec![lhs, rhs], attrs)
+    cx.emit(TenOp::DotGeneral, vec![lhs, rhs], attrs)
 }
 
 /// addbmm: beta·self + alpha·Σ_b batch1[b] @ batch2[b], one product contracting batch and k:
@@ -79,7 +80,7 @@ pub fn addbmm(cx: &mut Cx) -> Lowered {
     let b1 = cx.convert(b1, t.dtype)?;
     let b2 = cx.convert(b2, t.dtype)?;
     let bk = SymExpr::mul(t1.dims[0].clone(), t1.dims[2].clone());
-    let lhs = cx.emit("ten.transpose", vec![b1], vec![("dims", Attr::Ints(vec![1, 0, 2]))])?;
+    let lhs = cx.emit(TenOp::Transpose, vec![b1], vec![("dims", Attr::Ints(vec![1, 0, 2]))])?;
     let lhs = cx.reshape(lhs, &[t1.dims[1].clone(), bk.clone()])?;
     let rhs = cx.reshape(b2, &[bk, t2.dims[2].clone()])?;
     let p = dot(cx, lhs, rhs, &[], 1, 0, true)?;

@@ -5,7 +5,7 @@
 //! the torch op's location, and its final values must have exactly the torch op's result types
 //! (shape expressions and dtype): the pass checks this and fails naming the op otherwise.
 //!
-//! Ops without a lowering stay as torch ops (see `lower` for the list of what is handled); so do
+//! Ops without a row in `LOWERINGS` stay as torch ops; so do
 //! variants a lowering cannot express (training-mode dropout, non-adjacent advanced indexing, ...).
 
 mod build;
@@ -18,7 +18,11 @@ mod shape;
 mod window;
 
 use build::Cx;
+use elementwise as ew;
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::module::{Module, OpId};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// The pass: lowers every torch op it knows, in program order.
 pub fn torch_to_ten(m: &mut Module) -> Result<(), String> {
@@ -61,100 +65,241 @@ fn lower_one(m: &mut Module, op: OpId) -> Result<(), String> {
     Ok(())
 }
 
-/// The dispatch table: one arm per op family. `Ok(None)` leaves the op as it is.
+/// A lowering: reads the torch op through `Cx` (the second argument is its key in `LOWERINGS`),
+/// builds `ten` ops in front of it and gives the values that replace its results, or `Ok(None)`
+/// to leave it as it is (variants the lowering cannot express).
+type Lower = fn(&mut Cx, &str) -> build::Lowered;
+
+/// The lowerings, keyed by torch op (the IR name after `torch.aten.`); a test
+/// (`every_lowering_is_a_torch_op`) checks that every key is a row of the torch table. Ops without
+/// a row stay torch ops.
+#[rustfmt::skip]
+static LOWERINGS: &[(&str, Lower)] = &[
+    // Arithmetic with broadcasting, promotion, wrapped scalars and `alpha`.
+    ("add.Tensor",                           |cx, _| ew::arith(cx, TenOp::Add)),
+    ("add.Scalar",                           |cx, _| ew::arith(cx, TenOp::Add)),
+    ("sub.Tensor",                           |cx, _| ew::arith(cx, TenOp::Sub)),
+    ("sub.Scalar",                           |cx, _| ew::arith(cx, TenOp::Sub)),
+    ("mul.Tensor",                           |cx, _| ew::arith(cx, TenOp::Mul)),
+    ("mul.Scalar",                           |cx, _| ew::arith(cx, TenOp::Mul)),
+    ("div.Tensor",                           |cx, _| ew::arith(cx, TenOp::Div)),
+    ("div.Scalar",                           |cx, _| ew::arith(cx, TenOp::Div)),
+    ("maximum",                              |cx, _| ew::arith(cx, TenOp::Max)),
+    ("minimum",                              |cx, _| ew::arith(cx, TenOp::Min)),
+    ("pow.Tensor_Tensor",                    |cx, _| ew::arith(cx, TenOp::Pow)),
+    ("pow.Scalar",                           |cx, _| ew::arith(cx, TenOp::Pow)),
+    ("atan2",                                |cx, _| ew::arith(cx, TenOp::Atan2)),
+    ("fmod.Tensor",                          |cx, _| ew::arith(cx, TenOp::Rem)),
+    ("fmod.Scalar",                          |cx, _| ew::arith(cx, TenOp::Rem)),
+    ("bitwise_and.Tensor",                   |cx, _| ew::arith(cx, TenOp::And)),
+    ("bitwise_and.Scalar",                   |cx, _| ew::arith(cx, TenOp::And)),
+    ("bitwise_or.Tensor",                    |cx, _| ew::arith(cx, TenOp::Or)),
+    ("bitwise_or.Scalar",                    |cx, _| ew::arith(cx, TenOp::Or)),
+    ("bitwise_xor.Tensor",                   |cx, _| ew::arith(cx, TenOp::Xor)),
+    ("bitwise_xor.Scalar",                   |cx, _| ew::arith(cx, TenOp::Xor)),
+    ("div.Tensor_mode",                      |cx, _| ew::div_mode(cx)),
+    ("div.Scalar_mode",                      |cx, _| ew::div_mode(cx)),
+    ("remainder.Tensor",                     |cx, _| ew::remainder(cx)),
+    ("remainder.Scalar",                     |cx, _| ew::remainder(cx)),
+    ("pow.Tensor_Scalar",                    |cx, _| ew::pow_scalar(cx)),
+    ("eq.Tensor",                            |cx, _| ew::compare(cx, "EQ")),
+    ("eq.Scalar",                            |cx, _| ew::compare(cx, "EQ")),
+    ("ne.Tensor",                            |cx, _| ew::compare(cx, "NE")),
+    ("ne.Scalar",                            |cx, _| ew::compare(cx, "NE")),
+    ("lt.Tensor",                            |cx, _| ew::compare(cx, "LT")),
+    ("lt.Scalar",                            |cx, _| ew::compare(cx, "LT")),
+    ("le.Tensor",                            |cx, _| ew::compare(cx, "LE")),
+    ("le.Scalar",                            |cx, _| ew::compare(cx, "LE")),
+    ("gt.Tensor",                            |cx, _| ew::compare(cx, "GT")),
+    ("gt.Scalar",                            |cx, _| ew::compare(cx, "GT")),
+    ("ge.Tensor",                            |cx, _| ew::compare(cx, "GE")),
+    ("ge.Scalar",                            |cx, _| ew::compare(cx, "GE")),
+    ("logical_and",                          |cx, _| ew::logical(cx, TenOp::And)),
+    ("logical_or",                           |cx, _| ew::logical(cx, TenOp::Or)),
+    ("logical_xor",                          |cx, _| ew::logical(cx, TenOp::Xor)),
+    ("logical_not",                          |cx, _| ew::logical(cx, TenOp::Not)),
+    ("bitwise_not",                          |cx, _| ew::unary(cx, TenOp::Not)),
+    ("neg",                                  |cx, _| ew::math_op(cx, TenOp::Neg)),
+    ("abs",                                  |cx, _| ew::math_op(cx, TenOp::Abs)),
+    ("exp",                                  |cx, _| ew::math_op(cx, TenOp::Exp)),
+    ("log",                                  |cx, _| ew::math_op(cx, TenOp::Log)),
+    ("log1p",                                |cx, _| ew::math_op(cx, TenOp::Log1p)),
+    ("sqrt",                                 |cx, _| ew::math_op(cx, TenOp::Sqrt)),
+    ("rsqrt",                                |cx, _| ew::math_op(cx, TenOp::Rsqrt)),
+    ("tanh",                                 |cx, _| ew::math_op(cx, TenOp::Tanh)),
+    ("erf",                                  |cx, _| ew::math_op(cx, TenOp::Erf)),
+    ("sin",                                  |cx, _| ew::math_op(cx, TenOp::Sin)),
+    ("cos",                                  |cx, _| ew::math_op(cx, TenOp::Cos)),
+    ("tan",                                  |cx, _| ew::math_op(cx, TenOp::Tan)),
+    ("floor",                                |cx, _| ew::math_op(cx, TenOp::Floor)),
+    ("ceil",                                 |cx, _| ew::math_op(cx, TenOp::Ceil)),
+    ("round",                                |cx, _| ew::math_op(cx, TenOp::Round)),
+    ("trunc",                                |cx, _| ew::math_op(cx, TenOp::Trunc)),
+    ("sign",                                 |cx, _| ew::math_op(cx, TenOp::Sign)),
+    ("sigmoid",                              |cx, _| ew::math_op(cx, TenOp::Sigmoid)),
+    ("reciprocal",                           ew::math),
+    ("isnan",                                ew::math),
+    ("isinf",                                ew::math),
+    ("expm1",                                ew::math),
+    ("log2",                                 ew::math),
+    ("log10",                                ew::math),
+    ("sinh",                                 ew::math),
+    ("cosh",                                 ew::math),
+    ("asinh",                                ew::math),
+    ("acosh",                                ew::math),
+    ("atanh",                                ew::math),
+    ("asin",                                 ew::math),
+    ("acos",                                 ew::math),
+    ("atan",                                 ew::math),
+    ("relu",                                 ew::activation),
+    ("leaky_relu",                           ew::activation),
+    ("hardtanh",                             ew::activation),
+    ("clamp",                                ew::activation),
+    ("clamp.Tensor",                         ew::activation),
+    ("gelu",                                 ew::activation),
+    ("silu",                                 ew::activation),
+    ("elu",                                  ew::activation),
+    ("where.self",                           |cx, _| ew::where_self(cx)),
+    ("fmax",                                 ew::binary_special),
+    ("fmin",                                 ew::binary_special),
+    ("copysign.Tensor",                      ew::binary_special),
+    ("round.decimals",                       |cx, _| ew::round_decimals(cx)),
+    // Reductions and normalizations.
+    ("sum",                                  reduce::reduction),
+    ("sum.dim_IntList",                      reduce::reduction),
+    ("prod",                                 reduce::reduction),
+    ("prod.dim_int",                         reduce::reduction),
+    ("amax",                                 reduce::reduction),
+    ("amin",                                 reduce::reduction),
+    ("any",                                  reduce::reduction),
+    ("any.dim",                              reduce::reduction),
+    ("any.dims",                             reduce::reduction),
+    ("mean",                                 reduce::reduction),
+    ("mean.dim",                             reduce::reduction),
+    ("var.correction",                       reduce::variance),
+    ("var.dim",                              reduce::variance),
+    ("var_mean.correction",                  reduce::variance),
+    ("_softmax",                             |cx, _| reduce::softmax(cx, false)),
+    ("_log_softmax",                         |cx, _| reduce::softmax(cx, true)),
+    ("native_layer_norm",                    |cx, _| reduce::layer_norm(cx)),
+    ("native_group_norm",                    |cx, _| reduce::group_norm(cx)),
+    ("_native_batch_norm_legit_no_training", reduce::batch_norm),
+    ("_native_batch_norm_legit",             reduce::batch_norm),
+    ("_native_batch_norm_legit.no_stats",    reduce::batch_norm_train),
+    ("_native_batch_norm_legit_functional",  reduce::batch_norm_train),
+    ("_batch_norm_with_update_functional",   reduce::batch_norm_train),
+    ("dist",                                 |cx, _| reduce::dist(cx)),
+    ("searchsorted.Tensor",                  reduce::searchsorted),
+    ("bucketize.Tensor",                     reduce::searchsorted),
+    ("cumsum",                               |cx, _| reduce::cumsum(cx, TenOp::Cumsum)),
+    ("cumprod",                              |cx, _| reduce::cumsum(cx, TenOp::Cumprod)),
+    ("_cdist_forward",                       |cx, _| reduce::cdist(cx)),
+    ("argmax",                               reduce::arg_reduction),
+    ("argmin",                               reduce::arg_reduction),
+    ("max.dim",                              reduce::arg_reduction),
+    ("min.dim",                              reduce::arg_reduction),
+    // Sliding windows: convolution, pooling, padding.
+    ("convolution",                          |cx, _| window::convolution(cx)),
+    ("max_pool2d_with_indices",              |cx, _| window::max_pool(cx)),
+    ("max_pool3d_with_indices",              |cx, _| window::max_pool(cx)),
+    ("avg_pool2d",                           |cx, _| window::avg_pool(cx)),
+    ("avg_pool3d",                           |cx, _| window::avg_pool(cx)),
+    ("_adaptive_avg_pool2d",                 |cx, _| window::adaptive_avg_pool(cx)),
+    ("_adaptive_avg_pool3d",                 |cx, _| window::adaptive_avg_pool(cx)),
+    ("constant_pad_nd",                      |cx, _| window::constant_pad(cx)),
+    ("upsample_bilinear2d.vec",              |cx, _| window::upsample_bilinear(cx)),
+    ("upsample_nearest2d.vec",               |cx, _| window::upsample_nearest(cx)),
+    ("grid_sampler_2d",                      |cx, _| window::grid_sampler(cx)),
+    // Matrix products.
+    ("mm",                                   matmul::matmul),
+    ("bmm",                                  matmul::matmul),
+    ("addmm",                                matmul::matmul),
+    ("addbmm",                               |cx, _| matmul::addbmm(cx)),
+    // Layout: reshapes, transposes, broadcasts, slices, concatenation, gathers.
+    ("view",                                 |cx, _| shape::reshape(cx)),
+    ("view_copy",                            |cx, _| shape::reshape(cx)),
+    ("_unsafe_view",                         |cx, _| shape::reshape(cx)),
+    ("reshape",                              |cx, _| shape::reshape(cx)),
+    ("unsqueeze",                            |cx, _| shape::reshape(cx)),
+    ("unsqueeze_copy",                       |cx, _| shape::reshape(cx)),
+    ("squeeze.dim",                          |cx, _| shape::reshape(cx)),
+    ("squeeze.dims",                         |cx, _| shape::reshape(cx)),
+    ("squeeze_copy.dims",                    |cx, _| shape::reshape(cx)),
+    ("permute",                              shape::transpose),
+    ("permute_copy",                         shape::transpose),
+    ("transpose.int",                        shape::transpose),
+    ("expand",                               |cx, _| shape::expand(cx)),
+    ("expand_copy",                          |cx, _| shape::expand(cx)),
+    ("slice.Tensor",                         shape::slice),
+    ("slice_copy.Tensor",                    shape::slice),
+    ("select.int",                           shape::slice),
+    ("select_copy.int",                      shape::slice),
+    ("split_with_sizes",                     |cx, _| shape::split(cx)),
+    ("split_with_sizes_copy",                |cx, _| shape::split(cx)),
+    ("cat",                                  |cx, _| shape::cat(cx, false)),
+    ("stack",                                |cx, _| shape::cat(cx, true)),
+    ("flip",                                 |cx, _| shape::flip(cx)),
+    ("repeat",                               |cx, _| shape::repeat(cx)),
+    ("embedding",                            shape::gather),
+    ("index_select",                         shape::gather),
+    ("index.Tensor",                         shape::gather),
+    ("gather",                               |cx, _| shape::gather_dim(cx)),
+    ("sort",                                 shape::sort),
+    ("sort.stable",                          shape::sort),
+    ("topk",                                 shape::sort),
+    ("as_strided",                           |cx, _| shape::as_strided(cx)),
+    ("diagonal",                             |cx, _| shape::diagonal(cx)),
+    ("diagonal_copy",                        |cx, _| shape::diagonal(cx)),
+    // Scatters: `ten.scatter` into the flattened input.
+    ("scatter.src",                          scatter::scatter_dim),
+    ("scatter.value",                        scatter::scatter_dim),
+    ("scatter.reduce",                       scatter::scatter_dim),
+    ("scatter_add",                          scatter::scatter_dim),
+    ("scatter_reduce.two",                   scatter::scatter_dim),
+    ("index_put",                            |cx, _| scatter::index_put(cx)),
+    ("slice_scatter",                        scatter::view_scatter),
+    ("select_scatter",                       scatter::view_scatter),
+    ("diagonal_scatter",                     scatter::view_scatter),
+    // Constants, conversions, identities.
+    ("full",                                 create::fill),
+    ("full_like",                            create::fill),
+    ("scalar_tensor",                        create::fill),
+    ("zeros",                                create::fill),
+    ("zeros_like",                           create::fill),
+    ("ones",                                 create::fill),
+    ("ones_like",                            create::fill),
+    ("fill.Scalar",                          create::fill),
+    ("empty.memory_format",                  create::fill),
+    ("empty_strided",                        create::fill),
+    ("empty_permuted",                       create::fill),
+    ("arange",                               |cx, _| create::arange(cx)),
+    ("arange.start",                         |cx, _| create::arange(cx)),
+    ("arange.start_step",                    |cx, _| create::arange(cx)),
+    ("_to_copy",                             create::to_copy),
+    ("copy",                                 create::to_copy),
+    ("clone",                                |cx, _| create::identity(cx)),
+    ("alias",                                |cx, _| create::identity(cx)),
+    ("alias_copy",                           |cx, _| create::identity(cx)),
+    ("detach",                               |cx, _| create::identity(cx)),
+    ("lift_fresh_copy",                      |cx, _| create::identity(cx)),
+    ("_assert_tensor_metadata",              |_, _| Ok(Some(vec![]))),
+    ("native_dropout",                       |cx, _| create::dropout(cx)),
+];
+
+/// The torch ops `torch-to-ten` has a lowering for (IR names after `torch.aten.`), in table order.
+pub fn lowered_ops() -> impl Iterator<Item = &'static str> {
+    LOWERINGS.iter().map(|(k, _)| *k)
+}
+
+fn lowering(name: &str) -> Option<Lower> {
+    static BY_NAME: OnceLock<HashMap<&'static str, Lower>> = OnceLock::new();
+    BY_NAME.get_or_init(|| LOWERINGS.iter().copied().collect()).get(name).copied()
+}
+
 fn lower(cx: &mut Cx) -> build::Lowered {
-    use elementwise as ew;
     let name = cx.name().strip_prefix("torch.aten.").unwrap_or("").to_string();
-    match name.as_str() {
-        // Arithmetic with broadcasting, promotion, wrapped scalars and `alpha`.
-        "add.Tensor" | "add.Scalar" | "sub.Tensor" | "sub.Scalar" | "mul.Tensor" | "mul.Scalar" | "div.Tensor"
-        | "div.Scalar" | "maximum" | "minimum" | "pow.Tensor_Tensor" | "pow.Scalar" | "fmod.Tensor" | "fmod.Scalar"
-        | "bitwise_and.Tensor" | "atan2" | "bitwise_and.Scalar" | "bitwise_or.Tensor" | "bitwise_or.Scalar"
-        | "bitwise_xor.Tensor" | "bitwise_xor.Scalar" => ew::arith(cx, &name),
-        "div.Tensor_mode" | "div.Scalar_mode" => ew::div_mode(cx),
-        "remainder.Tensor" | "remainder.Scalar" => ew::remainder(cx),
-        "pow.Tensor_Scalar" => ew::pow_scalar(cx),
-        "eq.Tensor" | "eq.Scalar" | "ne.Tensor" | "ne.Scalar" | "lt.Tensor" | "lt.Scalar" | "le.Tensor"
-        | "le.Scalar" | "gt.Tensor" | "gt.Scalar" | "ge.Tensor" | "ge.Scalar" => ew::compare(cx, &name),
-        "logical_and" | "logical_or" | "logical_xor" | "logical_not" => ew::logical(cx, &name),
-        "bitwise_not" => ew::unary(cx, "ten.not"),
-        "neg" | "abs" | "exp" | "log" | "log1p" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "tan"
-        | "floor" | "ceil" | "round" | "trunc" | "sign" | "sigmoid" | "reciprocal" | "isnan" | "isinf" | "expm1"
-        | "log2" | "log10" | "sinh" | "cosh" | "asinh" | "acosh" | "atanh" | "asin" | "acos" | "atan" => {
-            ew::math(cx, &name)
-        }
-        "relu" | "leaky_relu" | "hardtanh" | "clamp" | "clamp.Tensor" | "gelu" | "silu" | "elu" => {
-            ew::activation(cx, &name)
-        }
-        "where.self" => ew::where_self(cx),
-        "fmax" | "fmin" | "copysign.Tensor" => ew::binary_special(cx, &name),
-        "round.decimals" => ew::round_decimals(cx),
-        // Reductions and normalizations.
-        "sum" | "sum.dim_IntList" | "prod" | "prod.dim_int" | "amax" | "amin" | "any" | "any.dim" | "any.dims"
-        | "mean" | "mean.dim" => reduce::reduction(cx, &name),
-        "var.correction" | "var.dim" | "var_mean.correction" => reduce::variance(cx, &name),
-        "_softmax" | "_log_softmax" => reduce::softmax(cx, name == "_log_softmax"),
-        "native_layer_norm" => reduce::layer_norm(cx),
-        "native_group_norm" => reduce::group_norm(cx),
-        "_native_batch_norm_legit_no_training" | "_native_batch_norm_legit" => reduce::batch_norm(cx, &name),
-        "_native_batch_norm_legit.no_stats"
-        | "_native_batch_norm_legit_functional"
-        | "_batch_norm_with_update_functional" => reduce::batch_norm_train(cx, &name),
-        "dist" => reduce::dist(cx),
-        "searchsorted.Tensor" | "bucketize.Tensor" => reduce::searchsorted(cx, &name),
-        "cumsum" | "cumprod" => reduce::cumsum(cx, &name),
-        "_cdist_forward" => reduce::cdist(cx),
-        "argmax" | "argmin" | "max.dim" | "min.dim" => reduce::arg_reduction(cx, &name),
-        // Sliding windows: convolution, pooling, padding.
-        "convolution" => window::convolution(cx),
-        "max_pool2d_with_indices" | "max_pool3d_with_indices" => window::max_pool(cx),
-        "avg_pool2d" | "avg_pool3d" => window::avg_pool(cx),
-        "_adaptive_avg_pool2d" | "_adaptive_avg_pool3d" => window::adaptive_avg_pool(cx),
-        "constant_pad_nd" => window::constant_pad(cx),
-        "upsample_bilinear2d.vec" => window::upsample_bilinear(cx),
-        "upsample_nearest2d.vec" => window::upsample_nearest(cx),
-        "grid_sampler_2d" => window::grid_sampler(cx),
-        // Matrix products.
-        "mm" | "bmm" | "addmm" => matmul::matmul(cx, &name),
-        "addbmm" => matmul::addbmm(cx),
-        // Layout: reshapes, transposes, broadcasts, slices, concatenation, gathers.
-        "view" | "view_copy" | "_unsafe_view" | "reshape" | "unsqueeze" | "unsqueeze_copy" | "squeeze.dim"
-        | "squeeze.dims" | "squeeze_copy.dims" => shape::reshape(cx),
-        "permute" | "permute_copy" | "transpose.int" => shape::transpose(cx, &name),
-        "expand" | "expand_copy" => shape::expand(cx),
-        "slice.Tensor" | "slice_copy.Tensor" | "select.int" | "select_copy.int" => shape::slice(cx, &name),
-        "split_with_sizes" | "split_with_sizes_copy" => shape::split(cx),
-        "cat" | "stack" => shape::cat(cx, name == "stack"),
-        "flip" => shape::flip(cx),
-        "repeat" => shape::repeat(cx),
-        "embedding" | "index_select" | "index.Tensor" => shape::gather(cx, &name),
-        "gather" => shape::gather_dim(cx),
-        "sort" | "sort.stable" | "topk" => shape::sort(cx, &name),
-        "as_strided" => shape::as_strided(cx),
-        "diagonal" | "diagonal_copy" => shape::diagonal(cx),
-        // Scatters: `ten.scatter` into the flattened input.
-        "scatter.src" | "scatter.value" | "scatter.reduce" | "scatter_add" | "scatter_reduce.two" => {
-            scatter::scatter_dim(cx, &name)
-        }
-        "index_put" => scatter::index_put(cx),
-        "slice_scatter" | "select_scatter" | "diagonal_scatter" => scatter::view_scatter(cx, &name),
-        // Constants, conversions, identities.
-        "full"
-        | "full_like"
-        | "scalar_tensor"
-        | "zeros"
-        | "zeros_like"
-        | "ones"
-        | "ones_like"
-        | "fill.Scalar"
-        | "empty.memory_format"
-        | "empty_strided"
-        | "empty_permuted" => create::fill(cx, &name),
-        "arange" | "arange.start" | "arange.start_step" => create::arange(cx),
-        "_to_copy" | "copy" => create::to_copy(cx, &name),
-        "clone" | "alias" | "alias_copy" | "detach" | "lift_fresh_copy" => create::identity(cx),
-        "_assert_tensor_metadata" => Ok(Some(vec![])),
-        "native_dropout" => create::dropout(cx),
-        _ => Ok(None),
+    match lowering(&name) {
+        Some(f) => f(cx, &name),
+        None => Ok(None),
     }
 }

@@ -3,6 +3,7 @@
 //! softmax and layer norm compute in f32 and convert back, as torch's kernels accumulate.
 
 use super::build::{acc_dtype, c, norm_dim, Cx, Lowered};
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::{SymExpr, Value};
 
 /// The dims of `shape` not in `dims`, and the shape they leave.
@@ -45,7 +46,7 @@ pub fn reduction(cx: &mut Cx, name: &str) -> Lowered {
             let s = cx.reduce(x, "sum", &dims)?;
             let (_, rest) = kept(&xt.dims, &dims);
             let n = cx.count(&xt.dims, &dims, acc, &rest)?;
-            let m = cx.emit("ten.div", vec![s, n], vec![])?;
+            let m = cx.emit(TenOp::Div, vec![s, n], vec![])?;
             cx.convert(m, t.dtype)?
         }
         _ => return Err(cx.err("no lowering for this reduction")),
@@ -73,21 +74,21 @@ pub fn variance(cx: &mut Cx, name: &str) -> Lowered {
     let xa = cx.convert(x, acc)?;
     let s = cx.reduce(xa, "sum", &dims)?;
     let n = cx.count(&xt.dims, &dims, acc, &rest)?;
-    let mean = cx.emit("ten.div", vec![s, n], vec![])?;
+    let mean = cx.emit(TenOp::Div, vec![s, n], vec![])?;
     let mean_b = cx.bcast_in_dim(mean, &xt.dims, &keep)?;
-    let d = cx.emit("ten.sub", vec![xa, mean_b], vec![])?;
-    let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
+    let d = cx.emit(TenOp::Sub, vec![xa, mean_b], vec![])?;
+    let sq = cx.emit(TenOp::Mul, vec![d, d], vec![])?;
     let ss = cx.reduce(sq, "sum", &dims)?;
     let numel = dims.iter().map(|&d| xt.dims[d].clone()).fold(c(1), SymExpr::mul);
     let denom = match numel.as_const() {
         Some(k) => cx.constf((k as f64 - correction).max(0.0), acc, &rest)?,
         None if correction == 0.0 => n,
         None => {
-            let k = cx.binary_scalar("ten.sub", n, correction)?;
-            cx.binary_scalar("ten.max", k, 0.0)?
+            let k = cx.binary_scalar(TenOp::Sub, n, correction)?;
+            cx.binary_scalar(TenOp::Max, k, 0.0)?
         }
     };
-    let var = cx.emit("ten.div", vec![ss, denom], vec![])?;
+    let var = cx.emit(TenOp::Div, vec![ss, denom], vec![])?;
     let mut outs = vec![var];
     if name == "var_mean.correction" {
         outs.push(mean);
@@ -111,16 +112,16 @@ pub fn softmax(cx: &mut Cx, log: bool) -> Lowered {
     let acc = acc_dtype(t.dtype);
     let x = cx.convert(x, acc)?;
     let m = cx.reduce_bcast(x, "max", &dims)?;
-    let z = cx.emit("ten.sub", vec![x, m], vec![])?;
-    let e = cx.unary("ten.exp", z)?;
+    let z = cx.emit(TenOp::Sub, vec![x, m], vec![])?;
+    let e = cx.unary(TenOp::Exp, z)?;
     let s = cx.reduce(e, "sum", &dims)?;
     let out = if log {
-        let ls = cx.unary("ten.log", s)?;
+        let ls = cx.unary(TenOp::Log, s)?;
         let ls = cx.bcast_in_dim(ls, &xt.dims, &keep)?;
-        cx.emit("ten.sub", vec![z, ls], vec![])?
+        cx.emit(TenOp::Sub, vec![z, ls], vec![])?
     } else {
         let s = cx.bcast_in_dim(s, &xt.dims, &keep)?;
-        cx.emit("ten.div", vec![e, s], vec![])?
+        cx.emit(TenOp::Div, vec![e, s], vec![])?
     };
     Ok(Some(vec![cx.convert(out, t.dtype)?]))
 }
@@ -141,16 +142,16 @@ fn moments(cx: &mut Cx, x: Value, dims: &[usize], eps: f64) -> Result<Moments, S
     let (keep, rest) = kept(&xt.dims, dims);
     let s = cx.reduce(x, "sum", dims)?;
     let n = cx.count(&xt.dims, dims, xt.dtype, &rest)?;
-    let mean = cx.emit("ten.div", vec![s, n], vec![])?;
+    let mean = cx.emit(TenOp::Div, vec![s, n], vec![])?;
     let mean_b = cx.bcast_in_dim(mean, &xt.dims, &keep)?;
-    let d = cx.emit("ten.sub", vec![x, mean_b], vec![])?;
-    let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
+    let d = cx.emit(TenOp::Sub, vec![x, mean_b], vec![])?;
+    let sq = cx.emit(TenOp::Mul, vec![d, d], vec![])?;
     let ss = cx.reduce(sq, "sum", dims)?;
-    let var = cx.emit("ten.div", vec![ss, n], vec![])?;
-    let var_eps = cx.binary_scalar("ten.add", var, eps)?;
-    let rstd = cx.unary("ten.rsqrt", var_eps)?;
+    let var = cx.emit(TenOp::Div, vec![ss, n], vec![])?;
+    let var_eps = cx.binary_scalar(TenOp::Add, var, eps)?;
+    let rstd = cx.unary(TenOp::Rsqrt, var_eps)?;
     let rstd_b = cx.bcast_in_dim(rstd, &xt.dims, &keep)?;
-    let normalized = cx.emit("ten.mul", vec![d, rstd_b], vec![])?;
+    let normalized = cx.emit(TenOp::Mul, vec![d, rstd_b], vec![])?;
     Ok(Moments { mean, var, n, rstd, normalized })
 }
 
@@ -171,7 +172,7 @@ pub fn layer_norm(cx: &mut Cx) -> Lowered {
     let acc = acc_dtype(t_mean.dtype);
     let xa = cx.convert(x, acc)?;
     let Moments { mean, rstd, normalized: mut y, .. } = moments(cx, xa, &dims, eps)?;
-    for (param, op) in [("weight", "ten.mul"), ("bias", "ten.add")] {
+    for (param, op) in [("weight", TenOp::Mul), ("bias", TenOp::Add)] {
         if let Some(p) = cx.operand(param) {
             let p = cx.coerce(p, acc, &xt.dims)?;
             y = cx.emit(op, vec![y, p], vec![])?;
@@ -210,7 +211,7 @@ pub fn group_norm(cx: &mut Cx) -> Lowered {
     let xr = cx.reshape(xa, &rows)?;
     let Moments { mean, rstd, normalized, .. } = moments(cx, xr, &[2], eps)?;
     let mut y = cx.reshape(normalized, &xt.dims)?;
-    for (param, op) in [("weight", "ten.mul"), ("bias", "ten.add")] {
+    for (param, op) in [("weight", TenOp::Mul), ("bias", TenOp::Add)] {
         if let Some(p) = cx.operand(param) {
             let p = cx.convert(p, acc)?;
             let p = cx.bcast_in_dim(p, &xt.dims, &[1])?;
@@ -247,25 +248,25 @@ pub fn batch_norm(cx: &mut Cx, name: &str) -> Lowered {
     let mean = cx.convert(mean, acc)?;
     let var = cx.arg("running_var")?;
     let var = cx.convert(var, acc)?;
-    let ve = cx.binary_scalar("ten.add", var, eps)?;
-    let mut alpha = cx.unary("ten.rsqrt", ve)?;
+    let ve = cx.binary_scalar(TenOp::Add, var, eps)?;
+    let mut alpha = cx.unary(TenOp::Rsqrt, ve)?;
     if let Some(w) = cx.operand("weight") {
         let w = cx.coerce(w, acc, &ch)?;
-        alpha = cx.emit("ten.mul", vec![alpha, w], vec![])?;
+        alpha = cx.emit(TenOp::Mul, vec![alpha, w], vec![])?;
     }
-    let ma = cx.emit("ten.mul", vec![mean, alpha], vec![])?;
+    let ma = cx.emit(TenOp::Mul, vec![mean, alpha], vec![])?;
     let beta = match cx.operand("bias") {
         Some(b) => {
             let b = cx.coerce(b, acc, &ch)?;
-            cx.emit("ten.sub", vec![b, ma], vec![])?
+            cx.emit(TenOp::Sub, vec![b, ma], vec![])?
         }
-        None => cx.unary("ten.neg", ma)?,
+        None => cx.unary(TenOp::Neg, ma)?,
     };
     let xa = cx.convert(x, acc)?;
     let alpha = cx.bcast_in_dim(alpha, &xt.dims, &[1])?;
     let beta = cx.bcast_in_dim(beta, &xt.dims, &[1])?;
-    let y = cx.emit("ten.mul", vec![xa, alpha], vec![])?;
-    let y = cx.emit("ten.add", vec![y, beta], vec![])?;
+    let y = cx.emit(TenOp::Mul, vec![xa, alpha], vec![])?;
+    let y = cx.emit(TenOp::Add, vec![y, beta], vec![])?;
     let mut outs = vec![cx.convert(y, t.dtype)?];
     for i in 1..3 {
         let ti = cx.out(i)?;
@@ -277,7 +278,7 @@ pub fn batch_norm(cx: &mut Cx, name: &str) -> Lowered {
 /// cumsum/cumprod: `ten.cumsum`/`ten.cumprod` of the input converted to the result dtype (bool
 /// and ints accumulate in int64), half floats accumulated in f32 and rounded once, as torch's
 /// CPU kernel does (a bf16 running sum stops growing once its ulp exceeds the addends).
-pub fn cumsum(cx: &mut Cx, name: &str) -> Lowered {
+pub fn cumsum(cx: &mut Cx, op: TenOp) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
     let rank = cx.tt(x).rank();
@@ -287,7 +288,7 @@ pub fn cumsum(cx: &mut Cx, name: &str) -> Lowered {
     }
     let d = norm_dim(cx.int("dim")?, rank).map_err(|e| cx.err(&e))?;
     let x = cx.convert(x, acc_dtype(t.dtype))?;
-    let y = cx.emit(&format!("ten.{name}"), vec![x], vec![("dim", ember_ir::attr::Attr::Int(d as i64))])?;
+    let y = cx.emit(op, vec![x], vec![("dim", ember_ir::attr::Attr::Int(d as i64))])?;
     Ok(Some(vec![cx.convert(y, t.dtype)?]))
 }
 
@@ -348,7 +349,7 @@ pub fn cdist(cx: &mut Cx) -> Lowered {
     let x2 = cx.convert(x2, acc)?;
     let x1 = cx.bcast_in_dim(x1, &full, &place(a.rank(), nb))?;
     let x2 = cx.bcast_in_dim(x2, &full, &place(b.rank(), nb + 1))?;
-    let d = cx.emit("ten.sub", vec![x1, x2], vec![])?;
+    let d = cx.emit(TenOp::Sub, vec![x1, x2], vec![])?;
     let out = p_norm(cx, d, p, &[nb + 2], acc)?;
     let out = cx.convert(out, t.dtype)?;
     Ok(Some(vec![cx.reshape(out, &t.dims)?]))
@@ -389,12 +390,12 @@ pub fn batch_norm_train(cx: &mut Cx, name: &str) -> Lowered {
     if let Some(w) = cx.operand("weight") {
         let w = cx.coerce(w, acc, &ch)?;
         let wb = cx.bcast_in_dim(w, &xt.dims, &[1])?;
-        y = cx.emit("ten.mul", vec![y, wb], vec![])?;
+        y = cx.emit(TenOp::Mul, vec![y, wb], vec![])?;
     }
     if let Some(b) = cx.operand("bias") {
         let b = cx.coerce(b, acc, &ch)?;
         let bb = cx.bcast_in_dim(b, &xt.dims, &[1])?;
-        y = cx.emit("ten.add", vec![y, bb], vec![])?;
+        y = cx.emit(TenOp::Add, vec![y, bb], vec![])?;
     }
     let mut outs = vec![cx.convert(y, t.dtype)?];
     for (i, v) in [(1, mean), (2, invstd)] {
@@ -409,17 +410,17 @@ pub fn batch_norm_train(cx: &mut Cx, name: &str) -> Lowered {
         outs.push(cx.constf(0.0, ti.dtype, &ti.dims)?);
     }
     // n/(n-1) for the unbiased running variance (n = 1 gives inf·0, NaN in torch as well).
-    let nm1 = cx.binary_scalar("ten.sub", n, 1.0)?;
-    let unbias = cx.emit("ten.div", vec![n, nm1], vec![])?;
-    let var_u = cx.emit("ten.mul", vec![var, unbias], vec![])?;
+    let nm1 = cx.binary_scalar(TenOp::Sub, n, 1.0)?;
+    let unbias = cx.emit(TenOp::Div, vec![n, nm1], vec![])?;
+    let var_u = cx.emit(TenOp::Mul, vec![var, unbias], vec![])?;
     let base = outs.len();
     for (i, (k, batch)) in [("running_mean", mean), ("running_var", var_u)].into_iter().enumerate() {
         let ti = cx.out(base + i)?;
         let r = cx.arg(k)?;
         let r = cx.convert(r, acc)?;
-        let keep = cx.binary_scalar("ten.mul", r, 1.0 - momentum)?;
-        let add = cx.binary_scalar("ten.mul", batch, momentum)?;
-        let v = cx.emit("ten.add", vec![keep, add], vec![])?;
+        let keep = cx.binary_scalar(TenOp::Mul, r, 1.0 - momentum)?;
+        let add = cx.binary_scalar(TenOp::Mul, batch, momentum)?;
+        let v = cx.emit(TenOp::Add, vec![keep, add], vec![])?;
         outs.push(cx.convert(v, ti.dtype)?);
     }
     Ok(Some(outs))
@@ -435,20 +436,20 @@ fn p_norm(cx: &mut Cx, d: Value, p: f64, dims: &[usize], dtype: ember_ir::DType)
         return cx.reduce(nz, "sum", dims);
     }
     if p == 2.0 {
-        let sq = cx.emit("ten.mul", vec![d, d], vec![])?;
+        let sq = cx.emit(TenOp::Mul, vec![d, d], vec![])?;
         let s = cx.reduce(sq, "sum", dims)?;
-        return cx.unary("ten.sqrt", s);
+        return cx.unary(TenOp::Sqrt, s);
     }
-    let ad = cx.unary("ten.abs", d)?;
+    let ad = cx.unary(TenOp::Abs, d)?;
     if p.is_infinite() {
         return cx.reduce(ad, if p > 0.0 { "max" } else { "min" }, dims);
     }
-    let powd = if p == 1.0 { ad } else { cx.binary_scalar("ten.pow", ad, p)? };
+    let powd = if p == 1.0 { ad } else { cx.binary_scalar(TenOp::Pow, ad, p)? };
     let s = cx.reduce(powd, "sum", dims)?;
     if p == 1.0 {
         Ok(s)
     } else {
-        cx.binary_scalar("ten.pow", s, 1.0 / p)
+        cx.binary_scalar(TenOp::Pow, s, 1.0 / p)
     }
 }
 
@@ -461,7 +462,7 @@ pub fn dist(cx: &mut Cx) -> Lowered {
     let acc = acc_dtype(t.dtype); // as in cdist
     let a = cx.coerce(a, acc, &shape)?;
     let b = cx.coerce(b, acc, &shape)?;
-    let d = cx.emit("ten.sub", vec![a, b], vec![])?;
+    let d = cx.emit(TenOp::Sub, vec![a, b], vec![])?;
     let all: Vec<usize> = (0..shape.len()).collect();
     let out = p_norm(cx, d, p, &all, acc)?;
     let out = cx.convert(out, t.dtype)?;
@@ -493,7 +494,7 @@ pub fn searchsorted(cx: &mut Cx, name: &str) -> Lowered {
             return Ok(None);
         }
         let idx = cx.convert(sorter, ember_ir::DType::I64)?;
-        seq = cx.emit("ten.gather", vec![seq, idx], vec![("dim", ember_ir::attr::Attr::Int(0))])?;
+        seq = cx.emit(TenOp::Gather, vec![seq, idx], vec![("dim", ember_ir::attr::Attr::Int(0))])?;
     }
     let dt = ember_ir::dialect::infer::result_type(&[&st, &vt], &[]);
     let seq = cx.convert(seq, dt)?;
@@ -508,7 +509,7 @@ pub fn searchsorted(cx: &mut Cx, name: &str) -> Lowered {
     let sb = cx.bcast_in_dim(seq, &full, &smap)?;
     let vb = cx.bcast_in_dim(v, &full, &(0..r - 1).collect::<Vec<_>>())?;
     let ahead = cx.compare(if right { "GT" } else { "GE" }, sb, vb)?;
-    let before = cx.unary("ten.not", ahead)?;
+    let before = cx.unary(TenOp::Not, ahead)?;
     let cnt = cx.convert(before, t.dtype)?;
     Ok(Some(vec![cx.reduce(cnt, "sum", &[r - 1])?]))
 }

@@ -5,6 +5,7 @@
 use super::build::{c, norm_dim, Cx, Lowered};
 use super::shape::{adjacent_index, linear_along};
 use ember_ir::attr::Attr;
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::{DType, SymExpr, Value};
 
 /// The identity of a scatter kind as a splat of `dtype` (what an excluded `self` is replaced by).
@@ -30,7 +31,7 @@ fn int_bounds(dtype: DType) -> (i64, i64) {
 }
 
 fn scatter(cx: &mut Cx, x: Value, index: Value, updates: Value, kind: &str) -> Result<Value, String> {
-    cx.emit("ten.scatter", vec![x, index, updates], vec![("kind", Attr::Str(kind.into()))])
+    cx.emit(TenOp::Scatter, vec![x, index, updates], vec![("kind", Attr::Str(kind.into()))])
 }
 
 /// scatter.src/.value (set), scatter_add (sum), scatter.reduce (add/multiply) and
@@ -88,7 +89,7 @@ pub fn scatter_dim(cx: &mut Cx, name: &str) -> Lowered {
         } else {
             let start = Attr::dims(vec![c(0); st.rank()]);
             cx.emit(
-                "ten.slice",
+                TenOp::Slice,
                 vec![s],
                 vec![
                     ("start", start),
@@ -115,8 +116,8 @@ pub fn scatter_dim(cx: &mut Cx, name: &str) -> Lowered {
         let ones = cx.constf(1.0, t.dtype, &it.dims)?;
         let count = scatter(cx, start, lin, ones, "sum")?;
         let one = cx.splat_like(1.0, count)?;
-        let count = cx.emit("ten.max", vec![count, one], vec![])?;
-        r = cx.emit("ten.div", vec![r, count], vec![])?;
+        let count = cx.emit(TenOp::Max, vec![count, one], vec![])?;
+        r = cx.emit(TenOp::Div, vec![r, count], vec![])?;
     }
     Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
 }
@@ -149,14 +150,14 @@ pub fn index_put(cx: &mut Cx) -> Lowered {
     let map: Vec<usize> = (ix.first..ix.first + k).collect();
     let merged = cx.bcast_in_dim(ix.linear, &rshape, &map)?;
     let mut lin =
-        if stride(ix.last) != 1 { cx.binary_scalar("ten.mul", merged, stride(ix.last) as f64)? } else { merged };
+        if stride(ix.last) != 1 { cx.binary_scalar(TenOp::Mul, merged, stride(ix.last) as f64)? } else { merged };
     let other: Vec<(usize, usize)> = (0..ix.first)
         .map(|j| (j, j))
         .chain((ix.last + 1..xt.rank()).map(|j| (j, j - ix.last - 1 + ix.first + k)))
         .collect();
     for (xdim, rdim) in other {
         let io = cx.emit(
-            "ten.iota",
+            TenOp::Iota,
             vec![],
             vec![
                 ("shape", Attr::dims(rshape.clone())),
@@ -164,8 +165,8 @@ pub fn index_put(cx: &mut Cx) -> Lowered {
                 ("dtype", Attr::DType(DType::I64)),
             ],
         )?;
-        let term = if stride(xdim) != 1 { cx.binary_scalar("ten.mul", io, stride(xdim) as f64)? } else { io };
-        lin = cx.emit("ten.add", vec![lin, term], vec![])?;
+        let term = if stride(xdim) != 1 { cx.binary_scalar(TenOp::Mul, io, stride(xdim) as f64)? } else { io };
+        lin = cx.emit(TenOp::Add, vec![lin, term], vec![])?;
     }
     let values = cx.arg("values")?;
     let values = cx.coerce(values, t.dtype, &rshape)?;
@@ -182,9 +183,9 @@ fn positions(cx: &mut Cx, xdims: &[SymExpr], coords: Vec<Value>) -> Result<Value
     let mut lin: Option<Value> = None;
     for (k, coord) in coords.into_iter().enumerate() {
         let stride: i64 = sizes[k + 1..].iter().product();
-        let term = if stride != 1 { cx.binary_scalar("ten.mul", coord, stride as f64)? } else { coord };
+        let term = if stride != 1 { cx.binary_scalar(TenOp::Mul, coord, stride as f64)? } else { coord };
         lin = Some(match lin {
-            Some(l) => cx.emit("ten.add", vec![l, term], vec![])?,
+            Some(l) => cx.emit(TenOp::Add, vec![l, term], vec![])?,
             None => term,
         });
     }
@@ -193,7 +194,7 @@ fn positions(cx: &mut Cx, xdims: &[SymExpr], coords: Vec<Value>) -> Result<Value
 
 fn iota(cx: &mut Cx, shape: &[SymExpr], dim: usize) -> Result<Value, String> {
     cx.emit(
-        "ten.iota",
+        TenOp::Iota,
         vec![],
         vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(dim as i64)), ("dtype", Attr::DType(DType::I64))],
     )
@@ -227,7 +228,7 @@ pub fn view_scatter(cx: &mut Cx, name: &str) -> Lowered {
                 let l = iota(cx, &st.dims, diag)?;
                 let shift = if k == d1 { (-offset).max(0) } else { offset.max(0) };
                 if shift != 0 {
-                    cx.binary_scalar("ten.add", l, shift as f64)?
+                    cx.binary_scalar(TenOp::Add, l, shift as f64)?
                 } else {
                     l
                 }
@@ -261,9 +262,9 @@ pub fn view_scatter(cx: &mut Cx, name: &str) -> Lowered {
             coords.push(if k != d {
                 io
             } else {
-                let v = if step != 1 { cx.binary_scalar("ten.mul", io, step as f64)? } else { io };
+                let v = if step != 1 { cx.binary_scalar(TenOp::Mul, io, step as f64)? } else { io };
                 if start != 0 {
-                    cx.binary_scalar("ten.add", v, start as f64)?
+                    cx.binary_scalar(TenOp::Add, v, start as f64)?
                 } else {
                     v
                 }

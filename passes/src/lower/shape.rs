@@ -4,6 +4,7 @@
 use super::build::{c, norm_dim, Cx, Lowered};
 use ember_ir::attr::Attr;
 use ember_ir::dialect::infer;
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::{DType, SymExpr, TensorType, Value};
 
 /// view/_unsafe_view/reshape/unsqueeze/squeeze: `ten.reshape` to the result shape.
@@ -36,7 +37,7 @@ pub fn transpose(cx: &mut Cx, name: &str) -> Lowered {
         return Ok(Some(vec![x]));
     }
     let dims = Attr::Ints(perm.iter().map(|&d| d as i64).collect());
-    Ok(Some(vec![cx.emit("ten.transpose", vec![x], vec![("dims", dims)])?]))
+    Ok(Some(vec![cx.emit(TenOp::Transpose, vec![x], vec![("dims", dims)])?]))
 }
 
 /// expand: a right-aligned `ten.broadcast` to the result shape.
@@ -68,7 +69,7 @@ fn slice_dim(cx: &mut Cx, x: Value, dim: usize, start: SymExpr, step: i64, shape
     let mut steps = vec![1; xt.rank()];
     steps[dim] = step;
     cx.emit(
-        "ten.slice",
+        TenOp::Slice,
         vec![x],
         vec![("start", Attr::dims(starts)), ("shape", Attr::dims(shape.to_vec())), ("step", Attr::Ints(steps))],
     )
@@ -141,7 +142,7 @@ pub fn cat(cx: &mut Cx, stack: bool) -> Lowered {
     if inputs.len() == 1 {
         return Ok(Some(inputs));
     }
-    Ok(Some(vec![cx.emit("ten.concat", inputs, vec![("dim", Attr::Int(d as i64))])?]))
+    Ok(Some(vec![cx.emit(TenOp::Concat, inputs, vec![("dim", Attr::Int(d as i64))])?]))
 }
 
 /// flip: `ten.reverse` of the listed dims.
@@ -161,7 +162,7 @@ pub fn flip(cx: &mut Cx) -> Lowered {
     if dims.is_empty() {
         return Ok(Some(vec![x]));
     }
-    Ok(Some(vec![cx.emit("ten.reverse", vec![x], vec![("dims", Attr::Ints(dims))])?]))
+    Ok(Some(vec![cx.emit(TenOp::Reverse, vec![x], vec![("dims", Attr::Ints(dims))])?]))
 }
 
 /// repeat: broadcast each dim d to [repeat, d] (new dims lead), then merge the pairs.
@@ -204,7 +205,7 @@ pub fn gather(cx: &mut Cx, name: &str) -> Lowered {
         }
         _ => return index_tensor(cx),
     };
-    let g = cx.emit("ten.gather", vec![x, index], vec![("dim", Attr::Int(dim as i64))])?;
+    let g = cx.emit(TenOp::Gather, vec![x, index], vec![("dim", Attr::Int(dim as i64))])?;
     Ok(Some(vec![cx.reshape(g, &t.dims)?]))
 }
 
@@ -216,7 +217,7 @@ fn index_tensor(cx: &mut Cx) -> Lowered {
     merged.push(c(ix.count));
     merged.extend_from_slice(&xt.dims[ix.last + 1..]);
     let xr = cx.reshape(x, &merged)?;
-    Ok(Some(vec![cx.emit("ten.gather", vec![xr, ix.linear], vec![("dim", Attr::Int(ix.first as i64))])?]))
+    Ok(Some(vec![cx.emit(TenOp::Gather, vec![xr, ix.linear], vec![("dim", Attr::Int(ix.first as i64))])?]))
 }
 
 /// The `indices` of index.Tensor / index_put when Ember can express them: adjacent integer
@@ -252,10 +253,10 @@ pub(super) fn adjacent_index(cx: &mut Cx, xt: &TensorType) -> Result<Option<Adja
         let i = cx.coerce(v, DType::I64, &bshape)?;
         let mut i = wrap_index(cx, i, n, sizes.iter().product())?;
         if stride != 1 {
-            i = cx.binary_scalar("ten.mul", i, stride as f64)?;
+            i = cx.binary_scalar(TenOp::Mul, i, stride as f64)?;
         }
         linear = Some(match linear {
-            Some(l) => cx.emit("ten.add", vec![l, i], vec![])?,
+            Some(l) => cx.emit(TenOp::Add, vec![l, i], vec![])?,
             None => i,
         });
         stride *= n;
@@ -276,12 +277,12 @@ pub(super) fn adjacent_index(cx: &mut Cx, xt: &TensorType) -> Result<Option<Adja
 fn wrap_index(cx: &mut Cx, i: Value, n: i64, numel: i64) -> Result<Value, String> {
     let zero = cx.splat_like(0.0, i)?;
     let neg = cx.compare("LT", i, zero)?;
-    let wrapped = cx.binary_scalar("ten.add", i, n as f64)?;
+    let wrapped = cx.binary_scalar(TenOp::Add, i, n as f64)?;
     let w = cx.select(neg, wrapped, i)?;
     let lo = cx.compare("GE", w, zero)?;
     let top = cx.splat_like(n as f64, w)?;
     let hi = cx.compare("LT", w, top)?;
-    let ok = cx.emit("ten.and", vec![lo, hi], vec![])?;
+    let ok = cx.emit(TenOp::And, vec![lo, hi], vec![])?;
     let poison = cx.splat_like(-2.0 * numel as f64, w)?;
     cx.select(ok, w, poison)
 }
@@ -314,7 +315,7 @@ pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: us
             )?
         } else {
             cx.emit(
-                "ten.iota",
+                TenOp::Iota,
                 vec![],
                 vec![
                     ("shape", Attr::dims(it.dims.clone())),
@@ -323,9 +324,9 @@ pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: us
                 ],
             )?
         };
-        let term = if stride != 1 { cx.binary_scalar("ten.mul", term, stride as f64)? } else { term };
+        let term = if stride != 1 { cx.binary_scalar(TenOp::Mul, term, stride as f64)? } else { term };
         linear = Some(match linear {
-            Some(l) => cx.emit("ten.add", vec![l, term], vec![])?,
+            Some(l) => cx.emit(TenOp::Add, vec![l, term], vec![])?,
             None => term,
         });
     }
@@ -355,7 +356,7 @@ pub fn gather_dim(cx: &mut Cx) -> Lowered {
     let d = norm_dim(cx.int("dim")?, xt.rank()).map_err(|e| cx.err(&e))?;
     let Some(linear) = linear_along(cx, &xt.dims, index, d)? else { return Ok(None) };
     let flat = cx.reshape(x, &[xt.numel()])?;
-    Ok(Some(vec![cx.emit("ten.gather", vec![flat, linear], vec![("dim", Attr::Int(0))])?]))
+    Ok(Some(vec![cx.emit(TenOp::Gather, vec![flat, linear], vec![("dim", Attr::Int(0))])?]))
 }
 
 /// diagonal(self, offset, dim1, dim2): dim1 and dim2 moved last and merged, then a strided
@@ -381,7 +382,7 @@ pub fn diagonal(cx: &mut Cx) -> Lowered {
     let tx = if perm.iter().enumerate().all(|(i, &k)| i == k) {
         x
     } else {
-        cx.emit("ten.transpose", vec![x], vec![("dims", Attr::Ints(perm.iter().map(|&k| k as i64).collect()))])?
+        cx.emit(TenOp::Transpose, vec![x], vec![("dims", Attr::Ints(perm.iter().map(|&k| k as i64).collect()))])?
     };
     let flat = cx.reshape(tx, &merged)?;
     // An empty diagonal starts at 0 so the slice stays in bounds.
@@ -397,7 +398,7 @@ pub fn diagonal(cx: &mut Cx) -> Lowered {
     let mut steps = vec![1; rank - 1];
     steps[rank - 2] = b + 1;
     let v = cx.emit(
-        "ten.slice",
+        TenOp::Slice,
         vec![flat],
         vec![("start", Attr::dims(starts)), ("shape", Attr::dims(t.dims.clone())), ("step", Attr::Ints(steps))],
     )?;
@@ -436,7 +437,7 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
             continue;
         }
         let io = cx.emit(
-            "ten.iota",
+            TenOp::Iota,
             vec![],
             vec![
                 ("shape", Attr::dims(t.dims.clone())),
@@ -444,11 +445,11 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
                 ("dtype", Attr::DType(DType::I64)),
             ],
         )?;
-        let term = if s != 1 { cx.binary_scalar("ten.mul", io, s as f64)? } else { io };
-        lin = cx.emit("ten.add", vec![lin, term], vec![])?;
+        let term = if s != 1 { cx.binary_scalar(TenOp::Mul, io, s as f64)? } else { io };
+        lin = cx.emit(TenOp::Add, vec![lin, term], vec![])?;
     }
     let flat = cx.reshape(x, &[xt.numel()])?;
-    Ok(Some(vec![cx.emit("ten.gather", vec![flat, lin], vec![("dim", Attr::Int(0))])?]))
+    Ok(Some(vec![cx.emit(TenOp::Gather, vec![flat, lin], vec![("dim", Attr::Int(0))])?]))
 }
 
 /// sort / sort.stable / topk: `ten.argsort` along the dim (stable, NaN last, or first when
@@ -472,11 +473,11 @@ pub fn sort(cx: &mut Cx, name: &str) -> Lowered {
     let d = norm_dim(cx.int_or("dim", -1)?, xt.rank()).map_err(|e| cx.err(&e))?;
     let descending = if name == "topk" { cx.bool_or("largest", true) } else { cx.bool_or("descending", false) };
     let mut idx =
-        cx.emit("ten.argsort", vec![x], vec![("dim", Attr::Int(d as i64)), ("descending", Attr::Bool(descending))])?;
+        cx.emit(TenOp::Argsort, vec![x], vec![("dim", Attr::Int(d as i64)), ("descending", Attr::Bool(descending))])?;
     if it.dims != xt.dims {
         let rank = xt.rank();
         idx = cx.emit(
-            "ten.slice",
+            TenOp::Slice,
             vec![idx],
             vec![
                 ("start", Attr::dims(vec![c(0); rank])),
@@ -487,6 +488,6 @@ pub fn sort(cx: &mut Cx, name: &str) -> Lowered {
     }
     let Some(linear) = linear_along(cx, &xt.dims, idx, d)? else { return Ok(None) };
     let flat = cx.reshape(x, &[xt.numel()])?;
-    let values = cx.emit("ten.gather", vec![flat, linear], vec![("dim", Attr::Int(0))])?;
+    let values = cx.emit(TenOp::Gather, vec![flat, linear], vec![("dim", Attr::Int(0))])?;
     Ok(Some(vec![values, idx]))
 }

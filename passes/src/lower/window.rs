@@ -11,6 +11,7 @@
 
 use super::build::{acc_dtype, c, Cx, Lowered};
 use ember_ir::attr::Attr;
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::{DType, SymExpr, Value};
 
 fn ints(v: &[i64]) -> Attr {
@@ -49,18 +50,18 @@ pub fn pad(cx: &mut Cx, x: Value, low: Vec<SymExpr>, high: Vec<SymExpr>, value: 
     }
     let dt = cx.tt(x).dtype;
     let value = super::build::scalar_as(&value, dt).ok_or_else(|| cx.err("the padding value must be a number"))?;
-    cx.emit("ten.pad", vec![x], vec![("low", Attr::dims(low)), ("high", Attr::dims(high)), ("value", value)])
+    cx.emit(TenOp::Pad, vec![x], vec![("low", Attr::dims(low)), ("high", Attr::dims(high)), ("value", value)])
 }
 
 fn windows(cx: &mut Cx, x: Value, k: &[i64], s: &[i64], d: &[i64]) -> Result<Value, String> {
-    cx.emit("ten.windows", vec![x], vec![("kernel", ints(k)), ("stride", ints(s)), ("dilation", ints(d))])
+    cx.emit(TenOp::Windows, vec![x], vec![("kernel", ints(k)), ("stride", ints(s)), ("dilation", ints(d))])
 }
 
 fn transpose(cx: &mut Cx, x: Value, perm: &[usize]) -> Result<Value, String> {
     if perm.iter().enumerate().all(|(i, &p)| i == p) {
         return Ok(x);
     }
-    cx.emit("ten.transpose", vec![x], vec![("dims", Attr::Ints(perm.iter().map(|&p| p as i64).collect()))])
+    cx.emit(TenOp::Transpose, vec![x], vec![("dims", Attr::Ints(perm.iter().map(|&p| p as i64).collect()))])
 }
 
 /// The smallest value of `dtype` (-inf for floats): max pooling's padding.
@@ -141,7 +142,7 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
         let mut wshape = vec![c(cog * g), c(cin / g)];
         wshape.extend(wt.dims[2..].iter().cloned());
         let wr = cx.reshape(wr, &wshape)?;
-        w = cx.emit("ten.reverse", vec![wr], vec![("dims", Attr::Ints((2..2 + sp as i64).collect()))])?;
+        w = cx.emit(TenOp::Reverse, vec![wr], vec![("dims", Attr::Ints((2..2 + sp as i64).collect()))])?;
         stride = vec![1; sp];
     } else {
         low.extend(padding.iter().map(|&p| c(p)));
@@ -183,7 +184,7 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
             ("lhs_contract", ints(&[1])),
             ("rhs_contract", ints(&[0])),
         ];
-        let y = cx.emit("ten.dot_general", vec![wm, cols], attrs.into_iter().chain(acc.clone()).collect())?;
+        let y = cx.emit(TenOp::DotGeneral, vec![wm, cols], attrs.into_iter().chain(acc.clone()).collect())?;
         // [CO, N*P] -> [N, CO, O..]
         if n == c(1) {
             cx.reshape(y, &t.dims)?
@@ -206,7 +207,7 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
             ("lhs_contract", ints(&[2])),
             ("rhs_contract", ints(&[1])),
         ];
-        let y = cx.emit("ten.dot_general", vec![wm, cols], attrs.into_iter().chain(acc.clone()).collect())?;
+        let y = cx.emit(TenOp::DotGeneral, vec![wm, cols], attrs.into_iter().chain(acc.clone()).collect())?;
         // [G, COg, N*P] -> [N, G, COg, O..] -> [N, CO, O..]
         let mut shape = vec![g, cog, n];
         shape.extend(out_sp.iter().cloned());
@@ -220,7 +221,7 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
     let Some(bias) = cx.operand("bias") else { return Ok(Some(vec![y])) };
     let bias = cx.convert(bias, cx.tt(y).dtype)?;
     let bias = cx.bcast_in_dim(bias, &t.dims, &[1])?;
-    let y = cx.emit("ten.add", vec![y, bias], vec![])?;
+    let y = cx.emit(TenOp::Add, vec![y, bias], vec![])?;
     Ok(Some(vec![cx.convert(y, t.dtype)?]))
 }
 
@@ -296,18 +297,18 @@ pub fn max_pool(cx: &mut Cx) -> Lowered {
     let mut flat: Option<Value> = None;
     for i in 0..sp {
         // Scalar steps by 1 (or 0) are left out.
-        let scale = |cx: &mut Cx, name: &str, x: Value, v: i64, unit: i64| {
+        let scale = |cx: &mut Cx, op: TenOp, x: Value, v: i64, unit: i64| {
             if v == unit {
                 Ok(x)
             } else {
-                cx.binary_scalar(name, x, v as f64)
+                cx.binary_scalar(op, x, v as f64)
             }
         };
         let inner: i64 = g.kernel[i + 1..].iter().product();
-        let digit = scale(cx, "ten.div", k, inner, 1)?;
-        let digit = if i == 0 { digit } else { cx.binary_scalar("ten.rem", digit, g.kernel[i] as f64)? };
+        let digit = scale(cx, TenOp::Div, k, inner, 1)?;
+        let digit = if i == 0 { digit } else { cx.binary_scalar(TenOp::Rem, digit, g.kernel[i] as f64)? };
         let o = cx.emit(
-            "ten.iota",
+            TenOp::Iota,
             vec![],
             vec![
                 ("shape", Attr::dims(ti.dims.clone())),
@@ -316,18 +317,18 @@ pub fn max_pool(cx: &mut Cx) -> Lowered {
             ],
         )?;
         let low = g.low[g.lead + i].as_const().ok_or_else(|| cx.err("max pooling indices need static padding"))?;
-        let pos = scale(cx, "ten.mul", o, g.stride[i], 1)?;
-        let pos = scale(cx, "ten.sub", pos, low, 0)?;
-        let step = scale(cx, "ten.mul", digit, g.dilation[i], 1)?;
-        let pos = cx.emit("ten.add", vec![pos, step], vec![])?;
+        let pos = scale(cx, TenOp::Mul, o, g.stride[i], 1)?;
+        let pos = scale(cx, TenOp::Sub, pos, low, 0)?;
+        let step = scale(cx, TenOp::Mul, digit, g.dilation[i], 1)?;
+        let pos = cx.emit(TenOp::Add, vec![pos, step], vec![])?;
         flat = Some(match flat {
             None => pos,
             Some(f) => {
                 let size = xt.dims[g.lead + i]
                     .as_const()
                     .ok_or_else(|| cx.err("max pooling indices need static spatial sizes"))?;
-                let f = cx.binary_scalar("ten.mul", f, size as f64)?;
-                cx.emit("ten.add", vec![f, pos], vec![])?
+                let f = cx.binary_scalar(TenOp::Mul, f, size as f64)?;
+                cx.emit(TenOp::Add, vec![f, pos], vec![])?
             }
         });
     }
@@ -383,7 +384,7 @@ pub fn avg_pool(cx: &mut Cx) -> Lowered {
             cx.bcast_in_dim(cnt, &sum_t.dims, &map)?
         }
     };
-    let y = cx.emit("ten.div", vec![sum, divisor], vec![])?;
+    let y = cx.emit(TenOp::Div, vec![sum, divisor], vec![])?;
     let y = cx.convert(y, t.dtype)?;
     Ok(Some(vec![cx.reshape(y, &t.dims)?]))
 }
@@ -434,7 +435,7 @@ pub fn adaptive_avg_pool(cx: &mut Cx) -> Lowered {
         let r = cx.reshape(y, &split)?;
         let sum = cx.reduce(r, "sum", &wdims)?;
         let n = cx.count(&split, &wdims, acc, &rest)?;
-        y = cx.emit("ten.div", vec![sum, n], vec![])?;
+        y = cx.emit(TenOp::Div, vec![sum, n], vec![])?;
     }
     for i in 0..sp {
         let d = lead + i;
@@ -455,27 +456,27 @@ pub fn adaptive_avg_pool(cx: &mut Cx) -> Lowered {
         let kmax = (0..ov).map(|j| ((j + 1) * sv + ov - 1) / ov - starts[j as usize]).max().unwrap_or(1);
         // start[j] = j*S/O, len[j] = ceil((j+1)*S/O) - start[j], as int64 index math.
         let j = cx.emit(
-            "ten.iota",
+            TenOp::Iota,
             vec![],
             vec![("shape", Attr::dims(vec![c(ov)])), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
         )?;
-        let js = cx.binary_scalar("ten.mul", j, sv as f64)?;
-        let start = cx.binary_scalar("ten.div", js, ov as f64)?;
-        let j1 = cx.binary_scalar("ten.add", js, (sv + ov - 1) as f64)?;
-        let end = cx.binary_scalar("ten.div", j1, ov as f64)?;
-        let len = cx.emit("ten.sub", vec![end, start], vec![])?;
+        let js = cx.binary_scalar(TenOp::Mul, j, sv as f64)?;
+        let start = cx.binary_scalar(TenOp::Div, js, ov as f64)?;
+        let j1 = cx.binary_scalar(TenOp::Add, js, (sv + ov - 1) as f64)?;
+        let end = cx.binary_scalar(TenOp::Div, j1, ov as f64)?;
+        let len = cx.emit(TenOp::Sub, vec![end, start], vec![])?;
         let win = [c(ov), c(kmax)];
         let m = cx.emit(
-            "ten.iota",
+            TenOp::Iota,
             vec![],
             vec![("shape", Attr::dims(win.to_vec())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))],
         )?;
         let start_b = cx.bcast_in_dim(start, &win, &[0])?;
-        let idx = cx.emit("ten.add", vec![start_b, m], vec![])?;
-        let idx = cx.binary_scalar("ten.min", idx, (sv - 1) as f64)?;
+        let idx = cx.emit(TenOp::Add, vec![start_b, m], vec![])?;
+        let idx = cx.binary_scalar(TenOp::Min, idx, (sv - 1) as f64)?;
         let len_b = cx.bcast_in_dim(len, &win, &[0])?;
         let valid = cx.compare("LT", m, len_b)?;
-        let gathered = cx.emit("ten.gather", vec![y, idx], vec![("dim", Attr::Int(d as i64))])?;
+        let gathered = cx.emit(TenOp::Gather, vec![y, idx], vec![("dim", Attr::Int(d as i64))])?;
         let gt = cx.tt(gathered);
         let valid = cx.bcast_in_dim(valid, &gt.dims, &[d, d + 1])?;
         let zero = cx.splat_like(0.0, gathered)?;
@@ -483,7 +484,7 @@ pub fn adaptive_avg_pool(cx: &mut Cx) -> Lowered {
         let sum = cx.reduce(masked, "sum", &[d + 1])?;
         let lenf = cx.convert(len, acc)?;
         let lenf = cx.bcast_in_dim(lenf, &out_dims, &[d])?;
-        y = cx.emit("ten.div", vec![sum, lenf], vec![])?;
+        y = cx.emit(TenOp::Div, vec![sum, lenf], vec![])?;
     }
     let y = cx.convert(y, t.dtype)?;
     Ok(Some(vec![cx.reshape(y, &t.dims)?]))
@@ -553,37 +554,37 @@ pub fn upsample_bilinear(cx: &mut Cx) -> Lowered {
         };
         let shape = [c(n_out)];
         let dst = cx.emit(
-            "ten.iota",
+            TenOp::Iota,
             vec![],
             vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::F32))],
         )?;
         let src = if align {
-            cx.binary_scalar("ten.mul", dst, scale as f64)?
+            cx.binary_scalar(TenOp::Mul, dst, scale as f64)?
         } else {
-            let s = cx.binary_scalar("ten.add", dst, 0.5)?;
-            let s = cx.binary_scalar("ten.mul", s, scale as f64)?;
-            let s = cx.binary_scalar("ten.sub", s, 0.5)?;
-            cx.binary_scalar("ten.max", s, 0.0)?
+            let s = cx.binary_scalar(TenOp::Add, dst, 0.5)?;
+            let s = cx.binary_scalar(TenOp::Mul, s, scale as f64)?;
+            let s = cx.binary_scalar(TenOp::Sub, s, 0.5)?;
+            cx.binary_scalar(TenOp::Max, s, 0.0)?
         };
         let i0 = cx.convert(src, DType::I64)?;
-        let i1 = cx.binary_scalar("ten.add", i0, 1.0)?;
-        let i1 = cx.binary_scalar("ten.min", i1, (n_in - 1) as f64)?;
+        let i1 = cx.binary_scalar(TenOp::Add, i0, 1.0)?;
+        let i1 = cx.binary_scalar(TenOp::Min, i1, (n_in - 1) as f64)?;
         let f0 = cx.convert(i0, DType::F32)?;
-        let l1 = cx.emit("ten.sub", vec![src, f0], vec![])?;
-        let l1 = cx.binary_scalar("ten.max", l1, 0.0)?;
-        let l1 = cx.binary_scalar("ten.min", l1, 1.0)?;
+        let l1 = cx.emit(TenOp::Sub, vec![src, f0], vec![])?;
+        let l1 = cx.binary_scalar(TenOp::Max, l1, 0.0)?;
+        let l1 = cx.binary_scalar(TenOp::Min, l1, 1.0)?;
         let one = cx.splat_like(1.0, l1)?;
-        let l0 = cx.emit("ten.sub", vec![one, l1], vec![])?;
-        let g0 = cx.emit("ten.gather", vec![y, i0], vec![("dim", Attr::Int(dim as i64))])?;
-        let g1 = cx.emit("ten.gather", vec![y, i1], vec![("dim", Attr::Int(dim as i64))])?;
+        let l0 = cx.emit(TenOp::Sub, vec![one, l1], vec![])?;
+        let g0 = cx.emit(TenOp::Gather, vec![y, i0], vec![("dim", Attr::Int(dim as i64))])?;
+        let g1 = cx.emit(TenOp::Gather, vec![y, i1], vec![("dim", Attr::Int(dim as i64))])?;
         let gshape = cx.tt(g0).dims;
         let l0 = cx.convert(l0, acc)?;
         let l1 = cx.convert(l1, acc)?;
         let l0 = cx.bcast_in_dim(l0, &gshape, &[dim])?;
         let l1 = cx.bcast_in_dim(l1, &gshape, &[dim])?;
-        let a = cx.emit("ten.mul", vec![g0, l0], vec![])?;
-        let b = cx.emit("ten.mul", vec![g1, l1], vec![])?;
-        y = cx.emit("ten.add", vec![a, b], vec![])?;
+        let a = cx.emit(TenOp::Mul, vec![g0, l0], vec![])?;
+        let b = cx.emit(TenOp::Mul, vec![g1, l1], vec![])?;
+        y = cx.emit(TenOp::Add, vec![a, b], vec![])?;
     }
     Ok(Some(vec![cx.convert(y, t.dtype)?]))
 }
@@ -617,11 +618,11 @@ pub fn upsample_nearest(cx: &mut Cx) -> Lowered {
         let shape = [c(n_out)];
         let idx = if n_out == 2 * n_in {
             let dst = cx.emit(
-                "ten.iota",
+                TenOp::Iota,
                 vec![],
                 vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
             )?;
-            cx.binary_scalar("ten.div", dst, 2.0)?
+            cx.binary_scalar(TenOp::Div, dst, 2.0)?
         } else {
             let factor = factors.as_ref().and_then(|f| f.get(dim - 2).copied()).filter(|&s| s > 0.0);
             let scale = match factor {
@@ -629,16 +630,16 @@ pub fn upsample_nearest(cx: &mut Cx) -> Lowered {
                 None => n_in as f32 / n_out as f32,
             };
             let dst = cx.emit(
-                "ten.iota",
+                TenOp::Iota,
                 vec![],
                 vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::F32))],
             )?;
-            let s = cx.binary_scalar("ten.mul", dst, scale as f64)?;
-            let s = cx.unary("ten.floor", s)?;
+            let s = cx.binary_scalar(TenOp::Mul, dst, scale as f64)?;
+            let s = cx.unary(TenOp::Floor, s)?;
             let i = cx.convert(s, DType::I64)?;
-            cx.binary_scalar("ten.min", i, (n_in - 1) as f64)?
+            cx.binary_scalar(TenOp::Min, i, (n_in - 1) as f64)?
         };
-        y = cx.emit("ten.gather", vec![y, idx], vec![("dim", Attr::Int(dim as i64))])?;
+        y = cx.emit(TenOp::Gather, vec![y, idx], vec![("dim", Attr::Int(dim as i64))])?;
     }
     Ok(Some(vec![y]))
 }
@@ -669,7 +670,7 @@ pub fn grid_sampler(cx: &mut Cx) -> Lowered {
     // Pixel coordinate along grid component `k` (0 = x over W, 1 = y over H).
     let coord = |cx: &mut Cx, k: i64, size: i64| -> Result<Value, String> {
         let g = cx.emit(
-            "ten.slice",
+            TenOp::Slice,
             vec![grid],
             vec![
                 ("start", Attr::Ints(vec![0, 0, 0, k])),
@@ -678,18 +679,18 @@ pub fn grid_sampler(cx: &mut Cx) -> Lowered {
             ],
         )?;
         let g = cx.reshape(g, &pshape)?;
-        let g1 = cx.binary_scalar("ten.add", g, 1.0)?;
+        let g1 = cx.binary_scalar(TenOp::Add, g, 1.0)?;
         let mut p = if align {
-            let half = cx.binary_scalar("ten.div", g1, 2.0)?;
-            cx.binary_scalar("ten.mul", half, (size - 1) as f64)?
+            let half = cx.binary_scalar(TenOp::Div, g1, 2.0)?;
+            cx.binary_scalar(TenOp::Mul, half, (size - 1) as f64)?
         } else {
-            let s = cx.binary_scalar("ten.mul", g1, size as f64)?;
-            let s = cx.binary_scalar("ten.sub", s, 1.0)?;
-            cx.binary_scalar("ten.div", s, 2.0)?
+            let s = cx.binary_scalar(TenOp::Mul, g1, size as f64)?;
+            let s = cx.binary_scalar(TenOp::Sub, s, 1.0)?;
+            cx.binary_scalar(TenOp::Div, s, 2.0)?
         };
         if padding == 1 {
-            p = cx.binary_scalar("ten.max", p, 0.0)?;
-            p = cx.binary_scalar("ten.min", p, (size - 1) as f64)?;
+            p = cx.binary_scalar(TenOp::Max, p, 0.0)?;
+            p = cx.binary_scalar(TenOp::Min, p, (size - 1) as f64)?;
         }
         Ok(p)
     };
@@ -698,18 +699,18 @@ pub fn grid_sampler(cx: &mut Cx) -> Lowered {
     let flat = cx.reshape(x, &[c(n * ch * h * w)])?;
     let oshape = t.dims.clone();
     let io_n = cx.emit(
-        "ten.iota",
+        TenOp::Iota,
         vec![],
         vec![("shape", Attr::dims(oshape.clone())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
     )?;
     let io_c = cx.emit(
-        "ten.iota",
+        TenOp::Iota,
         vec![],
         vec![("shape", Attr::dims(oshape.clone())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))],
     )?;
-    let nc = cx.binary_scalar("ten.mul", io_n, ch as f64)?;
-    let nc = cx.emit("ten.add", vec![nc, io_c], vec![])?;
-    let base = cx.binary_scalar("ten.mul", nc, (h * w) as f64)?;
+    let nc = cx.binary_scalar(TenOp::Mul, io_n, ch as f64)?;
+    let nc = cx.emit(TenOp::Add, vec![nc, io_c], vec![])?;
+    let base = cx.binary_scalar(TenOp::Mul, nc, (h * w) as f64)?;
     // The input value at integer-valued f32 pixel coordinates (xc, yc), 0 outside the input.
     let read = |cx: &mut Cx, xc: Value, yc: Value| -> Result<Value, String> {
         let xi = cx.convert(xc, DType::I64)?;
@@ -720,44 +721,44 @@ pub fn grid_sampler(cx: &mut Cx) -> Lowered {
             let lo = cx.compare("GE", v, zero)?;
             let top = cx.splat_like(size as f64, v)?;
             let hi = cx.compare("LT", v, top)?;
-            let both = cx.emit("ten.and", vec![lo, hi], vec![])?;
+            let both = cx.emit(TenOp::And, vec![lo, hi], vec![])?;
             inside = Some(match inside {
-                Some(a) => cx.emit("ten.and", vec![a, both], vec![])?,
+                Some(a) => cx.emit(TenOp::And, vec![a, both], vec![])?,
                 None => both,
             });
         }
         let inside = inside.expect("two axes");
         let zero = cx.splat_like(0.0, xi)?;
-        let pos = cx.binary_scalar("ten.mul", yi, w as f64)?;
-        let pos = cx.emit("ten.add", vec![pos, xi], vec![])?;
+        let pos = cx.binary_scalar(TenOp::Mul, yi, w as f64)?;
+        let pos = cx.emit(TenOp::Add, vec![pos, xi], vec![])?;
         let pos = cx.select(inside, pos, zero)?;
         let pos = cx.bcast_in_dim(pos, &oshape, &[0, 2, 3])?;
-        let pos = cx.emit("ten.add", vec![base, pos], vec![])?;
-        let v = cx.emit("ten.gather", vec![flat, pos], vec![("dim", Attr::Int(0))])?;
+        let pos = cx.emit(TenOp::Add, vec![base, pos], vec![])?;
+        let v = cx.emit(TenOp::Gather, vec![flat, pos], vec![("dim", Attr::Int(0))])?;
         let inside = cx.bcast_in_dim(inside, &oshape, &[0, 2, 3])?;
         let z = cx.splat_like(0.0, v)?;
         cx.select(inside, v, z)
     };
     if mode == 1 {
-        let xr = cx.unary("ten.round", ix)?;
-        let yr = cx.unary("ten.round", iy)?;
+        let xr = cx.unary(TenOp::Round, ix)?;
+        let yr = cx.unary(TenOp::Round, iy)?;
         return Ok(Some(vec![read(cx, xr, yr)?]));
     }
-    let (xw, yn) = (cx.unary("ten.floor", ix)?, cx.unary("ten.floor", iy)?);
-    let xe = cx.binary_scalar("ten.add", xw, 1.0)?;
-    let ys = cx.binary_scalar("ten.add", yn, 1.0)?;
-    let tw = cx.emit("ten.sub", vec![ix, xw], vec![])?;
-    let te = cx.emit("ten.sub", vec![xe, ix], vec![])?;
-    let tn = cx.emit("ten.sub", vec![iy, yn], vec![])?;
-    let ts = cx.emit("ten.sub", vec![ys, iy], vec![])?;
+    let (xw, yn) = (cx.unary(TenOp::Floor, ix)?, cx.unary(TenOp::Floor, iy)?);
+    let xe = cx.binary_scalar(TenOp::Add, xw, 1.0)?;
+    let ys = cx.binary_scalar(TenOp::Add, yn, 1.0)?;
+    let tw = cx.emit(TenOp::Sub, vec![ix, xw], vec![])?;
+    let te = cx.emit(TenOp::Sub, vec![xe, ix], vec![])?;
+    let tn = cx.emit(TenOp::Sub, vec![iy, yn], vec![])?;
+    let ts = cx.emit(TenOp::Sub, vec![ys, iy], vec![])?;
     let mut out: Option<Value> = None;
     for (xc, yc, a, b) in [(xw, yn, ts, te), (xe, yn, ts, tw), (xw, ys, tn, te), (xe, ys, tn, tw)] {
-        let wgt = cx.emit("ten.mul", vec![a, b], vec![])?;
+        let wgt = cx.emit(TenOp::Mul, vec![a, b], vec![])?;
         let wgt = cx.bcast_in_dim(wgt, &oshape, &[0, 2, 3])?;
         let v = read(cx, xc, yc)?;
-        let term = cx.emit("ten.mul", vec![v, wgt], vec![])?;
+        let term = cx.emit(TenOp::Mul, vec![v, wgt], vec![])?;
         out = Some(match out {
-            Some(o) => cx.emit("ten.add", vec![o, term], vec![])?,
+            Some(o) => cx.emit(TenOp::Add, vec![o, term], vec![])?,
             None => term,
         });
     }
