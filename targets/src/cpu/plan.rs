@@ -469,10 +469,6 @@ fn row_cost(m: &Module, v: Value, stop: &dyn Fn(Value) -> bool) -> u32 {
 const SHARE_MIN_COST: u32 = 2;
 
 /// Elementwise ops: their operands are read at the result's own index.
-pub fn is_pointwise(name: &str) -> bool {
-    elementwise(TenOp::from_name(name))
-}
-
 fn elementwise(op: Option<TenOp>) -> bool {
     op.is_some_and(TenOp::is_elementwise)
 }

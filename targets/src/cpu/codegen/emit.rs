@@ -3,6 +3,7 @@
 //! adding an arm here.
 
 use super::{compute_dtype, le, Kernel, R};
+use ember_ir::dialect::ten::{BinaryOp, Form, OtherOp, UnaryOp};
 use ember_ir::module::{Value, ValueDef};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::DType;
@@ -12,33 +13,35 @@ use inkwell::values::{BasicValueEnum, FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
 
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
-    pub(super) fn unary(&self, name: &str, dt: DType, x: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
+    pub(super) fn unary(&self, op: UnaryOp, dt: DType, x: BasicValueEnum<'ctx>) -> R<BasicValueEnum<'ctx>> {
+        use UnaryOp::*;
         let dt = compute_dtype(dt);
+        let unsupported = || Err(format!("`{}` is not supported for {}", op.ten(), dt.torch_name()));
         let b = &self.b;
         if let BasicValueEnum::FloatValue(f) = x {
             let ty = f.get_type().as_basic_type_enum();
             let one = f.get_type().const_float(1.0);
-            return Ok(match name {
-                "neg" => b.build_float_neg(f, "").map_err(le)?.into(),
-                "abs" => self.intrinsic("llvm.fabs", ty, &[x])?,
-                "exp" if dt == DType::F32 => self.exp_f32(f)?.into(),
-                "tanh" if dt == DType::F32 => self.tanh_f32(f)?.into(),
-                "erf" if dt == DType::F32 => self.erf_f32(f)?.into(),
-                "exp" => self.intrinsic("llvm.exp", ty, &[x])?,
-                "log" => self.intrinsic("llvm.log", ty, &[x])?,
-                "sqrt" => self.intrinsic("llvm.sqrt", ty, &[x])?,
-                "sin" => self.intrinsic("llvm.sin", ty, &[x])?,
-                "cos" => self.intrinsic("llvm.cos", ty, &[x])?,
-                "tan" => self.intrinsic("llvm.tan", ty, &[x])?,
-                "floor" => self.intrinsic("llvm.floor", ty, &[x])?,
-                "ceil" => self.intrinsic("llvm.ceil", ty, &[x])?,
-                "trunc" => self.intrinsic("llvm.trunc", ty, &[x])?,
-                "round" => self.intrinsic("llvm.roundeven", ty, &[x])?,
-                "rsqrt" => b
+            return Ok(match op {
+                Neg => b.build_float_neg(f, "").map_err(le)?.into(),
+                Abs => self.intrinsic("llvm.fabs", ty, &[x])?,
+                Exp if dt == DType::F32 => self.exp_f32(f)?.into(),
+                Tanh if dt == DType::F32 => self.tanh_f32(f)?.into(),
+                Erf if dt == DType::F32 => self.erf_f32(f)?.into(),
+                Exp => self.intrinsic("llvm.exp", ty, &[x])?,
+                Log => self.intrinsic("llvm.log", ty, &[x])?,
+                Sqrt => self.intrinsic("llvm.sqrt", ty, &[x])?,
+                Sin => self.intrinsic("llvm.sin", ty, &[x])?,
+                Cos => self.intrinsic("llvm.cos", ty, &[x])?,
+                Tan => self.intrinsic("llvm.tan", ty, &[x])?,
+                Floor => self.intrinsic("llvm.floor", ty, &[x])?,
+                Ceil => self.intrinsic("llvm.ceil", ty, &[x])?,
+                Trunc => self.intrinsic("llvm.trunc", ty, &[x])?,
+                Round => self.intrinsic("llvm.roundeven", ty, &[x])?,
+                Rsqrt => b
                     .build_float_div(one, self.intrinsic("llvm.sqrt", ty, &[x])?.into_float_value(), "")
                     .map_err(le)?
                     .into(),
-                "sigmoid" => {
+                Sigmoid => {
                     let n = b.build_float_neg(f, "").map_err(le)?;
                     let ex = if dt == DType::F32 {
                         self.exp_f32(n)?
@@ -47,8 +50,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                     };
                     b.build_float_div(one, b.build_float_add(one, ex, "").map_err(le)?, "").map_err(le)?.into()
                 }
-                "tanh" | "erf" | "log1p" => self.libm(name, f)?,
-                "sign" => {
+                Tanh | Erf | Log1p => self.libm(op.ten().short(), f)?,
+                Sign => {
                     let z = f.get_type().const_zero();
                     let gt = b.build_float_compare(FloatPredicate::OGT, f, z, "").map_err(le)?;
                     let lt = b.build_float_compare(FloatPredicate::OLT, f, z, "").map_err(le)?;
@@ -61,27 +64,27 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                     let nan = b.build_float_compare(FloatPredicate::UNO, f, f, "").map_err(le)?;
                     b.build_select(nan, f, s, "").map_err(le)?
                 }
-                n => return Err(format!("`ten.{n}` is not supported for {}", dt.torch_name())),
+                Not => return unsupported(),
             });
         }
         let i = x.into_int_value();
         let ty = i.get_type();
-        Ok(match name {
-            "neg" => b.build_int_neg(i, "").map_err(le)?.into(),
-            "not" => b.build_not(i, "").map_err(le)?.into(),
-            "abs" => {
+        Ok(match op {
+            Neg => b.build_int_neg(i, "").map_err(le)?.into(),
+            Not => b.build_not(i, "").map_err(le)?.into(),
+            Abs => {
                 let n = b.build_int_neg(i, "").map_err(le)?;
                 let c = b.build_int_compare(IntPredicate::SLT, i, ty.const_zero(), "").map_err(le)?;
                 b.build_select(c, n, i, "").map_err(le)?
             }
-            "sign" => {
+            Sign => {
                 let gt = b.build_int_compare(IntPredicate::SGT, i, ty.const_zero(), "").map_err(le)?;
                 let lt = b.build_int_compare(IntPredicate::SLT, i, ty.const_zero(), "").map_err(le)?;
                 let p = b.build_select(gt, ty.const_int(1, false), ty.const_zero(), "").map_err(le)?.into_int_value();
                 b.build_select(lt, ty.const_all_ones(), p, "").map_err(le)?
             }
-            "floor" | "ceil" | "trunc" | "round" => x,
-            n => return Err(format!("`ten.{n}` is not supported for {}", dt.torch_name())),
+            Floor | Ceil | Trunc | Round => x,
+            Exp | Log | Log1p | Sqrt | Rsqrt | Tanh | Sigmoid | Erf | Sin | Cos | Tan => return unsupported(),
         })
     }
 
@@ -112,57 +115,59 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
 
     pub(super) fn binary(
         &self,
-        name: &str,
+        op: BinaryOp,
         dt: DType,
         a: BasicValueEnum<'ctx>,
         c: BasicValueEnum<'ctx>,
     ) -> R<BasicValueEnum<'ctx>> {
+        use BinaryOp::*;
         let dt = compute_dtype(dt);
+        let unsupported = || Err(format!("`{}` is not supported for {}", op.ten(), dt.torch_name()));
         let b = &self.b;
         if let (BasicValueEnum::FloatValue(x), BasicValueEnum::FloatValue(y)) = (a, c) {
             let ty = x.get_type().as_basic_type_enum();
-            return Ok(match name {
-                "add" => b.build_float_add(x, y, "").map_err(le)?.into(),
-                "sub" => b.build_float_sub(x, y, "").map_err(le)?.into(),
-                "mul" => b.build_float_mul(x, y, "").map_err(le)?.into(),
-                "div" => b.build_float_div(x, y, "").map_err(le)?.into(),
-                "rem" => b.build_float_rem(x, y, "").map_err(le)?.into(),
-                "max" | "min" => {
-                    if let Some(r) = self.min_max_const(name == "max", x, y)? {
+            return Ok(match op {
+                Add => b.build_float_add(x, y, "").map_err(le)?.into(),
+                Sub => b.build_float_sub(x, y, "").map_err(le)?.into(),
+                Mul => b.build_float_mul(x, y, "").map_err(le)?.into(),
+                Div => b.build_float_div(x, y, "").map_err(le)?.into(),
+                Rem => b.build_float_rem(x, y, "").map_err(le)?.into(),
+                Max | Min => {
+                    if let Some(r) = self.min_max_const(op == Max, x, y)? {
                         return Ok(r.into());
                     }
-                    self.intrinsic(if name == "max" { "llvm.maximum" } else { "llvm.minimum" }, ty, &[a, c])?
+                    self.intrinsic(if op == Max { "llvm.maximum" } else { "llvm.minimum" }, ty, &[a, c])?
                 }
-                "pow" => self.intrinsic("llvm.pow", ty, &[a, c])?,
-                "atan2" if dt == DType::F32 => self.atan2_f32(x, y)?.into(),
-                "atan2" => self.libm2("atan2", x, y)?,
-                n => return Err(format!("`ten.{n}` is not supported for {}", dt.torch_name())),
+                Pow => self.intrinsic("llvm.pow", ty, &[a, c])?,
+                Atan2 if dt == DType::F32 => self.atan2_f32(x, y)?.into(),
+                Atan2 => self.libm2("atan2", x, y)?,
+                And | Or | Xor => return unsupported(),
             });
         }
         let (x, y) = (a.into_int_value(), c.into_int_value());
         let unsigned = dt == DType::Bool || dt.mlir_name().starts_with("ui");
-        Ok(match name {
-            "add" => b.build_int_add(x, y, "").map_err(le)?.into(),
-            "sub" => b.build_int_sub(x, y, "").map_err(le)?.into(),
-            "mul" => b.build_int_mul(x, y, "").map_err(le)?.into(),
-            "div" if unsigned => b.build_int_unsigned_div(x, y, "").map_err(le)?.into(),
-            "div" => b.build_int_signed_div(x, y, "").map_err(le)?.into(),
-            "rem" if unsigned => b.build_int_unsigned_rem(x, y, "").map_err(le)?.into(),
-            "rem" => b.build_int_signed_rem(x, y, "").map_err(le)?.into(),
-            "and" => b.build_and(x, y, "").map_err(le)?.into(),
-            "or" => b.build_or(x, y, "").map_err(le)?.into(),
-            "xor" => b.build_xor(x, y, "").map_err(le)?.into(),
-            "max" | "min" => {
-                let pred = match (name, unsigned) {
-                    ("max", false) => IntPredicate::SGT,
-                    ("max", true) => IntPredicate::UGT,
-                    ("min", false) => IntPredicate::SLT,
-                    _ => IntPredicate::ULT,
+        Ok(match op {
+            Add => b.build_int_add(x, y, "").map_err(le)?.into(),
+            Sub => b.build_int_sub(x, y, "").map_err(le)?.into(),
+            Mul => b.build_int_mul(x, y, "").map_err(le)?.into(),
+            Div if unsigned => b.build_int_unsigned_div(x, y, "").map_err(le)?.into(),
+            Div => b.build_int_signed_div(x, y, "").map_err(le)?.into(),
+            Rem if unsigned => b.build_int_unsigned_rem(x, y, "").map_err(le)?.into(),
+            Rem => b.build_int_signed_rem(x, y, "").map_err(le)?.into(),
+            And => b.build_and(x, y, "").map_err(le)?.into(),
+            Or => b.build_or(x, y, "").map_err(le)?.into(),
+            Xor => b.build_xor(x, y, "").map_err(le)?.into(),
+            Max | Min => {
+                let pred = match (op == Max, unsigned) {
+                    (true, false) => IntPredicate::SGT,
+                    (true, true) => IntPredicate::UGT,
+                    (false, false) => IntPredicate::SLT,
+                    (false, true) => IntPredicate::ULT,
                 };
                 let cnd = b.build_int_compare(pred, x, y, "").map_err(le)?;
                 b.build_select(cnd, x, y, "").map_err(le)?
             }
-            n => return Err(format!("`ten.{n}` is not supported for {}", dt.torch_name())),
+            Pow | Atan2 => return unsupported(),
         })
     }
 
@@ -258,25 +263,27 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         }
         let ValueDef::Result(op, _) = self.m.value(v).def else { return Err("unmaterialized argument".into()) };
         let d = self.m.op(op);
-        let name = d.name.strip_prefix("ten.").unwrap_or(&d.name).to_string();
+        let ten = d.ten().ok_or_else(|| format!("`{}` is not a ten op", d.name))?;
         let ops = d.operands.clone();
         let attrs = d.attrs.clone();
         let dt = self.dtype(v);
         let ints =
             |k: &str| -> Vec<i64> { attrs.get(k).and_then(|a| a.as_ints()).map(|v| v.to_vec()).unwrap_or_default() };
         let b = &self.b;
-        match name.as_str() {
-            "abs" | "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "sin" | "cos" | "tan" | "tanh" | "erf" | "log1p"
-            | "sigmoid" | "floor" | "ceil" | "trunc" | "round" | "sign" | "not" => {
+        let other = match ten.form() {
+            Form::Unary(u) => {
                 let x = self.emit(ops[0], idx)?;
-                self.unary(&name, dt, x)
+                return self.unary(u, dt, x);
             }
-            "add" | "sub" | "mul" | "div" | "rem" | "max" | "min" | "pow" | "atan2" | "and" | "or" | "xor" => {
+            Form::Binary(bop) => {
                 let x = self.emit(ops[0], idx)?;
                 let y = self.emit(ops[1], idx)?;
-                self.binary(&name, dt, x, y)
+                return self.binary(bop, dt, x, y);
             }
-            "compare" => {
+            Form::Other(o) => o,
+        };
+        match other {
+            OtherOp::Compare => {
                 let odt = self.dtype(ops[0]);
                 let x = self.emit(ops[0], idx)?;
                 let y = self.emit(ops[1], idx)?;
@@ -314,24 +321,24 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                     }
                 })
             }
-            "select" => {
+            OtherOp::Select => {
                 let p = self.emit(ops[0], idx)?.into_int_value();
                 let x = self.emit(ops[1], idx)?;
                 let y = self.emit(ops[2], idx)?;
                 self.b.build_select(p, x, y, "").map_err(le)
             }
-            "convert" => {
+            OtherOp::Convert => {
                 let from = self.dtype(ops[0]);
                 let x = self.emit(ops[0], idx)?;
                 self.convert(x, from, dt)
             }
-            "constant" => self.constant(attrs.get("value").ok_or("constant without value")?, dt),
-            "iota" => {
+            OtherOp::Constant => self.constant(attrs.get("value").ok_or("constant without value")?, dt),
+            OtherOp::Iota => {
                 let d = attrs.get("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
                 let i = *idx.get(d).ok_or("iota dim out of range")?;
                 self.convert(i.into(), DType::I64, dt)
             }
-            "broadcast" => {
+            OtherOp::Broadcast => {
                 let map = ints("dims");
                 let src = self.dims(ops[0]);
                 let out = self.dims(v);
@@ -348,7 +355,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                     .collect();
                 self.emit(ops[0], &sidx)
             }
-            "transpose" => {
+            OtherOp::Transpose => {
                 let perm = ints("dims");
                 let mut sidx = vec![self.i64c(0); idx.len()];
                 for (i, &p) in perm.iter().enumerate() {
@@ -356,7 +363,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 }
                 self.emit(ops[0], &sidx)
             }
-            "reshape" => {
+            OtherOp::Reshape => {
                 let (out, inp) = (self.dims(v), self.dims(ops[0]));
                 if self.plan.buf_of.contains_key(&ops[0]) && self.root != Some(ops[0]) {
                     let lin = self.linear(idx, &out)?;
@@ -379,7 +386,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 sidx.extend_from_slice(&idx[op..]);
                 self.emit(ops[0], &sidx)
             }
-            "reverse" => {
+            OtherOp::Reverse => {
                 let rd = ints("dims");
                 let dims = self.dims(v);
                 let mut sidx = idx.to_vec();
@@ -390,7 +397,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 }
                 self.emit(ops[0], &sidx)
             }
-            "slice" => {
+            OtherOp::Slice => {
                 let start = attrs.get("start").and_then(|a| a.as_dims()).ok_or("slice without start")?;
                 let step = ints("step");
                 let mut sidx = Vec::new();
@@ -401,7 +408,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 }
                 self.emit(ops[0], &sidx)
             }
-            "concat" => {
+            OtherOp::Concat => {
                 let d = attrs.get("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
                 let mut offset = self.i64c(0);
                 let mut pieces = Vec::new();
@@ -431,7 +438,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 }
                 Ok(acc)
             }
-            "pad" => {
+            OtherOp::Pad => {
                 // In bounds: x[i - low]; else the padding value. The read is clamped in bounds so
                 // the select's other side is always safe to compute.
                 let low = attrs.get("low").and_then(|a| a.as_dims()).ok_or("pad without low")?;
@@ -464,7 +471,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 let pv = self.constant(attrs.get("value").ok_or("pad without value")?, dt)?;
                 self.b.build_select(inside, x, pv, "").map_err(le)
             }
-            "windows" => {
+            OtherOp::Windows => {
                 // result[.., k_i, o_i] = x[.., o_i*s_i + k_i*d_i]
                 let (k, s, dl) = (ints("kernel"), ints("stride"), ints("dilation"));
                 let n = k.len();
@@ -478,7 +485,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 }
                 self.emit(ops[0], &sidx)
             }
-            "gather" => {
+            OtherOp::Gather => {
                 let d = attrs.get("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
                 let xdims = self.dims(ops[0]);
                 let ir = self.dims(ops[1]).len();
@@ -501,7 +508,12 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 sidx.extend_from_slice(&idx[d + ir..]);
                 self.emit(ops[0], &sidx)
             }
-            n => Err(format!("`ten.{n}` cannot be inlined into a CPU kernel")),
+            OtherOp::Reduce
+            | OtherOp::DotGeneral
+            | OtherOp::Cumsum
+            | OtherOp::Cumprod
+            | OtherOp::Scatter
+            | OtherOp::Argsort => Err(format!("`{ten}` cannot be inlined into a CPU kernel")),
         }
     }
 }

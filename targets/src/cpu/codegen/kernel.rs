@@ -4,6 +4,7 @@
 
 use super::{le, Kernel, INTERLEAVE_MIN_COST, INTERLEAVE_MIN_TRIP, R};
 use crate::cpu::plan::Plan;
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::module::{Module, Value};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::DType;
@@ -218,7 +219,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     pub(super) fn compute_root(&mut self, r: Value, idx: &[IntValue<'ctx>]) -> R<BasicValueEnum<'ctx>> {
         let op = self.m.defining_op(r).ok_or("kernel root is an argument")?;
         let dt = self.dtype(r);
-        let v = if self.m.op(op).name == "ten.reduce" { self.reduce(op, idx)? } else { self.emit(r, idx)? };
+        let v = if self.m.op(op).is(TenOp::Reduce) { self.reduce(op, idx)? } else { self.emit(r, idx)? };
         self.put_root(r, idx, dt, v)?;
         Ok(v)
     }
@@ -293,7 +294,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     /// independent vectors in flight fill the FMA pipelines (elementwise20: 1.4x on one thread).
     pub(super) fn interleave_for(&self, r: Value) -> u32 {
         let Some(op) = self.m.defining_op(r) else { return 1 };
-        if self.m.op(op).name == "ten.reduce" {
+        if self.m.op(op).is(TenOp::Reduce) {
             return 1;
         }
         let inner = self.dims(r).last().map(|d| d.as_const().unwrap_or(i64::MAX)).unwrap_or(0);

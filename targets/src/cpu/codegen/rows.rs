@@ -3,6 +3,7 @@
 //! per-element emission because the choice of loop structure is the kernel's performance.
 
 use super::{le, Kernel, R};
+use ember_ir::dialect::ten::{Class, TenOp};
 use ember_ir::module::Value;
 use ember_ir::sym::SymExpr;
 use inkwell::types::BasicType;
@@ -17,12 +18,12 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let out = self.plan.buf_of[&root];
         let dims = self.dims(root);
         let root_op = self.m.defining_op(root).ok_or("kernel root is an argument")?;
-        if matches!(self.m.op(root_op).name.as_str(), "ten.cumsum" | "ten.cumprod") {
+        if self.m.op(root_op).ten().is_some_and(|t| t.class() == Class::Scan) {
             self.cumsum(root_op, out, start, end)?;
             self.ret()?;
             return Ok(());
         }
-        if self.m.op(root_op).name == "ten.scatter" {
+        if self.m.op(root_op).is(TenOp::Scatter) {
             self.scatter(root_op, out, start)?;
             self.ret()?;
             return Ok(());
@@ -82,10 +83,10 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let m = self.m;
         let Some(op) = m.defining_op(red) else { return false };
         let d = m.op(op);
-        if d.name != "ten.reduce" || matches!(d.attrs.get("kind").and_then(|a| a.as_str()), Some("argmax" | "argmin")) {
+        if !d.is(TenOp::Reduce) || matches!(d.attrs.get("kind").and_then(|a| a.as_str()), Some("argmax" | "argmin")) {
             return false;
         }
-        if m.defining_op(r).is_none_or(|o| m.op(o).name == "ten.reduce") {
+        if m.defining_op(r).is_none_or(|o| m.op(o).is(TenOp::Reduce)) {
             return false;
         }
         let x = d.operands[0];
@@ -109,7 +110,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         }
         let Some(op) = m.defining_op(v) else { return true };
         let d = m.op(op);
-        let pointwise = super::super::plan::is_pointwise(&d.name);
+        let pointwise = d.ten().is_some_and(TenOp::is_elementwise);
         d.operands
             .iter()
             .all(|&o| if pointwise { self.reads_pointwise(o, target) } else { !self.depends_on(o, target) })

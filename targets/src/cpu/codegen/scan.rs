@@ -3,6 +3,7 @@
 //! unlike the pointwise expressions of `emit`.
 
 use super::{interleave, le, Kernel, R};
+use ember_ir::dialect::ten::{BinaryOp, TenOp};
 use ember_ir::module::Value;
 use ember_ir::sym::SymExpr;
 use ember_ir::types::DType;
@@ -26,7 +27,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let x = d.operands[0];
         let root = d.results[0];
         let dim = d.attrs.get("dim").and_then(|a| a.as_int()).ok_or("cumsum without dim")? as usize;
-        let (kind, op) = if d.name == "ten.cumprod" { ("prod", "mul") } else { ("sum", "add") };
+        let (kind, op) = if d.is(TenOp::Cumprod) { ("prod", BinaryOp::Mul) } else { ("sum", BinaryOp::Add) };
         let dims = self.dims(root);
         let dt = self.dtype(root);
         let acc_dt = if dt.is_float() { DType::F64 } else { dt };
@@ -67,10 +68,10 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let kind = d.attrs.get("kind").and_then(|a| a.as_str()).ok_or("scatter without kind")?.to_string();
         let binop = match kind.as_str() {
             "set" => None,
-            "sum" => Some("add"),
-            "prod" => Some("mul"),
-            "max" => Some("max"),
-            "min" => Some("min"),
+            "sum" => Some(BinaryOp::Add),
+            "prod" => Some(BinaryOp::Mul),
+            "max" => Some(BinaryOp::Max),
+            "min" => Some(BinaryOp::Min),
             k => return Err(format!("unknown scatter kind `{k}`")),
         };
         let dims = self.dims(d.results[0]);
@@ -130,7 +131,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         init: BasicValueEnum<'ctx>,
         acc_dt: DType,
         dt: DType,
-        op: &str,
+        op: BinaryOp,
     ) -> R<()> {
         self.b.build_store(acc, init).map_err(le)?;
         let n = self.sym(&dims[dim])?;
@@ -276,16 +277,16 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         a: BasicValueEnum<'ctx>,
         v: BasicValueEnum<'ctx>,
     ) -> R<BasicValueEnum<'ctx>> {
-        let name = match kind {
-            "sum" => "add",
-            "prod" => "mul",
-            "or" => "or",
-            "and" => "and",
-            "max" => "max",
-            "min" => "min",
+        let op = match kind {
+            "sum" => BinaryOp::Add,
+            "prod" => BinaryOp::Mul,
+            "or" => BinaryOp::Or,
+            "and" => BinaryOp::And,
+            "max" => BinaryOp::Max,
+            "min" => BinaryOp::Min,
             k => return Err(format!("unknown reduce kind `{k}`")),
         };
-        let r = self.binary(name, dt, a, v)?;
+        let r = self.binary(op, dt, a, v)?;
         if dt.is_float() && (kind == "sum" || kind == "prod") {
             // Reassociation lets LLVM vectorize the reduction (as torch's own kernels do).
             if let Some(i) = r.into_float_value().as_instruction() {

@@ -8,8 +8,7 @@
 //!
 //! | ten | StableHLO |
 //! |---|---|
-//! | add sub mul div max min pow atan2 rem and or xor | add subtract multiply divide maximum minimum power atan2 remainder and or xor |
-//! | abs neg exp log log1p sqrt rsqrt tanh sin cos tan floor ceil round sign sigmoid not | abs negate exponential log log_plus_one sqrt rsqrt tanh sine cosine tan floor ceil round_nearest_even sign logistic not |
+//! | unary and binary math | `stablehlo.<name>` with the name of the `ten` table's StableHLO column (`Hlo::Op`); the custom ones below |
 //! | erf | `chlo.erf` (XLA expands it) |
 //! | trunc | select(x < 0, ceil x, floor x) |
 //! | compare | compare with `FLOAT`/`SIGNED`/`UNSIGNED` by dtype |

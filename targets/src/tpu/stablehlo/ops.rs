@@ -4,6 +4,7 @@
 
 use super::lit::{int_range, Lit};
 use super::{array_i64, is_unsigned, list, Emitter, R, T};
+use ember_ir::dialect::ten::{Form, Hlo, OtherOp, TenOp, UnaryOp};
 use ember_ir::module::OpId;
 use ember_ir::types::DType;
 use std::fmt::Write;
@@ -28,18 +29,18 @@ impl<'a> Emitter<'a> {
         if name == "func.call" {
             return self.call(op);
         }
-        let Some(short) = name.strip_prefix("ten.") else {
+        let Some(ten) = d.ten() else {
             return Err(format!(
                 "the tpu target cannot compile `{name}`{at}: it has no lowering to the ten dialect yet (see `ember opt --passes=torch-to-ten`)"
             ));
         };
-        let r = self.emit_ten(op, short).map_err(|e| format!("`{name}`{at}: {e}"))?;
+        let r = self.emit_ten(op, ten).map_err(|e| format!("`{name}`{at}: {e}"))?;
         let res = self.m.op(op).results[0];
         self.names.insert(res, r);
         Ok(())
     }
 
-    pub(super) fn emit_ten(&mut self, op: OpId, short: &str) -> R<String> {
+    pub(super) fn emit_ten(&mut self, op: OpId, ten: TenOp) -> R<String> {
         let d = self.m.op(op);
         let attrs = &d.attrs;
         let ints = |k: &str| -> R<Vec<i64>> {
@@ -60,95 +61,73 @@ impl<'a> Emitter<'a> {
         let x = ops.first().cloned().unwrap_or_default();
         let xt = tys.first().cloned().unwrap_or_else(|| rt.clone());
         let float = xt.dt.is_float();
-        let binop = match short {
-            "add" => Some("add"),
-            "sub" => Some("subtract"),
-            "mul" => Some("multiply"),
-            "div" => Some("divide"),
-            "max" => Some("maximum"),
-            "min" => Some("minimum"),
-            "pow" => Some("power"),
-            "atan2" => Some("atan2"),
-            "rem" => Some("remainder"),
-            "and" => Some("and"),
-            "or" => Some("or"),
-            "xor" => Some("xor"),
-            _ => None,
-        };
-        if let Some(b) = binop {
-            return Ok(self.binary(b, &ops[0], &ops[1], &rt));
-        }
-        let unop = match short {
-            "neg" => Some("negate"),
-            "exp" => Some("exponential"),
-            "log" => Some("log"),
-            "log1p" => Some("log_plus_one"),
-            "sqrt" => Some("sqrt"),
-            "rsqrt" => Some("rsqrt"),
-            "tanh" => Some("tanh"),
-            "sin" => Some("sine"),
-            "cos" => Some("cosine"),
-            "tan" => Some("tan"),
-            "sigmoid" => Some("logistic"),
-            "not" => Some("not"),
-            "abs" if !is_unsigned(xt.dt) => Some("abs"),
-            "sign" if !is_unsigned(xt.dt) => Some("sign"),
-            "floor" | "ceil" | "round" if float => Some(match short {
-                "floor" => "floor",
-                "ceil" => "ceil",
-                _ => "round_nearest_even",
-            }),
-            _ => None,
-        };
-        if let Some(u) = unop {
-            return Ok(self.unary(u, &x, &rt));
-        }
-        Ok(match short {
-            // Integer rounding and |unsigned| are the operand itself.
-            "abs" | "floor" | "ceil" | "round" | "trunc" if !float => x,
-            "sign" => {
-                // Unsigned: x != 0.
-                let z = self.constant(Lit::I(0), &xt);
-                let ne = self.compare("NE", &x, &z, &xt);
-                if rt.dt == DType::Bool {
-                    ne
-                } else {
-                    self.convert(&ne, &xt.with_dt(DType::Bool), &rt)
+        // Unary and binary math is the table's `stablehlo.<name>`, except where the operand's
+        // dtype has no such op: rounding and |x| of integers are x itself.
+        let other = match ten.form() {
+            Form::Binary(_) => {
+                let Hlo::Op(b) = ten.hlo() else { return Err(format!("`{ten}` has no StableHLO op in the table")) };
+                return Ok(self.binary(b, &ops[0], &ops[1], &rt));
+            }
+            Form::Unary(u) => {
+                let as_table = match u {
+                    UnaryOp::Abs | UnaryOp::Sign => !is_unsigned(xt.dt),
+                    UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => float,
+                    _ => true,
+                };
+                if let (true, Hlo::Op(name)) = (as_table, ten.hlo()) {
+                    return Ok(self.unary(name, &x, &rt));
                 }
+                return Ok(match u {
+                    UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Trunc if !float => x,
+                    UnaryOp::Sign => {
+                        // Unsigned: x != 0.
+                        let z = self.constant(Lit::I(0), &xt);
+                        let ne = self.compare("NE", &x, &z, &xt);
+                        if rt.dt == DType::Bool {
+                            ne
+                        } else {
+                            self.convert(&ne, &xt.with_dt(DType::Bool), &rt)
+                        }
+                    }
+                    UnaryOp::Trunc => {
+                        let z = self.constant(Lit::F(0.0), &xt);
+                        let neg = self.compare("LT", &x, &z, &xt);
+                        let c = self.unary("ceil", &x, &xt);
+                        let f = self.unary("floor", &x, &xt);
+                        self.select(&neg, &c, &f, &rt)
+                    }
+                    UnaryOp::Erf => {
+                        if !float {
+                            return Err("erf needs a float operand".into());
+                        }
+                        self.def(format!("chlo.erf {x} : {xt} -> {rt}"))
+                    }
+                    _ => return Err(format!("`{ten}` has no StableHLO form (the table says custom)")),
+                });
             }
-            "trunc" => {
-                let z = self.constant(Lit::F(0.0), &xt);
-                let neg = self.compare("LT", &x, &z, &xt);
-                let c = self.unary("ceil", &x, &xt);
-                let f = self.unary("floor", &x, &xt);
-                self.select(&neg, &c, &f, &rt)
-            }
-            "erf" => {
-                if !float {
-                    return Err("erf needs a float operand".into());
-                }
-                self.def(format!("chlo.erf {x} : {xt} -> {rt}"))
-            }
-            "compare" => {
+            Form::Other(o) => o,
+        };
+        Ok(match other {
+            OtherOp::Compare => {
                 let dir = attrs.get("direction").and_then(|a| a.as_str()).ok_or("missing attribute `direction`")?;
                 if !matches!(dir, "EQ" | "NE" | "LT" | "LE" | "GT" | "GE") {
                     return Err(format!("unknown direction `{dir}`"));
                 }
                 self.compare(dir, &ops[0], &ops[1], &xt)
             }
-            "select" => self.select(&ops[0], &ops[1], &ops[2], &rt),
-            "convert" => {
+            OtherOp::Select => self.select(&ops[0], &ops[1], &ops[2], &rt),
+            OtherOp::Convert => {
                 if xt.dt == rt.dt {
                     x
                 } else {
                     self.convert(&x, &xt, &rt)
                 }
             }
-            "constant" => {
+            OtherOp::Constant => {
                 let v = attrs.get("value").and_then(Lit::from_attr).ok_or("`value` must be a number or a boolean")?;
                 self.constant(v, &rt)
             }
-            "iota" => {
+            OtherOp::Iota => {
                 let dim = int("dim")?;
                 if rt.rank() == 0 {
                     self.constant(Lit::I(0), &rt)
@@ -156,7 +135,7 @@ impl<'a> Emitter<'a> {
                     self.def(format!("stablehlo.iota dim = {dim} : {rt}"))
                 }
             }
-            "broadcast" => {
+            OtherOp::Broadcast => {
                 let dims = ints("dims")?;
                 if xt == rt && dims.iter().enumerate().all(|(i, &d)| i as i64 == d) {
                     x
@@ -164,9 +143,9 @@ impl<'a> Emitter<'a> {
                     self.def(format!("stablehlo.broadcast_in_dim {x}, dims = {} : ({xt}) -> {rt}", list(&dims)))
                 }
             }
-            "reshape" => self.reshape(&x, &xt, &rt),
-            "transpose" => self.transpose(&x, &xt, &ints("dims")?, &rt),
-            "reverse" => {
+            OtherOp::Reshape => self.reshape(&x, &xt, &rt),
+            OtherOp::Transpose => self.transpose(&x, &xt, &ints("dims")?, &rt),
+            OtherOp::Reverse => {
                 let dims = ints("dims")?;
                 if dims.is_empty() {
                     x
@@ -174,7 +153,7 @@ impl<'a> Emitter<'a> {
                     self.def(format!("stablehlo.reverse {x}, dims = {} : {rt}", list(&dims)))
                 }
             }
-            "slice" => {
+            OtherOp::Slice => {
                 let (start, step) = (ints("start")?, ints("step")?);
                 if xt == rt && start.iter().all(|&s| s == 0) && step.iter().all(|&s| s == 1) {
                     x
@@ -185,11 +164,11 @@ impl<'a> Emitter<'a> {
                     self.slice(&x, &xt, &start, &limit, &step, &rt)
                 }
             }
-            "concat" => {
+            OtherOp::Concat => {
                 let dim = int("dim")?;
                 self.concat(&ops, &tys, dim as usize, &rt)
             }
-            "pad" => {
+            OtherOp::Pad => {
                 let (low, high) = (ints("low")?, ints("high")?);
                 let v = attrs.get("value").and_then(Lit::from_attr).ok_or("`value` must be a number or a boolean")?;
                 let st = T::scalar(xt.dt);
@@ -202,7 +181,7 @@ impl<'a> Emitter<'a> {
                     list(&interior)
                 ))
             }
-            "dot_general" => {
+            OtherOp::DotGeneral => {
                 let (lb, rb, lc, rc) =
                     (ints("lhs_batch")?, ints("rhs_batch")?, ints("lhs_contract")?, ints("rhs_contract")?);
                 let mut s = format!("stablehlo.dot_general {}, {}", ops[0], ops[1]);
@@ -227,8 +206,8 @@ impl<'a> Emitter<'a> {
             }
             // Nothing to gather (an empty index): a zero-size operand dim would make the size-1
             // slice invalid, and the result has no elements anyway.
-            "gather" if rt.shape.contains(&0) => self.constant(Lit::I(0), &rt),
-            "gather" => {
+            OtherOp::Gather if rt.shape.contains(&0) => self.constant(Lit::I(0), &rt),
+            OtherOp::Gather => {
                 let dim = int("dim")? as usize;
                 let it = &tys[1];
                 let r = it.rank();
@@ -248,8 +227,8 @@ impl<'a> Emitter<'a> {
                 ))
             }
             // No updates: the operand itself (a zero-size update tensor gains nothing from XLA).
-            "scatter" if tys[2].shape.contains(&0) => x,
-            "scatter" => {
+            OtherOp::Scatter if tys[2].shape.contains(&0) => x,
+            OtherOp::Scatter => {
                 let kind = attrs.get("kind").and_then(|a| a.as_str()).ok_or("missing attribute `kind`")?;
                 let body = match kind {
                     "set" => None,
@@ -277,11 +256,11 @@ impl<'a> Emitter<'a> {
                 self.region_end(&[(v, st.clone())], format!("}}) : ({xt}, {it}, {ut}) -> {rt}"));
                 r
             }
-            "reduce" => self.reduce(op, &x, &xt, &rt)?,
-            "cumsum" | "cumprod" => {
+            OtherOp::Reduce => self.reduce(op, &x, &xt, &rt)?,
+            OtherOp::Cumsum | OtherOp::Cumprod => {
                 let dim = int("dim")? as usize;
                 let n = xt.shape[dim];
-                let (init, body) = if short == "cumprod" { (Lit::I(1), "multiply") } else { (Lit::I(0), "add") };
+                let (init, body) = if other == OtherOp::Cumprod { (Lit::I(1), "multiply") } else { (Lit::I(0), "add") };
                 if n <= 1 {
                     x
                 } else {
@@ -306,16 +285,15 @@ impl<'a> Emitter<'a> {
                     r
                 }
             }
-            "argsort" => {
+            OtherOp::Argsort => {
                 let dim = int("dim")?;
                 let desc = self.m.op(op).attrs.get("descending").and_then(|a| a.as_bool()).unwrap_or(false);
                 self.argsort(&x, &xt, dim, desc, &rt)
             }
-            "windows" => {
+            OtherOp::Windows => {
                 let (k, s, dl) = (ints("kernel")?, ints("stride")?, ints("dilation")?);
                 self.windows(&x, &xt, &k, &s, &dl, &rt)
             }
-            other => return Err(format!("the tpu target has no StableHLO mapping for `ten.{other}` yet")),
         })
     }
 
