@@ -412,7 +412,7 @@ pub fn activation(cx: &mut Cx, name: &str) -> Lowered {
             let half_x = cx.binary_scalar(TenOp::Mul, x, 0.5)?;
             cx.emit(TenOp::Mul, vec![half_x, one_plus], vec![])?
         }
-        _ => return Ok(None),
+        _ => return Err(cx.err("no lowering for this activation")),
     };
     Ok(Some(vec![cx.convert(out, t.dtype)?]))
 }
@@ -461,7 +461,7 @@ pub fn binary_special(cx: &mut Cx, name: &str) -> Lowered {
             let negative = cx.emit(TenOp::Or, vec![below, neg_zero], vec![])?;
             cx.select(negative, neg, mag)?
         }
-        _ => return Ok(None),
+        _ => return Err(cx.err("no lowering for this binary op")),
     };
     Ok(Some(vec![out]))
 }
