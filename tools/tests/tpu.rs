@@ -205,7 +205,8 @@ fn cli_compile_tpu_and_run_without_python() {
 }
 
 /// Every `ten` op has a StableHLO mapping exercised by a `testdata/targets/tpu` case: a new `ten`
-/// op needs a mapping in `ember_targets::tpu::stablehlo` and a line in one of those cases.
+/// op needs its StableHLO form (the table's `Hlo` column, or a case in `ember_targets::tpu::stablehlo`)
+/// and a line in one of those cases.
 #[test]
 fn every_ten_op_has_a_tpu_case() {
     let mut text = String::new();

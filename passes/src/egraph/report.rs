@@ -137,7 +137,7 @@ fn us(s: f64) -> String {
 fn op_summary(ops: &[String]) -> String {
     let mut counts: Vec<(String, usize)> = Vec::new();
     for o in ops {
-        let short = o.trim_start_matches("ten.").to_string();
+        let short = TenOp::from_name(o).map_or(o.as_str(), |t| t.short()).to_string();
         match counts.iter_mut().find(|(n, _)| *n == short) {
             Some((_, c)) => *c += 1,
             None => counts.push((short, 1)),
