@@ -6,6 +6,7 @@
 use super::{float_splats, has_node, is_splat, konst, node, op0, rule, splat, var, Rhs, Rule, ALWAYS};
 use crate::egraph::lang::{type_of, EG};
 use egg::{Id, Subst};
+use ember_ir::dialect::ten::TenOp;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 fn rsqrt(a: f64) -> f64 {
@@ -20,14 +21,14 @@ fn mul_consts(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
         return None;
     }
     let c = splat(eg, a * b, &ty);
-    Some(op0(eg, "ten.mul", &ty, vec![var(s, "?x"), c]))
+    Some(op0(eg, TenOp::Mul.name(), &ty, vec![var(s, "?x"), c]))
 }
 
 /// convert(convert(x, wide), dtype(x)) = x when the inner conversion loses nothing.
 fn convert_round_trip(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     // The first inner convert of `?m`'s class is the one read (a pattern `(ten.convert
     // (ten.convert ?x))` would try each).
-    let x = node(eg, var(s, "?m"), "ten.convert")?.args[0];
+    let x = node(eg, var(s, "?m"), TenOp::Convert.name())?.args[0];
     let (tx, mid, out) = (type_of(eg, x), type_of(eg, var(s, "?m")), type_of(eg, root));
     let widening = (tx.dtype.is_float() && mid.dtype.is_float() && mid.dtype.byte_size() > tx.dtype.byte_size())
         || (tx.dtype.is_int() && mid.dtype.is_int() && mid.dtype.byte_size() > tx.dtype.byte_size());

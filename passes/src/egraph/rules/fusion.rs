@@ -13,6 +13,7 @@ use super::{
 };
 use crate::egraph::lang::{type_of, ENode, EG};
 use egg::{Id, Subst};
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::Attr;
 
 fn rank(eg: &EG, id: Id) -> usize {
@@ -66,7 +67,7 @@ fn rms_norm(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> 
     let tx = type_of(eg, x);
     let n = last_dim(&tx)? as f64;
     let eps = konst(eg, var(s, "?eps"))?;
-    let (b, red) = (first(ns, "ten.broadcast")?, first(ns, "ten.reduce")?);
+    let (b, red) = (first(ns, TenOp::Broadcast.name())?, first(ns, TenOp::Reduce.name())?);
     let ok = konst(eg, n_id) == Some(n) && spreads_leading(eg, b) && reduces_last(eg, red, tx.rank());
     ok.then(|| composite(eg, root, "ember.rms_norm", vec![("eps", Attr::Float(eps))], vec![x]))
 }
@@ -78,7 +79,7 @@ fn rms_norm_weight(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
     let (bc, rn) = if node(eg, a, "ember.rms_norm").is_some() { (b, a) } else { (a, b) };
     let rn = pick(eg, rn, "ember.rms_norm", &[None])?;
     let x = rn.args[0];
-    let bw = pick(eg, bc, "ten.broadcast", &[None])?;
+    let bw = pick(eg, bc, TenOp::Broadcast.name(), &[None])?;
     let w = bw.args[0];
     let ok = rank(eg, w) == 1 && spreads_last(eg, &bw, rank(eg, x));
     let eps = super::attr(eg, &rn, "eps")?;
@@ -115,14 +116,14 @@ fn attention(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id>
         if let Some(n) = pick(eg, c, op, &[None]).or_else(|| pick(eg, c, op, &[None, None])) {
             return Some((n, false));
         }
-        let r = pick(eg, c, "ten.reshape", &[None])?;
+        let r = pick(eg, c, TenOp::Reshape.name(), &[None])?;
         let n = pick(eg, r.args[0], op, &[None]).or_else(|| pick(eg, r.args[0], op, &[None, None]))?;
         Some((n, true))
     };
     let (sm, reshaped) = through_reshape(eg, p, "ember.softmax")?;
     let mut scores = sm.args[0];
     let mut mask = None;
-    if let Some(add) = pick(eg, scores, "ten.add", &[None, None]) {
+    if let Some(add) = pick(eg, scores, TenOp::Add.name(), &[None, None]) {
         mask = Some(add.args[1]);
         scores = add.args[0];
     }
@@ -130,17 +131,17 @@ fn attention(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id>
     // several places); the one whose q and k carry no splat factor themselves wins, so the
     // composite gets the whole scale and unscaled operands.
     let scaled = |eg: &EG, c: Id| {
-        eg[c].nodes.iter().any(|n| n.op.as_str() == "ten.mul" && n.args.len() == 2 && konst(eg, n.args[1]).is_some())
+        eg[c].nodes.iter().any(|n| n.ten() == Some(TenOp::Mul) && n.args.len() == 2 && konst(eg, n.args[1]).is_some())
     };
     let mut forms: Vec<(f64, Id)> = vec![(1.0, scores)];
-    for n in eg[scores].nodes.iter().filter(|n| n.op.as_str() == "ten.mul" && n.args.len() == 2) {
+    for n in eg[scores].nodes.iter().filter(|n| n.ten() == Some(TenOp::Mul) && n.args.len() == 2) {
         if let Some(c) = konst(eg, n.args[1]) {
             forms.push((c, n.args[0]));
         }
     }
     let mut best: Option<(usize, f64, ENode)> = None;
     for (c, sc) in forms {
-        let Some((inner, inner_reshaped)) = through_reshape(eg, sc, "ten.dot_general") else { continue };
+        let Some((inner, inner_reshaped)) = through_reshape(eg, sc, TenOp::DotGeneral.name()) else { continue };
         if inner.args.len() != 2 || reshaped != inner_reshaped {
             continue;
         }

@@ -8,12 +8,12 @@ use super::{
 };
 use crate::egraph::lang::{attrs_of, nodes, type_of, ENode, EG};
 use egg::{Id, Subst};
-use ember_ir::dialect::ten::Class;
+use ember_ir::dialect::ten::{Class, TenOp};
 
 /// transpose(transpose(x, p), q) = transpose(x, r) with r[i] = p[q[i]] (x when r is the identity).
 fn compose_transposes(eg: &mut EG, _: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
     let [(_, outer)] = ns else { return None };
-    let inner = node(eg, var(s, "?t"), "ten.transpose")?;
+    let inner = node(eg, var(s, "?t"), TenOp::Transpose.name())?;
     let (p, q) = (ints(eg, &inner, "dims"), ints(eg, outer, "dims"));
     let r: Vec<i64> = q.iter().map(|&i| p[i as usize]).collect();
     Some(transpose(eg, inner.args[0], &r))
@@ -24,7 +24,7 @@ fn compose_reshapes(eg: &mut EG, root: Id, _: &Subst, ns: &[(Id, ENode)]) -> Opt
     let [_outer, (t, _)] = ns else { return None };
     // The first reshape of the inner class, which need not be the matched one: all of them are
     // the same value.
-    let inner = node(eg, *t, "ten.reshape")?;
+    let inner = node(eg, *t, TenOp::Reshape.name())?;
     let dims = type_of(eg, root).dims;
     Some(reshape(eg, inner.args[0], &dims))
 }
@@ -39,15 +39,15 @@ fn same_type_as_root(eg: &mut EG, root: Id, s: &Subst) -> Option<Id> {
 fn sink_scale(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Option<Id> {
     let [(_, layout)] = ns else { return None };
     // Of the `ten.mul`s in `?m`, the first whose second operand is a splat constant.
-    let mul = nodes(eg, var(s, "?m"), "ten.mul").into_iter().find(|n| konst(eg, n.args[1]).is_some())?;
+    let mul = nodes(eg, var(s, "?m"), TenOp::Mul.name()).into_iter().find(|n| konst(eg, n.args[1]).is_some())?;
     let (x, c) = (mul.args[0], konst(eg, mul.args[1])?);
     let ty = type_of(eg, root);
-    let moved = match layout.op.as_str() {
-        "ten.transpose" => transpose(eg, x, &ints(eg, layout, "dims")),
+    let moved = match layout.ten() {
+        Some(TenOp::Transpose) => transpose(eg, x, &ints(eg, layout, "dims")),
         _ => reshape(eg, x, &ty.dims),
     };
     let c = splat(eg, c, &ty);
-    Some(op0(eg, "ten.mul", &ty, vec![moved, c]))
+    Some(op0(eg, TenOp::Mul.name(), &ty, vec![moved, c]))
 }
 
 /// dot(x · c, y) = dot(x, y) · c and dot(x, y · c) = dot(x, y) · c: scale the (usually smaller)
@@ -59,9 +59,9 @@ fn dot_scale(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)], side: usize) 
     let mut args = dot.args.clone();
     args[side] = x;
     let attrs = attrs_of(eg, dot).clone();
-    let unscaled = crate::egraph::lang::add(eg, "ten.dot_general", &attrs, &ty, args);
+    let unscaled = crate::egraph::lang::add(eg, TenOp::DotGeneral.name(), &attrs, &ty, args);
     let c = splat(eg, c, &ty);
-    Some(op0(eg, "ten.mul", &ty, vec![unscaled, c]))
+    Some(op0(eg, TenOp::Mul.name(), &ty, vec![unscaled, c]))
 }
 
 /// transpose(f(x)) = f(transpose(x)) for elementwise unary f: transposes move toward the inputs,
@@ -106,7 +106,7 @@ fn dot_unflatten_batch(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> 
     attrs.insert("rhs_contract".into(), Attr::Ints(rc));
     let dims: Vec<_> = ta.dims[..j].iter().chain(&out.dims[1..]).cloned().collect();
     let ty = ember_ir::TensorType::new(dims, out.dtype);
-    let full = crate::egraph::lang::add(eg, "ten.dot_general", &attrs, &ty, vec![a, b]);
+    let full = crate::egraph::lang::add(eg, TenOp::DotGeneral.name(), &attrs, &ty, vec![a, b]);
     Some(reshape(eg, full, &out.dims))
 }
 

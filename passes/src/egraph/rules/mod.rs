@@ -15,6 +15,7 @@ pub mod layout;
 
 use super::lang::{add, attrs_of, nodes, type_of, ENode, Ember, EG};
 use egg::{ENodeOrVar, Id, Language, Pattern, PatternAst, Rewrite, Subst, Symbol, Var};
+use ember_ir::dialect::ten::TenOp;
 use ember_ir::{Attr, Attrs, DType, SymExpr, TensorType};
 
 pub type ApplyFn = fn(&mut EG, Id, &Subst) -> Option<Id>;
@@ -267,7 +268,7 @@ pub fn splat(eg: &mut EG, value: f64, ty: &TensorType) -> Id {
         Attr::Int(value as i64)
     };
     a.insert("value".into(), v);
-    add(eg, "ten.constant", &a, ty, vec![])
+    add(eg, TenOp::Constant.name(), &a, ty, vec![])
 }
 
 pub fn op0(eg: &mut EG, op: &str, ty: &TensorType, args: Vec<Id>) -> Id {
@@ -282,7 +283,7 @@ pub fn transpose(eg: &mut EG, x: Id, perm: &[i64]) -> Id {
     let ty = TensorType::new(perm.iter().map(|&p| t.dims[p as usize].clone()).collect(), t.dtype);
     let mut a = Attrs::new();
     a.insert("dims".into(), Attr::Ints(perm.to_vec()));
-    add(eg, "ten.transpose", &a, &ty, vec![x])
+    add(eg, TenOp::Transpose.name(), &a, &ty, vec![x])
 }
 
 pub fn reshape(eg: &mut EG, x: Id, dims: &[SymExpr]) -> Id {
@@ -292,7 +293,7 @@ pub fn reshape(eg: &mut EG, x: Id, dims: &[SymExpr]) -> Id {
     }
     let mut a = Attrs::new();
     a.insert("shape".into(), Attr::dims(dims.to_vec()));
-    add(eg, "ten.reshape", &a, &TensorType::new(dims.to_vec(), t.dtype), vec![x])
+    add(eg, TenOp::Reshape.name(), &a, &TensorType::new(dims.to_vec(), t.dtype), vec![x])
 }
 
 /// Whether `n` (a `ten.reduce`) reduces exactly the last dim of a rank-`rank` operand.
