@@ -66,6 +66,15 @@ impl<'a> Emitter<'a> {
         let other = match ten.form() {
             Form::Binary(_) => {
                 let Hlo::Op(b) = ten.hlo() else { return Err(format!("`{ten}` has no StableHLO op in the table")) };
+                if b == "divide" && matches!(rt.dt, DType::F16 | DType::BF16) {
+                    // XLA rewrites a / broadcast(b) as a * broadcast(1 / b), which in f16 rounds
+                    // twice (a quarter of the quotients one ulp off, measured on XLA CPU); in f32
+                    // and rounded once, the quotient is torch's.
+                    let wide = rt.with_dt(DType::F32);
+                    let (a, b) = (self.convert(&ops[0], &tys[0], &wide), self.convert(&ops[1], &tys[1], &wide));
+                    let q = self.binary("divide", &a, &b, &wide);
+                    return Ok(self.convert(&q, &wide, &rt));
+                }
                 return Ok(self.binary(b, &ops[0], &ops[1], &rt));
             }
             Form::Unary(u) => {
