@@ -157,7 +157,7 @@ impl Verifier<'_> {
         }
         match d.name.as_str() {
             "ember.fusion_group" => return self.fusion_group(op),
-            "ember.yield" | "ember.call_host" => return,
+            "ember.yield" => return,
             _ => {}
         }
         // A rule reading a malformed attribute would only repeat the error above.
