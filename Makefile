@@ -51,6 +51,7 @@ test: setup test-rust test-python
 
 test-rust:
 	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -q -- -D warnings
 	INSTA_UPDATE=no cargo test --workspace
 
 test-python:

@@ -58,11 +58,11 @@ impl SymExpr {
         }
     }
 
-    pub fn add(a: SymExpr, b: SymExpr) -> SymExpr {
+    pub fn plus(a: SymExpr, b: SymExpr) -> SymExpr {
         Self::make_add(vec![a, b])
     }
 
-    pub fn mul(a: SymExpr, b: SymExpr) -> SymExpr {
+    pub fn times(a: SymExpr, b: SymExpr) -> SymExpr {
         Self::make_mul(vec![a, b])
     }
 
@@ -408,10 +408,10 @@ impl Parser<'_> {
         loop {
             if self.peek_punct("+") {
                 self.pos += 1;
-                lhs = SymExpr::add(lhs, self.term()?);
+                lhs = SymExpr::plus(lhs, self.term()?);
             } else if self.peek_punct("-") {
                 self.pos += 1;
-                lhs = SymExpr::add(lhs, SymExpr::mul(SymExpr::Const(-1), self.term()?));
+                lhs = SymExpr::plus(lhs, SymExpr::times(SymExpr::Const(-1), self.term()?));
             } else {
                 return Ok(lhs);
             }
@@ -427,7 +427,7 @@ impl Parser<'_> {
             self.pos += 1;
             let rhs = self.unary()?;
             if op == "*" {
-                lhs = SymExpr::mul(lhs, rhs);
+                lhs = SymExpr::times(lhs, rhs);
                 continue;
             }
             chain += 1;
@@ -446,7 +446,7 @@ impl Parser<'_> {
                 self.pos += 1;
                 return Ok(SymExpr::Const(i64::MIN));
             }
-            return Ok(SymExpr::mul(SymExpr::Const(-1), self.nested(Self::unary)?));
+            return Ok(SymExpr::times(SymExpr::Const(-1), self.nested(Self::unary)?));
         }
         let base = self.atom()?;
         if self.peek_punct("**") {
@@ -510,7 +510,7 @@ fn pow(base: SymExpr, e: SymExpr) -> Result<SymExpr, String> {
             if base.nodes().saturating_mul(n as usize) > MAX_POW_NODES {
                 return Err(format!("the power expands to more than {MAX_POW_NODES} terms"));
             }
-            Ok((0..n).fold(SymExpr::Const(1), |acc, _| SymExpr::mul(acc, base.clone())))
+            Ok((0..n).fold(SymExpr::Const(1), |acc, _| SymExpr::times(acc, base.clone())))
         }
         _ => Err("only small non-negative integer powers are supported".into()),
     }

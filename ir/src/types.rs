@@ -204,7 +204,7 @@ impl TensorType {
 
     /// Element count as an expression.
     pub fn numel(&self) -> SymExpr {
-        self.dims.iter().cloned().fold(SymExpr::Const(1), SymExpr::mul)
+        self.dims.iter().cloned().fold(SymExpr::Const(1), SymExpr::times)
     }
 }
 

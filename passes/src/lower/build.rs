@@ -306,7 +306,7 @@ impl<'m> Cx<'m> {
     /// count is the sum of a ones tensor over those dims (ten has no op reading a size).
     pub fn count(&mut self, shape: &[SymExpr], dims: &[usize], dtype: DType, out: &[SymExpr]) -> Result<Value, String> {
         let sel: Vec<SymExpr> = dims.iter().map(|&d| shape[d].clone()).collect();
-        let n = sel.iter().cloned().fold(c(1), SymExpr::mul);
+        let n = sel.iter().cloned().fold(c(1), SymExpr::times);
         if let Some(n) = n.as_const() {
             return self.constf(n as f64, dtype, out);
         }

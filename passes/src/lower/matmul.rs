@@ -79,7 +79,7 @@ pub fn addbmm(cx: &mut Cx) -> Lowered {
     }
     let b1 = cx.convert(b1, t.dtype)?;
     let b2 = cx.convert(b2, t.dtype)?;
-    let bk = SymExpr::mul(t1.dims[0].clone(), t1.dims[2].clone());
+    let bk = SymExpr::times(t1.dims[0].clone(), t1.dims[2].clone());
     let lhs = cx.emit(TenOp::Transpose, vec![b1], vec![("dims", Attr::Ints(vec![1, 0, 2]))])?;
     let lhs = cx.reshape(lhs, &[t1.dims[1].clone(), bk.clone()])?;
     let rhs = cx.reshape(b2, &[bk, t2.dims[2].clone()])?;

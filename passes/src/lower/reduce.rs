@@ -79,7 +79,7 @@ pub fn variance(cx: &mut Cx, name: &str) -> Lowered {
     let d = cx.emit(TenOp::Sub, vec![xa, mean_b], vec![])?;
     let sq = cx.emit(TenOp::Mul, vec![d, d], vec![])?;
     let ss = cx.reduce(sq, "sum", &dims)?;
-    let numel = dims.iter().map(|&d| xt.dims[d].clone()).fold(c(1), SymExpr::mul);
+    let numel = dims.iter().map(|&d| xt.dims[d].clone()).fold(c(1), SymExpr::times);
     let denom = match numel.as_const() {
         Some(k) => cx.constf((k as f64 - correction).max(0.0), acc, &rest)?,
         None if correction == 0.0 => n,

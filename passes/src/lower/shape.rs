@@ -53,7 +53,7 @@ pub(super) fn clamp_bound(v: Option<SymExpr>, size: &SymExpr, dflt: SymExpr) -> 
     match (v.as_const(), size.as_const()) {
         (Some(v), Some(n)) => c(if v < 0 { (v + n).max(0) } else { v.min(n) }),
         (Some(v), None) if v >= i64::MAX / 2 => size.clone(),
-        (Some(v), None) if v < 0 => SymExpr::add(size.clone(), c(v)),
+        (Some(v), None) if v < 0 => SymExpr::plus(size.clone(), c(v)),
         _ => v,
     }
 }
@@ -86,7 +86,7 @@ pub fn slice(cx: &mut Cx, name: &str) -> Lowered {
     if name.starts_with("select") {
         let index = sym(cx.attr("index")).ok_or_else(|| cx.err("attribute `index` must be an integer"))?;
         let start = match index.as_const() {
-            Some(i) if i < 0 => SymExpr::add(xt.dims[d].clone(), c(i)),
+            Some(i) if i < 0 => SymExpr::plus(xt.dims[d].clone(), c(i)),
             _ => index,
         };
         let mut shape = xt.dims.clone();
@@ -113,7 +113,7 @@ pub fn split(cx: &mut Cx) -> Lowered {
     for i in 0..n {
         let ti = cx.out(i)?;
         out.push(slice_dim(cx, x, d, offset.clone(), 1, &ti.dims)?);
-        offset = SymExpr::add(offset, ti.dims[d].clone());
+        offset = SymExpr::plus(offset, ti.dims[d].clone());
     }
     Ok(Some(out))
 }
@@ -378,7 +378,7 @@ pub fn diagonal(cx: &mut Cx) -> Lowered {
     perm.extend([d1, d2]);
     let len = t.dims[rank - 2].clone();
     let mut merged: Vec<SymExpr> = perm[..rank - 2].iter().map(|&k| xt.dims[k].clone()).collect();
-    merged.push(SymExpr::mul(xt.dims[d1].clone(), c(b)));
+    merged.push(SymExpr::times(xt.dims[d1].clone(), c(b)));
     let tx = if perm.iter().enumerate().all(|(i, &k)| i == k) {
         x
     } else {

@@ -19,7 +19,7 @@ fn ints(v: &[i64]) -> Attr {
 }
 
 fn prod(v: &[SymExpr]) -> SymExpr {
-    v.iter().cloned().fold(c(1), SymExpr::mul)
+    v.iter().cloned().fold(c(1), SymExpr::times)
 }
 
 /// A static int-list attribute with `n` entries (a single entry repeats; absent or empty gives
@@ -116,7 +116,7 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
             let mut hi = vec![c(0), c(0)];
             for (i, &s) in stride.iter().enumerate() {
                 split.extend([xt.dims[2 + i].clone(), c(1)]);
-                merged.push(SymExpr::mul(xt.dims[2 + i].clone(), c(s)));
+                merged.push(SymExpr::times(xt.dims[2 + i].clone(), c(s)));
                 hi.extend([c(0), c(s - 1)]);
             }
             let r = cx.reshape(x, &split)?;
@@ -166,8 +166,8 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
     };
     let (n, cin, cout) = (xt.dims[0].clone(), xt.dims[1].clone(), wt.dims[0].clone());
     let out_sp = t.dims[2..].to_vec();
-    let np = SymExpr::mul(n.clone(), prod(&out_sp));
-    let kk = SymExpr::mul(wt.dims[1].clone(), prod(&wt.dims[2..]));
+    let np = SymExpr::times(n.clone(), prod(&out_sp));
+    let kk = SymExpr::times(wt.dims[1].clone(), prod(&wt.dims[2..]));
     // An f16/bf16 convolution with a bias keeps the product's f32 accumulator for the bias and
     // rounds once, as torch's (and `matmul::scale_and_add`).
     let acc = if cx.operand("bias").is_some() && matches!(t.dtype, DType::F16 | DType::BF16) {
@@ -176,7 +176,7 @@ pub fn convolution(cx: &mut Cx) -> Lowered {
         None
     };
     let y = if groups == 1 {
-        let cols = cx.reshape(cols, &[SymExpr::mul(cin, prod(&wt.dims[2..])), np])?;
+        let cols = cx.reshape(cols, &[SymExpr::times(cin, prod(&wt.dims[2..])), np])?;
         let wm = cx.reshape(w, &[cout.clone(), kk])?;
         let attrs = vec![
             ("lhs_batch", ints(&[])),
@@ -372,7 +372,7 @@ pub fn avg_pool(cx: &mut Cx) -> Lowered {
                 let extra = high
                     .iter()
                     .zip(&low)
-                    .map(|(h, l)| SymExpr::add(h.clone(), SymExpr::mul(c(-1), l.clone())))
+                    .map(|(h, l)| SymExpr::plus(h.clone(), SymExpr::times(c(-1), l.clone())))
                     .collect();
                 pad(cx, p1, vec![c(0); sp], extra, Attr::Float(0.0))?
             } else {
@@ -412,8 +412,7 @@ pub fn adaptive_avg_pool(cx: &mut Cx) -> Lowered {
     // Dividing sizes: [.., S, ..] -> [.., O, S/O, ..], one mean over the window dims.
     let mut split = xt.dims[..lead].to_vec();
     let mut wdims = Vec::new();
-    for i in 0..sp {
-        let (s, o) = (&xt.dims[lead + i], &osz[i]);
+    for (s, o) in xt.dims[lead..].iter().zip(&osz) {
         let k = match (s.as_const(), o.as_const()) {
             _ if s == o => None,
             (_, Some(1)) => Some(s.clone()),
@@ -437,10 +436,10 @@ pub fn adaptive_avg_pool(cx: &mut Cx) -> Lowered {
         let n = cx.count(&split, &wdims, acc, &rest)?;
         y = cx.emit(TenOp::Div, vec![sum, n], vec![])?;
     }
-    for i in 0..sp {
+    for (i, o) in osz.iter().enumerate() {
         let d = lead + i;
         let yt = cx.tt(y);
-        let (s, o) = (yt.dims[d].clone(), osz[i].clone());
+        let (s, o) = (yt.dims[d].clone(), o.clone());
         if s == o {
             continue;
         }

@@ -398,7 +398,7 @@ fn share_row_values(m: &Module, k: &mut KernelDef, buf_of: &HashMap<Value, usize
         if ps.len() >= 2
             && ident
             && !is_remap(m.op(op).ten())
-            && row.is_some_and(|n| n >= 1 && n <= SCRATCH_LIMIT)
+            && row.is_some_and(|n| (1..=SCRATCH_LIMIT).contains(&n))
             && expensive()
         {
             shared.push(v);
@@ -598,7 +598,7 @@ fn c(v: i64) -> SymExpr {
 pub fn contiguous_strides(dims: &[SymExpr]) -> Vec<SymExpr> {
     let mut s = vec![c(1); dims.len()];
     for i in (0..dims.len().saturating_sub(1)).rev() {
-        s[i] = SymExpr::mul(s[i + 1].clone(), dims[i + 1].clone());
+        s[i] = SymExpr::times(s[i + 1].clone(), dims[i + 1].clone());
     }
     s
 }

@@ -115,10 +115,13 @@ pub fn choose(m: &Module, f: OpId) -> Result<Vec<BTreeMap<String, i64>>, String>
     Ok(out)
 }
 
+/// A bucket's symbol values and the module specialized to them.
+pub type Specialized = (BTreeMap<String, i64>, Module);
+
 /// The padded buckets of a module with symbolic dims, smallest first: each bucket's symbol values
 /// and the module specialized to them, after [`check_inputs`] and [`check_padding`]. Every target
 /// that needs static shapes compiles these.
-pub fn specialized(m: &Module, f: OpId) -> Result<Vec<(BTreeMap<String, i64>, Module)>, String> {
+pub fn specialized(m: &Module, f: OpId) -> Result<Vec<Specialized>, String> {
     check_inputs(m, f)?;
     check_padding(m, f)?;
     choose(m, f)?

@@ -53,7 +53,7 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let transposed = cx.bool_or("transposed", false);
             let groups = cx.int_or("groups", 1)?;
             let opad = if transposed { cx.ints("output_padding")? } else { vec![] };
-            let out_ch = if transposed { SymExpr::mul(w.dims[1].clone(), c(groups)) } else { w.dims[0].clone() };
+            let out_ch = if transposed { SymExpr::times(w.dims[1].clone(), c(groups)) } else { w.dims[0].clone() };
             let mut dims = vec![x.dims[0].clone(), out_ch];
             for i in 0..sp {
                 let k = w.dims[2 + i]
@@ -62,8 +62,8 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 let (s, p, d) = (nth(&stride, i, 1), nth(&pad, i, 0), nth(&dil, i, 1));
                 let inp = x.dims[2 + i].clone();
                 dims.push(if transposed {
-                    SymExpr::add(
-                        SymExpr::mul(SymExpr::add(inp, c(-1)), c(s)),
+                    SymExpr::plus(
+                        SymExpr::times(SymExpr::plus(inp, c(-1)), c(s)),
                         c(-2 * p + d * (k - 1) + nth(&opad, i, 0) + 1),
                     )
                 } else {
@@ -187,7 +187,7 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 if src.as_const().is_some_and(|v| v < span) {
                     return err(format!("window dim {i} spans {span} elements but the operand has {src}"));
                 }
-                dims.push(SymExpr::add(SymExpr::floordiv(SymExpr::add(src.clone(), c(-span)), c(s[i])), c(1)));
+                dims.push(SymExpr::plus(SymExpr::floordiv(SymExpr::plus(src.clone(), c(-span)), c(s[i])), c(1)));
             }
             one(tt(dims, t.dtype))
         }

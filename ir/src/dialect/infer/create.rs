@@ -41,7 +41,7 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 let (s, e, st) = (start.as_sym(), end.as_sym(), step.as_int());
                 match (s, e, st) {
                     (Some(s), Some(e), Some(st)) if st > 0 => {
-                        let span = SymExpr::add(e, SymExpr::mul(c(-1), s));
+                        let span = SymExpr::plus(e, SymExpr::times(c(-1), s));
                         match span.as_const() {
                             Some(v) => c(((v + st - 1) / st).max(0)),
                             None => ceil_div(span, st),

@@ -407,21 +407,21 @@ pub fn div_exact(a: &SymExpr, b: &SymExpr) -> SymExpr {
         }
     }
     if ok {
-        fa.into_iter().fold(c(ka / kb), SymExpr::mul)
+        fa.into_iter().fold(c(ka / kb), SymExpr::times)
     } else {
         SymExpr::floordiv(a.clone(), b.clone())
     }
 }
 
 fn ceil_div(a: SymExpr, b: i64) -> SymExpr {
-    SymExpr::floordiv(SymExpr::add(a, c(b - 1)), c(b))
+    SymExpr::floordiv(SymExpr::plus(a, c(b - 1)), c(b))
 }
 
 fn pool_out(inp: &SymExpr, k: i64, s: i64, p: i64, d: i64, ceil: bool) -> SymExpr {
     // floor/ceil((in + 2p - d(k-1) - 1) / s) + 1, as torch's pooling_output_shape.
-    let num = SymExpr::add(inp.clone(), c(2 * p - d * (k - 1) - 1));
+    let num = SymExpr::plus(inp.clone(), c(2 * p - d * (k - 1) - 1));
     let mut out =
-        SymExpr::add(if ceil { ceil_div(num.clone(), s) } else { SymExpr::floordiv(num.clone(), c(s)) }, c(1));
+        SymExpr::plus(if ceil { ceil_div(num.clone(), s) } else { SymExpr::floordiv(num.clone(), c(s)) }, c(1));
     if ceil {
         // The last window must start inside the input or left padding.
         if let (Some(o), Some(i)) = (out.as_const(), inp.as_const()) {

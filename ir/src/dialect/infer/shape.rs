@@ -24,10 +24,10 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| *i != w)
-                    .fold(c(1), |acc, (_, d)| SymExpr::mul(acc, d.clone()));
+                    .fold(c(1), |acc, (_, d)| SymExpr::times(acc, d.clone()));
                 size[w] = div_exact(&t.numel(), &known);
             }
-            let (a, b) = (t.numel(), size.iter().cloned().fold(c(1), SymExpr::mul));
+            let (a, b) = (t.numel(), size.iter().cloned().fold(c(1), SymExpr::times));
             if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
                 if x != y {
                     return err(format!("cannot view {x} elements as {y}"));
@@ -133,14 +133,14 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                     Some(e) => match (e.as_const(), size.as_const()) {
                         (Some(v), Some(n)) => c(if v < 0 { (v + n).max(0) } else { v.min(n) }),
                         (Some(v), None) if v >= i64::MAX / 2 => size.clone(),
-                        (Some(v), None) if v < 0 => SymExpr::add(size.clone(), c(v)),
+                        (Some(v), None) if v < 0 => SymExpr::plus(size.clone(), c(v)),
                         _ => e,
                     },
                 }
             };
             let start = clamp(cx.sym("start")?, c(0));
             let end = clamp(cx.sym("end")?, size.clone());
-            let len = SymExpr::add(end, SymExpr::mul(c(-1), start));
+            let len = SymExpr::plus(end, SymExpr::times(c(-1), start));
             let len = match len.as_const() {
                 Some(l) => c(if l <= 0 { 0 } else { (l + step - 1) / step }),
                 None => ceil_div(len, step),
@@ -196,7 +196,7 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 }
             }
             let mut dims = first.dims.clone();
-            dims[d] = ts.iter().map(|t| t.dims[d].clone()).fold(c(0), SymExpr::add);
+            dims[d] = ts.iter().map(|t| t.dims[d].clone()).fold(c(0), SymExpr::plus);
             one(tt(dims, dt))
         }
         Repeat => {
@@ -209,7 +209,7 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let dims = reps
                 .iter()
                 .enumerate()
-                .map(|(i, r)| if i < off { r.clone() } else { SymExpr::mul(r.clone(), t.dims[i - off].clone()) })
+                .map(|(i, r)| if i < off { r.clone() } else { SymExpr::times(r.clone(), t.dims[i - off].clone()) })
                 .collect();
             one(tt(dims, t.dtype))
         }
@@ -222,7 +222,7 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             let mut dims = t.dims.clone();
             for i in 0..pad.len() / 2 {
                 let d = t.rank() - 1 - i;
-                dims[d] = SymExpr::add(dims[d].clone(), SymExpr::add(pad[2 * i].clone(), pad[2 * i + 1].clone()));
+                dims[d] = SymExpr::plus(dims[d].clone(), SymExpr::plus(pad[2 * i].clone(), pad[2 * i + 1].clone()));
             }
             one(tt(dims, t.dtype))
         }
@@ -248,7 +248,7 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
         Reshape => {
             let t = cx.first()?;
             let shape = cx.dims("shape")?;
-            let (a, b) = (t.numel(), shape.iter().cloned().fold(c(1), SymExpr::mul));
+            let (a, b) = (t.numel(), shape.iter().cloned().fold(c(1), SymExpr::times));
             if a != b && a.as_const().is_some() && b.as_const().is_some() {
                 return err(format!("cannot reshape {a} elements into {b}"));
             }
@@ -273,7 +273,7 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             }
             let mut dims = Vec::new();
             for (i, d) in t.dims.iter().enumerate() {
-                let n = SymExpr::add(d.clone(), SymExpr::add(low[i].clone(), high[i].clone()));
+                let n = SymExpr::plus(d.clone(), SymExpr::plus(low[i].clone(), high[i].clone()));
                 if n.as_const().is_some_and(|n| n < 0) {
                     return err(format!(
                         "padding dim {i} (size {d}) by {} and {} leaves a negative size",
