@@ -53,5 +53,5 @@ pub static RULES: &[Rule] = &[
     rule("fold-sqrt",          "(ten.sqrt ?a)",                   Rhs::Fold1(f64::sqrt),           float_splats(&["?a"]),           "√c1 = c"),
     rule("fold-rsqrt",         "(ten.rsqrt ?a)",                  Rhs::Fold1(rsqrt),               float_splats(&["?a"]),           "1/√c1 = c"),
     rule("mul-const-const",    "(ten.mul (ten.mul ?x ?c1) ?c2)",  Rhs::Apply(mul_consts),          float_splats(&["?c1", "?c2"]),   "(x·c1)·c2 = x·(c1·c2)"),
-    rule("convert-round-trip", "(ten.convert ?m)",                Rhs::Apply(convert_round_trip),  has_node("?m", "ten.convert"),   "convert(convert(x, wider), type(x)) = x"),
+    rule("convert-round-trip", "(ten.convert ?m)",                Rhs::Apply(convert_round_trip),  has_node("?m", TenOp::Convert),"convert(convert(x, wider), type(x)) = x"),
 ];

@@ -138,7 +138,7 @@ fn broadcast_noop(eg: &mut EG, root: Id, s: &Subst, ns: &[(Id, ENode)]) -> Optio
 #[rustfmt::skip]
 pub static RULES: &[Rule] = &[
     //   name                   pattern                                                  result                               condition                          math
-    rule("transpose-transpose", "(ten.transpose ?t)",                                    Rhs::Build(compose_transposes),      has_node("?t", "ten.transpose"),   "(xᵖ)^q = x^(p∘q)"),
+    rule("transpose-transpose", "(ten.transpose ?t)",                                    Rhs::Build(compose_transposes),      has_node("?t", TenOp::Transpose),"(xᵖ)^q = x^(p∘q)"),
     rule("reshape-reshape",     "(ten.reshape (ten.reshape ?y))",                        Rhs::Build(compose_reshapes),        ALWAYS,                            "reshape(reshape(x, s1), s2) = reshape(x, s2)"),
     rule("reshape-noop",        "(ten.reshape ?x)",                                      Rhs::Apply(same_type_as_root),       ALWAYS,                            "reshape(x, shape(x)) = x"),
     rule("broadcast-noop",      "(ten.broadcast ?x)",                                    Rhs::Build(broadcast_noop),          ALWAYS,                            "broadcast(x, shape(x), id) = x"),

@@ -46,7 +46,7 @@ pub enum Cond {
     /// Every variable is a splat constant and the matched value is a float tensor.
     FloatSplats(&'static [&'static str]),
     /// The variable's class holds a node with this op.
-    Has(&'static str, &'static str),
+    Has(&'static str, TenOp),
     /// The variables are bound to one class: the occurrences of one math variable.
     Same(&'static [&'static str]),
     All(&'static [Cond]),
@@ -67,7 +67,7 @@ pub const fn float_splats(vars: &'static [&'static str]) -> Cond {
     Cond::FloatSplats(vars)
 }
 
-pub const fn has_node(v: &'static str, op: &'static str) -> Cond {
+pub const fn has_node(v: &'static str, op: TenOp) -> Cond {
     Cond::Has(v, op)
 }
 
@@ -88,7 +88,7 @@ impl Cond {
             Cond::FloatSplats(vars) => {
                 vars.iter().all(|v| konst(eg, var(s, v)).is_some()) && type_of(eg, root).dtype.is_float()
             }
-            Cond::Has(v, op) => node(eg, var(s, v), op).is_some(),
+            Cond::Has(v, op) => node(eg, var(s, v), op.name()).is_some(),
             Cond::Same(vars) => {
                 let first = eg.find(var(s, vars[0]));
                 vars[1..].iter().all(|n| eg.find(var(s, n)) == first)
