@@ -270,7 +270,8 @@ fn link(objects: &[Vec<u8>]) -> Result<Vec<u8>, String> {
         let st = std::process::Command::new("cc")
             .args(["-shared", "-o", "kernels.so"])
             .args(&names)
-            .args(["-lm", "-Wl,--build-id=none"])
+            // libmvec: the vector variants of libm's functions that vectorized kernels call.
+            .args(["-lmvec", "-lm", "-Wl,--build-id=none"])
             .current_dir(dir)
             .output()
             .map_err(|e| format!("cannot run the system C compiler (cc) to link kernels: {e}"))?;

@@ -239,6 +239,128 @@ fn inline_math_matches_f64_reference() {
     }
 }
 
+/// Error of `got` against the f64 reference `want` in units in the last place of `want` in the
+/// result type (`mant` mantissa bits, `min_exp` the smallest normal exponent: denormals have the
+/// ulp of the smallest normal). NaN and infinities must match exactly (0 or `f64::INFINITY`).
+fn ulp_error(got: f64, want: f64, mant: i32, min_exp: i32) -> f64 {
+    if want.is_nan() || got.is_nan() {
+        return if want.is_nan() && got.is_nan() { 0.0 } else { f64::INFINITY };
+    }
+    if want.is_infinite() || got.is_infinite() {
+        return if got == want { 0.0 } else { f64::INFINITY };
+    }
+    let e = if want == 0.0 { min_exp } else { (want.abs().log2().floor() as i32).max(min_exp) };
+    (got - want).abs() / 2f64.powi(e - mant)
+}
+
+/// The transcendentals that are libm calls with libmvec vector variants (sin, cos, tan, log,
+/// log1p, pow; f32 and f64) against f64 (f32) or glibc's scalar libm (f64), on a grid and on the
+/// edge cases: huge arguments for sin/cos/tan (range reduction), denormals, ±0, ±inf, NaN, pow's
+/// special pairs. The edge cases come first so that they run through the vector loop, not the
+/// scalar remainder.
+#[test]
+fn vector_math_matches_f64_reference() {
+    let mut xs: Vec<f64> = vec![0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e-45, -1e-45, 1e-40, 1e-38];
+    xs.extend([
+        std::f64::consts::PI,
+        std::f64::consts::FRAC_PI_2,
+        1e4,
+        1e6,
+        1e10,
+        1e20,
+        -1e30,
+        3.4e38,
+        -1.0,
+        -0.999_999,
+        -2.0,
+        1e-7,
+        0.5,
+    ]);
+    for k in -44..=38 {
+        xs.extend([10f64.powi(k), -(10f64.powi(k) * 1.37)]);
+    }
+    xs.extend((0..20001).map(|i| -20.0 + i as f64 * 0.002));
+    xs.extend((0..4001).map(|i| -1.0 + i as f64 * 0.000_5));
+    let mut pw: Vec<(f64, f64)> = vec![
+        (-2.0, 3.0),
+        (-2.0, 0.5),
+        (0.0, -1.0),
+        (-0.0, -3.0),
+        (f64::NAN, 0.0),
+        (1.0, f64::NAN),
+        (f64::INFINITY, -1.0),
+        (f64::NEG_INFINITY, 3.0),
+        (2.0, 128.0),
+        (2.0, -140.0),
+        (2.0, -160.0),
+        (0.5, f64::INFINITY),
+        (1e-40, 0.5),
+        (10.0, 38.5),
+        (-1.0, f64::INFINITY),
+    ];
+    pw.extend((0..10000).map(|i| (0.01 + (i % 100) as f64 * 0.1, -10.0 + (i / 100) as f64 * 0.2)));
+    let n = xs.len();
+    for (dt, mant, min_exp) in [("f32", 23, -126), ("f64", 52, -1022)] {
+        let t = format!("tensor<{n}x{dt}>");
+        let pt = format!("tensor<{}x{dt}>", pw.len());
+        let text = format!(
+            "module {{\n  func.func @main(%x: {t} {{ember.input = \"x\"}}, %a: {pt} {{ember.input = \"a\"}}, %b: {pt} {{ember.input = \"b\"}}) -> ({t}, {t}, {t}, {t}, {t}, {pt}) {{\n    %0 = \"ten.sin\"(%x) : ({t}) -> {t}\n    %1 = \"ten.cos\"(%x) : ({t}) -> {t}\n    %2 = \"ten.tan\"(%x) : ({t}) -> {t}\n    %3 = \"ten.log\"(%x) : ({t}) -> {t}\n    %4 = \"ten.log1p\"(%x) : ({t}) -> {t}\n    %5 = \"ten.pow\"(%a, %b) : ({pt}, {pt}) -> {pt}\n    return %0, %1, %2, %3, %4, %5 : {t}, {t}, {t}, {t}, {t}, {pt}\n  }}\n}}\n"
+        );
+        let prog = compile_text(&text, &format!("vmath-{dt}"));
+        let tensor = |v: &[f64]| -> HostTensor {
+            if dt == "f32" {
+                f32_tensor(&v.iter().map(|&x| x as f32).collect::<Vec<_>>())
+            } else {
+                HostTensor {
+                    dtype: ember_ir::DType::F64,
+                    shape: vec![v.len()],
+                    data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                }
+            }
+        };
+        let values = |t: &HostTensor| -> Vec<f64> {
+            if dt == "f32" {
+                f32_values(t).into_iter().map(f64::from).collect()
+            } else {
+                t.data.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()
+            }
+        };
+        // Inputs as the kernel sees them (rounded to f32 for the f32 run).
+        let round = |x: f64| if dt == "f32" { x as f32 as f64 } else { x };
+        let xr: Vec<f64> = xs.iter().map(|&x| round(x)).collect();
+        let (a, b): (Vec<f64>, Vec<f64>) = pw.iter().map(|&(a, b)| (round(a), round(b))).unzip();
+        let outs = prog.run(&[tensor(&xr), tensor(&a), tensor(&b)]).unwrap();
+        let fns: [(&str, &dyn Fn(f64) -> f64); 5] =
+            [("sin", &f64::sin), ("cos", &f64::cos), ("tan", &f64::tan), ("log", &f64::ln), ("log1p", &f64::ln_1p)];
+        let mut report = Vec::new();
+        let mut check = |name: &str, args: &[String], got: &[f64], want: &[f64]| {
+            let mut worst = (0.0f64, 0);
+            for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+                // Against the exact value, unless it is out of the result type's range.
+                let w = if round(w).is_infinite() { round(w) } else { w };
+                // A result below the smallest normal may flush to zero.
+                let flushed = w.abs() < 2f64.powi(min_exp) && g.abs() < 2f64.powi(min_exp) && dt == "f32";
+                let e = if flushed { 0.0 } else { ulp_error(g, w, mant, min_exp) };
+                if e > worst.0 {
+                    worst = (e, i);
+                }
+            }
+            let (e, i) = worst;
+            report.push(format!("{name} {dt}: {e:.2} ulp (at {})", args[i]));
+            assert!(e <= 4.0, "{name} {dt} at {}: got {}, want {} ({e:.2} ulp)", args[i], got[i], want[i]);
+        };
+        let xnames: Vec<String> = xr.iter().map(|x| format!("{x:e}")).collect();
+        for (out, (name, f)) in outs.iter().zip(fns) {
+            let want: Vec<f64> = xr.iter().map(|&x| f(x)).collect();
+            check(name, &xnames, &values(out), &want);
+        }
+        let pnames: Vec<String> = a.iter().zip(&b).map(|(a, b)| format!("({a:e}, {b:e})")).collect();
+        let want: Vec<f64> = a.iter().zip(&b).map(|(&a, &b)| a.powf(b)).collect();
+        check("pow", &pnames, &values(&outs[5]), &want);
+        eprintln!("{}", report.join("\n"));
+    }
+}
+
 /// Compiles `testdata/cpu/<stem>.pt2` for the CPU, runs it on the `argN` arrays of `<stem>.npz`
 /// and asserts every user output is within tolerance (see `close`) of its `outN` array.
 fn assert_archive_matches_eager(stem: &str) {

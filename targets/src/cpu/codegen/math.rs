@@ -1,12 +1,59 @@
 //! The f32 math library: LLVM intrinsics and libm calls, and inline polynomial forms (exp, tanh,
-//! erf, atan2) that vectorize where a libm call per element would not. Accuracy lives here, apart
-//! from the op dispatch that calls it.
+//! erf, atan2) that vectorize where a libm call per element would not. The other transcendentals
+//! (sin, cos, tan, log, log1p, pow, and every f64 one) stay calls, tagged with their glibc libmvec
+//! vector variants so the loop vectorizer calls those instead. Accuracy lives here, apart from the
+//! op dispatch that calls it.
 
 use super::{le, Kernel, R};
+use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::intrinsics::Intrinsic;
 use inkwell::module::Linkage;
-use inkwell::types::{BasicType, BasicTypeEnum};
-use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FloatValue};
+use inkwell::targets::TargetMachine;
+use inkwell::types::{BasicType, BasicTypeEnum, FloatType};
+use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, CallSiteValue, FloatValue, FunctionValue};
+use std::sync::OnceLock;
+
+/// libm functions glibc's libmvec (2.35 and later) has vector variants of, f32 and f64, for SSE,
+/// AVX2 and AVX-512. LLVM's own `-vector-library=LIBMVEC` table covers only sin, cos, tan, exp,
+/// log and pow, without the AVX-512 widths the kernels prefer, and is a process-wide option, so
+/// the mapping is given per call (the `vector-function-abi-variant` attribute) instead.
+const LIBMVEC: &[&str] = &["sin", "cos", "tan", "exp", "log", "log1p", "pow", "tanh", "erf", "atan2"];
+
+/// Prefix of libmvec's symbols; `module_object` keeps their declarations alive until the
+/// vectorizer has run and drops the unused ones after.
+pub(super) const VECTOR_ABI_PREFIX: &str = "_ZGV";
+
+/// The x86 vector ABIs (`_ZGV<isa>`: b SSE, d AVX2, e AVX-512) this CPU runs, with their vector
+/// width in bits. Every width is offered so the epilogue and narrower loops find one too; the
+/// features are the ones the manifest records, so the artifact depends on nothing else.
+fn vector_isas() -> &'static [(char, u32)] {
+    static ISAS: OnceLock<Vec<(char, u32)>> = OnceLock::new();
+    ISAS.get_or_init(|| {
+        let triple = TargetMachine::get_default_triple();
+        if !triple.as_str().to_string_lossy().starts_with("x86_64") {
+            return vec![];
+        }
+        let f = TargetMachine::get_host_cpu_features().to_string();
+        let mut v = vec![('b', 128)];
+        if f.contains("+avx2") {
+            v.push(('d', 256));
+        }
+        if f.contains("+avx512f") {
+            v.push(('e', 512));
+        }
+        v
+    })
+}
+
+/// Marks a math function as pure (no errno, as `-fno-math-errno`): the vectorizer only widens
+/// calls without side effects.
+fn pure_fn(ctx: &inkwell::context::Context, f: FunctionValue) {
+    for a in ["nounwind", "willreturn"] {
+        f.add_attribute(AttributeLoc::Function, ctx.create_enum_attribute(Attribute::get_named_enum_kind_id(a), 0));
+    }
+    // memory(none): the encoded ModRef of every location is 0.
+    f.add_attribute(AttributeLoc::Function, ctx.create_enum_attribute(Attribute::get_named_enum_kind_id("memory"), 0));
+}
 use inkwell::{FloatPredicate, IntPredicate};
 
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
@@ -18,44 +65,68 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     ) -> R<BasicValueEnum<'ctx>> {
         let i = Intrinsic::find(name).ok_or_else(|| format!("LLVM has no intrinsic {name}"))?;
         let f = i.get_declaration(self.module, &[ty]).ok_or_else(|| format!("cannot declare {name}"))?;
-        let args: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
-        Ok(self
-            .b
-            .build_call(f, &args, "")
-            .map_err(le)?
-            .try_as_basic_value()
-            .basic()
-            .ok_or("intrinsic returned void")?)
+        let margs: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
+        let call = self.b.build_call(f, &margs, "").map_err(le)?;
+        if let (Some(base), BasicTypeEnum::FloatType(ft)) = (name.strip_prefix("llvm."), ty) {
+            let callee = f.get_name().to_str().map_err(le)?.to_string();
+            self.vector_variants(call, &callee, base, ft, args.len());
+        }
+        Ok(call.try_as_basic_value().basic().ok_or("intrinsic returned void")?)
+    }
+
+    /// Tags a call of the libm function `base` (f32 or f64, `arity` operands) with its libmvec
+    /// variants, declared in the module, for the ABIs this CPU runs; other calls are left alone.
+    fn vector_variants(&self, call: CallSiteValue<'ctx>, callee: &str, base: &str, ft: FloatType<'ctx>, arity: usize) {
+        if !LIBMVEC.contains(&base) {
+            return;
+        }
+        let (bits, suffix) = if ft == self.ctx.f32_type() {
+            (32, "f")
+        } else if ft == self.ctx.f64_type() {
+            (64, "")
+        } else {
+            return;
+        };
+        let params = "v".repeat(arity);
+        let mut variants = Vec::new();
+        for &(isa, width) in vector_isas() {
+            let lanes = width / bits;
+            let vname = format!("{VECTOR_ABI_PREFIX}{isa}N{lanes}{params}_{base}{suffix}");
+            if self.module.get_function(&vname).is_none() {
+                let vt = ft.vec_type(lanes);
+                let f = self.module.add_function(&vname, vt.fn_type(&vec![vt.into(); arity], false), None);
+                pure_fn(self.ctx, f);
+            }
+            variants.push(format!("_ZGV_LLVM_N{lanes}{params}_{callee}({vname})"));
+        }
+        if !variants.is_empty() {
+            let attr = self.ctx.create_string_attribute("vector-function-abi-variant", &variants.join(","));
+            call.add_attribute(AttributeLoc::Function, attr);
+        }
     }
 
     pub(super) fn libm(&self, name: &str, x: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
-        let ft = x.get_type();
-        let sym = if ft == self.ctx.f32_type() { format!("{name}f") } else { name.to_string() };
-        let f = self.module.get_function(&sym).unwrap_or_else(|| {
-            self.module.add_function(&sym, ft.fn_type(&[ft.into()], false), Some(Linkage::External))
-        });
-        Ok(self
-            .b
-            .build_call(f, &[x.into()], "")
-            .map_err(le)?
-            .try_as_basic_value()
-            .basic()
-            .ok_or("libm returned void")?)
+        self.libm_call(name, &[x])
     }
 
     pub(super) fn libm2(&self, name: &str, x: FloatValue<'ctx>, y: FloatValue<'ctx>) -> R<BasicValueEnum<'ctx>> {
-        let ft = x.get_type();
+        self.libm_call(name, &[x, y])
+    }
+
+    /// A call of libm's `name` (`namef` for f32), with its vector variants.
+    fn libm_call(&self, name: &str, args: &[FloatValue<'ctx>]) -> R<BasicValueEnum<'ctx>> {
+        let ft = args[0].get_type();
         let sym = if ft == self.ctx.f32_type() { format!("{name}f") } else { name.to_string() };
         let f = self.module.get_function(&sym).unwrap_or_else(|| {
-            self.module.add_function(&sym, ft.fn_type(&[ft.into(), ft.into()], false), Some(Linkage::External))
+            let params: Vec<_> = args.iter().map(|_| ft.into()).collect();
+            let f = self.module.add_function(&sym, ft.fn_type(&params, false), Some(Linkage::External));
+            pure_fn(self.ctx, f);
+            f
         });
-        Ok(self
-            .b
-            .build_call(f, &[x.into(), y.into()], "")
-            .map_err(le)?
-            .try_as_basic_value()
-            .basic()
-            .ok_or("libm returned void")?)
+        let margs: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
+        let call = self.b.build_call(f, &margs, "").map_err(le)?;
+        self.vector_variants(call, &sym, name, ft, args.len());
+        Ok(call.try_as_basic_value().basic().ok_or("libm returned void")?)
     }
 
     /// atan2(y, x) in f32 without a libm call: t = min(|x|, |y|) / max(|x|, |y|) in [0, 1]
@@ -108,8 +179,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         sel(nan, b.build_float_add(x, y, "").map_err(le)?, r)
     }
 
-    // Vectorizable f32 math. LLVM has no vector exp/tanh/erf without a vector math library, and a
-    // scalar libm call per element keeps loops from vectorizing, so these are written out inline.
+    // Vectorizable f32 math, written out inline: no call, so no vector registers spilled around
+    // one in a long fused chain, and the same bits on every CPU and glibc.
 
     pub(super) fn fconst(&self, v: f64) -> FloatValue<'ctx> {
         self.ctx.f32_type().const_float(v)

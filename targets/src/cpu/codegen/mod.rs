@@ -133,10 +133,12 @@ fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &Has
     } else {
         String::new()
     };
+    keep_vector_math(&ctx, &module);
     module.verify().map_err(|e| format!("generated LLVM IR does not verify: {e}"))?;
     module
         .run_passes("default<O3>", &tm, inkwell::passes::PassBuilderOptions::create())
         .map_err(|e| format!("LLVM optimization failed: {e}"))?;
+    drop_unused_vector_math(&module);
     let llvm_ir = module.print_to_string().to_string();
     let asm = if std::env::var_os("EMBER_DUMP_ASM").is_some() {
         let a = tm.write_to_memory_buffer(&module, FileType::Assembly).map_err(le)?;
@@ -146,6 +148,43 @@ fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &Has
     };
     let buf = tm.write_to_memory_buffer(&module, FileType::Object).map_err(le)?;
     Ok(ModuleOut { object: buf.as_slice().to_vec(), llvm_ir, pre, asm })
+}
+
+/// The vectorizer only calls a vector variant (`math.rs`) whose declaration is in the module, and
+/// O3's dead-global elimination removes unused declarations before it runs: `llvm.compiler.used`
+/// keeps them (as LLVM's own vector-library mapping does).
+fn keep_vector_math<'ctx>(ctx: &'ctx Context, module: &inkwell::module::Module<'ctx>) {
+    let fns: Vec<_> = module
+        .get_functions()
+        .filter(|f| f.get_name().to_bytes().starts_with(math::VECTOR_ABI_PREFIX.as_bytes()))
+        .map(|f| f.as_global_value().as_pointer_value())
+        .collect();
+    if fns.is_empty() {
+        return;
+    }
+    let ptr = ctx.ptr_type(inkwell::AddressSpace::default());
+    let init = ptr.const_array(&fns);
+    let g = module.add_global(init.get_type(), None, "llvm.compiler.used");
+    g.set_linkage(inkwell::module::Linkage::Appending);
+    g.set_section(Some("llvm.metadata"));
+    g.set_initializer(&init);
+}
+
+/// Removes what `keep_vector_math` kept and the variants no loop called, so `kernels.ll` and the
+/// object name only the libmvec functions the kernels use.
+fn drop_unused_vector_math(module: &inkwell::module::Module) {
+    // Looked up again: O3's global optimizer may have rebuilt the array.
+    let Some(g) = module.get_global("llvm.compiler.used") else { return };
+    // SAFETY: nothing refers to `llvm.compiler.used`, and a declaration without uses is deleted.
+    unsafe { g.delete() };
+    let dead: Vec<_> = module
+        .get_functions()
+        .filter(|f| f.get_name().to_bytes().starts_with(math::VECTOR_ABI_PREFIX.as_bytes()))
+        .filter(|f| inkwell::values::BasicValue::get_first_use(&f.as_global_value().as_pointer_value()).is_none())
+        .collect();
+    for f in dead {
+        unsafe { f.delete() };
+    }
 }
 
 /// What `module_object` makes of one module: object code, optimized IR, and for the
