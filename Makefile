@@ -85,6 +85,8 @@ FUZZ_FLAGS := --sanitizer none --debug-assertions
 # allocate more than its declared sizes justify (seeds and inputs are at most a few hundred KB).
 FUZZ_ARGS := -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 FUZZ_WORK ?= work
+# The file-based targets write a file per execution: on tmpfs they run 5-7x faster than on disk.
+FUZZ_TMPDIR ?= $(if $(wildcard /dev/shm),/dev/shm/ember-fuzz,$(TMPDIR))
 
 fuzz-build:
 	@mkdir -p $(TMPDIR)
@@ -95,7 +97,7 @@ fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  case $$t in ir_parse) d=mlir;; npz_read|run_inputs) d=npz;; *) d=json;; esac; \
 	  echo "== fuzz $$t for $(FUZZ_SECONDS) s" && \
-	  (cd fuzz && mkdir -p $(FUZZ_WORK)/$$t && cargo +nightly fuzz run $(FUZZ_FLAGS) $$t $(FUZZ_WORK)/$$t corpus/$$t -- \
+	  (cd fuzz && mkdir -p $(FUZZ_WORK)/$$t $(FUZZ_TMPDIR) && TMPDIR=$(FUZZ_TMPDIR) cargo +nightly fuzz run $(FUZZ_FLAGS) $$t $(FUZZ_WORK)/$$t corpus/$$t -- \
 	    $(FUZZ_ARGS) -dict=$$d.dict -max_total_time=$(FUZZ_SECONDS)) || exit 1; done
 
 # CI: each target 30 s from the committed corpus only; what it finds goes to a throwaway dir, so
