@@ -10,7 +10,6 @@ use ember_ir::sym::SymExpr;
 use ember_ir::types::DType;
 use inkwell::context::Context;
 use inkwell::module::Linkage;
-use inkwell::targets::TargetMachine;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{AsValueRef, BasicValueEnum, FloatValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
@@ -34,7 +33,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         b.position_at_end(entry);
         let bufs = f.get_nth_param(0).unwrap().into_pointer_value();
         let syms = f.get_nth_param(1).unwrap().into_pointer_value();
-        if TargetMachine::get_host_cpu_features().to_string().contains("+avx512f") {
+        if super::host_features().contains("+avx512f") {
             // LLVM defaults to 256-bit vectors on these CPUs; the kernels are short, math-heavy
             // loops where 512-bit vectors pay off.
             f.add_attribute(

@@ -33,7 +33,7 @@ fn vector_isas() -> &'static [(char, u32)] {
         if !triple.as_str().to_string_lossy().starts_with("x86_64") {
             return vec![];
         }
-        let f = TargetMachine::get_host_cpu_features().to_string();
+        let f = super::host_features();
         let mut v = vec![('b', 128)];
         if f.contains("+avx2") {
             v.push(('d', 256));

@@ -48,12 +48,19 @@ pub fn host_machine() -> R<(TargetMachine, String, String)> {
     machine()
 }
 
+/// This CPU's LLVM feature string (`+avx2,+avx512f,...`), read once: the target machine, the
+/// vector width kernels prefer and the libmvec variants they may call all follow it.
+pub(super) fn host_features() -> &'static str {
+    static FEATURES: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FEATURES.get_or_init(|| TargetMachine::get_host_cpu_features().to_string())
+}
+
 /// A target machine for this CPU; LLVM's native target must be initialized (`host_machine`).
 fn machine() -> R<(TargetMachine, String, String)> {
     let triple = TargetMachine::get_default_triple();
     let target = Target::from_triple(&triple).map_err(le)?;
     let cpu = TargetMachine::get_host_cpu_name().to_string();
-    let features = TargetMachine::get_host_cpu_features().to_string();
+    let features = host_features().to_string();
     let tm = target
         .create_target_machine(
             &triple,
