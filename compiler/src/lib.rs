@@ -67,11 +67,45 @@ impl Pipeline {
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a failure never leaves a
-/// half-written output behind.
+/// half-written output behind. A symlink is written through to its target; a device or FIFO
+/// (`-o /dev/null`) is written directly, since a rename would replace it with a regular file (as
+/// root, that turns /dev/null into a file every later `2>/dev/null` writes into).
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let path = &std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return std::fs::write(path, bytes);
+    }
     let tmp = scratch::sibling(path, "tmp");
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn write_atomic_keeps_fifos_and_symlinks() {
+        let dir = crate::scratch::temp_dir("write-atomic").unwrap();
+        let fifo = dir.join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        super::write_atomic(&fifo, b"through").unwrap();
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+        assert_eq!(reader.join().unwrap(), b"through");
+
+        let target = dir.join("target");
+        std::fs::write(&target, b"old").unwrap();
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        super::write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the symlink was replaced");
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

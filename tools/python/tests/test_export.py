@@ -129,3 +129,28 @@ def test_user_factory_with_dynamic_batch(tmp_path: Path) -> None:
     with zipfile.ZipFile(tmp_path / "u.pt2") as zf:
         model = json.loads(zf.read("u/models/model.json"))
     assert model["range_constraints"], "expected a symbolic batch dimension"
+
+
+def test_write_atomic_keeps_fifos_and_symlinks(tmp_path: Path) -> None:
+    import threading
+
+    sys.path.insert(0, str(PY_SRC))
+    from ember.export import write_atomic
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    write_atomic(fifo, b"through")
+    assert fifo.is_fifo(), "the FIFO was replaced by a regular file"
+    reader.join(10)
+    assert got == [b"through"]
+
+    target = tmp_path / "target"
+    target.write_bytes(b"old")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    write_atomic(link, b"new")
+    assert link.is_symlink() and target.read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link", "target"]

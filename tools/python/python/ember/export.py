@@ -258,10 +258,29 @@ def write_npz(path: Path, arrays: dict[str, Any]) -> None:
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
             info.external_attr = 0o644 << 16
             zf.writestr(info, buf.getvalue())
-    path = Path(path)
+    write_atomic(path, buf_zip.getvalue())
+
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Writes through a temporary file and a rename, so a reader never sees half a file. A
+    symlink is written through to its target; a device or FIFO (``/dev/null``) is written
+    directly, since a rename would replace it with a regular file."""
+    import stat
+
+    path = Path(os.path.realpath(path))
+    try:
+        special = not (stat.S_ISREG(path.stat().st_mode) or stat.S_ISDIR(path.stat().st_mode))
+    except FileNotFoundError:
+        special = False
+    if special:
+        path.write_bytes(data)
+        return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(buf_zip.getvalue())
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _max_abs_diff(a: list[Any], b: list[Any]) -> float | None:

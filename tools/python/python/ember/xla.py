@@ -47,7 +47,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import dtypes
-from .export import savable
+from .export import write_atomic, write_npz
 
 JAX_VERSION = "0.10.2"
 
@@ -538,9 +538,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
             file=sys.stderr,
         )
     outs = art.widen(finish(outs))
-    tmp = Path(ns.outputs).with_name(f".{Path(ns.outputs).name}.tmp-{os.getpid()}.npz")
-    np.savez(tmp, **{k: savable(o) for k, o in zip(output_array_names(art.manifest["outputs"]), outs)})
-    os.replace(tmp, ns.outputs)
+    write_npz(ns.outputs, dict(zip(output_array_names(art.manifest["outputs"]), outs)))
 
 
 def output_array_names(outputs: list[dict]) -> list[str]:
@@ -587,9 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _run_cli(ns)
         elif ns.cmd == "portable":
             data, version = serialize_portable(Path(ns.file).read_text())
-            tmp = Path(ns.output).with_name(f".{Path(ns.output).name}.tmp-{os.getpid()}")
-            tmp.write_bytes(data)
-            os.replace(tmp, ns.output)
+            write_atomic(ns.output, data)
             print(version)
         elif ns.cmd == "hlo":
             print(compiled_hlo(ns.artifact, ns.platform))
