@@ -586,6 +586,20 @@ impl<'a> Importer<'a> {
         if sig.has_segments() {
             attrs.insert(dialect::SEGMENTS.into(), Attr::Ints(segments));
         }
+        // as_strided reads its operand's storage, laid out as eager laid it out: the lowering
+        // needs that layout, which only the export records.
+        if def.name == "torch.aten.as_strided" {
+            let operand = given.get("self").and_then(|a| a.pointer("/as_tensor/name")).and_then(|n| n.as_str());
+            if let Some(meta) = operand.and_then(|n| self.ep.graph_module.graph.tensor_values.get(n)) {
+                let int = |j: &Json| j.get("as_int").and_then(|v| v.as_i64());
+                let strides: Option<Vec<i64>> = meta.strides.iter().map(int).collect();
+                let offset = meta.storage_offset.as_ref().map_or(Some(0), int);
+                if let (Some(strides), Some(offset)) = (strides, offset) {
+                    attrs.insert("ember.self_strides".into(), Attr::Ints(strides));
+                    attrs.insert("ember.self_offset".into(), Attr::Int(offset));
+                }
+            }
+        }
         // Results.
         let mut out_names: Vec<Option<String>> = Vec::new();
         for o in &node.outputs {

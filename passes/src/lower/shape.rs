@@ -405,17 +405,30 @@ pub fn diagonal(cx: &mut Cx) -> Lowered {
     Ok(Some(vec![v]))
 }
 
-/// as_strided(self, size, stride, storage_offset) of a function input: one `ten.gather` from the
-/// flattened input at `offset + sum_k iota_k * stride_k`. The input's storage is taken to be its
-/// row-major elements (Ember's inputs are dense); a computed operand (whose eager storage may be
-/// laid out differently) or symbolic sizes stay a torch op.
+/// as_strided(self, size, stride, storage_offset): one `ten.gather` from `self`'s storage at
+/// `offset + sum_k iota_k * stride_k`. A function input's storage is its row-major elements
+/// (Ember's inputs are dense). A computed value's storage is laid out as eager laid it out, which
+/// the frontend records as `ember.self_strides` / `ember.self_offset` (ConvNeXt's and Swin's
+/// pooling restride a `mean` this way): when those strides are a dense permutation at offset 0,
+/// storage elements `[0, numel)` are exactly the value's, in that order. Reads beyond them (the
+/// value is a view of something larger), other layouts and symbolic sizes stay a torch op.
 pub fn as_strided(cx: &mut Cx) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
     let xt = cx.tt(x);
-    if cx.m.defining_op(x).is_some() || !xt.is_static() || !t.is_static() {
+    if !xt.is_static() || !t.is_static() {
         return Ok(None);
     }
+    let storage_order = if cx.m.defining_op(x).is_none() {
+        (0..xt.rank()).collect()
+    } else {
+        let layout = (cx.attr("ember.self_strides"), cx.attr("ember.self_offset").and_then(|a| a.as_int()));
+        let (Some(strides), Some(0)) = layout else { return Ok(None) };
+        let Some(order) = strides.as_ints().and_then(|s| dense_order(&xt.static_shape().unwrap_or_default(), s)) else {
+            return Ok(None);
+        };
+        order
+    };
     let Some(strides) = cx
         .attr("stride")
         .and_then(|a| a.as_dims())
@@ -430,6 +443,12 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
     };
     if strides.len() != t.rank() {
         return Err(cx.err(&format!("{} strides for {} sizes", strides.len(), t.rank())));
+    }
+    let numel = xt.static_shape().unwrap_or_default().iter().product::<i64>();
+    let dims = t.static_shape().unwrap_or_default();
+    let last = dims.iter().zip(&strides).fold(0i64, |a, (&d, &s)| a.saturating_add((d - 1).max(0).saturating_mul(s)));
+    if t.numel() != c(0) && (offset < 0 || strides.iter().any(|&s| s < 0) || offset.saturating_add(last) >= numel) {
+        return Ok(None);
     }
     let mut lin = cx.constf(offset as f64, DType::I64, &t.dims)?;
     for (k, &s) in strides.iter().enumerate() {
@@ -448,8 +467,34 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
         let term = if s != 1 { cx.binary_scalar(TenOp::Mul, io, s as f64)? } else { io };
         lin = cx.emit(TenOp::Add, vec![lin, term], vec![])?;
     }
-    let flat = cx.reshape(x, &[xt.numel()])?;
+    let shape = xt.static_shape().unwrap_or_default();
+    let stored = if storage_order.iter().filter(|&&k| shape[k] != 1).is_sorted() {
+        x
+    } else {
+        let perm = Attr::Ints(storage_order.iter().map(|&k| k as i64).collect());
+        cx.emit(TenOp::Transpose, vec![x], vec![("dims", perm)])?
+    };
+    let flat = cx.reshape(stored, &[xt.numel()])?;
     Ok(Some(vec![cx.emit(TenOp::Gather, vec![flat, lin], vec![("dim", Attr::Int(0))])?]))
+}
+
+/// The dims of `shape` from outermost to innermost in storage when `strides` lay its elements
+/// out densely from offset 0 (a permutation of row-major); `None` for any other layout.
+fn dense_order(shape: &[i64], strides: &[i64]) -> Option<Vec<usize>> {
+    if shape.len() != strides.len() {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..shape.len()).collect();
+    // Size-1 dims take any stride: they go where they were, ahead of equal strides.
+    order.sort_by_key(|&k| (std::cmp::Reverse(if shape[k] == 1 { i64::MAX } else { strides[k] }), k));
+    let mut expect = 1i64;
+    for &k in order.iter().rev() {
+        if shape[k] != 1 && strides[k] != expect {
+            return None;
+        }
+        expect = expect.checked_mul(shape[k])?;
+    }
+    Some(order)
 }
 
 /// sort / sort.stable / topk: `ten.argsort` along the dim (stable, NaN last, or first when

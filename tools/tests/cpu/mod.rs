@@ -395,6 +395,13 @@ fn window_ops_match_eager() {
     assert_archive_matches_eager("window_ops");
 }
 
+/// `aten.as_strided` on computed values: the channels-last pooling of ConvNeXt/Swin (`mean` +
+/// `as_strided`) and a read of a value whose eager layout is transposed (`testdata/cpu/strided_ops.py`).
+#[test]
+fn strided_ops_match_eager() {
+    assert_archive_matches_eager("strided_ops");
+}
+
 /// expm1, log2, log10, sinh, cosh, asinh, acosh, atanh, asin, acos, atan, elu/selu/celu on a
 /// grid with infinities, NaN and values outside each domain, plus f(s)/s on tiny s for the
 /// functions that behave like x near 0, and cdist for p = 0, 1, 2, 3, inf (`testdata/cpu/math_ops.py`).

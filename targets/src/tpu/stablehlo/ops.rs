@@ -340,15 +340,11 @@ impl<'a> Emitter<'a> {
         )))
     }
 
-    /// argmax/argmin over `dims`: reduces (x, linear index within `dims`) pairs; the better value
-    /// wins, NaN beats numbers, ties (and two NaNs) keep the smaller index. The init pair is
-    /// (the dtype's worst value, 0): it can only tie when every element equals it, and then index
-    /// 0 is the answer anyway.
     /// `ten.argsort`: a stable `stablehlo.sort` of (x, iota) whose comparator puts NaN after
     /// every number (before them when descending); the result is the sorted iota.
     pub(super) fn argsort(&mut self, x: &str, xt: &T, dim: i64, descending: bool, rt: &T) -> String {
         let io = self.def(format!("stablehlo.iota dim = {dim} : {rt}"));
-        let (sv, si, bt) = (T::scalar(xt.dt), T::scalar(DType::I64), T::scalar(DType::Bool));
+        let (sv, si, bt) = (T::scalar(xt.dt), T::scalar(rt.dt), T::scalar(DType::Bool));
         let r = self.fresh();
         self.line(format!("{r}:2 = \"stablehlo.sort\"({x}, {io}) <{{dimension = {dim} : i64, is_stable = true}}> ({{"));
         let (a, b, ia, ib) = (self.fresh(), self.fresh(), self.fresh(), self.fresh());
@@ -368,8 +364,13 @@ impl<'a> Emitter<'a> {
         format!("{r}#1")
     }
 
+    /// argmax/argmin over `dims`: reduces (x, linear index within `dims`) pairs; the better value
+    /// wins, NaN beats numbers, ties (and two NaNs) keep the smaller index. The init pair is
+    /// (the dtype's worst value, 0): it can only tie when every element equals it, and then index
+    /// 0 is the answer anyway.
     pub(super) fn arg_reduce(&mut self, is_max: bool, x: &str, xt: &T, dims: &[i64], worst: Lit, rt: &T) -> String {
-        let it = xt.with_dt(DType::I64);
+        // The index dtype is the result's: int64, or int32 where the target narrows int64 (trainium).
+        let it = xt.with_dt(rt.dt);
         // Row-major index within `dims` (in the attribute's order).
         let mut idx: Option<String> = None;
         let mut stride = 1i64;
@@ -391,7 +392,7 @@ impl<'a> Emitter<'a> {
             Some(i) => i,
             None => self.constant(Lit::I(0), &it),
         };
-        let (sv, si) = (T::scalar(xt.dt), T::scalar(DType::I64));
+        let (sv, si) = (T::scalar(xt.dt), T::scalar(rt.dt));
         let v0 = self.constant(worst, &sv);
         let i0 = self.constant(Lit::I(0), &si);
         let r = self.fresh();
