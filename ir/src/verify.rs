@@ -217,7 +217,10 @@ pub fn attr_fits(kind: Kind, a: &Attr) -> bool {
         Kind::Bool => matches!(a, Attr::Bool(_)),
         Kind::Bools => matches!(a, Attr::Array(_)),
         Kind::Strs => matches!(a, Attr::Array(v) if v.iter().all(|x| matches!(x, Attr::Str(_)))),
-        Kind::Scalar => matches!(a, Attr::Int(_) | Attr::Float(_) | Attr::Bool(_)),
+        // A symbolic int (a dim's size under dynamic shapes) is a one-element `Dims`.
+        Kind::Scalar => {
+            matches!(a, Attr::Int(_) | Attr::Float(_) | Attr::Bool(_)) || matches!(a, Attr::Dims(v) if v.len() == 1)
+        }
         Kind::ScalarType => matches!(a, Attr::DType(_)),
         Kind::Str | Kind::MemoryFormat => matches!(a, Attr::Str(_)),
         Kind::OptTensorList => matches!(a, Attr::Ints(_)),

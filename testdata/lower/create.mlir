@@ -30,3 +30,12 @@ module attributes {ember.symbols = {s0 = array<i64: 1, 32>}} {
     return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %17, %18#0, %18#1, %19#0, %19#1, %20#0, %20#1 : tensor<2x?xf32, #ember.dims<[2, "s0"]>>, tensor<3xi1>, tensor<2x3xf32>, tensor<f32>, tensor<4xi64>, tensor<2x2xf32>, tensor<2x3xf16>, tensor<2x3xf32>, tensor<5xi64>, tensor<5xf32>, tensor<4xf32>, tensor<3xi64>, tensor<2x3xi32>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<?x4xf32, #ember.dims<["s0", 4]>>, tensor<?x4xi1, #ember.dims<["s0", 4]>>
   }
 }
+// -----
+// arange to a symbolic end (a sequence length under dynamic shapes: torch.export records the
+// end as a SymInt): the result type carries the size, so it is the same ten.iota.
+module attributes {ember.symbols = {s0 = array<i64: 2, 64>}} {
+  func.func @main(%ids: tensor<2x?xi64, #ember.dims<[2, "s0"]>>) -> tensor<?xi64, #ember.dims<["s0"]>> {
+    %0 = "torch.aten.arange.start_step"() {start = 0 : i64, end = #ember.dims<["s0"]>, step = 1 : i64} : () -> tensor<?xi64, #ember.dims<["s0"]>> loc("arange"("modeling_gpt2.py":573:0))
+    return %0 : tensor<?xi64, #ember.dims<["s0"]>>
+  }
+}

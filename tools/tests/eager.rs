@@ -84,8 +84,12 @@ fn eager_plan_cache_compiles_once_and_replays_bit_identically() {
             TensorView { dtype: DType::F32, shape: &[], data: &sb },
         ];
         let mut out = vec![0f32; 12];
+        // A buffer of the wrong size is refused before anything runs.
+        // SAFETY: `out` holds 12 f32; nothing is written when the stated length is refused.
+        let e = unsafe { p.run_into(&inputs, &[(out.as_mut_ptr() as *mut u8, 44)]) }.unwrap_err();
+        assert!(e.contains("holds 44 bytes") && e.contains("needs 48"), "{e}");
         // SAFETY: `out` holds 12 f32 (the output's size), Vec memory is 16-byte aligned here.
-        let shapes = unsafe { p.run_into(&inputs, &[out.as_mut_ptr() as *mut u8]) }.unwrap();
+        let shapes = unsafe { p.run_into(&inputs, &[(out.as_mut_ptr() as *mut u8, 48)]) }.unwrap();
         assert_eq!(shapes, vec![vec![4, 3]]);
         for r in 0..4 {
             for c in 0..3 {

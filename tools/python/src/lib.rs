@@ -118,14 +118,15 @@ impl Program {
         Ok(outs.into_iter().map(|t| (PyBytes::new(py, &t.data), t.shape, t.dtype.mlir_name().to_string())).collect())
     }
 
-    /// Runs as `run_raw`, with output i written into the caller's buffer at `outputs[i]`
-    /// (contiguous, 16-byte aligned, sized for the output, overlapping nothing else): no copy back.
-    fn run_into(&self, py: Python<'_>, inputs: Vec<RawTensor>, outputs: Vec<usize>) -> PyResult<()> {
+    /// Runs as `run_raw`, with output i written into the caller's buffer `outputs[i]` = (address,
+    /// byte length) (contiguous, 16-byte aligned, overlapping nothing else): no copy back. A
+    /// length that is not the output's size is an error before anything runs.
+    fn run_into(&self, py: Python<'_>, inputs: Vec<RawTensor>, outputs: Vec<(usize, usize)>) -> PyResult<()> {
         let mut dtypes = Vec::new();
         for (_, _, _, d) in &inputs {
             dtypes.push(DType::from_mlir_name(d).ok_or_else(|| err(format!("unknown dtype `{d}`")))?);
         }
-        if let Some(p) = outputs.iter().find(|&&p| p % 16 != 0) {
+        if let Some((p, _)) = outputs.iter().find(|&&(p, _)| p % 16 != 0) {
             return Err(err(format!("output buffer {p:#x} is not 16-byte aligned")));
         }
         py.detach(|| {
@@ -140,8 +141,8 @@ impl Program {
                     data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } },
                 })
                 .collect();
-            let outs: Vec<*mut u8> = outputs.iter().map(|&p| p as *mut u8).collect();
-            // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.
+            let outs: Vec<(*mut u8, usize)> = outputs.iter().map(|&(p, n)| (p as *mut u8, n)).collect();
+            // SAFETY: the caller allocates each output as a fresh contiguous tensor of that length.
             unsafe { self.inner.run_into(&views, &outs) }.map(|_| ()).map_err(run_err)
         })
     }
@@ -171,7 +172,7 @@ fn eager_run_program(
     program: &CpuProgram,
     inputs: &[ember_compiler::eager::Meta],
     in_ptrs: &[(usize, usize)],
-    out_ptrs: &[usize],
+    out_ptrs: &[(usize, usize)],
 ) -> PyResult<()> {
     let shapes: Vec<Vec<usize>> = inputs.iter().map(|m| m.shape.iter().map(|&d| d as usize).collect()).collect();
     let views: Vec<TensorView> = in_ptrs
@@ -186,8 +187,8 @@ fn eager_run_program(
             data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } },
         })
         .collect();
-    let outs: Vec<*mut u8> = out_ptrs.iter().map(|&p| p as *mut u8).collect();
-    // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.
+    let outs: Vec<(*mut u8, usize)> = out_ptrs.iter().map(|&(p, n)| (p as *mut u8, n)).collect();
+    // SAFETY: the caller allocates each output as a fresh contiguous tensor of that length.
     unsafe { program.run_into(&views, &outs) }.map_err(run_err)?;
     Ok(())
 }
@@ -288,7 +289,7 @@ impl EagerPlans {
         inputs: Vec<(Vec<i64>, String)>,
         outputs: Vec<usize>,
         in_ptrs: Vec<(usize, usize)>,
-        out_ptrs: Vec<usize>,
+        out_ptrs: Vec<(usize, usize)>,
     ) -> PyResult<(bool, Vec<String>, u64)> {
         use ember_compiler::eager::RegionError;
         let region = eager_region(ops, inputs, outputs)?;
@@ -328,7 +329,7 @@ impl EagerPlans {
         py: Python<'_>,
         handle: u64,
         in_ptrs: Vec<(usize, usize)>,
-        out_ptrs: Vec<usize>,
+        out_ptrs: Vec<(usize, usize)>,
     ) -> PyResult<bool> {
         py.detach(|| {
             let Some((program, inputs, n_out)) =

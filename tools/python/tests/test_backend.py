@@ -227,3 +227,62 @@ def test_ops_outside_embers_dialect_are_partitioned_out(tmp_path: Path, monkeypa
     msgs = [str(w.message) for w in caught if "ember" in str(w.message)]
     assert len(msgs) == 1 and "aten.randperm (" in msgs[0] and "test_backend.py" in msgs[0], msgs
     assert backend.stats["compiled"] > before["compiled"]
+
+
+def _ember_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if "ember" in str(w.message)]
+
+
+def test_varying_batch_compiles_once_with_symbolic_dims(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dynamo marks the batch dynamic at its second size and hands over graphs with SymInt
+    inputs: one compile (forward and backward) serves every later size, none falls back, and
+    losses and gradients stay torch eager's."""
+    import copy
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.LayerNorm(32), torch.nn.GELU(), torch.nn.Linear(32, 3))
+    ref = copy.deepcopy(net)
+    compiled = torch.compile(net, backend="ember")
+    before = dict(backend.stats)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i, b in enumerate([2, 3, 4, 5, 6, 7, 9]):
+            x, y = torch.randn(b, 8), torch.randint(0, 3, (b,))
+            net.zero_grad()
+            ref.zero_grad()
+            loss = torch.nn.functional.cross_entropy(compiled(x), y)
+            loss.backward()
+            want = torch.nn.functional.cross_entropy(ref(x), y)
+            want.backward()
+            assert_close_torch(loss.detach(), want.detach())
+            for p, q in zip(net.parameters(), ref.parameters()):
+                assert_close_torch(p.grad, q.grad)
+            if i == 1:
+                after_second = backend.stats["compiled"]
+    assert _ember_warnings(caught) == []
+    assert backend.stats["fallbacks"] == before["fallbacks"]
+    # The first size compiles a static pair, the second the symbolic pair; then nothing.
+    assert after_second - before["compiled"] == 4
+    assert backend.stats["compiled"] == after_second
+
+
+def test_varying_sequence_length_of_a_transformers_gpt2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real model under dynamic shapes: the position ids' `arange` ends at the symbolic length."""
+    transformers = pytest.importorskip("transformers")
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=1, n_head=4, n_embd=64, vocab_size=300, n_positions=64)
+    m = transformers.GPT2LMHeadModel(cfg).eval()
+    compiled = torch.compile(m, backend="ember")
+    before = dict(backend.stats)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for t in [8, 9, 13]:
+            ids = torch.randint(0, 300, (2, t))
+            assert_close_torch(compiled(input_ids=ids).logits, m(input_ids=ids).logits)
+    assert _ember_warnings(caught) == []
+    assert backend.stats["fallbacks"] == before["fallbacks"]
+    assert backend.stats["compiled"] - before["compiled"] == 2  # static at 8, symbolic from 9

@@ -10,7 +10,11 @@ use std::collections::HashMap;
 
 impl Program {
     /// With `into`, outputs go to the caller's memory and the returned tensors carry shapes only.
-    pub(super) fn run_inner(&self, inputs: &[TensorView], into: Option<&[*mut u8]>) -> Result<Vec<HostTensor>, String> {
+    pub(super) fn run_inner(
+        &self,
+        inputs: &[TensorView],
+        into: Option<&[(*mut u8, usize)]>,
+    ) -> Result<Vec<HostTensor>, String> {
         for (i, t) in inputs.iter().enumerate() {
             let need = t.shape.iter().try_fold(t.dtype.byte_size(), |n, &d| n.checked_mul(d));
             if need.is_none_or(|n| t.data.len() < n) {
@@ -51,8 +55,15 @@ impl Program {
         let mut out_ptr: HashMap<usize, *mut u8> = HashMap::new();
         for (oi, o) in man.outputs.iter().enumerate() {
             if let Some(into) = into {
+                let (ptr, len) = into[oi];
+                if len != nbytes[o.buf] {
+                    return Err(format!(
+                        "output {oi} (`{}`): the buffer given holds {len} bytes, its shape {:?} needs {}",
+                        o.name, shapes[o.buf], nbytes[o.buf]
+                    ));
+                }
                 if man.buffers[o.buf].kind == BufKind::Temp {
-                    out_ptr.entry(o.buf).or_insert(into[oi]);
+                    out_ptr.entry(o.buf).or_insert(ptr);
                 }
                 continue;
             }
@@ -152,8 +163,9 @@ impl Program {
             for (oi, o) in man.outputs.iter().enumerate() {
                 let shape: Vec<usize> = shapes[o.buf].iter().map(|&d| d as usize).collect();
                 let bytes = nbytes[o.buf];
-                if ptrs[o.buf] != into[oi] && bytes > 0 {
-                    unsafe { std::ptr::copy_nonoverlapping(ptrs[o.buf], into[oi], bytes) };
+                if ptrs[o.buf] != into[oi].0 && bytes > 0 {
+                    // SAFETY: `into[oi]` was checked to hold `bytes` above.
+                    unsafe { std::ptr::copy_nonoverlapping(ptrs[o.buf], into[oi].0, bytes) };
                 }
                 shapes_out.push(HostTensor { dtype: self.dtypes[o.buf], shape, data: Vec::new() });
             }

@@ -279,14 +279,20 @@ impl Program {
         self.run_inner(inputs, None)
     }
 
-    /// Runs with every output written into caller memory (`outputs[i]` holds output i's bytes,
-    /// dense row-major), so an embedding runtime (the eager scheduler) hands its own tensors
-    /// to the kernels and nothing is copied back. Returns the output shapes.
+    /// Runs with every output written into caller memory (`outputs[i]` = (address, byte length)
+    /// receives output i, dense row-major), so an embedding runtime (torch.compile, the eager
+    /// scheduler) hands its own tensors to the kernels and nothing is copied back. A length that
+    /// is not the output's size (for symbolic dims, at these inputs' sizes) is an error before
+    /// anything runs. Returns the output shapes.
     ///
     /// # Safety
-    /// Each `outputs[i]` must point at writable memory of output i's byte size, aligned to 16
-    /// bytes, not overlapping an input or another output.
-    pub unsafe fn run_into(&self, inputs: &[TensorView], outputs: &[*mut u8]) -> Result<Vec<Vec<usize>>, String> {
+    /// Each `outputs[i]` must point at writable memory of its stated length, aligned to 16 bytes,
+    /// not overlapping an input or another output.
+    pub unsafe fn run_into(
+        &self,
+        inputs: &[TensorView],
+        outputs: &[(*mut u8, usize)],
+    ) -> Result<Vec<Vec<usize>>, String> {
         if outputs.len() != self.manifest.outputs.len() {
             return Err(format!(
                 "the model has {} outputs, got {} output buffers",

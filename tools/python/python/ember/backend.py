@@ -15,9 +15,11 @@ disk (``~/.cache/ember/graphs`` or ``$EMBER_CACHE_DIR``), keyed by the graph's c
 and dtypes, Ember's version and the CPU, so a second process reuses them without compiling.
 
 Ops Ember cannot compile are partitioned out and run with torch eager, after one warning that
-lists them with their source lines; the rest of the graph still runs on Ember. Graphs Ember cannot
-take at all (a non-CPU device, symbolic shapes) run with torch eager after a warning; the user's
-program never fails because of Ember. On the tpu and trainium targets the graph's values are
+lists them with their source lines; the rest of the graph still runs on Ember. Graphs with symbolic
+sizes (Dynamo marks a dim dynamic once it has seen two sizes of it) are compiled once with those
+dims symbolic, for every size Dynamo's guards allow, on the CPU target. Graphs Ember cannot take
+at all (a non-CPU device, symbolic sizes on tpu/trainium) run with torch eager after a warning;
+the user's program never fails because of Ember. On the tpu and trainium targets the graph's values are
 compiled to the target's artifact (StableHLO; for trainium its portable HLO, the module
 neuronx-cc gets, converted back to StableHLO) and run by ``ember.xla`` on the PJRT client that
 ``$EMBER_XLA_PLATFORM`` names (``cpu``, jax's CPU client, by default; a TPU host's ``tpu`` client
@@ -80,18 +82,22 @@ class CheckError(AssertionError):
 
 
 def _export(gm: torch.fx.GraphModule, example_inputs: list[Any], d: str) -> str:
-    """Re-traces a graph with torch.export into `d`/graph.pt2."""
+    """Re-traces a graph with torch.export into `d`/graph.pt2; dims symbolic in the example
+    inputs stay symbolic."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     path = os.path.join(d, "graph.pt2")
+    dynamic = [{i: torch.export.Dim.DYNAMIC for i, s in enumerate(x.shape) if _symbolic(s)} for x in example_inputs]
     try:
         # AOT calls its compilers inside its fake mode: the re-trace and the archive's tensors
         # must be real.
-        with unset_fake_temporarily(), torch.no_grad():
+        # Outside Dynamo's tracing context too: the re-trace's own guards on symbolic sizes
+        # would otherwise join the guards of the frame being compiled.
+        with unset_fake_temporarily(), torch._guards.tracing(None), torch._guards.compile_context(None), torch.no_grad():
             inputs = tuple(_concrete(x) for x in example_inputs)
             # AOT's graphs are core ATen already: `run_decompositions` would re-trace the
             # program once more for nothing (60 % of the compile time of a ResNet step's graphs).
-            ep = torch.export.export(gm, inputs)
+            ep = torch.export.export(gm, inputs, dynamic_shapes=_dynamic_shapes(gm, dynamic))
             # The archive would carry the example inputs (every weight-sized zero tensor, pickled:
             # a third of a GPT-2 graph's compile time); the frontend never reads them.
             ep._example_inputs = None
@@ -99,6 +105,18 @@ def _export(gm: torch.fx.GraphModule, example_inputs: list[Any], d: str) -> str:
     except Exception as exc:  # noqa: BLE001 - any export failure means "run eagerly"
         raise Unsupported(f"torch.export could not re-trace the graph: {str(exc).splitlines()[0]}") from exc
     return path
+
+
+def _dynamic_shapes(gm: torch.fx.GraphModule, dims: list[dict[int, Any]]) -> Any:
+    """torch.export's `dynamic_shapes` for `gm`'s inputs, shaped like its signature (AOT's
+    graphs take `*args`)."""
+    import inspect
+
+    if not any(dims):
+        return None
+    specs = tuple(d or None for d in dims)
+    var = [p.name for p in inspect.signature(gm.forward).parameters.values() if p.kind is inspect.Parameter.VAR_POSITIONAL]
+    return {var[0]: specs} if var else specs
 
 
 def _cache_root() -> str:
@@ -126,7 +144,7 @@ def _graph_key(gm: torch.fx.GraphModule, example_inputs: list[Any], native: Any,
     h.update(target.encode())
     h.update(gm.print_readable(print_output=False, include_stride=True, include_device=True).encode())
     for x in example_inputs:
-        h.update(repr((tuple(int(s) for s in x.shape), str(x.dtype))).encode())
+        h.update(repr((tuple(str(_size(s)) for s in x.shape), str(x.dtype))).encode())
     h.update(native.version().encode())
     h.update(platform.machine().encode())
     try:
@@ -137,10 +155,32 @@ def _graph_key(gm: torch.fx.GraphModule, example_inputs: list[Any], native: Any,
     return h.hexdigest()[:32]
 
 
+def _symbolic(s: Any) -> bool:
+    return isinstance(s, torch.SymInt) and not s.node.expr.is_number
+
+
+def _size(s: Any) -> Any:
+    """A size or stride as an int, or as its sympy expression when symbolic (read without
+    `int()`, which would add a guard and specialize the graph to this size)."""
+    if isinstance(s, torch.SymInt):
+        e = s.node.expr
+        return int(e) if e.is_number else e
+    return int(s)
+
+
+def _hint(s: Any) -> int:
+    """The size Dynamo saw for a (possibly symbolic) dim, without guarding on it."""
+    if _symbolic(s):
+        if s.node.hint is None:
+            raise Unsupported(f"the size `{s}` has no example value (a data-dependent size)")
+        return int(s.node.hint)
+    return _size(s)
+
+
 def _concrete(x: Any) -> Any:
     """A real tensor like the (possibly fake) example input, for re-tracing."""
     if isinstance(x, torch.Tensor):
-        return torch.zeros(tuple(int(s) for s in x.shape), dtype=x.dtype)
+        return torch.zeros(tuple(_hint(s) for s in x.shape), dtype=x.dtype)
     return x
 
 
@@ -160,21 +200,19 @@ def _view_chain(node: torch.fx.Node) -> tuple[torch.fx.Node, list[torch.fx.Node]
     return node, chain[::-1]
 
 
-def _static_layout(node: torch.fx.Node) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype] | None:
-    """The shape, strides and dtype the graph declares for `node`, if they are all known ints."""
+def _layout(node: torch.fx.Node) -> tuple[tuple[Any, ...], tuple[Any, ...], torch.dtype] | None:
+    """The shape, strides and dtype the graph declares for `node`: ints, or sympy expressions
+    in the graph's size symbols."""
     val = node.meta.get("val")
     if not isinstance(val, torch.Tensor):
         return None
-    try:
-        return tuple(int(s) for s in val.shape), tuple(int(s) for s in val.stride()), val.dtype
-    except TypeError:
-        return None
+    return tuple(_size(s) for s in val.shape), tuple(_size(s) for s in val.stride()), val.dtype
 
 
 def _dense_permutation(x: Any) -> list[int] | None:
     """The dim order that makes `x` contiguous, when `x` is a non-contiguous permutation of a
     dense tensor (None otherwise)."""
-    if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.is_contiguous():
+    if not isinstance(x, torch.Tensor) or x.dim() < 2 or any(map(_symbolic, (*x.shape, *x.stride()))) or x.is_contiguous():
         return None
     perm = sorted(range(x.dim()), key=lambda d: (-x.stride(d), d))
     return perm if x.permute(perm).is_contiguous() else None
@@ -246,12 +284,13 @@ class _Split:
             if root.op != "placeholder" and root not in roots:
                 roots.append(root)
             chains.append((root, chain))
-        #: (shape, strides, dtype) of each computed value, as the graph declares it.
+        #: (shape, strides, dtype) of each computed value, as the graph declares it (sizes in
+        #: the graph's symbols where they are symbolic: see `layouts`).
         self.roots = []
         for r in roots:
-            layout = _static_layout(r)
+            layout = _layout(r)
             if layout is None:
-                raise Unsupported(f"the value `{r.name}` has no static shape")
+                raise Unsupported(f"the value `{r.name}` is not a tensor")
             self.roots.append(layout)
             env[r] = epi.placeholder(f"root_{r.name}")
         results = []
@@ -268,13 +307,54 @@ class _Split:
             results.append(env[c[1][-1]] if c[1] else env[c[0]])
         epi.output(results[0] if self.single else tuple(results))
         self.epilogue = torch.fx.GraphModule(torch.nn.Module(), epi)
+        placeholders = [n for n in g.nodes if n.op == "placeholder"]
+        inputs = example_inputs + self.constants
+        #: Where each size symbol's value is found at call time: (input position, dim), dim None
+        #: for a SymInt input. A tensor's dim is preferred: the compiled values read only tensors.
+        self.symbols: dict[Any, tuple[int, int | None]] = {}
+        sizes = [(i, d, sz) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) for d, sz in enumerate(x.shape)]
+        sizes += [(i, None, x) for i, x in enumerate(inputs) if isinstance(x, torch.SymInt)]
+        for i, d, sz in sizes:
+            if _symbolic(sz) and sz.node.expr.is_Symbol:
+                self.symbols.setdefault(sz.node.expr, (i, d))
+        self.symbolic = any(not isinstance(v, int) for shape, strides, _ in self.roots for v in (*shape, *strides))
+        self._sizes: dict[tuple[int, ...], list[tuple[tuple[int, ...], tuple[int, ...]]]] = {}
+        #: The inputs the compiled values read: the tensors (a SymInt input is read as the dim of
+        #: a tensor input that has that size, so the re-trace sees only tensors).
+        self.core_inputs = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
         self.core = None
         if roots:
             out_node.args = (tuple(roots),)
             g.eliminate_dead_code()
+            body = next(n for n in g.nodes if n.op != "placeholder")
+            for i, p in enumerate(placeholders):
+                if isinstance(inputs[i], torch.Tensor):
+                    continue
+                if p.users:
+                    expr = _size(inputs[i])
+                    where = self.symbols.get(expr) if not isinstance(expr, int) else None
+                    if where is None or where[1] is None:
+                        raise Unsupported(f"the graph input `{p.name}` ({inputs[i]}) is not the size of a tensor input's dim")
+                    with g.inserting_before(body):
+                        size = g.call_function(torch.ops.aten.sym_size.int, (placeholders[where[0]], where[1]))
+                    p.replace_all_uses_with(size)
+                g.erase_node(p)
             gm.recompile()
             self.core = gm
-        self.example_inputs = example_inputs + self.constants
+        self.example_inputs = [inputs[i] for i in self.core_inputs]
+
+    def layouts(self, args: list[Any]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+        """Each computed value's (shape, strides) at these inputs' sizes."""
+        if not self.symbolic:
+            return [(shape, strides) for shape, strides, _ in self.roots]
+        key = tuple(int(args[i] if d is None else args[i].shape[d]) for i, d in self.symbols.values())
+        if key not in self._sizes:
+            import sympy
+
+            values = {s: sympy.Integer(v) for s, v in zip(self.symbols, key)}
+            ev = lambda e: e if isinstance(e, int) else int(e.xreplace(values))  # noqa: E731
+            self._sizes[key] = [(tuple(map(ev, shape)), tuple(map(ev, strides))) for shape, strides, _ in self.roots]
+        return self._sizes[key]
 
 
 class _Compiled:
@@ -286,6 +366,10 @@ class _Compiled:
         native = _native()
         self.target = target
         for x in example_inputs:
+            if isinstance(x, (int, torch.SymInt)) and not isinstance(x, bool):
+                if target != "cpu" and _symbolic(x):
+                    raise Unsupported(f"the graph has symbolic sizes; the {target} target compiles them only from the CLI (padded buckets)")
+                continue
             if not isinstance(x, torch.Tensor):
                 raise Unsupported(f"a graph input is a {type(x).__name__}, not a tensor")
             if x.device.type != "cpu":
@@ -345,9 +429,11 @@ class _Compiled:
         targets[self.target] = targets.get(self.target, 0) + 1
         with open(os.path.join(art, "manifest.json"), encoding="utf-8") as f:
             outputs = json.load(f)["outputs"]
-        # Outputs are allocated here from the graph's shapes: they must be the program's.
-        got = [(o["dtype"], [int(s) if s.isdigit() else s for s in o["dims"]]) for o in outputs]
-        want = [(_DTYPES.get(dtype), list(shape)) for shape, _, dtype in self.split.roots]
+        # Outputs are allocated here from the graph's shapes: they must be the program's (the
+        # runtime also refuses a buffer of the wrong size). Symbols are named afresh by the
+        # re-trace, so a symbolic dim must only be symbolic on both sides.
+        got = [(o["dtype"], [int(s) if s.isdigit() else "sym" for s in o["dims"]]) for o in outputs]
+        want = [(_DTYPES.get(dtype), [d if isinstance(d, int) else "sym" for d in shape]) for shape, _, dtype in self.split.roots]
         if got != want:
             raise Unsupported(f"the compiled graph returns {got}, the graph declares {want}")
         return program
@@ -357,14 +443,15 @@ class _Compiled:
 
     def run_core(self, args: list[torch.Tensor]) -> list[torch.Tensor]:
         """The computed values, laid out as the graph declares them."""
-        keep = [a.detach().contiguous() for a in args]
+        layouts = self.split.layouts(args)
+        keep = [args[i].detach().contiguous() for i in self.split.core_inputs]
         if self.target == "cpu":
             raw = [(t.data_ptr(), t.numel() * t.element_size(), list(t.shape), _DTYPES[t.dtype]) for t in keep]
-            outs = [torch.empty(shape, dtype=dtype) for shape, _, dtype in self.split.roots]
-            self.program.run_into(raw, [t.data_ptr() for t in outs])
+            outs = [torch.empty(shape, dtype=dtype) for (shape, _), (_, _, dtype) in zip(layouts, self.split.roots)]
+            self.program.run_into(raw, [(t.data_ptr(), t.numel() * t.element_size()) for t in outs])
         else:
             outs = self.program.run(keep)
-        for i, (shape, strides, _) in enumerate(self.split.roots):
+        for i, (shape, strides) in enumerate(layouts):
             if strides != _contiguous_strides(shape) and outs[i].numel() > 1:
                 outs[i] = torch.empty_strided(shape, strides, dtype=outs[i].dtype).copy_(outs[i])
         return outs

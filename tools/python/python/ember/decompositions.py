@@ -329,7 +329,10 @@ _like_orders: dict = {}
 
 def _like_order(t) -> list[int]:
     """The dims of `t` outermost first in the memory order `empty_like(t)` gives its result."""
-    key = (tuple(t.shape), t.stride())
+    # Symbolic sizes (torch.compile's dynamic dims, each >= 2): the order at the sizes Dynamo
+    # saw, read without guarding on them.
+    hint = lambda s: s.node.hint if isinstance(s, torch.SymInt) and s.node.hint is not None else int(s)  # noqa: E731
+    key = (tuple(map(hint, t.shape)), tuple(map(hint, t.stride())))
     order = _like_orders.get(key)
     if order is None:
         from torch.utils._python_dispatch import _disable_current_modes

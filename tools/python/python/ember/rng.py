@@ -141,7 +141,9 @@ def functional(gm: torch.fx.GraphModule) -> bool:
             concrete = [next(it) if isinstance(a, torch.fx.Node) else a for a in args]
             return rule(s, stream, concrete, kwargs, val)
 
-        with unset_fake_temporarily():
+        # Outside Dynamo's tracing context, whose shape environment would give the generator's
+        # values symbolic sizes.
+        with unset_fake_temporarily(), torch._guards.tracing(None):
             examples = [torch.zeros(tuple(int(d) for d in a.meta["val"].shape), dtype=a.meta["val"].dtype) for a in tensor_args]
             traced = make_fx(fn, decomposition_table=decompositions.table(), tracing_mode="fake")(torch.zeros((), dtype=torch.int64), *examples)
         env = dict(zip([p for p in traced.graph.nodes if p.op == "placeholder"], [seed, *tensor_args]))

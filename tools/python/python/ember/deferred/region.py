@@ -89,7 +89,7 @@ class _Region:
                 in_ptrs.append(packed[self.qbase + d] if t is None else (t.data_ptr(), t.numel() * t.element_size()))
             out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
             try:
-                ran = _plan_cache().run_plan(handle, in_ptrs, [t.data_ptr() for t in out_tensors])
+                ran = _plan_cache().run_plan(handle, in_ptrs, [(t.data_ptr(), t.numel() * t.element_size()) for t in out_tensors])
             except ValueError as exc:
                 raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
             if ran:
@@ -102,7 +102,7 @@ class _Region:
         in_meta = [(list(t.shape), _DTYPES[t.dtype]) for t in in_tensors]
         in_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in in_tensors]
         out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
-        out_ptrs = [t.data_ptr() for t in out_tensors]
+        out_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in out_tensors]
         try:
             hit, missing, handle = _plan_cache().run(native_ops, in_meta, [rel[v] for v in outputs], in_ptrs, out_ptrs)
         except ValueError as exc:
