@@ -4,6 +4,7 @@
 use crate::target::Target;
 use ember_passes::PassContext;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub const FORMAT_MAJOR: u32 = 2;
@@ -127,6 +128,8 @@ pub struct Packed {
     pub weights: Vec<(Io, u64, u64)>,
     pub outputs: Vec<Io>,
     pub blob: Vec<u8>,
+    /// Padded buckets: the argument that receives each symbol's true size.
+    pub sizes: BTreeMap<String, usize>,
 }
 
 pub fn pack(
@@ -136,7 +139,7 @@ pub fn pack(
 ) -> Result<Packed, String> {
     use ember_ir::attr::Attr;
     let entry = m.entry(f);
-    let mut p = Packed { inputs: vec![], weights: vec![], outputs: vec![], blob: vec![] };
+    let mut p = Packed { inputs: vec![], weights: vec![], outputs: vec![], blob: vec![], sizes: BTreeMap::new() };
     for (i, &a) in m.block(entry).args.iter().enumerate() {
         let attrs = m.arg_attrs(f, i).cloned().unwrap_or_default();
         let t = m.ty(a).tensor().ok_or("non-tensor argument")?;
@@ -149,6 +152,10 @@ pub fn pack(
         };
         if let Some(Attr::Str(name)) = attrs.get("ember.input") {
             p.inputs.push(io(name));
+            continue;
+        }
+        if let Some(Attr::Str(sym)) = attrs.get(ember_targets::tpu::buckets::SIZE_ATTR) {
+            p.sizes.insert(sym.clone(), i);
             continue;
         }
         let name = ["ember.param", "ember.buffer", "ember.constant"]

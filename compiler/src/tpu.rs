@@ -79,6 +79,13 @@ impl Target for Tpu {
         emit_options(opts).map(|_| ())
     }
 
+    fn rewrite(&self, m: &mut Module, _opts: &Options) -> Result<(), String> {
+        if let Some(f) = m.func_by_name("main") {
+            ember_targets::tpu::buckets::mask_padding(m, f);
+        }
+        Ok(())
+    }
+
     // XLA fuses loops itself; with a mesh, the tensor-parallel rule reads matmuls at the top level.
     fn keeps(&self, kind: &str, opts: &Options) -> bool {
         !(kind == "loop" || (kind == "gemm" && opts.flag("mesh")))
@@ -194,6 +201,7 @@ fn compile(
         mesh: shard.map(|o| o.mesh.iter().map(|(name, size)| MeshAxis { name: name.clone(), size: *size }).collect()),
         shard: shard.map(|o| o.rules.clone()),
         buckets: dynamic.then(|| buckets.iter().map(|(b, _)| b.clone()).collect()),
+        sizes: packed.sizes.clone(),
         vhlo: None,
     };
     let mut manifest = manifest;

@@ -68,6 +68,9 @@ impl Target for Trainium {
     }
 
     fn rewrite(&self, m: &mut Module, opts: &Options) -> R<()> {
+        if let Some(f) = m.func_by_name("main") {
+            buckets::mask_padding(m, f);
+        }
         if opts.value("auto-cast") == Some("matmult") {
             auto_cast_matmuls(m);
         }
@@ -153,6 +156,10 @@ pub struct Manifest {
     /// bucket that fits, padding inputs with zeros at the end of each symbolic dim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buckets: Option<Vec<Bucket>>,
+    /// Padded buckets: the `@main` argument that receives each symbol's true size (as in a tpu
+    /// manifest).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sizes: BTreeMap<String, usize>,
 }
 
 /// One padded bucket: the symbol values its modules were compiled for, its portable HLO module
@@ -697,6 +704,7 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
                 })
                 .collect()
         }),
+        sizes: packed.sizes.clone(),
     };
     let json = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())? + "\n";
     let ten = m.to_string();

@@ -318,6 +318,27 @@ impl Module {
         (f, entry)
     }
 
+    /// Appends an argument of type `ty` with attributes `attrs` to function `f` (its entry block,
+    /// `function_type` and `arg_attrs`).
+    pub fn add_arg(&mut self, f: OpId, ty: Type, attrs: Attrs) -> Value {
+        let entry = self.entry(f);
+        let i = self.block(entry).args.len();
+        let v = self.new_value(ty.clone(), ValueDef::Arg(entry, i as u32));
+        self.blocks[entry.index()].args.push(v);
+        let fa = &mut self.ops[f.index()].attrs;
+        if let Some(Attr::Type(Type::Function(args, _))) = fa.get_mut("function_type") {
+            args.push(ty);
+        }
+        let mut all = match fa.remove("arg_attrs") {
+            Some(Attr::Array(v)) => v,
+            _ => Vec::new(),
+        };
+        all.resize(i, Attr::Dict(Attrs::new()));
+        all.push(Attr::Dict(attrs));
+        fa.insert("arg_attrs".into(), Attr::Array(all));
+        v
+    }
+
     /// Per-argument attribute dictionaries of a function.
     pub fn arg_attrs(&self, f: OpId, i: usize) -> Option<&Attrs> {
         match self.op(f).attrs.get("arg_attrs") {

@@ -6,8 +6,11 @@
 //! buckets) into one artifact. The runner picks the smallest bucket that fits, pads the inputs at
 //! the end of every symbolic dim and slices the outputs back.
 //!
-//! That is only sound when no value at a real position depends on a padded one: [`check_padding`]
-//! refuses (naming the op and its line) reductions and contractions over a symbolic dim, reshapes
+//! That is only sound when no value at a real position depends on a padded one. Reductions and
+//! contractions over a symbolic dim are made exact by [`mask_padding`]: their operand's padding
+//! becomes the reduction's neutral element, against the symbol's true size, which the runner
+//! passes in an `ember.size` argument. [`check_padding`] refuses (naming the op and its line) the
+//! ones it could not mask, reshapes
 //! that move a symbolic dim away from dim 0 (the valid region is then no longer a prefix), slices,
 //! concatenations, pads, reversals, cumulative sums, windows and gathers along one, and symbolic
 //! sizes used as values. Everything else (elementwise ops, broadcasts, transposes, contractions
@@ -15,10 +18,157 @@
 
 use ember_ir::attr::Attr;
 use ember_ir::dialect::ten::{Form, OtherOp, TenOp};
-use ember_ir::module::{Module, OpId, Value};
+use ember_ir::module::{Attrs, Module, OpId, Value};
 use ember_ir::sym::SymExpr;
-use ember_ir::types::{TensorType, Type};
+use ember_ir::types::{DType, TensorType, Type};
 use std::collections::BTreeMap;
+
+/// The `@main` argument attribute naming the symbol whose true size the argument (`tensor<i64>`)
+/// carries in a padded bucket.
+pub const SIZE_ATTR: &str = "ember.size";
+/// Marks a reduction or contraction whose padding [`mask_padding`] replaced.
+const MASKED: &str = "ember.masked";
+
+/// Dims of an operand to mask: (dim, its symbol when the size is a bare symbol).
+type MaskDims = Vec<(i64, Option<String>)>;
+
+/// The element a reduction of `kind` ignores, in `dt` (`None`: no such value, e.g. u64's max).
+fn neutral(kind: &str, dt: DType) -> Option<Attr> {
+    let high = match kind {
+        "sum" | "or" => return Some(if dt.is_float() { Attr::Float(0.0) } else { Attr::Int(0) }),
+        "prod" | "and" => return Some(if dt.is_float() { Attr::Float(1.0) } else { Attr::Int(1) }),
+        "max" | "argmax" => false,
+        "min" | "argmin" => true,
+        _ => return None,
+    };
+    if dt.is_float() {
+        return Some(Attr::Float(if high { f64::INFINITY } else { f64::NEG_INFINITY }));
+    }
+    let (lo, hi) = match dt {
+        DType::Bool => (0, 1),
+        DType::U8 => (0, u8::MAX as i64),
+        DType::U16 => (0, u16::MAX as i64),
+        DType::U32 => (0, u32::MAX as i64),
+        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        DType::I64 => (i64::MIN, i64::MAX),
+        _ => return None,
+    };
+    Some(Attr::Int(if high { hi } else { lo }))
+}
+
+/// Makes reductions (every kind) and contractions over symbolic dims exact in padded buckets:
+/// the operand's elements past the symbol's true size along each such dim become the
+/// reduction's neutral element (0 for sums and contractions, both of whose operands are
+/// masked, so a padded inf or NaN meets no 0; -inf for max and argmax; ...). The true size is
+/// a new `@main` argument per symbol (`tensor<i64>`, attribute [`SIZE_ATTR`]) that the runner
+/// fills; a count taken as a sum of ones over the dim (mean, var) is then the true count too.
+/// Dims of a symbolic expression other than a bare symbol are left for [`check_padding`] to
+/// refuse.
+pub fn mask_padding(m: &mut Module, f: OpId) {
+    let entry = m.entry(f);
+    let mut ops = Vec::new();
+    m.walk(entry, &mut |op| ops.push(op));
+    let mut sizes: BTreeMap<String, Value> = BTreeMap::new();
+    for (i, &a) in m.block(entry).args.iter().enumerate() {
+        if let Some(s) = m.arg_attrs(f, i).and_then(|at| at.get(SIZE_ATTR)).and_then(|a| a.as_str()) {
+            sizes.insert(s.to_string(), a);
+        }
+    }
+    for op in ops {
+        let d = m.op(op);
+        let ints = |k: &str| d.attrs.get(k).and_then(Attr::as_ints).map(|v| v.to_vec()).unwrap_or_default();
+        // (operand index, dims to mask, reduction kind)
+        let masks: Vec<(usize, Vec<i64>, String)> = match d.ten() {
+            Some(TenOp::Reduce) => {
+                let kind = d.attrs.get("kind").and_then(|a| a.as_str()).unwrap_or_default().to_string();
+                vec![(0, ints("dims"), kind)]
+            }
+            Some(TenOp::DotGeneral) => {
+                vec![(0, ints("lhs_contract"), "sum".into()), (1, ints("rhs_contract"), "sum".into())]
+            }
+            _ => continue,
+        };
+        let symbolic = |m: &Module, v: Value, dims: &[i64]| -> MaskDims {
+            let t = m.ty(v).tensor().cloned().unwrap_or_else(|| TensorType::new(vec![], DType::F32));
+            dims.iter()
+                .filter(|&&k| t.dims.get(k as usize).is_some_and(|e| e.as_const().is_none()))
+                .map(|&k| (k, if let SymExpr::Sym(s) = &t.dims[k as usize] { Some(s.clone()) } else { None }))
+                .collect()
+        };
+        let todo: Vec<(usize, MaskDims, String)> =
+            masks.into_iter().map(|(i, dims, kind)| (i, symbolic(m, d.operands[i], &dims), kind)).collect();
+        if todo.iter().all(|(_, dims, _)| dims.is_empty()) {
+            continue;
+        }
+        let dtype_of = |m: &Module, v: Value| m.ty(v).tensor().map(|t| t.dtype).unwrap_or(DType::F32);
+        let all_plain = todo.iter().all(|(_, dims, _)| dims.iter().all(|(_, s)| s.is_some()));
+        let has_neutral = todo.iter().all(|(i, _, kind)| neutral(kind, dtype_of(m, m.op(op).operands[*i])).is_some());
+        if !all_plain || !has_neutral {
+            continue;
+        }
+        let block = m.op(op).parent.expect("a walked op is placed");
+        let loc = m.op(op).loc.clone();
+        let mut pos = m.block(block).ops.iter().position(|&o| o == op).expect("op in its block");
+        let mut emit = |m: &mut Module, name: TenOp, operands: Vec<Value>, ty: TensorType, attrs: Vec<(&str, Attr)>| {
+            let attrs: Attrs = attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            let o = m.create_op(name.name(), operands, vec![Type::Tensor(ty)], attrs, vec![], loc.clone());
+            m.insert_op(block, pos, o);
+            pos += 1;
+            m.result(o, 0)
+        };
+        for (i, dims, kind) in todo {
+            if dims.is_empty() {
+                continue;
+            }
+            let x = m.op(op).operands[i];
+            let xt = m.ty(x).tensor().cloned().expect("a tensor operand");
+            let shape = Attr::dims(xt.dims.clone());
+            let bool_t = TensorType::new(xt.dims.clone(), DType::Bool);
+            let i64_t = TensorType::new(xt.dims.clone(), DType::I64);
+            let mut keep: Option<Value> = None;
+            for (k, sym) in dims {
+                let sym = sym.expect("checked above");
+                let size = *sizes.entry(sym.clone()).or_insert_with(|| {
+                    let attrs: Attrs = [(SIZE_ATTR.to_string(), Attr::Str(sym.clone()))].into_iter().collect();
+                    m.add_arg(f, Type::Tensor(TensorType::new(vec![], DType::I64)), attrs)
+                });
+                let io = emit(
+                    m,
+                    TenOp::Iota,
+                    vec![],
+                    i64_t.clone(),
+                    vec![("shape", shape.clone()), ("dim", Attr::Int(k)), ("dtype", Attr::DType(DType::I64))],
+                );
+                let n = emit(
+                    m,
+                    TenOp::Broadcast,
+                    vec![size],
+                    i64_t.clone(),
+                    vec![("shape", shape.clone()), ("dims", Attr::Ints(vec![]))],
+                );
+                let lt =
+                    emit(m, TenOp::Compare, vec![io, n], bool_t.clone(), vec![("direction", Attr::Str("LT".into()))]);
+                keep = Some(match keep {
+                    None => lt,
+                    Some(prev) => emit(m, TenOp::And, vec![prev, lt], bool_t.clone(), vec![]),
+                });
+            }
+            let value = neutral(&kind, xt.dtype).expect("checked above");
+            let fill = emit(
+                m,
+                TenOp::Constant,
+                vec![],
+                xt.clone(),
+                vec![("value", value), ("shape", shape.clone()), ("dtype", Attr::DType(xt.dtype))],
+            );
+            let masked = emit(m, TenOp::Select, vec![keep.expect("a masked dim"), x, fill], xt.clone(), vec![]);
+            m.op_mut(op).operands[i] = masked;
+        }
+        m.op_mut(op).attrs.insert(MASKED.into(), Attr::Bool(true));
+    }
+}
 
 /// At most this many buckets per symbol, and in all.
 pub const MAX_PER_SYMBOL: usize = 8;
@@ -207,6 +357,7 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
     }
     let Some(Form::Other(op)) = d.ten().map(TenOp::form) else { return Ok(()) };
     match op {
+        OtherOp::Reduce | OtherOp::DotGeneral if d.attrs.contains_key(MASKED) => Ok(()),
         OtherOp::Reduce => on(&ints("dims"), "reduces over"),
         OtherOp::DotGeneral => {
             on(&ints("lhs_contract"), "contracts over")?;

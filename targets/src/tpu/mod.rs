@@ -139,6 +139,10 @@ pub struct Manifest {
     /// fit, padding inputs with zeros at the end of each symbolic dim and slicing the outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buckets: Option<Vec<Bucket>>,
+    /// Padded buckets: the `@main` argument (an int64 scalar) that receives each symbol's true
+    /// size, against which reductions over its dim ignore the padding.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sizes: BTreeMap<String, usize>,
     /// `--portable`: a VHLO portable artifact (versioned MLIR bytecode) next to every module.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vhlo: Option<Vhlo>,

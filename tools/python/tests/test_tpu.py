@@ -373,3 +373,26 @@ def test_philox_generator_gives_the_same_bits_on_xla(target: str, tmp_path: Path
     got = xla.run_artifact(tmp_path / "art", [seed.numpy()])
     np.testing.assert_array_equal(got[0], want[0].numpy())
     np.testing.assert_allclose(got[1], want[1].numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("target", ["tpu", "trainium"])
+def test_batch_reductions_at_several_sizes(target: str, tmp_path: Path) -> None:
+    """Mean, var, max and a softmax over a dynamic batch: one compile into padded buckets serves
+    five sizes (four of them padded), the padding masked out of every reduction against the true
+    size the runner passes (`sizes` in the manifest)."""
+    torch = pytest.importorskip("torch")
+    model = TESTDATA / "cpu/batch_stats.pt2"
+    art = tmp_path / target
+    r = ember("compile", str(model), "--target", target, "-o", str(art))
+    assert r.returncode == 0, r.stderr
+    a = xla.Artifact(art)
+    assert len(a.buckets) > 3 and list(a.sizes) == ["s77"]
+    ep = torch.export.load(str(model))
+    for n in [2, 3, 5, 9, 16]:
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        call, args, finish = a.prepare([x])
+        got = a.widen(finish(call(args)))[0]
+        with torch.no_grad():
+            want = ep.module()(torch.from_numpy(x)).numpy()
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"{target} at batch {n}")

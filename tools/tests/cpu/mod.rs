@@ -402,6 +402,13 @@ fn strided_ops_match_eager() {
     assert_archive_matches_eager("strided_ops");
 }
 
+/// Mean, var, max and softmax over a symbolic batch (`testdata/cpu/batch_stats.py`), at the
+/// archive's size.
+#[test]
+fn batch_stats_match_eager() {
+    assert_archive_matches_eager("batch_stats");
+}
+
 /// expm1, log2, log10, sinh, cosh, asinh, acosh, atanh, asin, acos, atan, elu/selu/celu on a
 /// grid with infinities, NaN and values outside each domain, plus f(s)/s on tiny s for the
 /// functions that behave like x near 0, and cdist for p = 0, 1, 2, 3, inf (`testdata/cpu/math_ops.py`).

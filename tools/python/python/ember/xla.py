@@ -373,7 +373,10 @@ class Artifact:
         # trainium: arguments/results whose dtype legalization changed (int64 -> i32, f64 -> f32).
         self.narrowed: dict[str, str] = dict(self.manifest.get("narrowed", {}))
         blob = np.fromfile(self.dir / "weights.bin", dtype=np.uint8) if self.manifest["weights"] else np.zeros(0, np.uint8)
-        n_args = len(self.manifest["inputs"]) + len(self.manifest["weights"])
+        #: Padded buckets: the `@main` argument that gets each symbol's true size (for the masks
+        #: that keep the padding out of reductions over its dim).
+        self.sizes: dict[str, int] = dict(self.manifest.get("sizes", {}))
+        n_args = len(self.manifest["inputs"]) + len(self.manifest["weights"]) + len(self.sizes)
         self.args: list[np.ndarray | None] = [None] * n_args
         for w in self.manifest["weights"]:
             dt = _np_dtype(w["dtype"])
@@ -496,7 +499,10 @@ class Artifact:
         def finish(outs: list[np.ndarray]) -> list[np.ndarray]:
             return [o[tuple(slice(0, n) for n in shape)] for o, shape in zip(outs, shapes)]
 
-        return self._compiled[bucket["module"]], self._bind(inputs, bucket["symbols"]), finish
+        args = self._bind(inputs, bucket["symbols"])
+        for sym, arg in self.sizes.items():
+            args[arg] = self._narrow(np.asarray(env[sym], np.int64), arg, f"the size of `{sym}`")
+        return self._compiled[bucket["module"]], args, finish
 
 
 def load_artifact(directory: str | os.PathLike[str], portable: bool = False) -> Artifact:
