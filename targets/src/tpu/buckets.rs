@@ -11,7 +11,8 @@
 //! becomes the reduction's neutral element, against the symbol's true size, which the runner
 //! passes in an `ember.size` argument. [`check_padding`] refuses (naming the op and its line) the
 //! ones it could not mask, reshapes
-//! that move a symbolic dim away from dim 0 (the valid region is then no longer a prefix), slices,
+//! that put a symbolic dim after another dim of its group (the valid region is then no longer a
+//! prefix of it), slices,
 //! concatenations, pads, reversals, cumulative sums, windows and gathers along one, and symbolic
 //! sizes used as values. Everything else (elementwise ops, broadcasts, transposes, contractions
 //! over static dims, reductions over static dims) keeps each row's values to itself.
@@ -371,11 +372,11 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
             }
         }
         OtherOp::Reshape => {
-            let rs = sym_dims(m, d.results[0]);
-            if xs.iter().skip(1).any(|&s| s) || rs.iter().skip(1).any(|&s| s) {
-                Err("it reshapes with a symbolic dim other than dim 0 (the padding would interleave with real elements)".into())
-            } else {
+            let dims = |v: Value| m.ty(v).tensor().map(|t| t.dims.clone()).unwrap_or_default();
+            if reshape_keeps_padding_last(&dims(x), &dims(d.results[0])) {
                 Ok(())
+            } else {
+                Err("it reshapes a symbolic dim with dims before it, or with another symbolic dim (the padding would interleave with real elements)".into())
             }
         }
         OtherOp::Slice => {
@@ -428,6 +429,56 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
         | OtherOp::Constant
         | OtherOp::Iota => Ok(()),
     }
+}
+
+/// Whether a reshape from `a` to `b` keeps every padded position after the real ones: the dims
+/// split into groups of equal size on both sides, and a group with a symbolic dim must have it
+/// first on both sides, the group's other dims static (`[s, 64] -> [s, 4, 16]` or `-> [64s]`,
+/// not `[4, s] -> [4s]`). Group sizes are compared with each symbol set to a distinct large prime.
+fn reshape_keeps_padding_last(a: &[SymExpr], b: &[SymExpr]) -> bool {
+    let mut syms = Vec::new();
+    a.iter().chain(b).for_each(|d| d.symbols(&mut syms));
+    syms.sort();
+    syms.dedup();
+    const PRIMES: [i64; 6] = [1_000_003, 1_000_033, 1_000_037, 1_000_039, 1_000_081, 1_000_099];
+    if syms.len() > PRIMES.len() {
+        return false;
+    }
+    let value = |s: &str| syms.iter().position(|x| x == s).map(|i| PRIMES[i]);
+    let eval = |v: &[SymExpr]| v.iter().map(|d| d.eval(&value).map(|x| x as i128)).collect::<Option<Vec<i128>>>();
+    let (Some(va), Some(vb)) = (eval(a), eval(b)) else { return false };
+    let ok = |dims: &[SymExpr]| dims.iter().skip(1).all(|d| d.as_const().is_some());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let (si, sj) = (i, j);
+        let (mut pa, mut pb) = (1i128, 1i128);
+        if i < a.len() {
+            pa = va[i];
+            i += 1;
+        }
+        if j < b.len() {
+            pb = vb[j];
+            j += 1;
+        }
+        while pa != pb {
+            if pa < pb && i < a.len() {
+                pa = pa.saturating_mul(va[i]);
+                i += 1;
+            } else if pb < pa && j < b.len() {
+                pb = pb.saturating_mul(vb[j]);
+                j += 1;
+            } else {
+                return false;
+            }
+        }
+        let (ga, gb) = (&a[si..i], &b[sj..j]);
+        let symbolic = ga.iter().chain(gb).any(|d| d.as_const().is_none());
+        let first_sym = |g: &[SymExpr]| g.first().is_some_and(|d| d.as_const().is_none());
+        if symbolic && !(first_sym(ga) && first_sym(gb) && ok(ga) && ok(gb)) {
+            return false;
+        }
+    }
+    true
 }
 
 /// A copy of the module with every symbol replaced by its value in `env`: all types and `shape`
