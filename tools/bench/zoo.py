@@ -568,14 +568,19 @@ def versions() -> dict[str, str]:
     return out
 
 
-def build_recipe() -> str:
-    """A fingerprint of how this script builds and exports models (not of how it reports), so
-    that an edit to the configs or the inputs redoes the exports and nothing else does."""
+def build_recipe(source: str) -> str:
+    """A fingerprint of how this script builds and exports a source's models (not of how it
+    reports), so that an edit to the configs or the inputs redoes those exports and nothing
+    else does."""
     import inspect
 
-    fns = [_shrink_list, hf_config, _wrap, build_hf, FewFlowUpdates, build_tv, export_one]
-    consts = [HF_SMALL, TEXT_LEN, AUDIO_SAMPLES, TV_IMAGE, TV_INPUT, TV_KWARGS, RAFT_FLOW_UPDATES, MAX_PARAMS]
-    return key_of([inspect.getsource(f) for f in fns], repr(consts))
+    if source == "transformers":
+        fns = [_shrink_list, hf_config, _wrap, build_hf]
+        consts = [HF_SMALL, TEXT_LEN, AUDIO_SAMPLES]
+    else:
+        fns = [FewFlowUpdates, build_tv]
+        consts = [TV_IMAGE, TV_INPUT, TV_KWARGS, RAFT_FLOW_UPDATES]
+    return key_of([inspect.getsource(f) for f in fns + [export_one]], repr(consts + [MAX_PARAMS]))
 
 
 def key_of(*parts: Any) -> str:
@@ -597,7 +602,7 @@ class Run:
         self.ember_sha = sha256_file(Path(shutil.which(self.ember) or self.ember))[:16]
         py_sources = {p.name: sha256_file(p)[:16] for p in sorted((PYPKG / "ember").glob("*.py"))}
         # The export depends on ember.export; tpu and trainium runs on ember.xla.
-        self.export_salt = key_of(HARNESS_VERSION, self.versions, py_sources.get("export.py"), build_recipe(),
+        self.export_salt = key_of(HARNESS_VERSION, self.versions, py_sources.get("export.py"),
                                   sha256_file(Path(__file__))[:16] if args.strict_cache else None)
         self.target_salt = key_of(self.ember_sha, py_sources.get("xla.py"), py_sources.get("dtypes.py"))
         tmp = Path(os.environ.get("TMPDIR") or self.cache / "tmp")
@@ -640,7 +645,7 @@ class Run:
         work = self.cache / "work" / safe_name(name)
         work.mkdir(parents=True, exist_ok=True)
         pt2, npz = work / "model.pt2", work / "model.npz"
-        export_key = key_of(self.export_salt, spec)
+        export_key = key_of(self.export_salt, spec, build_recipe(spec["source"]))
         old = self.load(name) or {}
         if old.get("export_key") != export_key:
             old = {}
