@@ -589,6 +589,13 @@ def build_recipe(source: str) -> str:
     return key_of([inspect.getsource(f) for f in fns + [export_one]], repr(consts))
 
 
+def git_rev(tree: Path | None) -> str:
+    if tree is None:
+        return ""
+    p = subprocess.run(["git", "-C", str(tree), "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 else ""
+
+
 def key_of(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -733,14 +740,19 @@ def fmt_cell(status: str, error: str | None, t: dict[str, Any] | None) -> str:
         return f"**WRONG** (max abs diff {mad:.3g})" if mad is not None else "**WRONG**"
     if status == "not run":
         return "-"
-    return f"{status}: {md(error or '')}"
+    err = error or ""
+    return f"{status}: {md(err if len(err) <= 200 else err[:199] + '…')}"
 
 
 def render(specs: list[dict[str, Any]], results: dict[str, dict[str, Any]], run: Run, targets: list[str],
            notes: list[str], load: tuple[float, float], argv: list[str]) -> tuple[str, dict[str, Any]]:
     v = run.versions
-    git = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-                         capture_output=True, text=True).stdout.strip()
+    git = git_rev(ROOT)
+    # The compiler's rev is that of the tree the binary was built in (ROOT/target/debug/ember:
+    # this one), which a copied binary does not tell: --note can.
+    binary = Path(run.ember).resolve()
+    tree = binary.parents[2] if len(binary.parents) > 2 and binary.parent.parent.name == "target" else None
+    ember_rev = f"built in {tree} at {git_rev(tree)}" if tree and git_rev(tree) else "built outside a git tree"
     ember_ver = subprocess.run([run.ember, "--version"], capture_output=True, text=True).stdout.strip()
     done = [s for s in specs if s["name"] in results]
     skipped = [s for s in done if results[s["name"]]["export"]["status"] == "build error"]
@@ -750,9 +762,12 @@ def render(specs: list[dict[str, Any]], results: dict[str, dict[str, Any]], run:
         "# Model zoo: Ember vs torch eager", "",
         f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- torch {v['torch']}, transformers {v['transformers']}, torchvision {v['torchvision']}, jax {v['jax']}",
-        f"- Ember: tree {git or '?'}, {ember_ver or 'ember'} (`{run.ember}`, sha256 {run.ember_sha})",
-        f"- machine: {os.cpu_count()} logical CPUs, {platform.machine()}; 1-min load average at start / end: "
-        f"{load[0]:.2f} / {load[1]:.2f}; {THREADS} threads per step",
+        f"- Ember: {ember_ver or 'ember'} `{run.ember}` (sha256 {run.ember_sha}), {ember_rev}; zoo.py from tree "
+        f"{git or '?'}",
+        f"- machine: {os.cpu_count()} logical CPUs, {platform.machine()}; 1-min load average "
+        + (f"when the report was written: {load[1]:.2f} (--report-only: the run's load is not known)"
+           if run.args.report_only else f"at start / end: {load[0]:.2f} / {load[1]:.2f}")
+        + f"; {THREADS} threads per step",
         f"- command: `python tools/bench/zoo.py {' '.join(argv)}`".rstrip(),
         "- models: random weights (seed 0), small configs, batch 1, fp32, eval mode; exported with "
         "`ember.export` (torch.export + run_decompositions); outputs compared with eager at the "
@@ -764,7 +779,18 @@ def render(specs: list[dict[str, Any]], results: dict[str, dict[str, Any]], run:
         n_complete = sum(all(cell(results[s["name"]], t)[0] != "not run" for t in targets) for s in tried)
         lines.append(f"- **PARTIAL RUN**: {len(done)} of {len(specs)} selected models reached, "
                      f"{n_complete} with every target done; `-` marks what has not run")
-    lines += [f"- note: {n}" for n in notes]
+    stale = 0
+    for s in done:
+        res = results[s["name"]]
+        if res.get("export_key") != key_of(run.export_salt, s, run.recipes[s["source"]]):
+            stale += 1
+        else:
+            want = key_of(run.target_salt, res["export_key"])
+            stale += any(r.get("key") != want for r in res.get("targets", {}).values())
+    if stale:
+        lines.append(f"- **{stale} model(s) have results from another ember binary, ember.export or zoo.py "
+                     "recipe** than the current ones (a rerun without --report-only redoes them)")
+    lines += [f"- note: {n}" for n in notes + run.args.note]
 
     # Pass rates.
     def counts(group: list[dict[str, Any]], target: str) -> Counter:
@@ -834,13 +860,20 @@ def render(specs: list[dict[str, Any]], results: dict[str, dict[str, Any]], run:
              if cell(results[s["name"]], t)[0] == "wrong"]
     if wrong:
         lines += ["", "## Wrong results", "",
-                  "The exported graph run by torch vs eager (`export diff`) shows torch's own noise.", "",
+                  "Max abs/rel diff over the first output that differs; `export diff` is the max abs diff of "
+                  "torch running its own exported (decomposed) graph vs eager: the noise of a different but "
+                  "correct evaluation order.", "",
                   "| model | target | max abs diff | max rel diff | export diff | first mismatch |", "|---|---|---|---|---|---|"]
         for name, t, r in wrong:
             ed = results[name]["export"].get("export_diff")
             rel = r.get("max_rel")
             lines.append(f"| {name} | {t} | {r.get('max_abs') or 0:.3g} | {'-' if rel is None else f'{rel:.3g}'} | "
                          f"{'-' if ed is None else f'{ed:.3g}'} | {md(r.get('error') or '')[:240]} |")
+    panics = [(s["name"], t, cell(results[s["name"]], t)[1]) for s in exported for t in targets
+              if cell(results[s["name"]], t)[0] == "panic"]
+    if panics:
+        lines += ["", "## Panics and signals", "", "| model | target | message |", "|---|---|---|"]
+        lines += [f"| {name} | {t} | {md(err or '')[:240]} |" for name, t, err in panics]
 
     lines += ["", "## Models", "",
               "| model | family | ops | params | " + " | ".join(targets) + " |", "|---|---|---|---|" + "---|" * len(targets)]
@@ -850,6 +883,9 @@ def render(specs: list[dict[str, Any]], results: dict[str, dict[str, Any]], run:
         ops = exp.get("n_ops", "-")
         params = f"{exp['params'] / 1e6:.2f}M" if exp.get("params") else "-"
         cells = [fmt_cell(*cell(res, t), res.get("targets", {}).get(t)) for t in targets]
+        # The same failure on several targets (an import error, a missing op) is written once.
+        cells = [c if i == 0 or c == "pass" or c != cells[0] else f"(same as {targets[0]})"
+                 for i, c in enumerate(cells)]
         if exp["status"] != "exported":
             cells = [fmt_cell(*cell(res, targets[0]), None)] + ["(export)"] * (len(targets) - 1)
         lines.append(f"| {s['name']} | {s['family']} | {ops} | {params} | " + " | ".join(cells) + " |")
@@ -919,8 +955,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         f"{k}: {', '.join(v)}" for k, v in SUBSETS.items()))
     ap.add_argument("--models", metavar="REGEX", help="only the models whose name (hf/TYPE, tv/BUILDER) or "
                     "family matches REGEX (re.search)")
-    ap.add_argument("--only", metavar="NAME[,NAME]", help="redo these models from scratch (export and every "
-                    "target), even when cached; the other selected models come from the cache")
+    ap.add_argument("--only", metavar="NAME[,NAME]", help="run just these models, from scratch (export and every "
+                    "target) even when cached; the report takes the other selected models from the cache")
     ap.add_argument("--rerun-failed", action="store_true", help="redo every (model, target) that did not pass "
                     "(and every export that failed) instead of taking it from the cache")
     ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated targets (default: %(default)s)")
@@ -932,6 +968,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     "tools/bench/results)")
     ap.add_argument("--cache", default=str(DEFAULT_CACHE), help="cache and work directory (default: %(default)s)")
     ap.add_argument("--report-only", action="store_true", help="run nothing: write the report from the cache")
+    ap.add_argument("--note", action="append", default=[], metavar="TEXT", help="a line for the report's "
+                    "header, e.g. where a copied --ember binary was built (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the selected models and exit")
     ap.add_argument("--strict-cache", action="store_true", help="also invalidate cached exports when any of "
                     "zoo.py changes (by default: the model's spec, how zoo.py builds models, the library "
@@ -1001,14 +1039,15 @@ def main(argv: list[str] | None = None) -> int:
         plot(stats, args.targets, out / "zoo.png")
 
     try:
-        if args.report_only:
-            for s in specs:
-                r = run.load(s["name"])
-                if r is not None:
-                    results[s["name"]] = r
-        else:
+        # --only runs just those models; the report still covers the whole selection.
+        to_run = [] if args.report_only else [s for s in specs if not only or s["name"] in only]
+        for s in specs:
+            r = None if s in to_run else run.load(s["name"])
+            if r is not None:
+                results[s["name"]] = r
+        if to_run:
             with cf.ThreadPoolExecutor(args.jobs) as pool:
-                futs = {pool.submit(run.run_model, s, s["name"] in only): s for s in interleaved(specs)}
+                futs = {pool.submit(run.run_model, s, s["name"] in only): s for s in interleaved(to_run)}
                 for i, fut in enumerate(cf.as_completed(futs), 1):
                     s = futs[fut]
                     try:
@@ -1016,7 +1055,7 @@ def main(argv: list[str] | None = None) -> int:
                     except Exception:  # noqa: BLE001 - a harness bug on one model must not stop the run
                         log(f"[{s['name']}] harness error:\n{traceback.format_exc()}")
                     if i % 10 == 0:  # a report to look at while a long run goes on
-                        log(f"[zoo] {i}/{len(specs)} models, {time.monotonic() - t0:.0f}s")
+                        log(f"[zoo] {i}/{len(to_run)} models, {time.monotonic() - t0:.0f}s")
                         write_report()
     finally:
         run.close()
