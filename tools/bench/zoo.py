@@ -13,14 +13,24 @@ Writes tools/bench/results/zoo.md and zoo.png.
     python tools/bench/zoo.py                       # everything (resumable)
     python tools/bench/zoo.py --subset ci           # the CI subset (test_zoo.py)
     python tools/bench/zoo.py --models 'tv/resnet' --targets cpu
-    python tools/bench/zoo.py --only hf/gpt2        # redo one model, the rest from the cache
+    python tools/bench/zoo.py --only hf/gpt2        # run one model again; the report keeps the rest
     python tools/bench/zoo.py --rerun-failed        # redo every (model, target) that did not pass
     python tools/bench/zoo.py --report-only         # rewrite zoo.md/zoo.png from the cache
 
-Results are cached per model in CACHE/results/NAME.json (default ~/.cache/ember/zoo), keyed
-by the model's spec, the library versions, ember.export and the ember binary: a rerun
+Results are cached per model in CACHE/results/NAME.json (default ~/.cache/ember/zoo), with
+the .pt2/.npz and the artifacts of failures in CACHE/work/NAME/. An export is keyed by the
+model's spec, how this script builds that source's models, the library versions and
+ember.export; a target's result by the export and the ember binary (and ember.xla): a rerun
 redoes only what changed. A model that cannot be built (the config or the inputs this
-script makes do not suit it) is skipped and listed with the reason; it is not counted.
+script makes do not suit it, or over MAX_PARAMS) is skipped and listed with the reason; it
+is not counted.
+
+Each export runs in a persistent worker process (torch and transformers imported once;
+restarted after a crash or a timeout), each ember step in its own process, with timeouts
+(export, compile and run 300 s each). The full set (~400 model types and builders, ~300
+of which build) takes about 2 hours on 2 shared cores with --jobs 2, most of it the tpu
+and trainium runs (each `ember run` starts Python and jax). Set TMPDIR (Inductor's files)
+and EMBER_PYTHON (the Python with jax for tpu/trainium runs; default: this one).
 
 Per (model, target) the result is one of: pass; wrong (the numbers differ from eager:
 max abs diff); compile error; run error; panic (a Rust panic or a signal); timeout; or
