@@ -418,6 +418,31 @@ def _exc_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:300]
 
 
+def eval_float64(spec: dict[str, Any], npz: Path, out: Path) -> dict[str, Any]:
+    """The model in float64 on the .npz's inputs (floats widened), outputs written to OUT as
+    out0..: a reference nearer the exact values than eager float32, to tell for a wrong
+    result whether Ember or eager is farther from them."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    from ember.export import seed_everything, write_npz
+
+    from opinfo.compare import npz_arrays, to_torch
+
+    seed_everything(0)
+    module, _ = (build_hf if spec["source"] == "transformers" else build_tv)(spec)
+    module = module.double()
+    args = [to_torch(a) for a in npz_arrays(npz, "arg")]
+    args = [a.double() if a.is_floating_point() else a for a in args]
+    if spec["family"] == "tv detection":  # its inputs are a list of images (flattened in the .npz)
+        args = [args]
+    with torch.no_grad():
+        got = module(*args)
+    leaves = [t for t in pytree.tree_leaves(got) if isinstance(t, torch.Tensor)]
+    write_npz(out, {f"out{i}": t.detach().numpy() for i, t in enumerate(leaves)})
+    return dict(status="ok", outputs=len(leaves))
+
+
 def worker_main() -> int:
     """The export worker: one JSON request per stdin line, one MARK-prefixed answer per line.
     One process exports many models, so torch and transformers are imported once."""
@@ -432,9 +457,13 @@ def worker_main() -> int:
     for line in sys.stdin:
         req = json.loads(line)
         try:
-            ans = export_one(req["spec"], Path(req["pt2"]), Path(req["npz"]))
+            if req.get("op") == "float64":
+                ans = eval_float64(req["spec"], Path(req["npz"]), Path(req["out"]))
+            else:
+                ans = export_one(req["spec"], Path(req["pt2"]), Path(req["npz"]))
         except Exception as exc:  # noqa: BLE001
-            ans = dict(status="export error", error=_exc_line(exc), detail=traceback.format_exc()[-2000:])
+            failed = "error" if req.get("op") == "float64" else "export error"
+            ans = dict(status=failed, error=_exc_line(exc), detail=traceback.format_exc()[-2000:])
         out.write(MARK + json.dumps(ans) + "\n")
         out.flush()
         import gc
@@ -466,12 +495,18 @@ class ExportWorker:
             self.log.close()
 
     def export(self, spec: dict[str, Any], pt2: Path, npz: Path, timeout: float) -> dict[str, Any]:
+        return self.request(dict(spec=spec, pt2=str(pt2), npz=str(npz)), timeout)
+
+    def float64(self, spec: dict[str, Any], npz: Path, out: Path, timeout: float) -> dict[str, Any]:
+        return self.request(dict(op="float64", spec=spec, npz=str(npz), out=str(out)), timeout)
+
+    def request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
         if self.proc is None or self.proc.poll() is not None:
             self.stop()
             self._start()
-        self.log.write(f"--- {spec['name']}\n")
+        self.log.write(f"--- {req.get('op', 'export')} {req['spec']['name']}\n")
         self.log.flush()
-        self.proc.stdin.write(json.dumps(dict(spec=spec, pt2=str(pt2), npz=str(npz))) + "\n")
+        self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
         deadline = time.monotonic() + timeout
         while True:
@@ -677,6 +712,7 @@ class Run:
         redo_export = (force or not old or not pt2.exists() and old["export"]["status"] == "exported"
                        or args.rerun_failed and old["export"]["status"] != "exported")
         if redo_export:
+            (work / "ref64.npz").unlink(missing_ok=True)
             log(f"[{name}] export")
             exp = self.worker().export(spec, pt2, npz, EXPORT_TIMEOUT)
             res = dict(name=name, family=spec["family"], spec=spec, export_key=export_key, export=exp, targets={})
@@ -700,8 +736,42 @@ class Run:
             res["targets"][target] = r
             log(f"[{name}] {target}: {r['status']}" + (f": {r['error']}" if r.get("error") else ""))
             self.save(res)
+        wrong = [t for t, r in res["targets"].items() if r["status"] == "wrong" and "float64" not in r]
+        if wrong:
+            self.triage(spec, res, work, wrong)
         self.save(res)
         return res
+
+    def triage(self, spec: dict[str, Any], res: dict[str, Any], work: Path, wrong: list[str]) -> None:
+        """For each wrong target: the max abs error of Ember's outputs and of eager's from the
+        model run in float64. Similar errors mean float32 rounding amplified by the model (deep
+        random-weight nets do that), not a miscompile; Ember far worse than eager means a bug."""
+        import numpy as np
+
+        ref = work / "ref64.npz"
+        if not ref.exists():
+            log(f"[{spec['name']}] float64 reference")
+            ans = self.worker().float64(spec, work / "model.npz", ref, EXPORT_TIMEOUT)
+            if ans.get("status") != "ok":
+                for t in wrong:
+                    res["targets"][t]["float64"] = dict(error=ans.get("error"))
+                return
+        try:
+            exact, eager = read_outputs(ref), read_outputs(work / "model.npz")
+            for t in wrong:
+                got = read_outputs(work / f"got-{t}.npz")
+                errs = dict(ember=0.0, eager=0.0)
+                for g, w, x in zip(got, eager, exact):
+                    if w.dtype.kind != "f" or g.shape != x.shape or w.shape != x.shape:
+                        continue
+                    x = x.astype(np.float64)
+                    with np.errstate(invalid="ignore"):
+                        errs["ember"] = max(errs["ember"], float(np.nanmax(np.abs(g.astype(np.float64) - x))))
+                        errs["eager"] = max(errs["eager"], float(np.nanmax(np.abs(w.astype(np.float64) - x))))
+                res["targets"][t]["float64"] = errs
+        except Exception as exc:  # noqa: BLE001 - triage is best effort
+            for t in wrong:
+                res["targets"][t]["float64"] = dict(error=_exc_line(exc))
 
     def close(self) -> None:
         for w in self.workers:
@@ -870,15 +940,24 @@ def render(specs: list[dict[str, Any]], results: dict[str, dict[str, Any]], run:
              if cell(results[s["name"]], t)[0] == "wrong"]
     if wrong:
         lines += ["", "## Wrong results", "",
-                  "Max abs/rel diff over the first output that differs; `export diff` is the max abs diff of "
-                  "torch running its own exported (decomposed) graph vs eager: the noise of a different but "
-                  "correct evaluation order.", "",
-                  "| model | target | max abs diff | max rel diff | export diff | first mismatch |", "|---|---|---|---|---|---|"]
+                  "Max abs/rel diff over the first output that differs. `export diff`: torch running the exported "
+                  "(decomposed) graph vs eager (often 0: it calls the same kernels).", "",
+                  "`vs float64`: the max abs error from the model run in float64 (same weights and inputs) of "
+                  "Ember's outputs and of eager's; Ember within 2x of eager is float32 rounding amplified by "
+                  "the model, not a miscompile.", "",
+                  "| model | target | max abs diff | max rel diff | export diff | Ember / eager vs float64 | verdict "
+                  "| first mismatch |", "|---|---|---|---|---|---|---|---|"]
         for name, t, r in wrong:
             ed = results[name]["export"].get("export_diff")
             rel = r.get("max_rel")
+            f64 = r.get("float64") or {}
+            if "ember" in f64:
+                vs = f"{f64['ember']:.3g} / {f64['eager']:.3g}"
+                verdict = "rounding (as near as eager)" if f64["ember"] <= 2 * f64["eager"] else "**Ember farther**"
+            else:
+                vs, verdict = md(f64.get("error") or "-"), "?"
             lines.append(f"| {name} | {t} | {r.get('max_abs') or 0:.3g} | {'-' if rel is None else f'{rel:.3g}'} | "
-                         f"{'-' if ed is None else f'{ed:.3g}'} | {md(r.get('error') or '')[:240]} |")
+                         f"{'-' if ed is None else f'{ed:.3g}'} | {vs} | {verdict} | {md(r.get('error') or '')[:240]} |")
     panics = [(s["name"], t, cell(results[s["name"]], t)[1]) for s in exported for t in targets
               if cell(results[s["name"]], t)[0] == "panic"]
     if panics:
