@@ -122,6 +122,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.gt.Scalar", "(Tensor self, Scalar other) -> Tensor", Compare, "Elementwise self > other, bool result. gt([1., 2.], 2) = [false, false]"),
     op("torch.aten.gt.Tensor", "(Tensor self, Tensor other) -> Tensor", Compare, "Elementwise self > other, bool result. gt([1., 2.], 2) = [false, false]"),
     op("torch.aten.hardtanh", "(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", Same, "Elementwise clamp to [min_val, max_val]. hardtanh([-3., 0.5]) = [-1., 0.5]"),
+    op("torch.aten.histc", "(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", Trust, "Counts of self's elements in `bins` equal bins over [min, max] (the data's range when min == max); elements outside are not counted, max falls in the last bin. histc([0., 1., 1., 2.], 3, 0, 2) = [1., 2., 1.]"),
     op("torch.aten.index.Tensor", "(Tensor self, Tensor?[] indices) -> Tensor", Index, "Advanced indexing with optional index tensors per dim. index([10, 20, 30], [[2, 0]]) = [30, 10]"),
     op("torch.aten.index_put", "(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor", Same, "Copy of `self` with `values` written at advanced `indices` (added if `accumulate`). index_put(zeros(3), [[1]], [5.]) = [0., 5., 0.]"),
     op("torch.aten.index_select", "(Tensor self, int dim, Tensor index) -> Tensor", IndexSelect, "Gather whole slices of `dim` at `index`. index_select([10, 20, 30], 0, [2, 0]) = [30, 10]"),

@@ -192,6 +192,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("searchsorted.Tensor",                  reduce::searchsorted),
     ("bucketize.Tensor",                     reduce::searchsorted),
     ("cumsum",                               |cx, _| reduce::cumsum(cx, TenOp::Cumsum)),
+    ("histc",                                |cx, _| reduce::histc(cx)),
     ("cumprod",                              |cx, _| reduce::cumsum(cx, TenOp::Cumprod)),
     ("_cdist_forward",                       |cx, _| reduce::cdist(cx)),
     ("argmax",                               reduce::arg_reduction),

@@ -3,7 +3,9 @@
 //! softmax and layer norm compute in f32 and convert back, as torch's kernels accumulate.
 
 use super::build::{acc_dtype, c, norm_dim, Cx, Lowered};
+use ember_ir::attr::Attr;
 use ember_ir::dialect::ten::TenOp;
+use ember_ir::types::DType;
 use ember_ir::{SymExpr, Value};
 
 /// The dims of `shape` not in `dims`, and the shape they leave.
@@ -512,4 +514,50 @@ pub fn searchsorted(cx: &mut Cx, name: &str) -> Lowered {
     let before = cx.unary(TenOp::Not, ahead)?;
     let cnt = cx.convert(before, t.dtype)?;
     Ok(Some(vec![cx.reduce(cnt, "sum", &[r - 1])?]))
+}
+
+/// histc(self, bins, min, max) with min < max: each element's bin is
+/// `trunc((x - min) / (max - min) * bins)` in the input dtype (torch's CPU kernel, same order of
+/// operations), `max` itself in the last bin; a one-hot of [numel, bins] over the elements inside
+/// [min, max] (NaN is in no bin) is summed. The data-dependent range of min == max stays a torch
+/// op.
+pub fn histc(cx: &mut Cx) -> Lowered {
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let t = cx.out(0)?;
+    let bins = cx.int_or("bins", 100)?;
+    let bound = |k: &str, d: f64| cx.attr(k).map_or(Some(d), |a| a.as_float());
+    let (Some(lo), Some(hi)) = (bound("min", 0.0), bound("max", 0.0)) else { return Ok(None) };
+    if !(lo < hi) || bins < 1 || !xt.dtype.is_float() || !xt.is_static() {
+        return Ok(None);
+    }
+    let n = xt.numel();
+    let flat = cx.reshape(x, &[n.clone()])?;
+    let bottom = cx.constf(lo, xt.dtype, &[n.clone()])?;
+    let top = cx.constf(hi, xt.dtype, &[n.clone()])?;
+    let above = cx.compare("GE", flat, bottom)?;
+    let below = cx.compare("LE", flat, top)?;
+    let inside = cx.binary(TenOp::And, above, below)?;
+    let shifted = cx.binary_scalar(TenOp::Sub, flat, lo)?;
+    let scaled = cx.binary_scalar(TenOp::Div, shifted, hi - lo)?;
+    let scaled = cx.binary_scalar(TenOp::Mul, scaled, bins as f64)?;
+    // Only elements inside reach the conversion: NaN or a huge value has no integer.
+    let zero = cx.constf(0.0, xt.dtype, &[n.clone()])?;
+    let scaled = cx.select(inside, scaled, zero)?;
+    let pos = cx.convert(scaled, DType::I64)?;
+    let last = cx.constf((bins - 1) as f64, DType::I64, &[n.clone()])?;
+    let at_max = cx.compare("EQ", flat, top)?;
+    let pos = cx.select(at_max, last, pos)?;
+    let grid = [n.clone(), c(bins)];
+    let iota = cx.emit(
+        TenOp::Iota,
+        vec![],
+        vec![("shape", Attr::dims(grid.to_vec())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))],
+    )?;
+    let pos = cx.bcast_in_dim(pos, &grid, &[0])?;
+    let inside = cx.bcast_in_dim(inside, &grid, &[0])?;
+    let hit = cx.compare("EQ", iota, pos)?;
+    let hit = cx.binary(TenOp::And, hit, inside)?;
+    let ones = cx.convert(hit, t.dtype)?;
+    Ok(Some(vec![cx.reduce(ones, "sum", &[0])?]))
 }

@@ -409,6 +409,13 @@ fn batch_stats_match_eager() {
     assert_archive_matches_eager("batch_stats");
 }
 
+/// histc (values at `max`, outside the range, NaN) and transformers' `grouped_mm_fallback`
+/// through Ember's decomposition, against transformers' own fallback (`testdata/cpu/moe_ops.py`).
+#[test]
+fn moe_ops_match_eager() {
+    assert_archive_matches_eager("moe_ops");
+}
+
 /// expm1, log2, log10, sinh, cosh, asinh, acosh, atanh, asin, acos, atan, elu/selu/celu on a
 /// grid with infinities, NaN and values outside each domain, plus f(s)/s on tiny s for the
 /// functions that behave like x near 0, and cdist for p = 0, 1, 2, 3, inf (`testdata/cpu/math_ops.py`).

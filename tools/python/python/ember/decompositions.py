@@ -57,7 +57,28 @@ def table(target: str = "cpu") -> dict:
                 func = getattr(packet, ov)
                 if foreach_element(func) is not None:
                     t[func] = functools.partial(foreach, func, _call)
+    t.update(third_party())
     return t
+
+
+def third_party() -> dict:
+    """Decompositions of other libraries' custom ops that real models reach, for those
+    registered in this process: transformers' MoE experts (`grouped_mm_fallback`, its default
+    for float32 on the CPU)."""
+    ns = getattr(torch.ops, "transformers", None)
+    op = getattr(ns, "grouped_mm_fallback", None) if ns is not None else None
+    return {op.default: grouped_mm} if op is not None else {}
+
+
+def grouped_mm(input, weight, offs):
+    """transformers' `grouped_mm_fallback(input [S, K], weight [E, K, N], offs [E])`: rows are
+    sorted by expert and `offs` holds the cumulative row count per expert, so row r's expert is
+    the number of offsets <= r; rows past the last offset stay zero, as in the fallback."""
+    n_experts = weight.shape[0]
+    rows = torch.arange(input.shape[0], device=input.device)
+    expert = (offs.unsqueeze(0) <= rows.unsqueeze(1)).sum(1)
+    out = torch.bmm(input.unsqueeze(1), weight[expert.clamp(max=n_experts - 1)]).squeeze(1)
+    return torch.where((expert < n_experts).unsqueeze(1), out, torch.zeros((), dtype=out.dtype))
 
 
 def _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask) -> bool:

@@ -364,7 +364,11 @@ def export_model(
     ref_arrays = _flatten_tensors(reference, "output")
 
     ep = torch.export.export(module, fresh(), dynamic_shapes=dynamic_shapes)
-    ep = ep.run_decompositions()
+    from .decompositions import third_party
+
+    table = torch.export.default_decompositions()
+    table.update(third_party())
+    ep = ep.run_decompositions(table)
 
     max_diff = None
     if check:
