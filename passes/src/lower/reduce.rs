@@ -532,9 +532,9 @@ pub fn histc(cx: &mut Cx) -> Lowered {
         return Ok(None);
     }
     let n = xt.numel();
-    let flat = cx.reshape(x, &[n.clone()])?;
-    let bottom = cx.constf(lo, xt.dtype, &[n.clone()])?;
-    let top = cx.constf(hi, xt.dtype, &[n.clone()])?;
+    let flat = cx.reshape(x, std::slice::from_ref(&n))?;
+    let bottom = cx.constf(lo, xt.dtype, std::slice::from_ref(&n))?;
+    let top = cx.constf(hi, xt.dtype, std::slice::from_ref(&n))?;
     let above = cx.compare("GE", flat, bottom)?;
     let below = cx.compare("LE", flat, top)?;
     let inside = cx.binary(TenOp::And, above, below)?;
@@ -542,10 +542,10 @@ pub fn histc(cx: &mut Cx) -> Lowered {
     let scaled = cx.binary_scalar(TenOp::Div, shifted, hi - lo)?;
     let scaled = cx.binary_scalar(TenOp::Mul, scaled, bins as f64)?;
     // Only elements inside reach the conversion: NaN or a huge value has no integer.
-    let zero = cx.constf(0.0, xt.dtype, &[n.clone()])?;
+    let zero = cx.constf(0.0, xt.dtype, std::slice::from_ref(&n))?;
     let scaled = cx.select(inside, scaled, zero)?;
     let pos = cx.convert(scaled, DType::I64)?;
-    let last = cx.constf((bins - 1) as f64, DType::I64, &[n.clone()])?;
+    let last = cx.constf((bins - 1) as f64, DType::I64, std::slice::from_ref(&n))?;
     let at_max = cx.compare("EQ", flat, top)?;
     let pos = cx.select(at_max, last, pos)?;
     let grid = [n.clone(), c(bins)];
