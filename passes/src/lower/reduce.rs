@@ -528,7 +528,7 @@ pub fn histc(cx: &mut Cx) -> Lowered {
     let bins = cx.int_or("bins", 100)?;
     let bound = |k: &str, d: f64| cx.attr(k).map_or(Some(d), |a| a.as_float());
     let (Some(lo), Some(hi)) = (bound("min", 0.0), bound("max", 0.0)) else { return Ok(None) };
-    if !(lo < hi) || bins < 1 || !xt.dtype.is_float() || !xt.is_static() {
+    if lo.partial_cmp(&hi) != Some(std::cmp::Ordering::Less) || bins < 1 || !xt.dtype.is_float() || !xt.is_static() {
         return Ok(None);
     }
     let n = xt.numel();
