@@ -45,18 +45,8 @@ fn neutral(kind: &str, dt: DType) -> Option<Attr> {
     if dt.is_float() {
         return Some(Attr::Float(if high { f64::INFINITY } else { f64::NEG_INFINITY }));
     }
-    let (lo, hi) = match dt {
-        DType::Bool => (0, 1),
-        DType::U8 => (0, u8::MAX as i64),
-        DType::U16 => (0, u16::MAX as i64),
-        DType::U32 => (0, u32::MAX as i64),
-        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
-        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
-        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
-        DType::I64 => (i64::MIN, i64::MAX),
-        _ => return None,
-    };
-    Some(Attr::Int(if high { hi } else { lo }))
+    let (lo, hi) = super::stablehlo::lit::int_range(dt);
+    i64::try_from(if high { hi } else { lo }).ok().map(Attr::Int)
 }
 
 /// Makes reductions (every kind) and contractions over symbolic dims exact in padded buckets:

@@ -25,7 +25,7 @@ impl Lit {
 }
 
 /// Integer range of an integer dtype.
-pub(super) fn int_range(dt: DType) -> (i128, i128) {
+pub(crate) fn int_range(dt: DType) -> (i128, i128) {
     match dt {
         DType::Bool => (0, 1),
         DType::U8 => (0, u8::MAX as i128),

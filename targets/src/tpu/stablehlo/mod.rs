@@ -37,7 +37,7 @@ use ember_ir::types::{DType, Type};
 use std::collections::HashMap;
 use std::fmt::Write;
 
-mod lit;
+pub(crate) mod lit;
 use lit::{lit_text, Lit};
 mod composite;
 mod ops;
