@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""CPU benchmark: torch eager vs Inductor (torch.compile) vs Ember (the `ember` CLI).
+"""CPU benchmark: torch eager vs Inductor vs Ember, through torch.compile and through the CLI.
 
-For every case of tools/bench/cases.py (fp32, 2 threads) it measures the median
-latency of each backend, Ember's correctness against eager, the compile time of
-Inductor (first call in a fresh process with an empty cache) and Ember (wall time
-of `ember compile`), and Ember's fraction of the machine roofline (GEMM GFLOP/s
-or copy GB/s measured in the same run). Writes tools/bench/results/cpu.md and
-cpu.png.
+For every case of tools/bench/cases.py (fp32, 2 threads) it measures two paths in one run:
 
-    python tools/bench/bench_cpu.py [--cases mlp,gpt2_block] [--iters 20] [--ember PATH]
+- torch.compile (the path users run): in a fresh process per case with empty Inductor and
+  Ember caches, eager, `torch.compile(m)` and `torch.compile(m, backend="ember")` timed in
+  interleaved rounds (one call of each in turn, so a noisy machine loads them alike); the
+  first call of each (Dynamo, compile, one execution), and in a second fresh process the first
+  call again from the warm caches; Ember's outputs against eager's;
+- the CLI: Inductor's first call in a fresh process and its per-call time, `ember compile`'s
+  wall time and `ember run --repeat`'s median, Ember's fraction of the machine roofline (GEMM
+  GFLOP/s or copy GB/s measured in the same run), e-graph vs greedy fusion.
+
+Writes tools/bench/results/cpu.md and cpu.png.
+
+    python tools/bench/bench_cpu.py [--cases mlp,gpt2_block] [--iters 20] [--ember PATH] [--paths compile,cli]
 """
 
 from __future__ import annotations
@@ -92,6 +98,59 @@ def inductor_worker(case: str, iters: int) -> None:
     print(json.dumps(dict(compile_s=compile_s, ms=ms, min=mn, rel=rel)))
 
 
+def compile_worker(case: str, rounds: int, first_only: bool) -> None:
+    """One case through torch.compile, in a fresh process whose caches the parent chose: with
+    first_only, just each backend's first call (from warm caches: a second process)."""
+    import ember.backend  # registers backend="ember"
+
+    torch.set_num_threads(THREADS)
+    loaded = load_model(cases.CASES[case]["factory"], seed=0)
+    model, inputs = loaded.module.eval(), loaded.inputs
+    res: dict = {}
+    with torch.no_grad():
+        ref = model(*inputs)
+        fns = {"eager": model}
+        for name, kw in (("inductor", {}), ("ember", {"backend": "ember"})):
+            fn = torch.compile(model, **kw)
+            t0 = time.perf_counter()
+            out = fn(*inputs)
+            res[f"{name}_first"] = time.perf_counter() - t0
+            res[f"{name}_mad"], res[f"{name}_rel"] = rel_diff([out.numpy()], [ref.numpy()])
+            fns[name] = fn
+        res["stats"] = {k: v for k, v in ember.backend.stats.items() if k != "targets"}
+        if not first_only:
+            for fn in fns.values():
+                for _ in range(3):
+                    fn(*inputs)
+            times: dict[str, list[float]] = {k: [] for k in fns}
+            for _ in range(rounds):
+                for k, fn in fns.items():
+                    t0 = time.perf_counter()
+                    fn(*inputs)
+                    times[k].append((time.perf_counter() - t0) * 1e3)
+            for k, ts in times.items():
+                res[k], res[k + "_min"] = statistics.median(ts), min(ts)
+    print(json.dumps(res))
+
+
+def run_compile(case: str, rounds: int, tmp: Path) -> dict:
+    caches = Path(tempfile.mkdtemp(prefix=f"compile-{case}-", dir=tmp))
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"), EMBER_CACHE_DIR=str(caches / "ember"),
+               TMPDIR=str(tmp), RAYON_NUM_THREADS=str(THREADS))
+    row: dict = {}
+    for first_only in (False, True):
+        argv = [sys.executable, __file__, "--_compile-worker", case, "--iters", str(rounds)]
+        p = subprocess.run(argv + (["--_first-only"] if first_only else []), env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            return dict(row, error=("warm " if first_only else "") + "torch.compile failed: " + first_error_line(p.stderr))
+        res = json.loads(p.stdout.strip().splitlines()[-1])
+        if first_only:
+            row.update(inductor_warm=res["inductor_first"], ember_warm=res["ember_first"], warm_stats=res["stats"])
+        else:
+            row.update(res)
+    return row
+
+
 def run_inductor(case: str, iters: int, tmp: Path) -> dict:
     cache = Path(tempfile.mkdtemp(prefix=f"inductor-{case}-", dir=tmp))
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), TMPDIR=str(tmp))
@@ -136,6 +195,14 @@ def run_ember(ember: str, pt2: Path, npz: Path, iters: int, work: Path, fusion: 
     return dict(ms=float(m.group(1)), min=float(m.group(2)), compile_s=compile_s, mad=mad, rel=rel, steps=steps, est=est)
 
 
+def roofline(spec: dict, ms: float, peak: dict) -> float | None:
+    if spec["kind"] == "gemm":
+        return spec["flops"] / ms / 1e6 / peak["gflops"]
+    if spec["kind"] == "mem":
+        return spec["bytes"] / ms / 1e6 / peak["gbps"]
+    return None
+
+
 def bench_case(name: str, args, tmp: Path, peak: dict) -> dict:
     spec = cases.CASES[name]
     work = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=tmp))
@@ -160,10 +227,7 @@ def bench_case(name: str, args, tmp: Path, peak: dict) -> dict:
     gr = run_ember(args.ember, res.pt2, res.npz, args.iters, work, fusion="greedy")
     row.update(greedy=gr.get("ms"), greedy_steps=gr.get("steps"), greedy_err=gr.get("error"))
     if row["ember"]:
-        if spec["kind"] == "gemm":
-            row["roof"] = spec["flops"] / row["ember"] / 1e6 / peak["gflops"]
-        else:
-            row["roof"] = spec["bytes"] / row["ember"] / 1e6 / peak["gbps"]
+        row["roof"] = roofline(spec, row["ember"], peak)
         row["bad"] = not (row["rel"] <= REL_TOL)
     print(f"[{name}] {row}", file=sys.stderr, flush=True)
     return row
@@ -188,9 +252,30 @@ def table(rows: list[dict]) -> str:
             cells = [r["case"], mm("eager"), ind, mm("ember"),
                      fmt(e / r["inductor"]) if r["inductor"] else "-",
                      fmt(r["ember_min"] / r["inductor_min"]) if r["inductor"] else "-", fmt(e / r["eager"]),
-                     f"{100 * r['roof']:.0f}% ({'GEMM' if r['kind'] == 'gemm' else 'mem'})",
+                     f"{100 * r['roof']:.0f}% ({'GEMM' if r['kind'] == 'gemm' else 'mem'})" if r["roof"] else "-",
                      fmt(r["ind_compile"]), fmt(r["ember_compile"]),
                      f"{r['mad']:.2e} ({r['rel']:.1e})" + (" **WRONG**" if r["bad"] else "")]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def compile_table(rows: list[dict]) -> str:
+    head = ["case", "eager ms", "Inductor ms", "Ember ms", "Ember/Ind", "Ember/Ind (min)", "Ember/eager",
+            "first call s: Ind / Ember (ratio)", "warm-cache first call s: Ind / Ember", "Ember graphs: compiled, fallbacks",
+            "Ember max|diff| (rel)"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        if r.get("error") and "ember" not in r:
+            out.append("| " + " | ".join([r["case"], "ERROR: " + r["error"].replace("|", "\\|")] + ["-"] * (len(head) - 2)) + " |")
+            continue
+        mm = lambda k: f"{fmt(r[k])} ({fmt(r[k + '_min'])})"
+        st = r["stats"]
+        cells = [r["case"], mm("eager"), mm("inductor"), mm("ember"), fmt(r["ember"] / r["inductor"]),
+                 fmt(r["ember_min"] / r["inductor_min"]), fmt(r["ember"] / r["eager"]),
+                 f"{r['inductor_first']:.2f} / {r['ember_first']:.2f} ({r['ember_first'] / r['inductor_first']:.2f})",
+                 f"{fmt(r.get('inductor_warm'))} / {fmt(r.get('ember_warm'))}",
+                 f"{st['compiled'] + st['cache_hits']}, {st['fallbacks']}",
+                 f"{r['ember_mad']:.2e} ({r['ember_rel']:.1e})" + (" **WRONG**" if r["bad"] else "")]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
@@ -223,106 +308,174 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def plot(rows, path: Path) -> None:
+def plot(panels: list[tuple[str, list[dict]]], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    names = [r["case"] for r in rows]
-    fig, ax = plt.subplots(figsize=(1.9 * len(rows) + 2, 4.5))
+    panels = [(t, rows) for t, rows in panels if rows]
+    if not panels:
+        return
+    width = max(len(rows) for _, rows in panels)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(1.6 * width + 2, 4.2 * len(panels)), squeeze=False)
     w = 0.27
-    for i, (key, label) in enumerate([("eager", "torch eager"), ("inductor", "Inductor"), ("ember", "Ember")]):
-        vals = [r.get(key) or 0 for r in rows]
-        bars = ax.bar([x + (i - 1) * w for x in range(len(rows))], vals, w, label=label)
-        for b, v, r in zip(bars, vals, rows):
-            txt = f"{v:.1f}" if v else ("error" if key == "ember" else "n/a")
-            ax.annotate(txt, (b.get_x() + w / 2, max(v, 0.1)), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(rows)), names)
-    ax.set_yscale("log")
-    ax.set_ylabel("median ms (log scale, lower is better)")
-    ax.set_title(f"CPU fp32, {THREADS} threads ({cpu_model()})")
-    ax.legend()
+    for ax, (title, rows) in zip(axes[:, 0], panels):
+        for i, (key, label) in enumerate([("eager", "torch eager"), ("inductor", "Inductor"), ("ember", "Ember")]):
+            vals = [r.get(key) or 0 for r in rows]
+            bars = ax.bar([x + (i - 1) * w for x in range(len(rows))], vals, w, label=label)
+            for b, v in zip(bars, vals):
+                txt = f"{v:.3g}" if v else ("error" if key == "ember" else "n/a")
+                ax.annotate(txt, (b.get_x() + w / 2, max(v, 1e-3)), ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(rows)), [r["case"] for r in rows], fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("median ms (log, lower is better)")
+        ax.set_title(f"{title}: CPU fp32, {THREADS} threads ({cpu_model()})", fontsize=10)
+        ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
+
+
+def ember_extension() -> str:
+    """Which build of the extension torch.compile uses (per-call overhead depends on it)."""
+    p = subprocess.run([sys.executable, "-c", "import ember, ember._ember as e; print(e.__file__)"],
+                       capture_output=True, text=True)
+    return p.stdout.strip() or "not importable: " + first_error_line(p.stderr)
+
+
+def compile_section(rows: list[dict], rounds: int) -> list[str]:
+    gm, n = geomean_ratio(rows)
+    gm_min, _ = geomean_ratio(rows, "_min")
+    over = [r["case"] for r in rows if r.get("ember") and r.get("inductor") and r["ember"] > r["inductor"]]
+    lines = ["## Through torch.compile (the path users run)", "",
+             f"Fresh process per case, empty caches; eager, Inductor and Ember timed in {rounds} interleaved rounds "
+             "(fewer where the case says), medians (mins); first call = Dynamo + compile + one execution; "
+             "warm-cache first call = the same in a second fresh process over the caches the first one filled. "
+             "Ember graphs: graphs Ember compiled or loaded, and partitions left to eager.", "",
+             compile_table(rows), ""]
+    if gm:
+        lines.append(f"**Geomean Ember/Inductor through torch.compile: {gm:.2f}x** (medians; {gm_min:.2f}x on min times) "
+                     f"over {n} case(s); slower than Inductor: {', '.join(over) or 'none'}")
+    add1 = next((r for r in rows if r["case"] == "add1" and r.get("ember")), None)
+    if add1:
+        lines.append(f"\nPer-call cost of a 16-element add (`add1`, all overhead): eager {1e3 * add1['eager']:.1f} µs, "
+                     f"Inductor {1e3 * add1['inductor']:.1f} µs, Ember {1e3 * add1['ember']:.1f} µs (medians).")
+    return lines + [""]
+
+
+def cli_section(rows: list[dict], args, gflops: float, gbps: float) -> list[str]:
+    gm, n = geomean_ratio(rows)
+    gm_min, _ = geomean_ratio(rows, "_min")
+    lines = [
+        "## Through the CLI (`ember compile` + `ember run`)", "",
+        f"- roofline measured in this run (fastest of {args.iters} iterations, best of start/end): GEMM {gflops:.1f} GFLOP/s "
+        f"(torch.mm 2048x2048 fp32), memory {gbps:.1f} GB/s (256 MiB tensor copy, read+write bytes)",
+        "- Ember roofline = FLOPs/(Ember median time) vs GEMM peak (GEMM cases) or minimal bytes (inputs+outputs)/time "
+        "vs copy bandwidth (mem cases)",
+        "- Inductor compile = first call in a fresh process with an empty TORCHINDUCTOR_CACHE_DIR "
+        "(includes Dynamo tracing and one execution); Ember compile = wall time of `ember compile` "
+        "on the exported .pt2 (torch.export not included)",
+        "", table(rows), "",
+        "Kernel formation: the e-graph optimizer (default) vs the CPU planner's greedy rule "
+        "(`ember compile --fusion greedy`), measured in this run; steps = kernels + GEMM calls. "
+        "The estimate is the CPU cost model's (report/fusion.md, sum over kernels run one after another).", "",
+        fusion_table(rows), "",
+        f"**Geomean Ember/Inductor through the CLI: {gm:.2f}x** (medians; {gm_min:.2f}x on min times) over {n} case(s) "
+        "(>1 means Ember is slower)" if gm else "**Geomean Ember/Inductor through the CLI: n/a** (no case ran on both)",
+    ]
+    errs = [r["case"] for r in rows if r["ember_err"]]
+    if errs:
+        lines.append(f"\nEmber failed on: {', '.join(errs)}")
+    return lines + [""]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=",".join(cases.CASES), help="comma-separated (default: all): "
                     + ", ".join(cases.CASES))
-    ap.add_argument("--iters", type=int, default=20, help="timed iterations per backend (default 20)")
-    ap.add_argument("--ember", default=str(ROOT / "target" / "release" / "ember"), help="ember binary")
+    ap.add_argument("--iters", type=int, default=20, help="timed iterations (rounds) per backend (default 20)")
+    ap.add_argument("--paths", default="compile,cli", help="which paths to measure: compile (torch.compile), cli "
+                    "(default: both)")
+    ap.add_argument("--ember", default=str(ROOT / "target" / "release" / "ember"), help="ember binary for the CLI path")
     ap.add_argument("--out", default=str(HERE / "results"), help="results dir (cpu.md, cpu.png)")
+    ap.add_argument("--note", action="append", default=[], help="a line for the report's header (repeatable)")
     ap.add_argument("--_inductor-worker", dest="worker", help=argparse.SUPPRESS)
+    ap.add_argument("--_compile-worker", dest="compile_worker", help=argparse.SUPPRESS)
+    ap.add_argument("--_first-only", dest="first_only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(THREADS)
     if args.worker:
         inductor_worker(args.worker, args.iters)
         return 0
+    if args.compile_worker:
+        compile_worker(args.compile_worker, args.iters, args.first_only)
+        return 0
     names = [c for c in args.cases.split(",") if c]
     unknown = [c for c in names if c not in cases.CASES]
     if unknown:
         ap.error(f"unknown case(s) {unknown}; known: {list(cases.CASES)}")
+    paths = [p for p in args.paths.split(",") if p]
+    if not paths or set(paths) - {"compile", "cli"}:
+        ap.error(f"--paths: choose from compile, cli (got {args.paths!r})")
+    if "cli" in paths and not Path(args.ember).exists():
+        ap.error(f"no ember binary at {args.ember} (cargo build --release -p ember-tools, or --ember)")
     tmp = Path(os.environ.get("TMPDIR") or "/tmp/ember-tmp")
     tmp.mkdir(parents=True, exist_ok=True)
     os.environ["TMPDIR"] = str(tmp)
     tmp = Path(tempfile.mkdtemp(prefix="bench-cpu-", dir=tmp))
-    print("[roofline] torch.mm 2048^3 and 256 MiB copy", file=sys.stderr, flush=True)
-    gflops, gbps = machine_roofline(args.iters)
-    peak = dict(gflops=gflops, gbps=gbps)
     load0 = os.getloadavg()[0]
-    rows = [bench_case(n, args, tmp, peak) for n in names]
+    compile_rows: list[dict] = []
+    if "compile" in paths:
+        for n in names:
+            rounds = min(args.iters, cases.CASES[n].get("rounds", args.iters))
+            print(f"[{n}] torch.compile: eager, Inductor, Ember ({rounds} rounds)", file=sys.stderr, flush=True)
+            row = dict(case=n, **run_compile(n, rounds, tmp))
+            row["bad"] = "ember_rel" in row and not (row["ember_rel"] <= REL_TOL)
+            compile_rows.append(row)
+            print(f"[{n}] {row}", file=sys.stderr, flush=True)
+    cli_rows: list[dict] = []
+    gflops = gbps = 0.0
+    if "cli" in paths:
+        print("[roofline] torch.mm 2048^3 and 256 MiB copy", file=sys.stderr, flush=True)
+        gflops, gbps = machine_roofline(args.iters)
+        peak = dict(gflops=gflops, gbps=gbps)
+        cli_names = [n for n in names if not cases.CASES[n].get("compile_only")]
+        cli_rows = [bench_case(n, args, tmp, peak) for n in cli_names]
+        print("[roofline] again, keeping the best of start and end", file=sys.stderr, flush=True)
+        g2, b2 = machine_roofline(args.iters)
+        if g2 > gflops or b2 > gbps:
+            gflops, gbps = max(gflops, g2), max(gbps, b2)
+            peak = dict(gflops=gflops, gbps=gbps)
+            for r, n in zip(cli_rows, cli_names):
+                if r.get("ember"):
+                    r["roof"] = roofline(cases.CASES[n], r["ember"], peak)
     load1 = os.getloadavg()[0]
-    print("[roofline] again, keeping the best of start and end", file=sys.stderr, flush=True)
-    g2, b2 = machine_roofline(args.iters)
-    if g2 > gflops or b2 > gbps:
-        gflops, gbps = max(gflops, g2), max(gbps, b2)
-        for r, n in zip(rows, names):
-            spec = cases.CASES[n]
-            if r.get("ember"):
-                r["roof"] = (spec["flops"] / r["ember"] / 1e6 / gflops if spec["kind"] == "gemm"
-                             else spec["bytes"] / r["ember"] / 1e6 / gbps)
-
-    gm, n = geomean_ratio(rows)
-    gm_min, _ = geomean_ratio(rows, "_min")
-    bad = [r["case"] for r in rows if r.get("bad")]
-    errs = [r["case"] for r in rows if r["ember_err"]]
-    ember_ver = subprocess.run([args.ember, "--version"], capture_output=True, text=True).stdout.strip()
+    bad = [r["case"] for r in compile_rows + cli_rows if r.get("bad")]
+    ember_ver = subprocess.run([args.ember, "--version"], capture_output=True, text=True).stdout.strip() if "cli" in paths else ""
     git = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
                          capture_output=True, text=True).stdout.strip()
     lines = [
         "# Ember CPU benchmark", "",
         f"- date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}",
         f"- machine: {cpu_model()}, {os.cpu_count()} logical CPUs, {platform.machine()}, {platform.system()}",
-        f"- torch {torch.__version__}, threads: {THREADS} (torch.set_num_threads, RAYON_NUM_THREADS for Ember); "
-        f"{ember_ver or 'ember'} ({args.ember}, tree {git or '?'}); fp32; median of {args.iters} timed iterations after warm-up",
+        f"- torch {torch.__version__}, threads: {THREADS} (torch.set_num_threads, RAYON_NUM_THREADS for Ember); fp32; "
+        f"tree {git or '?'}",
+        f"- Ember: torch.compile uses the extension at {ember_extension()}"
+        + (f"; the CLI is {ember_ver or 'ember'} ({args.ember})" if "cli" in paths else ""),
         f"- 1-min load average at start / end: {load0:.2f} / {load1:.2f} (other processes share the cores)",
         "- times are `median (min)` ms; ratios use medians unless marked (min)",
-        f"- roofline measured in this run (fastest of {args.iters} iterations, best of start/end): GEMM {gflops:.1f} GFLOP/s (torch.mm 2048x2048 fp32), "
-        f"memory {gbps:.1f} GB/s (256 MiB tensor copy, read+write bytes)",
-        "- Ember roofline = FLOPs/(Ember median time) vs GEMM peak (GEMM cases) or minimal bytes (inputs+outputs)/time "
-        "vs copy bandwidth (mem cases)",
-        "- Inductor compile = first call in a fresh process with an empty TORCHINDUCTOR_CACHE_DIR "
-        "(includes Dynamo tracing and one execution); Ember compile = wall time of `ember compile` "
-        "on the exported .pt2 (torch.export not included)",
         f"- correctness: Ember outputs vs eager; rel = max|diff| / max|ref|, flagged WRONG above {REL_TOL:g}",
-        "", table(rows), "",
-        "Kernel formation: the e-graph optimizer (default) vs the CPU planner's greedy rule "
-        "(`ember compile --fusion greedy`), measured in this run; steps = kernels + GEMM calls. "
-        "The estimate is the CPU cost model's (report/fusion.md, sum over kernels run one after another).", "",
-        fusion_table(rows), "",
-        f"**Geomean Ember/Inductor: {gm:.2f}x** (medians; {gm_min:.2f}x on min times) over {n} case(s) "
-        "(>1 means Ember is slower)" if gm
-        else "**Geomean Ember/Inductor: n/a** (no case ran on both)",
+        *[f"- note: {t}" for t in args.note], "",
     ]
+    if compile_rows:
+        lines += compile_section(compile_rows, args.iters)
+    if cli_rows:
+        lines += cli_section(cli_rows, args, gflops, gbps)
     if bad:
-        lines.append(f"\n**Wrong results (rel diff > {REL_TOL:g}): {', '.join(bad)}**")
-    if errs:
-        lines.append(f"\nEmber failed on: {', '.join(errs)}")
-    md = "\n".join(lines) + "\n"
+        lines.append(f"**Wrong results (rel diff > {REL_TOL:g}): {', '.join(bad)}**")
+    md = "\n".join(lines).rstrip() + "\n"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "cpu.md").write_text(md)
-    plot(rows, out / "cpu.png")
+    plot([("torch.compile", [r for r in compile_rows if r.get("ember")]), ("CLI", cli_rows)], out / "cpu.png")
     print(md)
     print(f"wrote {out / 'cpu.md'} and {out / 'cpu.png'}", file=sys.stderr)
     return 0

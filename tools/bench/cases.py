@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "python"))
-from ember.models import GPT2Block  # noqa: E402
+from ember.models import CausalLMLogits, GPT2Block, tiny_llama  # noqa: E402
 
 
 class MLP(nn.Module):
@@ -69,6 +69,49 @@ class LayerNormSoftmax(nn.Module):
         return torch.softmax(self.ln(x), dim=-1)
 
 
+class MathChain(nn.Module):
+    """22 elementwise ops with sin (2), cos, log, pow, atan, tan and log1p: libm-bound without a
+    vector math library."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        a = torch.sin(x) * 1.5 + y
+        b = torch.cos(a) - 0.25 * x
+        c = torch.log(torch.abs(b) + 1.0)
+        d = torch.pow(torch.abs(c) + 0.5, y)
+        e = torch.atan(d - x) * 0.5
+        f = torch.tan(e) + torch.log1p(torch.abs(a))
+        return f * c + torch.sin(d)
+
+
+class RMSNormSwiGLU(nn.Module):
+    def __init__(self, d: int = 512, hidden: int = 1376) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(d) + 0.5)
+        self.gate = nn.Linear(d, hidden, bias=False)
+        self.up = nn.Linear(d, hidden, bias=False)
+        self.down = nn.Linear(hidden, d, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+class Add1(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1.0
+
+
+class LastHidden(nn.Module):
+    """A transformers encoder as ``input_ids -> last_hidden_state``."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=input_ids).last_hidden_state
+
+
 def mlp():
     return MLP(), (torch.randn(4096, 1024),)
 
@@ -85,6 +128,46 @@ def layernorm_softmax():
     return LayerNormSoftmax(768), (torch.randn(64, 128, 768),)
 
 
+def math_chain():
+    n = 4 * 1024 * 1024
+    return MathChain(), (torch.randn(n), torch.rand(n) * 2.0)
+
+
+def rmsnorm_swiglu():
+    return RMSNormSwiGLU(), (torch.randn(8, 128, 512),)
+
+
+def add1():
+    """Sixteen elements: the time is the per-call overhead."""
+    return Add1(), (torch.randn(16),)
+
+
+def tiny_gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(n_layer=2, n_head=4, n_embd=64, vocab_size=300, n_positions=64, use_cache=False)
+    config._attn_implementation = "sdpa"
+    return CausalLMLogits(GPT2LMHeadModel(config)), (torch.randint(0, 300, (2, 16)),)
+
+
+def bert_small():
+    """Not tuned for: a BERT encoder (4 layers, d 256, B4 T64) from transformers' defaults."""
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024,
+                        vocab_size=1000)
+    return LastHidden(BertModel(config, add_pooling_layer=False)), (torch.randint(0, 1000, (4, 64)),)
+
+
+def gpt2_small():
+    """GPT-2 small (124M parameters), seq 128: a compile-time case."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(use_cache=False)
+    config._attn_implementation = "sdpa"
+    return CausalLMLogits(GPT2LMHeadModel(config)), (torch.randint(0, config.vocab_size, (1, 128)),)
+
+
 def _gpt2_flops(b: int = 4, t: int = 128, d: int = 768, h: int = 12) -> float:
     n = b * t
     linear = 2 * n * d * (3 * d + d + 4 * d + 4 * d)  # c_attn, c_proj, c_fc, mlp c_proj
@@ -99,4 +182,12 @@ CASES = {
     "elementwise20": dict(factory=elementwise20, kind="mem", bytes=2.0 * 2048 * 2048 * F32),
     "layernorm_softmax": dict(factory=layernorm_softmax, kind="mem",
                               bytes=2.0 * 64 * 128 * 768 * F32 + 2 * 768 * F32),
+    "math_chain": dict(factory=math_chain, kind="mem", bytes=3.0 * 4 * 1024 * 1024 * F32),
+    "rmsnorm_swiglu": dict(factory=rmsnorm_swiglu, kind="gemm", flops=2.0 * 8 * 128 * 512 * 1376 * 3),
+    "tiny_gpt2": dict(factory=tiny_gpt2, kind="call"),
+    "tiny_llama": dict(factory=tiny_llama, kind="call"),
+    "add1": dict(factory=add1, kind="call"),
+    "bert_small": dict(factory=bert_small, kind="untuned"),
+    # Through torch.compile only (its point is the first call; the CLI compile is in cpu.md's history).
+    "gpt2_small": dict(factory=gpt2_small, kind="first-call", compile_only=True, rounds=5),
 }

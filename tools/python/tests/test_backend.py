@@ -204,7 +204,39 @@ def test_native_compile_and_run(tmp_path: Path) -> None:
     np.testing.assert_allclose(got, data["out0"], rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="must have rank 2"):
         prog.run_raw([(x.ctypes.data, x.nbytes // 2, [2, 32, 1], "f32")])
+    # A program without symbolic dims also runs from addresses alone (torch.compile's per-call path).
+    assert prog.fixed
+    out = np.empty_like(data["out0"])
+    prog.run_ptrs([x.ctypes.data], [out.ctypes.data])
+    np.testing.assert_array_equal(out, got)
+    with pytest.raises(ValueError, match="takes 1 inputs and 1 outputs, got 2 and 1"):
+        prog.run_ptrs([x.ctypes.data, x.ctypes.data], [out.ctypes.data])
+    dyn = tmp_path / "dyn"
+    ember.compile(str(REPO / "testdata/models/mlp_dynamic.pt2"), "cpu", str(dyn))
+    assert not ember.Program(str(dyn)).fixed
+    with pytest.raises(ValueError, match="symbolic dims; use run_into"):
+        ember.Program(str(dyn)).run_ptrs([x.ctypes.data], [out.ctypes.data])
     assert ember.import_model(str(REPO / "testdata/models/mlp.pt2")).startswith("module")
+
+
+def test_small_products_leave_the_callers_blas_threads_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph's small GEMMs run on the calling thread with torch's MKL at one thread; the
+    thread's own setting (what the user's torch matmuls get) is restored after the call."""
+    import ctypes
+
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"), mode=os.RTLD_NOLOAD)
+    if not hasattr(lib, "MKL_Get_Max_Threads"):
+        pytest.skip("this torch has no MKL")
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = torch.nn.Linear(64, 64).eval()
+    x = torch.randn(8, 64)
+    with torch.no_grad():
+        got = torch.compile(m, backend="ember")(x)
+    torch.testing.assert_close(got, m(x))
+    # torch's setting, not one left behind by any earlier call in this process.
+    assert lib.MKL_Get_Max_Threads() == torch.get_num_threads()
 
 
 def test_ops_outside_embers_dialect_are_partitioned_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

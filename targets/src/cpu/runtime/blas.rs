@@ -99,10 +99,21 @@ impl HostBlas {
         threads: usize,
         part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync,
     ) {
-        let Some(local) = self.threads_local.filter(|_| threads > 1 && nb * m * n * k >= 1 << 18) else {
+        let Some(local) = self.threads_local else {
             (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
             return;
         };
+        // Handing a product to the pool costs more than it saves below ~2^22 multiply-adds (a
+        // sleeping worker's wake-up: a 2^21 one took 168 µs split, 58 µs on the calling thread),
+        // and MKL's own threads must stay idle (see above): one thread, here. The caller's thread
+        // is the user's (torch's own matmuls run on it too), so its setting is put back after.
+        if threads < 2 || nb * m * n * k < 1 << 22 {
+            // SAFETY: `set_host_blas`'s contract; a thread-local setting, returning the previous one.
+            let prev = unsafe { local(1) };
+            (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
+            unsafe { local(prev) };
+            return;
+        }
         // SAFETY: `set_host_blas`'s contract; a thread-local setting, idempotent.
         split_over_pool(
             nb,

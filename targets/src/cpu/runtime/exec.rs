@@ -114,41 +114,52 @@ impl Program {
         let status = std::sync::atomic::AtomicPtr::<std::ffi::c_char>::new(std::ptr::null_mut());
         ptrs.push(&status as *const _ as *mut u8);
         let profile = std::env::var_os("EMBER_PROFILE").is_some();
-        for (si, step) in man.steps.iter().enumerate() {
-            let t0 = profile.then(std::time::Instant::now);
-            match step {
-                Step::Kernel { name, out, also, args } => {
-                    let f = self.kernels[name];
-                    let outer = shapes[*out].first().copied().unwrap_or(1);
-                    // A row group's first root may be a small reduction ([rows]) while its rows
-                    // are long: the work is the largest buffer it reads or writes.
-                    let work: i64 = std::iter::once(out)
-                        .chain(also)
-                        .chain(args)
-                        .map(|&b| shapes[b].iter().product::<i64>())
-                        .max()
-                        .unwrap_or(1)
-                        .max(1);
-                    run_kernel(f, &ptrs, &sym_vals, outer, work);
-                    let err = status.load(std::sync::atomic::Ordering::Acquire);
-                    if !err.is_null() {
-                        // SAFETY: a NUL-terminated constant of the kernel library, which `self` keeps loaded.
-                        return Err(unsafe { std::ffi::CStr::from_ptr(err) }.to_string_lossy().into_owned());
+        let run_steps = || -> Result<(), String> {
+            for (si, step) in man.steps.iter().enumerate() {
+                let t0 = profile.then(std::time::Instant::now);
+                match step {
+                    Step::Kernel { name, out, .. } => {
+                        let f = self.kernels[name];
+                        let outer = shapes[*out].first().copied().unwrap_or(1);
+                        run_kernel(f, &ptrs, &sym_vals, outer, step_work(step, &shapes));
+                        let err = status.load(std::sync::atomic::Ordering::Acquire);
+                        if !err.is_null() {
+                            // SAFETY: a NUL-terminated constant of the kernel library, which `self` keeps loaded.
+                            return Err(unsafe { std::ffi::CStr::from_ptr(err) }.to_string_lossy().into_owned());
+                        }
+                    }
+                    Step::Gemm(g) => {
+                        self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), &ptrs, &eval)?
+                    }
+                    &Step::Sort { out, src, dim, descending } => {
+                        argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?
                     }
                 }
-                Step::Gemm(g) => self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), &ptrs, &eval)?,
-                &Step::Sort { out, src, dim, descending } => {
-                    argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?
+                if let Some(t0) = t0 {
+                    let (kind, out) = match step {
+                        Step::Kernel { name, out, .. } => (name.clone(), *out),
+                        Step::Gemm(g) => ("gemm".to_string(), g.out),
+                        Step::Sort { out, .. } => ("sort".to_string(), *out),
+                    };
+                    eprintln!(
+                        "step {si:>3} {kind:<6} out {:?} {:.3} ms",
+                        shapes[out],
+                        t0.elapsed().as_secs_f64() * 1e3
+                    );
                 }
             }
-            if let Some(t0) = t0 {
-                let (kind, out) = match step {
-                    Step::Kernel { name, out, .. } => (name.clone(), *out),
-                    Step::Gemm(g) => ("gemm".to_string(), g.out),
-                    Step::Sort { out, .. } => ("sort".to_string(), *out),
-                };
-                eprintln!("step {si:>3} {kind:<6} out {:?} {:.3} ms", shapes[out], t0.elapsed().as_secs_f64() * 1e3);
-            }
+            Ok(())
+        };
+        // A caller outside rayon's pool (Python's thread, the CLI's main) that hands each split
+        // step to the pool pays a wake-up of a sleeping worker and one of itself per step; the
+        // steps run on a worker instead, once per call, when any of them splits (a worker splits
+        // by pushing onto its own queue and working along).
+        let splits = man.steps.iter().any(|st| step_work(st, &shapes) >= SPLIT_WORK);
+        if splits && rayon::current_thread_index().is_none() && rayon::current_num_threads() > 1 {
+            let job = AssertSend(run_steps);
+            rayon::scope(move |_| job.call())?;
+        } else {
+            run_steps()?;
         }
         for (&b, v) in out_data.iter_mut() {
             if v.is_empty() {
@@ -261,6 +272,32 @@ pub(super) fn argsort(
     Ok(())
 }
 
+/// Elements of the largest buffer a step reads or writes: its share of the work (a row group's
+/// first root may be a small reduction, [rows], while its rows are long).
+fn step_work(step: &Step, shapes: &[Vec<i64>]) -> i64 {
+    let elems = |b: &usize| shapes[*b].iter().product::<i64>();
+    match step {
+        Step::Kernel { out, also, args, .. } => std::iter::once(out).chain(also).chain(args).map(elems).max(),
+        Step::Gemm(g) => [g.out, g.lhs.buf, g.rhs.buf].iter().map(elems).max(),
+        Step::Sort { src, .. } => Some(elems(src)),
+    }
+    .unwrap_or(1)
+    .max(1)
+}
+
+/// Steps with less work than this run on one thread.
+const SPLIT_WORK: i64 = 1 << 15;
+
+/// The step loop borrows raw buffer pointers, which are only read and written through the
+/// kernels' own disjoint ranges; it runs on one thread at a time.
+struct AssertSend<F>(F);
+unsafe impl<F> Send for AssertSend<F> {}
+impl<F: FnOnce() -> R, R> AssertSend<F> {
+    fn call(self) -> R {
+        (self.0)()
+    }
+}
+
 pub(super) struct Shared(*const *mut u8, *const i64);
 unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
@@ -269,7 +306,7 @@ unsafe impl Sync for Shared {}
 pub(super) fn run_kernel(f: KernelFn, ptrs: &[*mut u8], syms: &[i64], outer: i64, work: i64) {
     let sh = Shared(ptrs.as_ptr(), syms.as_ptr());
     let threads = rayon::current_num_threads() as i64;
-    if work < 1 << 15 || outer < 2 || threads < 2 {
+    if work < SPLIT_WORK || outer < 2 || threads < 2 {
         unsafe { f(sh.0, sh.1, 0, outer) };
         return;
     }

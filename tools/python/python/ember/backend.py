@@ -33,6 +33,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import operator
 import os
 import platform
@@ -306,6 +307,8 @@ class _Split:
                         raise Unsupported(f"the view `{v.name}` reads a value that is not a graph input or output") from exc
             results.append(env[c[1][-1]] if c[1] else env[c[0]])
         epi.output(results[0] if self.single else tuple(results))
+        #: The outputs are the computed values themselves, in order: no epilogue to run.
+        self.identity = not self.single and [c and not c[1] and c[0] for c in chains] == roots
         self.epilogue = torch.fx.GraphModule(torch.nn.Module(), epi)
         placeholders = [n for n in g.nodes if n.op == "placeholder"]
         inputs = example_inputs + self.constants
@@ -378,10 +381,29 @@ class _Compiled:
                 raise Unsupported(f"a graph input has dtype {x.dtype}")
         self.split = _Split(gm, example_inputs)
         self.program = None
+        self._fixed: Any = None
         if self.split.core is not None:
             self.program = self._load(native, self.split.core, self.split.example_inputs)
             if backward:
                 stats["backward"] += 1
+            self._fixed = self._fixed_layouts()
+
+    def _fixed_layouts(self) -> Any:
+        """Each input's (position, shape, dtype) and each output's (shape, dtype) when no size is
+        symbolic and they are what the program declares: a call then passes only addresses."""
+        split = self.split
+        if self.target != "cpu" or split.symbols or split.symbolic or not self.program.fixed:
+            return None
+        declared = [(dtype, [int(d) for d in dims]) for _, dtype, dims in self.program.inputs()]
+        got = [(_DTYPES.get(x.dtype), list(x.shape)) for x in split.example_inputs]
+        if declared != got:
+            return None
+        ins = [(i, x.shape, x.dtype) for i, x in zip(split.core_inputs, split.example_inputs)]
+        outs = [(torch.Size(shape), dtype) for shape, _, dtype in split.roots]
+        # Values the graph declares non-contiguous: computed dense, then laid out as declared.
+        restride = [(j, shape, strides) for j, (shape, strides, _) in enumerate(split.roots)
+                    if strides != _contiguous_strides(shape) and math.prod(shape) > 1]
+        return ins, outs, restride
 
     def _load(self, native: Any, core: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         # The on-disk cache makes a second process start without compiling. Entries appear by an
@@ -443,6 +465,8 @@ class _Compiled:
 
     def run_core(self, args: list[torch.Tensor]) -> list[torch.Tensor]:
         """The computed values, laid out as the graph declares them."""
+        if self._fixed is not None:
+            return self._run_fixed(args)
         layouts = self.split.layouts(args)
         keep = [args[i].detach().contiguous() for i in self.split.core_inputs]
         if self.target == "cpu":
@@ -459,8 +483,35 @@ class _Compiled:
     def __call__(self, *args: Any) -> Any:
         args = [a.permute(p) if p is not None else a for a, p in zip(args, self.split.input_perms)] + self.split.constants
         roots = self.run_core(args) if self.program is not None else []
-        with torch.no_grad():
-            return self.split.epilogue(*args, *roots)
+        if self.split.identity:
+            return tuple(roots)
+        # The epilogue's generated function itself (not Module.__call__), without autograd: its
+        # views rebuild outputs AOT accounts for.
+        grad = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)
+        try:
+            return self.split.epilogue.forward(*args, *roots)
+        finally:
+            torch._C._set_grad_enabled(grad)
+
+    def _run_fixed(self, args: list[Any]) -> list[torch.Tensor]:
+        """`run_core` for a graph without symbolic sizes: the shapes were checked against the
+        program once, so a call checks each input's shape and dtype and passes addresses."""
+        ins, outs, restride = self._fixed
+        ptrs, keep = [], []
+        for i, shape, dtype in ins:
+            t = args[i]
+            if t.shape != shape or t.dtype != dtype:
+                raise RuntimeError(f"Ember: graph input {i} is {tuple(t.shape)} {t.dtype}, compiled for {tuple(shape)} {dtype}")
+            if not t.is_contiguous():
+                t = t.contiguous()
+                keep.append(t)
+            ptrs.append(t.data_ptr())
+        res = [torch.empty(shape, dtype=dtype) for shape, dtype in outs]
+        self.program.run_ptrs(ptrs, [t.data_ptr() for t in res])
+        for j, shape, strides in restride:
+            res[j] = torch.empty_strided(shape, strides, dtype=res[j].dtype).copy_(res[j])
+        return res
 
 
 class _XlaProgram:
