@@ -131,6 +131,32 @@ def test_user_factory_with_dynamic_batch(tmp_path: Path) -> None:
     assert model["range_constraints"], "expected a symbolic batch dimension"
 
 
+def test_transformers_gpt2_with_sdpa_at_batch_two_exports_and_compiles(tmp_path: Path) -> None:
+    """torch's decomposition of the CPU flash-attention op lays its output out unlike the kernel,
+    so GPT-2's `view` of the attention output failed to re-trace at batch > 1; Ember's is used."""
+    pytest.importorskip("transformers")
+    import ember
+
+    (tmp_path / "gpt2model.py").write_text(
+        "import torch\n"
+        "from transformers import GPT2Config, GPT2LMHeadModel\n"
+        "from ember.models import CausalLMLogits\n"
+        "def make():\n"
+        "    c = GPT2Config(n_layer=1, n_head=4, n_embd=32, vocab_size=100, n_positions=32, use_cache=False)\n"
+        "    c._attn_implementation = 'sdpa'\n"
+        "    return CausalLMLogits(GPT2LMHeadModel(c)), (torch.randint(0, 100, (2, 8)),)\n"
+    )
+    proc = run_export("gpt2model:make", "-o", "g.pt2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    ember.compile(str(tmp_path / "g.pt2"), "cpu", str(tmp_path / "art"))
+    data = np.load(tmp_path / "g.npz")
+    x = np.ascontiguousarray(data["arg0"])
+    prog = ember.Program(str(tmp_path / "art"))
+    out = np.empty_like(data["out0"])
+    prog.run_ptrs([x.ctypes.data], [out.ctypes.data])
+    np.testing.assert_allclose(out, data["out0"], rtol=1e-4, atol=1e-5)
+
+
 def test_write_atomic_keeps_fifos_and_symlinks(tmp_path: Path) -> None:
     import threading
 

@@ -61,6 +61,17 @@ def table(target: str = "cpu") -> dict:
     return t
 
 
+def export_table() -> dict:
+    """What `ember.export` runs `run_decompositions` with: torch.export's defaults, the CPU
+    flash-attention op decomposed by Ember's `sdpa_cpu` (torch's gives an output whose strides
+    differ from the kernel's, so a model that views the attention output, transformers GPT-2 at
+    batch > 1, fails to re-trace), and `third_party()`."""
+    t = torch.export.default_decompositions()
+    t[_FLASH] = functools.partial(sdpa_cpu, _call)
+    t.update(third_party())
+    return t
+
+
 def third_party() -> dict:
     """Decompositions of other libraries' custom ops that real models reach, for those
     registered in this process: transformers' MoE experts (`grouped_mm_fallback`, its default

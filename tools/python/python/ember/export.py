@@ -364,11 +364,9 @@ def export_model(
     ref_arrays = _flatten_tensors(reference, "output")
 
     ep = torch.export.export(module, fresh(), dynamic_shapes=dynamic_shapes)
-    from .decompositions import third_party
+    from .decompositions import export_table
 
-    table = torch.export.default_decompositions()
-    table.update(third_party())
-    ep = ep.run_decompositions(table)
+    ep = ep.run_decompositions(export_table())
 
     max_diff = None
     if check:
