@@ -579,21 +579,21 @@ def test_build_script_compiles_every_bucket(tmp_path: Path) -> None:
 
 
 SYMBOLIC_REDUCTION = """module attributes {ember.symbols = {s0 = array<i64: 1, 16>}} {
-  func.func @main(%x: tensor<?x8xf32, #ember.dims<["s0", 8]>> {ember.input = "x"}) -> (tensor<8xf32> {ember.output = "y"}) {
-    %0 = "ten.reduce"(%x) {dims = array<i64: 0>, kind = "sum"} : (tensor<?x8xf32, #ember.dims<["s0", 8]>>) -> tensor<8xf32> loc("sum"("model.py":3:0))
-    return %0 : tensor<8xf32>
+  func.func @main(%x: tensor<?x8xf32, #ember.dims<["s0", 8]>> {ember.input = "x"}) -> (tensor<?x8xf32, #ember.dims<["s0", 8]>> {ember.output = "y"}) {
+    %0 = "ten.reverse"(%x) {dims = array<i64: 0>} : (tensor<?x8xf32, #ember.dims<["s0", 8]>>) -> tensor<?x8xf32, #ember.dims<["s0", 8]>> loc("flip"("model.py":3:0))
+    return %0 : tensor<?x8xf32, #ember.dims<["s0", 8]>>
   }
 }
 """
 
 
 def test_unpaddable_symbolic_dim_is_a_clear_error(tmp_path: Path) -> None:
-    """Padding a symbolic dim would change a reduction over it: refused, naming the op, its line
-    and this target, and nothing is written."""
+    """Padding a symbolic dim would move real elements (a flip along it puts the padding first):
+    refused, naming the op, its line and this target, and nothing is written."""
     (tmp_path / "m.mlir").write_text(SYMBOLIC_REDUCTION)
     r = ember("compile", str(tmp_path / "m.mlir"), "--target", "trainium", "-o", str(tmp_path / "x"))
     assert r.returncode == 2 and not (tmp_path / "x").exists()
-    assert "`ten.reduce` at node `sum` (from model.py:3): it reduces over dim 0, of symbolic size `s0`" in r.stderr
+    assert "`ten.reverse` at node `flip` (from model.py:3): it reverses dim 0, of symbolic size `s0`" in r.stderr
     assert "The trainium target runs symbolic dims as zero-padded buckets (neuronx-cc compiles static shapes only)" in r.stderr
 
 
