@@ -21,7 +21,9 @@ pub use target::{compile, run, CompileOptions, Ran, Target};
 
 /// The CPU runtime: a loaded artifact ([`runtime::Program`]) runs in this process.
 pub mod runtime {
-    pub use ember_targets::cpu::{host_blas, set_host_blas, HostTensor, Program, TensorView};
+    pub use ember_targets::cpu::{
+        host_blas, host_openmp, set_host_blas, set_host_openmp, HostTensor, Program, TensorView,
+    };
 }
 
 /// Reads a model: an `.mlir` module (parsed and verified; without weights, so every argument must

@@ -4,4 +4,4 @@ pub mod codegen;
 pub mod plan;
 pub mod runtime;
 
-pub use runtime::{host_blas, set_host_blas, HostTensor, Manifest, Program, TensorView};
+pub use runtime::{host_blas, host_openmp, set_host_blas, set_host_openmp, HostTensor, Manifest, Program, TensorView};

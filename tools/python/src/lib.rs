@@ -286,7 +286,7 @@ fn eager_meta((shape, dtype): (Vec<i64>, String)) -> PyResult<ember_compiler::ea
 /// Registers the process's BLAS for the CPU runtime's GEMM steps: addresses of LP64 Fortran
 /// `sgemm_` and `dgemm_`, and of a C `int f(int)` setting the calling thread's BLAS thread
 /// count (0 for none). False when one was registered before. The caller vouches for the
-/// addresses: `ember._use_torch_blas` passes torch's own, found by name in its loaded library.
+/// addresses: `ember._use_torch_threads` passes torch's own, found by name in its loaded library.
 #[pyfunction]
 fn set_host_blas(sgemm: usize, dgemm: usize, threads_local: usize) -> PyResult<bool> {
     if sgemm == 0 || dgemm == 0 {
@@ -300,6 +300,25 @@ fn set_host_blas(sgemm: usize, dgemm: usize, threads_local: usize) -> PyResult<b
 #[pyfunction]
 fn host_blas() -> bool {
     ember_compiler::runtime::host_blas()
+}
+
+/// Runs the CPU runtime's parallel steps on the process's OpenMP team: addresses of libgomp's
+/// `GOMP_parallel`, `omp_get_max_threads` and `omp_in_parallel`. False when one was registered
+/// before. The caller vouches for the addresses: `ember._use_torch_threads` passes those of the
+/// OpenMP runtime torch's own library resolves.
+#[pyfunction]
+fn set_host_openmp(parallel: usize, max_threads: usize, in_parallel: usize) -> PyResult<bool> {
+    if parallel == 0 || max_threads == 0 || in_parallel == 0 {
+        return Err(err("set_host_openmp: null function address"));
+    }
+    // SAFETY: see the doc comment; the library stays loaded while torch is.
+    Ok(unsafe { ember_compiler::runtime::set_host_openmp(parallel, max_threads, in_parallel) })
+}
+
+/// Whether the CPU runtime's parallel steps run on a registered OpenMP team.
+#[pyfunction]
+fn host_openmp() -> bool {
+    ember_compiler::runtime::host_openmp()
 }
 
 /// Whether Ember's torch dialect defines an ATen op (`aten.add.Tensor`).
@@ -448,6 +467,8 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<EagerPlans>()?;
     m.add_function(wrap_pyfunction!(eager_op_known, m)?)?;
     m.add_function(wrap_pyfunction!(set_host_blas, m)?)?;
+    m.add_function(wrap_pyfunction!(set_host_openmp, m)?)?;
+    m.add_function(wrap_pyfunction!(host_openmp, m)?)?;
     m.add_function(wrap_pyfunction!(host_blas, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

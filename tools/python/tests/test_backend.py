@@ -239,6 +239,39 @@ def test_small_products_leave_the_callers_blas_threads_alone(tmp_path: Path, mon
     assert lib.MKL_Get_Max_Threads() == torch.get_num_threads()
 
 
+THREADS_SCRIPT = """
+import ctypes, json, os, threading, torch, ember
+torch.set_num_threads(int(os.environ["THREADS"]))
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.GELU(), torch.nn.LayerNorm(1024)).eval()
+x = torch.randn(256, 1024)
+with torch.no_grad():
+    want = m(x)  # torch's OpenMP team exists from here on
+    torch.compile(torch.sin, backend="eager")(x)  # and Dynamo's own threads
+    before = set(os.listdir("/proc/self/task"))
+    got = torch.compile(m, backend="ember")(x)
+    # Native threads (Python's own, e.g. tqdm's monitor, are not a pool)
+    after = set(os.listdir("/proc/self/task")) - {str(t.native_id) for t in threading.enumerate()}
+lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"), mode=os.RTLD_NOLOAD)
+print(json.dumps(dict(openmp=ember._native().host_openmp(), new_threads=len(after - before),
+                      mkl=lib.MKL_Get_Max_Threads(), err=float((got - want).abs().max()))))
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_kernels_split_over_torchs_openmp_team(tmp_path: Path, threads: int) -> None:
+    """Inside a torch process Ember's kernels and GEMM splits run on torch's OpenMP team (no
+    pool of Ember's own, `torch.set_num_threads` is Ember's thread count), and a split GEMM
+    leaves the calling thread's MKL setting as torch set it."""
+    import json
+
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), THREADS=str(threads))
+    out = subprocess.run([sys.executable, "-c", THREADS_SCRIPT], capture_output=True, text=True, env=env, check=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["openmp"] and r["err"] < 1e-4, r
+    assert r["new_threads"] == 0 and r["mkl"] == threads, r
+
+
 def test_ops_outside_embers_dialect_are_partitioned_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`randperm` is not in Ember's torch dialect: it runs with torch eager (the same draw as
     torch's), the ops around it on Ember; one warning names it and the user's line."""

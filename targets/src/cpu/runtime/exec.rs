@@ -1,8 +1,8 @@
-//! Execution: one call walks the plan's steps over the arena, splitting kernels across rayon's
-//! pool and sorting rows itself for `Step::Sort`. Separate from loading so the per-call path reads
+//! Execution: one call walks the plan's steps over the arena, splitting kernels across the pool
+//! (`pool`) and sorting rows itself for `Step::Sort`. Separate from loading so the per-call path reads
 //! on its own.
 
-use super::{Arena, HostTensor, KernelFn, Program, TensorView, WeightInfo};
+use super::{pool, Arena, HostTensor, KernelFn, Program, TensorView, WeightInfo};
 use crate::cpu::plan::{BufKind, Step};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::DType;
@@ -150,17 +150,8 @@ impl Program {
             }
             Ok(())
         };
-        // A caller outside rayon's pool (Python's thread, the CLI's main) that hands each split
-        // step to the pool pays a wake-up of a sleeping worker and one of itself per step; the
-        // steps run on a worker instead, once per call, when any of them splits (a worker splits
-        // by pushing onto its own queue and working along).
         let splits = man.steps.iter().any(|st| step_work(st, &shapes) >= SPLIT_WORK);
-        if splits && rayon::current_thread_index().is_none() && rayon::current_num_threads() > 1 {
-            let job = AssertSend(run_steps);
-            rayon::scope(move |_| job.call())?;
-        } else {
-            run_steps()?;
-        }
+        pool::run_steps(splits, run_steps)?;
         for (&b, v) in out_data.iter_mut() {
             if v.is_empty() {
                 // SAFETY: every step has run, and the kernel that computes buffer `b` wrote all of
@@ -212,7 +203,6 @@ pub(super) fn argsort(
     src: *const u8,
     out: *mut u8,
 ) -> Result<(), String> {
-    use rayon::prelude::*;
     let n = shape[dim] as usize;
     let outer: usize = shape[..dim].iter().product::<i64>() as usize;
     let inner: usize = shape[dim + 1..].iter().product::<i64>() as usize;
@@ -252,7 +242,7 @@ pub(super) fn argsort(
             }
         };
         if rows * n >= 1 << 14 {
-            (0..rows).into_par_iter().for_each(run);
+            pool::for_each(rows, &run);
         } else {
             (0..rows).for_each(run);
         }
@@ -288,16 +278,6 @@ fn step_work(step: &Step, shapes: &[Vec<i64>]) -> i64 {
 /// Steps with less work than this run on one thread.
 const SPLIT_WORK: i64 = 1 << 15;
 
-/// The step loop borrows raw buffer pointers, which are only read and written through the
-/// kernels' own disjoint ranges; it runs on one thread at a time.
-struct AssertSend<F>(F);
-unsafe impl<F> Send for AssertSend<F> {}
-impl<F: FnOnce() -> R, R> AssertSend<F> {
-    fn call(self) -> R {
-        (self.0)()
-    }
-}
-
 pub(super) struct Shared(*const *mut u8, *const i64);
 unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
@@ -305,20 +285,16 @@ unsafe impl Sync for Shared {}
 /// Splits the outermost dim across the thread pool when there is enough work.
 pub(super) fn run_kernel(f: KernelFn, ptrs: &[*mut u8], syms: &[i64], outer: i64, work: i64) {
     let sh = Shared(ptrs.as_ptr(), syms.as_ptr());
-    let threads = rayon::current_num_threads() as i64;
-    if work < SPLIT_WORK || outer < 2 || threads < 2 {
+    let threads = if work < SPLIT_WORK || outer < 2 { 1 } else { pool::threads() as i64 };
+    if threads < 2 {
         unsafe { f(sh.0, sh.1, 0, outer) };
         return;
     }
     let chunks = (threads * 4).min(outer);
     let per = (outer + chunks - 1) / chunks;
     let sh = &sh;
-    rayon::scope(|s| {
-        for c in 0..chunks {
-            let (lo, hi) = (c * per, ((c + 1) * per).min(outer));
-            if lo < hi {
-                s.spawn(move |_| unsafe { f(sh.0, sh.1, lo, hi) });
-            }
-        }
+    pool::for_each(((outer + per - 1) / per) as usize, &|c| {
+        let lo = c as i64 * per;
+        unsafe { f(sh.0, sh.1, lo, (lo + per).min(outer)) }
     });
 }

@@ -3,6 +3,7 @@
 //! here; the numerics each must match are torch's.
 
 use super::blas::{BlasOperand, HOST_BLAS};
+use super::pool;
 use super::Program;
 use crate::cpu::plan::GemmStep;
 use ember_ir::sym::SymExpr;
@@ -90,7 +91,7 @@ impl Program {
         if !matches!(dt, DType::F32 | DType::F64) {
             return Err(format!("matmul in {} is not supported by the CPU target yet", dt.torch_name()));
         }
-        let threads = rayon::current_num_threads();
+        let threads = pool::threads();
         let fits_i32 = [m, n, k].iter().all(|&d| d <= i32::MAX as usize);
         if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32) {
             if let (Some(a), Some(b)) = (BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n)) {
@@ -188,8 +189,7 @@ impl Program {
         if nb > 1 && threads > 1 && (nb.is_multiple_of(threads) || nb >= 4 * threads) {
             // Many small products (attention's per-head GEMMs): one per task, no split inside,
             // so the pool synchronizes once instead of once per product.
-            use rayon::prelude::*;
-            (0..nb).into_par_iter().for_each(|bi| one(bi, gemm::Parallelism::None));
+            pool::for_each(nb, &|bi| one(bi, gemm::Parallelism::None));
         } else {
             let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
             (0..nb).for_each(|bi| one(bi, par));
@@ -224,9 +224,8 @@ pub(super) struct NarrowProduct<'a> {
 impl NarrowProduct<'_> {
     /// Runs the product with `acc` as its f32 accumulator (grown as needed, never shrunk).
     fn run(&self, acc: &mut Vec<f32>) {
-        use rayon::prelude::*;
         let (m, n, k) = (self.m, self.n, self.k);
-        let threads = rayon::current_num_threads();
+        let threads = pool::threads();
         if !self.wide_out && acc.len() < self.nb * m * n {
             acc.resize(self.nb * m * n, 0.0);
         }
@@ -266,10 +265,10 @@ impl NarrowProduct<'_> {
                     );
                 }
             };
-            // Every call single-threaded on rayon's pool (whole products per task when there are
-            // several, else the longer side in blocks of 16, 2 per thread), never an OpenMP team:
-            // its threads spin after each call and slowed the rayon kernels that followed
-            // (a GPT-2 block's LayerNorm after a GEMM: 0.1 -> 2.9 ms, measured).
+            // Every call single-threaded, split over the pool (whole products per task when there
+            // are several, else the longer side in blocks of 16, 2 per thread), never oneDNN's own
+            // OpenMP team: its threads spin after each call and slowed the kernels that followed
+            // on rayon's (a GPT-2 block's LayerNorm after a GEMM: 0.1 -> 2.9 ms, measured).
             match dnnl.omp_set_num_threads.filter(|_| threads > 1 && self.nb * m * n * k >= 1 << 18) {
                 // SAFETY: a per-thread OpenMP setting.
                 Some(one_thread) => split_over_pool(self.nb, m, n, threads, &|| unsafe { one_thread(1) }, product),
@@ -323,7 +322,7 @@ impl NarrowProduct<'_> {
                 }
             };
             if self.nb > 1 && threads > 1 {
-                (0..self.nb).into_par_iter().for_each(|bi| one(bi, gemm::Parallelism::None));
+                pool::for_each(self.nb, &|bi| one(bi, gemm::Parallelism::None));
             } else {
                 (0..self.nb).for_each(|bi| one(bi, gemm::Parallelism::Rayon(0)));
             }
@@ -332,7 +331,9 @@ impl NarrowProduct<'_> {
             return;
         }
         let (dt, out) = (self.dt, self.out);
-        acc[..self.nb * m * n].par_chunks(1 << 14).enumerate().for_each(|(i, c)| {
+        let acc = &acc[..self.nb * m * n];
+        pool::for_each(acc.len().div_ceil(1 << 14), &|i| {
+            let c = &acc[i << 14..((i + 1) << 14).min(acc.len())];
             // SAFETY: `out` holds nb·m·n narrow elements; chunk i covers [i·2¹⁴, ..+c.len()).
             let dst = unsafe { std::slice::from_raw_parts_mut((out as *mut u16).add(i << 14), c.len()) };
             narrow_into(dt, c, dst);
@@ -423,8 +424,8 @@ pub(super) fn narrow_into(dt: DType, src: &[f32], dst: &mut [u16]) {
     }
 }
 
-/// Runs `part(product, rows, cols)` over `nb` products of [m, n] on rayon's pool, each task
-/// calling `single` first (its library at one thread): whole products per task when there are
+/// Runs `part(product, rows, cols)` over `nb` products of [m, n] on the pool, each task
+/// calling `single` first (its library at one thread) on rayon's: whole products per task when there are
 /// at least as many as threads, else each product's longer side in blocks of 16 (whole vector
 /// registers), 2 per thread.
 pub(super) fn split_over_pool(
@@ -435,9 +436,17 @@ pub(super) fn split_over_pool(
     single: &(dyn Fn() + Sync),
     part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync,
 ) {
-    use rayon::prelude::*;
+    // Inside an OpenMP team's region MKL and oneDNN see it and run single-threaded by
+    // themselves; a setting would also stick to the caller's thread, which is a team member
+    // there (the user's: torch's own matmuls run on it).
+    let omp = pool::host_openmp();
+    let single = || {
+        if !omp {
+            single()
+        }
+    };
     if nb >= threads {
-        (0..nb).into_par_iter().for_each(|bi| {
+        pool::for_each(nb, &|bi| {
             single();
             part(bi, 0..m, 0..n)
         });
@@ -446,7 +455,7 @@ pub(super) fn split_over_pool(
     let (len, by_rows) = if n >= m { (n, false) } else { (m, true) };
     let per = len.div_ceil(2 * threads).div_ceil(16) * 16;
     let blocks = len.div_ceil(per);
-    (0..nb * blocks).into_par_iter().for_each(|t| {
+    pool::for_each(nb * blocks, &|t| {
         single();
         let (bi, c) = (t / blocks, t % blocks);
         let r = c * per..((c + 1) * per).min(len);
@@ -472,11 +481,10 @@ pub(super) fn batch_offsets(bi: usize, batch: &[i64], lbs: &[i64], rbs: &[i64]) 
 
 /// dst[r·n + c] = src[c·col_stride + r] for r < k, c < n: the row-major [k, n] copy of a
 /// matrix stored column by column, in 64×64 tiles (both sides stay in L1), tiles split over
-/// rayon's pool by column bands.
+/// the pool by column bands.
 pub(super) fn transpose_rows<T: Copy + Send + Sync>(src: usize, col_stride: isize, k: usize, n: usize, dst: usize) {
-    use rayon::prelude::*;
     const B: usize = 64;
-    (0..n.div_ceil(B)).into_par_iter().for_each(|cb| {
+    pool::for_each(n.div_ceil(B), &|cb| {
         let (src, dst) = (src as *const T, dst as *mut T);
         let (c0, c1) = (cb * B, ((cb + 1) * B).min(n));
         for r0 in (0..k).step_by(B) {

@@ -17,6 +17,8 @@ mod gemm;
 pub use gemm::onednn_loaded;
 mod blas;
 pub use blas::{host_blas, set_host_blas, HostBlas};
+mod pool;
+pub use pool::{host_openmp, set_host_openmp};
 
 /// A dense row-major host tensor.
 #[derive(Clone, Debug, PartialEq)]

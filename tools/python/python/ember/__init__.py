@@ -35,7 +35,7 @@ def _native() -> Any:
         raise ImportError(f"{_BUILD_HINT} ({exc})") from exc
     if not _blas_checked:
         _blas_checked = True
-        _use_torch_blas(_ember)
+        _use_torch_threads(_ember)
         _find_onednn()
     return _ember
 
@@ -51,16 +51,21 @@ def _find_onednn() -> None:
         os.environ.setdefault("EMBER_ONEDNN", path)
 
 
-def _use_torch_blas(ext: Any) -> None:
-    """Inside a PyTorch process, the CPU runtime's GEMMs run on torch's own BLAS (MKL on x86,
-    exported by ``libtorch_cpu``): torch's speed on its OpenMP threads, rather than the bundled
-    ``gemm`` crate in a second thread pool competing with torch's. ``EMBER_HOST_BLAS=0`` keeps
-    the ``gemm`` crate (the CLI always uses it)."""
+def _use_torch_threads(ext: Any) -> None:
+    """Inside a PyTorch process the CPU runtime uses torch's own threads and BLAS, both found in
+    the ``libtorch_cpu`` torch loaded:
+
+    - its OpenMP runtime (``GOMP_parallel``; libgomp in torch's wheels): Ember's kernels split
+      over the team torch's ops and Inductor's kernels run on, so ``torch.set_num_threads`` sets
+      Ember's thread count too, and no second pool competes with torch's spinning threads.
+      ``EMBER_HOST_OPENMP=0`` keeps rayon's pool (the CLI always uses it);
+    - its BLAS (MKL on x86) for GEMMs, rather than the bundled ``gemm`` crate.
+      ``EMBER_HOST_BLAS=0`` keeps the ``gemm`` crate (the CLI always uses it)."""
     import os
     import sys
 
     torch = sys.modules.get("torch")
-    if torch is None or os.environ.get("EMBER_HOST_BLAS", "1") == "0":
+    if torch is None:
         return
     import ctypes
 
@@ -68,11 +73,25 @@ def _use_torch_blas(ext: Any) -> None:
     try:
         # RTLD_NOLOAD: the copy torch already loaded, never a second one.
         h = ctypes.CDLL(lib, mode=os.RTLD_NOLOAD)
-        sgemm, dgemm = (ctypes.cast(getattr(h, f), ctypes.c_void_p).value for f in ("sgemm_", "dgemm_"))
-    except (OSError, AttributeError):
-        return  # another build of torch (no MKL symbols): the gemm crate stays
-    local = getattr(h, "MKL_Set_Num_Threads_Local", None)
-    ext.set_host_blas(sgemm, dgemm, ctypes.cast(local, ctypes.c_void_p).value if local is not None else 0)
+    except OSError:
+        return  # another build of torch: rayon's pool and the gemm crate stay
+
+    def addresses(*names: str) -> list[int] | None:
+        # dlsym on torch's handle searches its dependencies too: the OpenMP runtime it links.
+        try:
+            return [ctypes.cast(getattr(h, f), ctypes.c_void_p).value for f in names]
+        except AttributeError:
+            return None
+
+    if os.environ.get("EMBER_HOST_OPENMP", "1") != "0":
+        omp = addresses("GOMP_parallel", "omp_get_max_threads", "omp_in_parallel")
+        if omp is not None:  # None: torch's native thread pool (no OpenMP): rayon's stays
+            ext.set_host_openmp(*omp)
+    if os.environ.get("EMBER_HOST_BLAS", "1") != "0":
+        blas = addresses("sgemm_", "dgemm_")
+        if blas is not None:  # None: no MKL symbols: the gemm crate stays
+            local = addresses("MKL_Set_Num_Threads_Local")
+            ext.set_host_blas(*blas, local[0] if local else 0)
 
 
 def __getattr__(name: str) -> Any:
