@@ -41,7 +41,7 @@ import re
 import shutil
 import tempfile
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -219,6 +219,10 @@ def _dense_permutation(x: Any) -> list[int] | None:
     return perm if x.permute(perm).is_contiguous() else None
 
 
+# Inductor's own output allocator: 0.3 µs a tensor where `torch.empty(size, dtype=...)` takes 1.5.
+_empty_strided = getattr(torch._C._dynamo.guards, "_empty_strided_cpu", None) or (lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype))
+
+
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for s in reversed(shape):
@@ -387,6 +391,9 @@ class _Compiled:
             if backward:
                 stats["backward"] += 1
             self._fixed = self._fixed_layouts()
+        # Per-call overhead is most of a small graph's time: a call whose inputs are the graph's
+        # own and whose outputs are the computed values goes straight to the addresses path.
+        self._direct = self._fixed is not None and self.split.identity and not self.split.constants and all(p is None for p in self.split.input_perms)
 
     def _fixed_layouts(self) -> Any:
         """Each input's (position, shape, dtype) and each output's (shape, dtype) when no size is
@@ -399,7 +406,7 @@ class _Compiled:
         if declared != got:
             return None
         ins = [(i, x.shape, x.dtype) for i, x in zip(split.core_inputs, split.example_inputs)]
-        outs = [(torch.Size(shape), dtype) for shape, _, dtype in split.roots]
+        outs = [(tuple(shape), _contiguous_strides(shape), dtype) for shape, _, dtype in split.roots]
         # Values the graph declares non-contiguous: computed dense, then laid out as declared.
         restride = [(j, shape, strides) for j, (shape, strides, _) in enumerate(split.roots)
                     if strides != _contiguous_strides(shape) and math.prod(shape) > 1]
@@ -481,6 +488,8 @@ class _Compiled:
         return outs
 
     def __call__(self, *args: Any) -> Any:
+        if self._direct:
+            return tuple(self._run_fixed(args))
         args = [a.permute(p) if p is not None else a for a, p in zip(args, self.split.input_perms)] + self.split.constants
         roots = self.run_core(args) if self.program is not None else []
         if self.split.identity:
@@ -494,7 +503,7 @@ class _Compiled:
         finally:
             torch._C._set_grad_enabled(grad)
 
-    def _run_fixed(self, args: list[Any]) -> list[torch.Tensor]:
+    def _run_fixed(self, args: Sequence[Any]) -> list[torch.Tensor]:
         """`run_core` for a graph without symbolic sizes: the shapes were checked against the
         program once, so a call checks each input's shape and dtype and passes addresses."""
         ins, outs, restride = self._fixed
@@ -507,7 +516,7 @@ class _Compiled:
                 t = t.contiguous()
                 keep.append(t)
             ptrs.append(t.data_ptr())
-        res = [torch.empty(shape, dtype=dtype) for shape, dtype in outs]
+        res = [_empty_strided(shape, strides, dtype) for shape, strides, dtype in outs]
         self.program.run_ptrs(ptrs, [t.data_ptr() for t in res])
         for j, shape, strides in restride:
             res[j] = torch.empty_strided(shape, strides, dtype=res[j].dtype).copy_(res[j])
