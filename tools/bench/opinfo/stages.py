@@ -186,6 +186,7 @@ class TpuStage(Stage):
 
         import numpy as np
         from ember import xla
+        from ember.export import savable
 
         key = sample["key"]
         pt2, npz = ctx.cache / f"{key}.pt2", ctx.cache / f"{key}.npz"
@@ -212,7 +213,7 @@ class TpuStage(Stage):
         why_not = values_not_comparable(sample)
         err, info = compare_lists(got, read_outputs(npz), values=why_not is None)
         if err is not None:
-            np.savez(art / "got.npz", **{f"out{i}": xla.savable(g) for i, g in enumerate(got)})
+            np.savez(art / "got.npz", **{f"out{i}": savable(g) for i, g in enumerate(got)})
             return StageResult(False, f"wrong result: {err}", err, dt, kind="wrong result", info=info)
         shutil.rmtree(art, ignore_errors=True)
         if why_not:
