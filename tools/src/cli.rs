@@ -63,7 +63,7 @@ portable HLO on XLA CPU).
 An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compile leaves nothing."
     )]
     Compile {
-        /// The model: a .pt2 archive from torch.export.save (or an .mlir module without weights).
+        /// The model: a .pt2 archive from torch.export.save (or, without weights, its model.json or an .mlir module).
         model: PathBuf,
         /// cpu, tpu or trainium.
         #[arg(long, value_parser = PossibleValuesParser::new(target::names()))]
