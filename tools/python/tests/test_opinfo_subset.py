@@ -105,3 +105,18 @@ def _torch_version() -> str:
     import torch
 
     return torch.__version__
+
+
+def test_torch_fp64_rule_accepts_fused_rounding_only() -> None:
+    """The reclassification rule for narrow-dtype results (torch._dynamo.utils.same's float64
+    check): multilabel_soft_margin_loss f16 on XLA, whose fused kernel keeps the f16 products in
+    f32 (got -0.493408, eager -0.492676, float64 -0.492197), passes; a result off by more than 3x
+    eager's error, or off where eager is exact, does not."""
+    sys.path.insert(0, str(HARNESS.parent))
+    from opinfo.classify import torch_fp64_rule
+
+    ref = -0.492197
+    assert torch_fp64_rule([-0.493408], [-0.492676], [ref], 1e-3)[0]
+    assert not torch_fp64_rule([-0.4946], [-0.492676], [ref], 1e-3)[0]
+    assert not torch_fp64_rule([1.0 + 2**-10], [1.0], [1.0], 1e-3)[0]
+    assert not torch_fp64_rule([float("nan")], [-0.492676], [ref], 1e-3)[0]
