@@ -91,6 +91,15 @@ fn eager_plan_cache_compiles_once_and_replays_bit_identically() {
         // SAFETY: `out` holds 12 f32 (the output's size), Vec memory is 16-byte aligned here.
         let shapes = unsafe { p.run_into(&inputs, &[(out.as_mut_ptr() as *mut u8, 48)]) }.unwrap();
         assert_eq!(shapes, vec![vec![4, 3]]);
+        // The fixed path (addresses only; the buffer table built at the first call) writes
+        // the same bits.
+        let mut fixed = vec![0f32; 12];
+        // SAFETY: the inputs are laid out as the plan declares; `fixed` holds the output.
+        unsafe { p.run_fixed(&[xb.as_ptr(), wb.as_ptr(), sb.as_ptr()], &[fixed.as_mut_ptr() as *mut u8]) }.unwrap();
+        assert_eq!(
+            fixed.iter().map(|f| f.to_bits()).collect::<Vec<_>>(),
+            out.iter().map(|f| f.to_bits()).collect::<Vec<_>>()
+        );
         for r in 0..4 {
             for c in 0..3 {
                 let dot: f32 = (0..8).map(|k| x[r * 8 + k] * w[k * 3 + c]).sum();

@@ -70,24 +70,10 @@ fn cli_main(py: Python<'_>, args: Vec<String>) -> i32 {
     py.detach(|| ember_tools::main(args))
 }
 
-/// A tensor of fixed layout: (dtype, shape, byte length).
-type FixedLayout = (DType, Vec<usize>, usize);
-
 /// A loaded CPU artifact.
 #[pyclass(frozen)]
 struct Program {
     inner: CpuProgram,
-    /// Each input's (dtype, shape, byte length) and each output's byte length when no dim is
-    /// symbolic: `run_ptrs` then needs only addresses.
-    fixed: Option<(Vec<FixedLayout>, Vec<usize>)>,
-}
-
-/// (dtype, dims, byte length) of a manifest tensor whose dims are all numbers.
-fn fixed_layout(dtype: &str, dims: &[String]) -> Option<FixedLayout> {
-    let dt = DType::from_mlir_name(dtype)?;
-    let shape: Vec<usize> = dims.iter().map(|d| d.parse().ok()).collect::<Option<_>>()?;
-    let bytes = shape.iter().try_fold(dt.byte_size(), |n, &d| n.checked_mul(d))?;
-    Some((dt, shape, bytes))
 }
 
 #[pymethods]
@@ -96,18 +82,14 @@ impl Program {
     fn new(py: Python<'_>, dir: &str) -> PyResult<Self> {
         py.detach(|| {
             let inner = CpuProgram::load(Path::new(dir)).map_err(|e| err(format!("`{dir}`: {e}")))?;
-            let man = &inner.manifest;
-            let ins: Option<Vec<_>> = man.inputs.iter().map(|i| fixed_layout(&i.dtype, &i.dims)).collect();
-            let outs: Option<Vec<_>> =
-                man.outputs.iter().map(|o| fixed_layout(&o.dtype, &o.dims).map(|l| l.2)).collect();
-            Ok(Program { fixed: ins.zip(outs), inner })
+            Ok(Program { inner })
         })
     }
 
     /// Whether every input and output has a fixed shape (`run_ptrs` applies).
     #[getter]
     fn fixed(&self) -> bool {
-        self.fixed.is_some()
+        self.inner.is_fixed()
     }
 
     /// Input (name, dtype, dims) triples; dims are ints or symbol expressions as strings.
@@ -176,35 +158,17 @@ impl Program {
     /// caller vouches for what `inputs()` / `outputs()` declare (dtype, shape, dense row-major),
     /// as torch.compile's guards do for the graph it compiled; nothing is parsed per call.
     fn run_ptrs(&self, py: Python<'_>, inputs: Vec<usize>, outputs: Vec<usize>) -> PyResult<()> {
-        let Some((ins, outs)) = &self.fixed else {
+        if !self.inner.is_fixed() {
             return Err(err("run_ptrs: the program has symbolic dims; use run_into"));
-        };
-        if inputs.len() != ins.len() || outputs.len() != outs.len() {
-            return Err(err(format!(
-                "run_ptrs: the program takes {} inputs and {} outputs, got {} and {}",
-                ins.len(),
-                outs.len(),
-                inputs.len(),
-                outputs.len()
-            )));
         }
         if let Some(p) = outputs.iter().find(|&&p| p % 16 != 0) {
             return Err(err(format!("output buffer {p:#x} is not 16-byte aligned")));
         }
         py.detach(|| {
-            let views: Vec<TensorView> = ins
-                .iter()
-                .zip(&inputs)
-                // SAFETY: the caller passes live buffers laid out as the manifest declares.
-                .map(|((dtype, shape, len), &ptr)| TensorView {
-                    dtype: *dtype,
-                    shape,
-                    data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(ptr as *const u8, *len) } },
-                })
-                .collect();
-            let outs: Vec<(*mut u8, usize)> = outputs.iter().zip(outs).map(|(&p, &n)| (p as *mut u8, n)).collect();
-            // SAFETY: the caller allocates each output as a fresh contiguous tensor of its size.
-            unsafe { self.inner.run_into(&views, &outs) }.map(|_| ()).map_err(run_err)
+            let ins: Vec<*const u8> = inputs.iter().map(|&p| p as *const u8).collect();
+            let outs: Vec<*mut u8> = outputs.iter().map(|&p| p as *mut u8).collect();
+            // SAFETY: the caller vouches for the buffers (this method's contract above).
+            unsafe { self.inner.run_fixed(&ins, &outs) }.map_err(run_err)
         })
     }
 }

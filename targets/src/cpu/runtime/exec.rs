@@ -2,11 +2,12 @@
 //! (`pool`) and sorting rows itself for `Step::Sort`. Separate from loading so the per-call path reads
 //! on its own.
 
-use super::{pool, Arena, HostTensor, KernelFn, Program, TensorView, WeightInfo};
+use super::{pool, Arena, HostTensor, KernelFn, Manifest, Program, TensorView, WeightInfo};
 use crate::cpu::plan::{BufKind, Step};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::DType;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 impl Program {
     /// With `into`, outputs go to the caller's memory and the returned tensors carry shapes only.
@@ -111,47 +112,11 @@ impl Program {
         }
         // After the buffers: the status slot where a kernel stores the message of a gather
         // whose index was out of range (codegen's `ret`); checked after every kernel.
-        let status = std::sync::atomic::AtomicPtr::<std::ffi::c_char>::new(std::ptr::null_mut());
+        let status = AtomicPtr::<std::ffi::c_char>::new(std::ptr::null_mut());
         ptrs.push(&status as *const _ as *mut u8);
-        let profile = std::env::var_os("EMBER_PROFILE").is_some();
-        let run_steps = || -> Result<(), String> {
-            for (si, step) in man.steps.iter().enumerate() {
-                let t0 = profile.then(std::time::Instant::now);
-                match step {
-                    Step::Kernel { name, out, .. } => {
-                        let f = self.kernels[name];
-                        let outer = shapes[*out].first().copied().unwrap_or(1);
-                        run_kernel(f, &ptrs, &sym_vals, outer, step_work(step, &shapes));
-                        let err = status.load(std::sync::atomic::Ordering::Acquire);
-                        if !err.is_null() {
-                            // SAFETY: a NUL-terminated constant of the kernel library, which `self` keeps loaded.
-                            return Err(unsafe { std::ffi::CStr::from_ptr(err) }.to_string_lossy().into_owned());
-                        }
-                    }
-                    Step::Gemm(g) => {
-                        self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), &ptrs, &eval)?
-                    }
-                    &Step::Sort { out, src, dim, descending } => {
-                        argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?
-                    }
-                }
-                if let Some(t0) = t0 {
-                    let (kind, out) = match step {
-                        Step::Kernel { name, out, .. } => (name.clone(), *out),
-                        Step::Gemm(g) => ("gemm".to_string(), g.out),
-                        Step::Sort { out, .. } => ("sort".to_string(), *out),
-                    };
-                    eprintln!(
-                        "step {si:>3} {kind:<6} out {:?} {:.3} ms",
-                        shapes[out],
-                        t0.elapsed().as_secs_f64() * 1e3
-                    );
-                }
-            }
-            Ok(())
-        };
-        let splits = man.steps.iter().any(|st| step_work(st, &shapes) >= SPLIT_WORK);
-        pool::run_steps(splits, run_steps)?;
+        let work: Vec<i64> = man.steps.iter().map(|st| step_work(st, &shapes)).collect();
+        let splits = work.iter().any(|&w| w >= SPLIT_WORK);
+        pool::run_steps(splits, || self.run_steps(&ptrs, &status, &shapes, &sym_vals, &eval, &work))?;
         for (&b, v) in out_data.iter_mut() {
             if v.is_empty() {
                 // SAFETY: every step has run, and the kernel that computes buffer `b` wrote all of
@@ -190,6 +155,134 @@ impl Program {
                 HostTensor { dtype: self.dtypes[o.buf], shape, data }
             })
             .collect())
+    }
+
+    /// The plan's steps in order over the buffer table `ptrs` (its last entry is `status`).
+    fn run_steps(
+        &self,
+        ptrs: &[*mut u8],
+        status: &AtomicPtr<std::ffi::c_char>,
+        shapes: &[Vec<i64>],
+        sym_vals: &[i64],
+        eval: &dyn Fn(&SymExpr) -> Result<i64, String>,
+        work: &[i64],
+    ) -> Result<(), String> {
+        let man = &self.manifest;
+        static PROFILE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let profile = *PROFILE.get_or_init(|| std::env::var_os("EMBER_PROFILE").is_some());
+        for (si, step) in man.steps.iter().enumerate() {
+            let t0 = profile.then(std::time::Instant::now);
+            match step {
+                Step::Kernel { out, .. } => {
+                    let f = self.kernels[si].expect("a kernel step has its function from load");
+                    let outer = shapes[*out].first().copied().unwrap_or(1);
+                    run_kernel(f, ptrs, sym_vals, outer, work[si]);
+                    let err = status.load(Ordering::Acquire);
+                    if !err.is_null() {
+                        // SAFETY: a NUL-terminated constant of the kernel library, which `self` keeps loaded.
+                        return Err(unsafe { std::ffi::CStr::from_ptr(err) }.to_string_lossy().into_owned());
+                    }
+                }
+                Step::Gemm(g) => self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), ptrs, eval)?,
+                &Step::Sort { out, src, dim, descending } => {
+                    argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?
+                }
+            }
+            if let Some(t0) = t0 {
+                let (kind, out) = match step {
+                    Step::Kernel { name, out, .. } => (name.clone(), *out),
+                    Step::Gemm(g) => ("gemm".to_string(), g.out),
+                    Step::Sort { out, .. } => ("sort".to_string(), *out),
+                };
+                eprintln!("step {si:>3} {kind:<6} out {:?} {:.3} ms", shapes[out], t0.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        Ok(())
+    }
+
+    /// `run_into` for a program without symbols, on addresses only: shapes, sizes and the
+    /// buffer table were worked out once (at load, and at the first call for the arena), so a
+    /// call patches the inputs' and outputs' addresses into the table and runs the steps. The
+    /// torch.compile backend's per-call path, where torch's guards vouch for the inputs.
+    ///
+    /// # Safety
+    /// `inputs[i]` must hold input i as the manifest declares it (dtype, shape, dense row-major)
+    /// and `outputs[i]` be writable memory of output i's size, aligned to 16 bytes, overlapping
+    /// no input or other output.
+    pub unsafe fn run_fixed(&self, inputs: &[*const u8], outputs: &[*mut u8]) -> Result<(), String> {
+        let man = &self.manifest;
+        let fx = self.fixed.as_ref().ok_or("run_fixed: the program has symbolic dims")?;
+        if inputs.len() != man.inputs.len() || outputs.len() != man.outputs.len() {
+            return Err(format!(
+                "the model takes {} inputs and {} outputs, got {} and {}",
+                man.inputs.len(),
+                man.outputs.len(),
+                inputs.len(),
+                outputs.len()
+            ));
+        }
+        let mut guard = self.arena.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.as_ref().is_none_or(|a| a.shapes != fx.shapes) {
+            *guard = Some(Arena::plan(man, fx.shapes.clone(), &fx.nbytes));
+        }
+        let arena = guard.as_mut().unwrap();
+        if arena.template.is_empty() {
+            arena.template = self.template(arena, &fx.nbytes)?;
+        }
+        let mut ptrs: Vec<*mut u8> = arena.template.iter().map(|&p| p as *mut u8).collect();
+        for (x, &p) in man.inputs.iter().zip(inputs) {
+            ptrs[x.buf] = p as *mut u8;
+        }
+        // The first output of a computed buffer is where its kernel writes (as `run_inner`).
+        for (o, &p) in man.outputs.iter().zip(outputs).rev() {
+            if man.buffers[o.buf].kind == BufKind::Temp {
+                ptrs[o.buf] = p;
+            }
+        }
+        let status = AtomicPtr::<std::ffi::c_char>::new(std::ptr::null_mut());
+        ptrs.push(&status as *const _ as *mut u8);
+        let eval = |e: &SymExpr| e.eval(&|_| None).ok_or_else(|| format!("cannot evaluate `{e}`"));
+        pool::run_steps(fx.splits, || self.run_steps(&ptrs, &status, &fx.shapes, &[], &eval, &fx.work))?;
+        for (o, &p) in man.outputs.iter().zip(outputs) {
+            let bytes = fx.nbytes[o.buf];
+            if ptrs[o.buf] != p && bytes > 0 {
+                // SAFETY: the caller's contract: `p` holds this output's bytes.
+                unsafe { std::ptr::copy_nonoverlapping(ptrs[o.buf], p, bytes) };
+            }
+        }
+        Ok(())
+    }
+
+    /// The fixed path's buffer table: weights' and arena slots' addresses, 0 for inputs and outputs.
+    fn template(&self, arena: &mut Arena, nbytes: &[usize]) -> Result<Vec<usize>, String> {
+        let man = &self.manifest;
+        let weight_buf: HashMap<usize, &WeightInfo> = man.weights.iter().map(|w| (w.buf, w)).collect();
+        let output = |b: usize| man.outputs.iter().any(|o| o.buf == b);
+        let mut t = vec![0usize; man.buffers.len()];
+        for (b, buf) in man.buffers.iter().enumerate() {
+            t[b] = match buf.kind {
+                BufKind::Arg(_) if man.inputs.iter().any(|x| x.buf == b) => 0,
+                BufKind::Arg(_) => {
+                    let w = weight_buf
+                        .get(&b)
+                        .ok_or_else(|| format!("buffer {b} is an argument with no input or weight"))?;
+                    if (w.bytes as u128) < nbytes[b] as u128 {
+                        return Err(format!(
+                            "weight `{}` has {} bytes in the manifest, but its type needs {}",
+                            w.name, w.bytes, nbytes[b]
+                        ));
+                    }
+                    // SAFETY: checked at load to lie inside the mapped file.
+                    unsafe { self.weights.as_ref().unwrap().as_ptr().add(w.offset as usize) as usize }
+                }
+                BufKind::Temp if output(b) => 0,
+                BufKind::Temp => match arena.slot_of[b] {
+                    Some(s) => arena.slots[s].as_mut_ptr() as usize,
+                    None => return Err(format!("buffer {b} ({} bytes) is never written", nbytes[b])),
+                },
+            };
+        }
+        Ok(t)
     }
 }
 
@@ -273,6 +366,34 @@ fn step_work(step: &Step, shapes: &[Vec<i64>]) -> i64 {
     }
     .unwrap_or(1)
     .max(1)
+}
+
+/// What a call of a program without symbols needs to know of its buffers, worked out at load.
+pub(super) struct FixedPlan {
+    shapes: Vec<Vec<i64>>,
+    nbytes: Vec<usize>,
+    /// Each step's `step_work`.
+    work: Vec<i64>,
+    splits: bool,
+}
+
+impl FixedPlan {
+    /// None for a program with symbols (or a size no memory holds: `run_inner` says which).
+    pub(super) fn new(man: &Manifest, dims: &[Vec<SymExpr>], dtypes: &[DType]) -> Option<FixedPlan> {
+        if !man.symbols.is_empty() {
+            return None;
+        }
+        let shapes: Vec<Vec<i64>> =
+            dims.iter().map(|d| d.iter().map(|e| e.eval(&|_| None)).collect::<Option<_>>()).collect::<Option<_>>()?;
+        let nbytes = shapes
+            .iter()
+            .zip(dtypes)
+            .map(|(s, dt)| s.iter().try_fold(dt.byte_size(), |n, &d| n.checked_mul(usize::try_from(d).ok()?)))
+            .collect::<Option<Vec<usize>>>()?;
+        let work: Vec<i64> = man.steps.iter().map(|st| step_work(st, &shapes)).collect();
+        let splits = work.iter().any(|&w| w >= SPLIT_WORK);
+        Some(FixedPlan { shapes, nbytes, work, splits })
+    }
 }
 
 /// Steps with less work than this run on one thread.

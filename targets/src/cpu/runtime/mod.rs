@@ -47,7 +47,10 @@ type KernelFn = unsafe extern "C" fn(*const *mut u8, *const i64, i64, i64);
 pub struct Program {
     pub manifest: Manifest,
     _lib: libloading::Library,
-    kernels: HashMap<String, KernelFn>,
+    /// Step i's kernel (None for a GEMM or a sort).
+    kernels: Vec<Option<KernelFn>>,
+    /// Shapes and sizes of a program without symbols, computed at load (`exec::FixedPlan`).
+    fixed: Option<exec::FixedPlan>,
     weights: Option<memmap2::Mmap>,
     dims: Vec<Vec<SymExpr>>,
     /// Per step: a GEMM's operand dims and strides (lhs dims, lhs strides, rhs dims, rhs strides).
@@ -65,6 +68,9 @@ pub struct Program {
 /// Memory for temporaries: buffers whose lifetimes do not overlap share one slot.
 struct Arena {
     shapes: Vec<Vec<i64>>,
+    /// `run_fixed`'s buffer table with the weights' and these slots' addresses filled in
+    /// (inputs and outputs are the caller's per call); empty until a fixed run builds it.
+    template: Vec<usize>,
     slots: Vec<Vec<u64>>,
     /// Slot of each temp buffer (None for arguments).
     slot_of: Vec<Option<usize>>,
@@ -120,7 +126,7 @@ impl Arena {
             slots[s].1 = last[b];
             slot_of[b] = Some(s);
         }
-        Arena { shapes, slots: slots.into_iter().map(|(w, _)| vec![0u64; w]).collect(), slot_of }
+        Arena { shapes, template: Vec::new(), slots: slots.into_iter().map(|(w, _)| vec![0u64; w]).collect(), slot_of }
     }
 }
 
@@ -159,13 +165,16 @@ impl Program {
         let so = dir.join("kernels.so");
         // SAFETY: the library is Ember's own generated code; it has no initializers.
         let lib = unsafe { libloading::Library::new(&so) }.map_err(|e| format!("cannot load {}: {e}", so.display()))?;
-        let mut kernels = HashMap::new();
+        let mut kernels = Vec::new();
         for s in &manifest.steps {
-            if let Step::Kernel { name, .. } = s {
-                let f: libloading::Symbol<KernelFn> =
-                    unsafe { lib.get(name.as_bytes()) }.map_err(|e| format!("kernels.so lacks `{name}`: {e}"))?;
-                kernels.insert(name.clone(), *f);
-            }
+            kernels.push(match s {
+                Step::Kernel { name, .. } => {
+                    let f: libloading::Symbol<KernelFn> =
+                        unsafe { lib.get(name.as_bytes()) }.map_err(|e| format!("kernels.so lacks `{name}`: {e}"))?;
+                    Some(*f)
+                }
+                Step::Gemm(_) | Step::Sort { .. } => None,
+            });
         }
         let weights = if manifest.weights.is_empty() {
             None
@@ -181,8 +190,8 @@ impl Program {
             }
             Some(map)
         };
-        let dims = manifest.buffers.iter().map(|b| parse_dims(&b.dims)).collect::<Result<_, _>>()?;
-        let dtypes = manifest.buffers.iter().map(|b| parse_dtype(&b.dtype)).collect::<Result<_, _>>()?;
+        let dims: Vec<Vec<SymExpr>> = manifest.buffers.iter().map(|b| parse_dims(&b.dims)).collect::<Result<_, _>>()?;
+        let dtypes: Vec<DType> = manifest.buffers.iter().map(|b| parse_dtype(&b.dtype)).collect::<Result<_, _>>()?;
         let gemm_exprs = manifest
             .steps
             .iter()
@@ -196,7 +205,9 @@ impl Program {
                 Step::Kernel { .. } | Step::Sort { .. } => Ok(None),
             })
             .collect::<Result<_, String>>()?;
+        let fixed = exec::FixedPlan::new(&manifest, &dims, &dtypes);
         Ok(Program {
+            fixed,
             manifest,
             _lib: lib,
             kernels,
@@ -270,6 +281,11 @@ impl Program {
             }
         }
         Ok(env)
+    }
+
+    /// Whether no dim is symbolic (`run_fixed` applies).
+    pub fn is_fixed(&self) -> bool {
+        self.fixed.is_some()
     }
 
     pub fn run(&self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, String> {

@@ -219,6 +219,7 @@ def _dense_permutation(x: Any) -> list[int] | None:
 
 
 # Inductor's own output allocator: 0.3 µs a tensor where `torch.empty(size, dtype=...)` takes 1.5.
+_assert_size_stride = torch._C._dynamo.guards.assert_size_stride
 _empty_strided = getattr(torch._C._dynamo.guards, "_empty_strided_cpu", None) or (lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype))
 
 
@@ -391,6 +392,8 @@ class _Compiled:
             if backward:
                 stats["backward"] += 1
             self._fixed = self._fixed_layouts()
+            if self._fixed is not None:
+                self._run_fixed = self._fixed_runner()
         # Per-call overhead is most of a small graph's time: a call whose inputs are the graph's
         # own and whose outputs are the computed values goes straight to the addresses path.
         self._direct = self._fixed is not None and self.split.identity and not self.split.constants and all(p is None for p in self.split.input_perms)
@@ -405,7 +408,7 @@ class _Compiled:
         got = [(_DTYPES.get(x.dtype), list(x.shape)) for x in split.example_inputs]
         if declared != got:
             return None
-        ins = [(i, x.shape, x.dtype) for i, x in zip(split.core_inputs, split.example_inputs)]
+        ins = [(i, tuple(x.shape), _contiguous_strides(tuple(x.shape)), x.dtype) for i, x in zip(split.core_inputs, split.example_inputs)]
         outs = [(tuple(shape), _contiguous_strides(shape), dtype) for shape, _, dtype in split.roots]
         # Values the graph declares non-contiguous: computed dense, then laid out as declared.
         restride = [(j, shape, strides) for j, (shape, strides, _) in enumerate(split.roots)
@@ -503,24 +506,37 @@ class _Compiled:
         finally:
             torch._C._set_grad_enabled(grad)
 
-    def _run_fixed(self, args: Sequence[Any]) -> list[torch.Tensor]:
-        """`run_core` for a graph without symbolic sizes: the shapes were checked against the
-        program once, so a call checks each input's shape and dtype and passes addresses."""
+    def _fixed_runner(self) -> Callable[[Sequence[Any]], list[torch.Tensor]]:
+        """`run_core` for a graph without symbolic sizes, on the argument list: the shapes were
+        checked against the program once, so a call checks each input's dtype, shape and strides
+        (one C call each, as Inductor's wrapper does) and passes addresses. What it reads is bound
+        as locals: per-call overhead is most of a small graph's time. A direct graph's runner is
+        also its boxed function (`_compile_graph`)."""
         ins, outs, restride = self._fixed
-        ptrs, keep = [], []
-        for i, shape, dtype in ins:
-            t = args[i]
-            if t.shape != shape or t.dtype != dtype:
-                raise RuntimeError(f"Ember: graph input {i} is {tuple(t.shape)} {t.dtype}, compiled for {tuple(shape)} {dtype}")
-            if not t.is_contiguous():
-                t = t.contiguous()
-                keep.append(t)
-            ptrs.append(t.data_ptr())
-        res = [_empty_strided(shape, strides, dtype) for shape, strides, dtype in outs]
-        self.program.run_ptrs(ptrs, [t.data_ptr() for t in res])
-        for j, shape, strides in restride:
-            res[j] = torch.empty_strided(shape, strides, dtype=res[j].dtype).copy_(res[j])
-        return res
+        run_ptrs, empty = self.program.run_ptrs, _empty_strided
+
+        def run(args: Sequence[Any]) -> list[torch.Tensor]:
+            ptrs, keep = [], []
+            for i, shape, strides, dtype in ins:
+                t = args[i]
+                try:
+                    if t.dtype is not dtype:
+                        raise AssertionError
+                    _assert_size_stride(t, shape, strides)
+                except AssertionError:
+                    if t.shape != shape or t.dtype != dtype:
+                        raise RuntimeError(f"Ember: graph input {i} is {tuple(t.shape)} {t.dtype}, compiled for {shape} {dtype}") from None
+                    t = t.contiguous()
+                    keep.append(t)
+                ptrs.append(t.data_ptr())
+            res = [empty(shape, strides, dtype) for shape, strides, dtype in outs]
+            run_ptrs(ptrs, [t.data_ptr() for t in res])
+            for j, shape, strides in restride:
+                res[j] = torch.empty_strided(shape, strides, dtype=res[j].dtype).copy_(res[j])
+            return res
+
+        run._boxed_call = True  # type: ignore[attr-defined]  # AOT's calling convention: one list
+        return run
 
 
 class _XlaProgram:
@@ -740,6 +756,8 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
             run = _partition(_copy(original), unsupported, backward, target).forward
     if check:
         run = _Checked(run, original, kind)
+    elif isinstance(run, _Compiled) and run._direct:
+        return run._run_fixed
     return make_boxed_func(run)
 
 
