@@ -25,6 +25,10 @@ pub struct CostTable {
     /// Whether a matmul kernel reads operands through layout views (transposes, reshapes) of
     /// computed values; when false only views of weights join a `gemm` group.
     pub matmul_reads_views: bool,
+    /// Whether a `gemm` group's epilogue is a pass of its own over the product (a library GEMM,
+    /// then a kernel): an elementwise tail whose one reader is another gemm group's epilogue
+    /// then moves there (`partition`), saving the product's write and read.
+    pub epilogue_pass: bool,
     pub sources: &'static [&'static str],
 }
 
@@ -32,7 +36,7 @@ pub struct CostTable {
 pub static TABLES: &[CostTable] = &[
     CostTable {
         target: "cpu",
-        matmul_flops: 320e9, vector_flops: 134e9, mem_bw: 22e9, kernel_overhead: 3e-6, on_chip: 2.0 * 1024.0 * 1024.0, matmul_reads_views: true,
+        matmul_flops: 320e9, vector_flops: 134e9, mem_bw: 22e9, kernel_overhead: 3e-6, on_chip: 2.0 * 1024.0 * 1024.0, matmul_reads_views: true, epilogue_pass: true,
         sources: &[
             "matmul 320 GFLOP/s: torch.mm 4096x1024x4096 f32, 2 threads, measured on this machine (tools/bench/results/cpu.md roofline)",
             "memory 22 GB/s: copy bandwidth measured on this machine (same run)",
@@ -43,7 +47,7 @@ pub static TABLES: &[CostTable] = &[
     },
     CostTable {
         target: "tpu",
-        matmul_flops: 918e12 / 6.0, vector_flops: 918e12 / 64.0, mem_bw: 1638e9, kernel_overhead: 2e-6, on_chip: 128.0 * 1024.0 * 1024.0, matmul_reads_views: true,
+        matmul_flops: 918e12 / 6.0, vector_flops: 918e12 / 64.0, mem_bw: 1638e9, kernel_overhead: 2e-6, on_chip: 128.0 * 1024.0 * 1024.0, matmul_reads_views: true, epilogue_pass: false,
         sources: &[
             "TPU v6e (Trillium), one chip: 918 TFLOP/s bf16, HBM 1638 GB/s, two 256x256 MXUs (cloud.google.com/tpu/docs/v6e)",
             "f32 matmul at precision HIGHEST is emulated with 6 bf16 passes: 918/6 TFLOP/s (assumption, XLA's bf16_6x)",
@@ -54,12 +58,12 @@ pub static TABLES: &[CostTable] = &[
     },
     CostTable {
         target: "tpu7x",
-        matmul_flops: 2307e12 / 6.0, vector_flops: 2307e12 / 64.0, mem_bw: 7380e9, kernel_overhead: 2e-6, on_chip: 128.0 * 1024.0 * 1024.0, matmul_reads_views: true,
+        matmul_flops: 2307e12 / 6.0, vector_flops: 2307e12 / 64.0, mem_bw: 7380e9, kernel_overhead: 2e-6, on_chip: 128.0 * 1024.0 * 1024.0, matmul_reads_views: true, epilogue_pass: false,
         sources: &["TPU7x (Ironwood), one chip: 2307 TFLOP/s bf16, HBM 7380 GB/s (cloud.google.com/tpu/docs/tpu7x); same assumptions as tpu"],
     },
     CostTable {
         target: "trainium",
-        matmul_flops: 20e12, vector_flops: 1e12, mem_bw: 368e9, kernel_overhead: 1.3e-6, on_chip: 24.0 * 1024.0 * 1024.0, matmul_reads_views: false,
+        matmul_flops: 20e12, vector_flops: 1e12, mem_bw: 368e9, kernel_overhead: 1.3e-6, on_chip: 24.0 * 1024.0 * 1024.0, matmul_reads_views: false, epilogue_pass: false,
         sources: &[
             "Trainium2, one NeuronCore-v3: TensorE 128x128 at 2.4 GHz, ~20 FP32 TFLOP/s (~79 BF16) (AWS Trn2 architecture docs, via ../shared/brief.md)",
             "VectorE ~1 FP32 TFLOP/s; ScalarE ~1.2 (same source)",

@@ -72,6 +72,8 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
     };
     let mut group_of: HashMap<OpId, usize> = HashMap::new();
     let mut groups: Vec<(String, Vec<OpId>, Attrs)> = Vec::new();
+    // Each gemm group's epilogue chain, in order (its `members` also hold pulled-in views).
+    let mut chains: Vec<Vec<OpId>> = Vec::new();
     let kind_of = |m: &Module, o: OpId| -> Option<String> {
         let d = m.op(o);
         (d.name == "ember.fusion_group").then(|| d.attrs.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string())
@@ -103,6 +105,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
             }
         }
         let mut activation = "none".to_string();
+        let mut chain = Vec::new();
         let mut cur = o;
         loop {
             let us = users(cur);
@@ -147,6 +150,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
                 };
             }
             members.push(u);
+            chain.push(u);
             cur = u;
         }
         for &mbr in &members {
@@ -155,6 +159,33 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
         let mut attrs = Attrs::new();
         attrs.insert("activation".into(), Attr::Str(activation));
         groups.push(("gemm".into(), members, attrs));
+        chains.push(chain);
+    }
+    // Where the epilogue is a pass of its own, a tail of one-operand ops (an activation, unary
+    // math) whose one reader is a later gemm group's epilogue runs there instead: SwiGLU's
+    // silu(gate) is computed in up's `silu(gate) * up` pass rather than written and read back.
+    // The tail reads only its own group's product, which is defined before the later group.
+    if table.epilogue_pass {
+        for gi in 0..groups.len() {
+            let chain = &chains[gi];
+            let Some(&last) = chain.last() else { continue };
+            let tail = chain.len()
+                - chain.iter().rev().take_while(|&&u| m.op(u).operands.len() == 1 && !is_layout(m.op(u).ten())).count();
+            let reader = match users(last)[..] {
+                [u] => group_of.get(&u).copied(),
+                _ => None,
+            };
+            let Some(gj) = reader.filter(|&gj| gj > gi && tail < chain.len()) else { continue };
+            let moved: Vec<OpId> = chain[tail..].to_vec();
+            groups[gi].1.retain(|x| !moved.contains(x));
+            if moved.iter().any(|&u| kind_of(m, u).is_some()) {
+                groups[gi].2.insert("activation".into(), Attr::Str("none".into()));
+            }
+            for &u in &moved {
+                group_of.insert(u, gj);
+                groups[gj].1.push(u);
+            }
+        }
     }
     // 2. loop groups, greedily in program order. A layout op of outside values read by one op
     //    (a weight's broadcast or transpose) joins its reader's group instead of starting one.
