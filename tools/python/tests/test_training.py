@@ -351,6 +351,31 @@ def test_training_on_the_xla_targets(target: str) -> None:
     _check_training(gpt2, lambda p: torch.optim.SGD(p, lr=0.1), lambda m, i: m(input_ids=i, labels=i).loss, ids, target)
 
 
+@pytest.mark.parametrize("target", ["tpu", "trainium"])
+def test_xla_targets_keep_unchanged_inputs_on_the_device(target: str) -> None:
+    """Weights cross to the device once: a later call uploads only inputs that are new or were
+    written in place since (torch's version counter), and an in-place update is seen."""
+    pytest.importorskip("jax")
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 8)).eval()
+    f = torch.compile(m, backend="ember", options={"target": target})
+    x = torch.randn(4, 64)
+
+    def call(inp: torch.Tensor) -> int:
+        before = backend.stats["to_device_bytes"]
+        with torch.no_grad():
+            torch.testing.assert_close(f(inp), m(inp), rtol=1e-5, atol=1e-5)
+        return backend.stats["to_device_bytes"] - before
+
+    weights = sum(p.numel() * 4 for p in m.parameters())
+    assert call(x) >= weights + x.numel() * 4
+    assert call(x) == 0
+    with torch.no_grad():
+        m[0].weight.mul_(0.5)
+    assert call(x) == m[0].weight.numel() * 4
+    assert call(torch.randn(4, 64)) == x.numel() * 4
+
+
 def test_batchnorm_convnet_trains_on_tpu() -> None:
     pytest.importorskip("jax")
     torch.manual_seed(0)

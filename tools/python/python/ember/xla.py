@@ -95,23 +95,37 @@ def run_stablehlo(text: str, inputs: Sequence[np.ndarray], platform: str | None 
     return _compile(text, platform)(inputs)
 
 
-def _compile(text: str, platform: str | None = None) -> Any:
+def _compile(text: str, platform: str | None = None) -> "Executable":
     jax = _jax()
     from jaxlib import xla_client as xc
 
     client = _client(platform)
     device = client.local_devices()[0]
-    exe = client.compile_and_load(text, xc.DeviceList((device,)), xc.CompileOptions())
+    return Executable(client.compile_and_load(text, xc.DeviceList((device,)), xc.CompileOptions()), device, jax)
 
-    def call(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+
+class Executable:
+    """A module compiled for one PJRT device. Called on host arrays it uploads them, runs and
+    downloads the results; `put` and `run` keep arrays on the device between calls (the
+    torch.compile backend keeps weights resident that way)."""
+
+    def __init__(self, exe: Any, device: Any, jax: Any) -> None:
+        self.exe, self.device, self.jax = exe, device, jax
+
+    def put(self, a: np.ndarray) -> Any:
+        """`a` uploaded to the device."""
         # jax canonicalizes 64-bit arrays to 32 bits unless x64 is enabled; Ember's modules take
         # int64 and float64 tensors as they are.
-        with jax.enable_x64(True):
-            args = [jax.device_put(np.ascontiguousarray(a), device) for a in inputs]
-            outs = exe.execute(args)
-            return [np.asarray(o) for o in outs]
+        with self.jax.enable_x64(True):
+            return self.jax.device_put(np.ascontiguousarray(a), self.device)
 
-    return call
+    def run(self, args: Sequence[Any]) -> list[Any]:
+        """The results, on the device, of `@main` on device arrays."""
+        with self.jax.enable_x64(True):
+            return self.exe.execute(list(args))
+
+    def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(o) for o in self.run([self.put(a) for a in inputs])]
 
 
 def _ensure_devices(n: int, platform: str | None) -> Any:
@@ -441,21 +455,27 @@ class Artifact:
         if len(inputs) != len(specs):
             raise XlaError(f"the model takes {len(specs)} inputs, got {len(inputs)}")
         args = list(self.args)
-        for i, (spec, a) in enumerate(zip(specs, inputs)):
-            dt = _np_dtype(spec["dtype"])
-            a = as_dtype(np.asarray(a), dt)
-            if a.dtype != dt:
-                raise XlaError(f"input {i} (`{spec['name']}`) must be {dt}, got {a.dtype}")
-            if env is None:
-                shape = _shape(spec["dims"], f"input `{spec['name']}`")
-                if a.shape != shape:
-                    raise XlaError(f"input {i} (`{spec['name']}`) must have shape {list(shape)}, got {list(a.shape)}")
-            else:
-                # Zeros at the end of every symbolic dim, up to the bucket's size.
-                shape = tuple(_eval_dim(d, env) for d in spec["dims"])
-                a = np.pad(a, [(0, t - n) for n, t in zip(a.shape, shape)])
-            args[spec["arg"]] = self._narrow(a, spec["arg"], f"input {i} (`{spec['name']}`)")
+        for i, a in enumerate(inputs):
+            slot, args[slot] = self.bind_input(i, a, env)
         return args  # type: ignore[return-value]
+
+    def bind_input(self, i: int, a: np.ndarray, env: dict[str, int] | None = None) -> tuple[int, np.ndarray]:
+        """(`@main` argument, array) for user input `i`: checked against its dtype and shape (padded
+        to the bucket's with `env`), narrowed as the target legalized it."""
+        spec = self.manifest["inputs"][i]
+        dt = _np_dtype(spec["dtype"])
+        a = as_dtype(np.asarray(a), dt)
+        if a.dtype != dt:
+            raise XlaError(f"input {i} (`{spec['name']}`) must be {dt}, got {a.dtype}")
+        if env is None:
+            shape = _shape(spec["dims"], f"input `{spec['name']}`")
+            if a.shape != shape:
+                raise XlaError(f"input {i} (`{spec['name']}`) must have shape {list(shape)}, got {list(a.shape)}")
+        else:
+            # Zeros at the end of every symbolic dim, up to the bucket's size.
+            shape = tuple(_eval_dim(d, env) for d in spec["dims"])
+            a = np.pad(a, [(0, t - n) for n, t in zip(a.shape, shape)])
+        return spec["arg"], self._narrow(a, spec["arg"], f"input {i} (`{spec['name']}`)")
 
     def symbols(self, inputs: Sequence[np.ndarray]) -> dict[str, int]:
         """Symbol values read from the inputs' shapes, checked against every input dim."""
