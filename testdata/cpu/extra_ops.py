@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Eager references for fmax/fmin, copysign, round(decimals), dist, addbmm, searchsorted,
-bucketize, cumprod (NaN, zeros, negatives, int64) and training-mode batch norm (the functional forms' running-stat outputs included)
+bucketize, cumprod (NaN, zeros, negatives, int64), max/min of every element and training-mode batch norm (the functional forms' running-stat outputs included)
 on the CPU target and on XLA, and an input updated in place (a user-input-mutation output).
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
@@ -34,6 +34,8 @@ class ExtraOps(torch.nn.Module):
             *torch.ops.aten._native_batch_norm_legit_functional(img, None, None, img[0, :, 0, 0], img[1, :, 1, 1].abs(), True, 0.3, 1e-3),
             *torch.ops.aten._native_batch_norm_legit.no_stats(feats, None, None, True, 0.1, 1e-5),
             torch.cumprod(a, dim=1), torch.cumprod(b1, dim=0), torch.cumprod(seq[:, :6].round().long(), dim=1),
+            # max/min of every element (NaN-propagating; int64)
+            torch.max(a), torch.max(b1), torch.min(b1), torch.max(seq[:, :6].round().long()), torch.min(seq.round().long()),
         )
         # An in-place update of an input: `ember run` writes it as mutated_input.vals.
         vals.mul_(2.0)

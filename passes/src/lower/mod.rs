@@ -197,7 +197,9 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("_cdist_forward",                       |cx, _| reduce::cdist(cx)),
     ("argmax",                               reduce::arg_reduction),
     ("argmin",                               reduce::arg_reduction),
+    ("max",                                  reduce::reduction),
     ("max.dim",                              reduce::arg_reduction),
+    ("min",                                  reduce::reduction),
     ("min.dim",                              reduce::arg_reduction),
     // Sliding windows: convolution, pooling, padding.
     ("convolution",                          |cx, _| window::convolution(cx)),

@@ -15,8 +15,8 @@ fn kept(shape: &[SymExpr], dims: &[usize]) -> (Vec<usize>, Vec<SymExpr>) {
     (keep, rest)
 }
 
-/// sum/prod (integers accumulate in the result dtype, int64 unless `dtype`), amax/amin, any
-/// (truthiness, then OR) and mean (sum / count).
+/// sum/prod (integers accumulate in the result dtype, int64 unless `dtype`), amax/amin (and
+/// max/min of every element), any (truthiness, then OR) and mean (sum / count).
 pub fn reduction(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
@@ -24,11 +24,11 @@ pub fn reduction(cx: &mut Cx, name: &str) -> Lowered {
     let dims = cx.reduce_dims(xt.rank())?;
     let base = name.split('.').next().unwrap_or(name);
     let out = match base {
-        "sum" | "prod" | "amax" | "amin" => {
+        "sum" | "prod" | "amax" | "amin" | "max" | "min" => {
             let kind = match base {
                 "sum" => "sum",
                 "prod" => "prod",
-                "amax" => "max",
+                "amax" | "max" => "max",
                 _ => "min",
             };
             // Half sums and products accumulate in f32 and round once, as torch's kernels do
