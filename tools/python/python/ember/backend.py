@@ -589,9 +589,13 @@ class _XlaProgram:
                 slot = self.artifact.manifest["inputs"][i]["arg"]
                 args[slot] = held[2]
                 continue
-            slot, a = self.artifact.bind_input(i, tensor_to_numpy(t))
-            args[slot] = self.exe.put(a)
-            stats["to_device_bytes"] += a.nbytes
+            copy = _device_copy(t, self.artifact.input_type(i))
+            if copy is not None:
+                slot, args[slot] = copy
+            else:
+                slot, a = self.artifact.bind_input(i, tensor_to_numpy(t))
+                args[slot] = self.exe.put(a)
+                stats["to_device_bytes"] += a.nbytes
             self.resident[i] = (t, t._version, args[slot])
         t0 = time.perf_counter()
         ready = self.exe.run(args)
@@ -600,7 +604,45 @@ class _XlaProgram:
         stats["xla_seconds"] += time.perf_counter() - t0
         outs = [np.asarray(o) for o in ready]
         stats["from_device_bytes"] += sum(o.nbytes for o in outs)
-        return [_from_numpy(o) for o in self.artifact.widen(outs)]
+        host = [_from_numpy(o) for o in self.artifact.widen(outs)]
+        for j, (t, dev) in enumerate(zip(host, ready)):
+            if f"out{j}" not in self.artifact.narrowed:
+                _keep_device_copy(t, dev)
+        return host
+
+
+#: Host tensors this process downloaded from the device, by address: (the tensor, weakly; its
+#: version then; the device array it came from). A forward's saved activations read by the
+#: backward graph are not uploaded again while unchanged.
+_DEVICE_COPIES: dict[int, tuple[Any, int, Any]] = {}
+
+
+def _keep_device_copy(t: torch.Tensor, dev: Any) -> None:
+    import weakref
+
+    key = t.data_ptr()
+    if key == 0:
+        return
+    ref = weakref.ref(t, lambda r, key=key: _DEVICE_COPIES.pop(key, None) if _DEVICE_COPIES.get(key, (None,))[0] is r else None)
+    _DEVICE_COPIES[key] = (ref, t._version, dev)
+
+
+def _device_copy(t: torch.Tensor, want: tuple[int, tuple[int, ...], Any]) -> tuple[int, Any] | None:
+    """(argument slot, device array) when `t` is an unchanged download of one of the
+    `(slot, shape, dtype)` the input takes on the device, else None."""
+    held = _DEVICE_COPIES.get(t.data_ptr())
+    if held is None:
+        return None
+    ref, version, dev = held
+    src = ref()
+    slot, shape, dtype = want
+    if src is None or t._version != version or dev.dtype != dtype or not _same_memory(src, t) and not (
+        # A contiguous view of the whole download (a reshape AOT or the epilogue made) is the
+        # device array reshaped, on the device.
+        t.is_contiguous() and t.dtype == src.dtype and t.numel() == src.numel() and math.prod(shape) == src.numel()
+    ):
+        return None
+    return slot, dev if tuple(dev.shape) == shape else dev.reshape(shape)
 
 
 def _same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -459,6 +459,12 @@ class Artifact:
             slot, args[slot] = self.bind_input(i, a, env)
         return args  # type: ignore[return-value]
 
+    def input_type(self, i: int) -> tuple[int, tuple[int, ...], np.dtype]:
+        """(`@main` argument, shape, dtype) user input `i` takes on the device (static shapes)."""
+        spec = self.manifest["inputs"][i]
+        dt = _np_dtype(self.narrowed.get(f"arg{spec['arg']}", spec["dtype"]))
+        return spec["arg"], _shape(spec["dims"], f"input `{spec['name']}`"), dt
+
     def bind_input(self, i: int, a: np.ndarray, env: dict[str, int] | None = None) -> tuple[int, np.ndarray]:
         """(`@main` argument, array) for user input `i`: checked against its dtype and shape (padded
         to the bucket's with `env`), narrowed as the target legalized it."""
