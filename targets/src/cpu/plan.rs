@@ -265,6 +265,15 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
             continue;
         }
         let t = m.ty(r).tensor().unwrap();
+        // A returned reshape of a GEMM result nothing else reads (a language model's logits) is
+        // that result's memory under the returned shape: the GEMM writes the output directly,
+        // without a copy kernel after it.
+        if let Some(x) = returned_reshape_of_gemm(m, op, &ret_vals, &uses) {
+            let b: usize = buf_of[&x];
+            buffers[b].dims = t.dim_strings();
+            buf_of.insert(r, b);
+            continue;
+        }
         let id = buffers.len();
         buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: t.dim_strings(), kind: BufKind::Temp });
         buf_of.insert(r, id);
@@ -607,6 +616,19 @@ pub fn contiguous_strides(dims: &[SymExpr]) -> Vec<SymExpr> {
 /// broadcasts of a value become strides; a reshape does when its operand is read contiguously,
 /// else its operand is the value to materialize. `in_memory` says which values already have
 /// buffers; any other op is itself the value to materialize (with contiguous strides).
+/// The GEMM result `op` reshapes, when `op`'s value is returned and is the only reader of it.
+fn returned_reshape_of_gemm(m: &Module, op: OpId, ret_vals: &[Value], uses: &HashMap<Value, usize>) -> Option<Value> {
+    let d = m.op(op);
+    let x = *d.operands.first()?;
+    let gemm = m.defining_op(x).is_some_and(|p| m.op(p).is(TenOp::DotGeneral));
+    (d.is(TenOp::Reshape)
+        && gemm
+        && ret_vals.contains(&d.results[0])
+        && !ret_vals.contains(&x)
+        && uses.get(&x) == Some(&1))
+    .then_some(x)
+}
+
 pub fn view_of(m: &Module, v: Value, in_memory: &dyn Fn(Value) -> bool) -> (Value, Vec<SymExpr>) {
     let own = |x: Value| (x, contiguous_strides(&m.ty(x).tensor().map(|t| t.dims.clone()).unwrap_or_default()));
     if in_memory(v) {

@@ -4,6 +4,7 @@
 //! because each one pins a code generator decision rather than a model.
 
 use super::*;
+use ember_targets::cpu::plan::Step;
 use ember_targets::cpu::{HostTensor, Program};
 
 /// Edge cases against references computed here, one compile for every batch size: a convolution
@@ -465,4 +466,80 @@ fn npz_bf16_and_f16_round_trip() {
         as_f64(&reference["out0"]).iter().all(|v| v.is_finite())
             && as_f64(&reference["out0"]).iter().any(|&v| v != 0.0)
     );
+}
+
+/// Short rows (8 to 64 elements: a head's dims, a few keys) as small models have them: a max
+/// over 16 is a tree (exact, NaN and -0 < +0 included), RoPE's rotated half with sin/cos stays
+/// a loop the vectorizer widens (buffers carry alias scopes, so its shifted reads need no
+/// bounds check), and a returned reshape of a GEMM result is that result (no copy kernel).
+#[test]
+fn short_rows_vectorize_and_returned_gemm_reshapes_are_not_copied() {
+    let text = r#"module {
+  func.func @main(%x: tensor<4x16xf32> {ember.input = "x"}, %w: tensor<16x16xf32> {ember.input = "w"}) -> (tensor<4xf32> {ember.output = "mx"}, tensor<4x16xf32> {ember.output = "rope"}, tensor<2x2x16xf32> {ember.output = "mm"}) {
+    %0 = "ten.reduce"(%x) {dims = array<i64: 1>, kind = "max"} : (tensor<4x16xf32>) -> tensor<4xf32>
+    %1 = "ten.slice"(%x) {start = array<i64: 0, 8>, shape = array<i64: 4, 8>, step = array<i64: 1, 1>} : (tensor<4x16xf32>) -> tensor<4x8xf32>
+    %2 = "ten.slice"(%x) {start = array<i64: 0, 0>, shape = array<i64: 4, 8>, step = array<i64: 1, 1>} : (tensor<4x16xf32>) -> tensor<4x8xf32>
+    %3 = "ten.concat"(%1, %2) {dim = 1 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+    %4 = "ten.cos"(%x) : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    %5 = "ten.sin"(%x) : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    %6 = "ten.mul"(%x, %4) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+    %7 = "ten.mul"(%3, %5) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+    %8 = "ten.add"(%6, %7) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+    %9 = "ten.dot_general"(%x, %w) {lhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_batch = array<i64>, rhs_contract = array<i64: 0>} : (tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>
+    %10 = "ten.reshape"(%9) {shape = array<i64: 2, 2, 16>} : (tensor<4x16xf32>) -> tensor<2x2x16xf32>
+    return %0, %8, %10 : tensor<4xf32>, tensor<4x16xf32>, tensor<2x2x16xf32>
+  }
+}
+"#;
+    let m = ember_ir::parse_module(text).unwrap();
+    ember_ir::verify::verify(&m).unwrap();
+    let out = std::env::temp_dir().join(format!("ember-short-rows-{}", std::process::id()));
+    compile_for(ember_compiler::Imported { module: m, weights: vec![] }, "cpu", &out, &[]).unwrap();
+    let ll = std::fs::read_to_string(out.join("kernels.ll")).unwrap();
+    let p = Program::load(&out).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+    assert!(ll.contains("!alias.scope"), "kernel accesses carry no alias scopes");
+    let chained = ll.lines().filter(|l| l.contains("call float @llvm.maximum.f32")).count();
+    assert!(chained < 15, "the max over 16 is a chain of {chained} scalar maximums");
+    if std::env::consts::ARCH == "x86_64" {
+        assert!(ll.contains("@_ZGV") && ll.contains("_sinf"), "RoPE's sin was not vectorized");
+    }
+    let steps = &p.manifest.steps;
+    assert!(
+        steps.iter().filter(|s| matches!(s, Step::Kernel { .. })).count() <= 2,
+        "a copy kernel after the GEMM: {steps:?}"
+    );
+    let mut xs: Vec<f32> = (0..64).map(|i| ((i * 37 % 64) as f32 - 30.0) * 0.37).collect();
+    xs[3] = f32::NAN; // row 0 propagates NaN
+    (16..32).for_each(|i| xs[i] = -1.0 - i as f32); // row 1: -0 and +0 are its largest
+    xs[20] = -0.0;
+    xs[27] = 0.0;
+    let w: Vec<f32> = (0..256).map(|i| ((i * 11 % 17) as f32 - 8.0) * 0.125).collect();
+    let outs = p.run(&[f32_nd(&[4, 16], &xs), f32_nd(&[16, 16], &w)]).unwrap();
+    let (mx, rope, mm) = (f32s(&outs[0]), f32s(&outs[1]), f32s(&outs[2]));
+    assert!(mx[0].is_nan(), "max of a row with NaN: {}", mx[0]);
+    assert_eq!(mx[1].to_bits(), 0f32.to_bits(), "max of -0 and +0 is +0: {}", mx[1]);
+    for r in 2..4 {
+        let want = xs[r * 16..(r + 1) * 16].iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        assert_eq!(mx[r], want, "row {r}");
+    }
+    for r in 0..4 {
+        for d in 0..16 {
+            let x = xs[r * 16 + d] as f64;
+            let rot = xs[r * 16 + (d + 8) % 16] as f64;
+            let want = x * x.cos() + rot * x.sin();
+            let got = rope[r * 16 + d] as f64;
+            assert!(
+                (got.is_nan() && want.is_nan()) || (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                "rope[{r},{d}]: {got} vs {want}"
+            );
+            let want: f64 = (0..16).map(|k| xs[r * 16 + k] as f64 * w[k * 16 + d] as f64).sum();
+            let got = mm[r * 16 + d] as f64;
+            assert!(
+                (got.is_nan() && want.is_nan()) || (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                "mm[{r},{d}]: {got} vs {want}"
+            );
+        }
+    }
+    assert_eq!(outs[2].shape, vec![2, 2, 16]);
 }

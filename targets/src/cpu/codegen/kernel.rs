@@ -3,7 +3,7 @@
 //! out-of-range index check. Everything that emits a body builds on these.
 
 use super::{le, Kernel, INTERLEAVE_MIN_COST, INTERLEAVE_MIN_TRIP, R};
-use crate::cpu::plan::Plan;
+use crate::cpu::plan::{Plan, Step};
 use ember_ir::dialect::ten::TenOp;
 use ember_ir::module::{Module, Value};
 use ember_ir::sym::SymExpr;
@@ -11,7 +11,7 @@ use ember_ir::types::DType;
 use inkwell::context::Context;
 use inkwell::module::Linkage;
 use inkwell::types::BasicTypeEnum;
-use inkwell::values::{AsValueRef, BasicValueEnum, FloatValue, IntValue, PointerValue};
+use inkwell::values::{AsValueRef, BasicValue, BasicValueEnum, FloatValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
 use std::collections::HashMap;
 
@@ -59,6 +59,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             cache: HashMap::new(),
             root: None,
             buf_ptrs: Vec::new(),
+            alias: HashMap::new(),
             sym_vals: HashMap::new(),
             scratch: HashMap::new(),
             interleave: 1,
@@ -178,6 +179,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             let v = self.b.build_load(ptr, p, "buf").map_err(le)?.into_pointer_value();
             self.buf_ptrs.push(v);
         }
+        self.alias_scopes();
         let mut syms: Vec<(&String, &usize)> = self.sym_index.iter().collect();
         syms.sort_by_key(|(_, &i)| i);
         for (name, &i) in syms {
@@ -186,6 +188,59 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             self.sym_vals.insert(name.clone(), v);
         }
         Ok(())
+    }
+
+    /// One alias scope per buffer of this kernel's step, in a domain of this kernel's own.
+    fn alias_scopes(&mut self) {
+        use std::ffi::c_void;
+        extern "C" {
+            fn LLVMTemporaryMDNode(c: *mut c_void, mds: *mut *mut c_void, n: usize) -> *mut c_void;
+            fn LLVMMDNodeInContext2(c: *mut c_void, mds: *mut *mut c_void, n: usize) -> *mut c_void;
+            fn LLVMMDStringInContext2(c: *mut c_void, s: *const u8, n: usize) -> *mut c_void;
+            fn LLVMMetadataReplaceAllUsesWith(tmp: *mut c_void, with: *mut c_void);
+            fn LLVMMetadataAsValue(c: *mut c_void, md: *mut c_void) -> *mut c_void;
+        }
+        let name = self.f.get_name().to_string_lossy().into_owned();
+        let Some(bufs) = self.plan.steps.iter().find_map(|st| match st {
+            Step::Kernel { name: n, out, args, also } if *n == name => {
+                Some(std::iter::once(out).chain(args).chain(also).copied().collect::<Vec<usize>>())
+            }
+            _ => None,
+        }) else {
+            return;
+        };
+        let c = self.ctx.raw() as *mut c_void;
+        // A distinct node refers to itself: built through a temporary node, as loop IDs are.
+        let distinct = |rest: &mut Vec<*mut c_void>, label: &str| unsafe {
+            let tmp = LLVMTemporaryMDNode(c, std::ptr::null_mut(), 0);
+            let mut ops = vec![tmp];
+            ops.append(rest);
+            ops.push(LLVMMDStringInContext2(c, label.as_ptr(), label.len()));
+            let node = LLVMMDNodeInContext2(c, ops.as_mut_ptr(), ops.len());
+            LLVMMetadataReplaceAllUsesWith(tmp, node);
+            node
+        };
+        let domain = distinct(&mut vec![], &name);
+        let scopes: Vec<*mut c_void> =
+            bufs.iter().map(|b| distinct(&mut vec![domain], &format!("{name} buf {b}"))).collect();
+        let list = |mut mds: Vec<*mut c_void>| unsafe {
+            let node = LLVMMDNodeInContext2(c, mds.as_mut_ptr(), mds.len());
+            inkwell::values::MetadataValue::new(LLVMMetadataAsValue(c, node) as _)
+        };
+        for (i, &b) in bufs.iter().enumerate() {
+            let others: Vec<*mut c_void> =
+                scopes.iter().enumerate().filter(|&(j, _)| bufs[j] != b).map(|(_, &s)| s).collect();
+            self.alias.insert(b, (list(vec![scopes[i]]), list(others)));
+        }
+    }
+
+    /// Tags a load or store through buffer `base` with the buffer's alias scopes.
+    fn tag_access(&self, base: PointerValue<'ctx>, inst: Option<inkwell::values::InstructionValue<'ctx>>) {
+        let (Some(inst), Some(b)) = (inst, self.buf_ptrs.iter().position(|&p| p == base)) else { return };
+        if let Some(&(scope, noalias)) = self.alias.get(&b) {
+            let _ = inst.set_metadata(scope, self.ctx.get_kind_id("alias.scope"));
+            let _ = inst.set_metadata(noalias, self.ctx.get_kind_id("noalias"));
+        }
     }
 
     pub(super) fn linear(&self, idx: &[IntValue<'ctx>], dims: &[SymExpr]) -> R<IntValue<'ctx>> {
@@ -244,6 +299,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let mt = self.mem_type(d)?;
         let p = unsafe { self.b.build_gep(mt, base, &[lin], "p") }.map_err(le)?;
         let v = self.b.build_load(mt, p, "").map_err(le)?;
+        self.tag_access(base, v.as_instruction_value());
         match d {
             DType::Bool => Ok(self
                 .b
@@ -275,7 +331,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             }
             _ => v,
         };
-        self.b.build_store(p, v).map_err(le)?;
+        let st = self.b.build_store(p, v).map_err(le)?;
+        self.tag_access(base, Some(st));
         Ok(())
     }
 
@@ -400,7 +457,11 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         };
         if idx.len() + 1 == dims.len() {
             self.interleave_next = self.interleave;
-            self.rolled_next = self.rolled_inner;
+            // A short static row (8 to 64 elements: a head's 16 dims, 16 keys) stays a loop for
+            // the loop vectorizer: LLVM fully unrolls it first otherwise, and the unrolled
+            // scalar code is rarely re-vectorized (masked softmax scores, RoPE's sin/cos).
+            let short = dims[idx.len()].as_const().is_some_and(|n| (8..=64).contains(&n));
+            self.rolled_next = self.rolled_inner || short;
         }
         self.for_loop(lo, hi, &mut |k, i| {
             idx.push(i);

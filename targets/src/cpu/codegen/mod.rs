@@ -217,6 +217,11 @@ struct Kernel<'a, 'ctx> {
     /// The value this kernel computes: materialized, but computed here rather than loaded.
     root: Option<Value>,
     buf_ptrs: Vec<PointerValue<'ctx>>,
+    /// Per buffer this kernel's step reads or writes: its `!alias.scope` and `!noalias` nodes
+    /// (as LLVM metadata values). Buffers never overlap (the arena never shares a slot within a
+    /// step; callers pass disjoint inputs and outputs), and without saying so a loop whose reads
+    /// SCEV cannot bound (RoPE's rotated half, gathers) is not vectorized at all.
+    alias: HashMap<usize, (inkwell::values::MetadataValue<'ctx>, inkwell::values::MetadataValue<'ctx>)>,
     sym_vals: HashMap<String, IntValue<'ctx>>,
     /// Row-local values (`KernelDef::scratch`): their stack slot and the kernel's row prefix.
     scratch: HashMap<Value, (PointerValue<'ctx>, usize)>,

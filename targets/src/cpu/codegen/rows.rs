@@ -86,6 +86,11 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         if !d.is(TenOp::Reduce) || matches!(d.attrs.get("kind").and_then(|a| a.as_str()), Some("argmax" | "argmin")) {
             return false;
         }
+        // A short row's max/min reads the stored row as a tree instead: in the same loop it
+        // would be one dependent chain (see `reduce`).
+        if self.tree_reduce(op).is_some() {
+            return false;
+        }
         if m.defining_op(r).is_none_or(|o| m.op(o).is(TenOp::Reduce)) {
             return false;
         }

@@ -183,7 +183,14 @@ impl Program {
                         return Err(unsafe { std::ffi::CStr::from_ptr(err) }.to_string_lossy().into_owned());
                     }
                 }
-                Step::Gemm(g) => self.gemm(g, self.gemm_exprs[si].as_ref().expect("parsed at load"), ptrs, eval)?,
+                Step::Gemm(g) => match &self.gemm_consts[si] {
+                    Some(dims) => self.gemm(g, dims, ptrs)?,
+                    None => {
+                        let exprs = self.gemm_exprs[si].as_ref().expect("parsed at load");
+                        let ev = |v: &[SymExpr]| -> Result<Vec<i64>, String> { v.iter().map(eval).collect() };
+                        self.gemm(g, &[ev(&exprs[0])?, ev(&exprs[1])?, ev(&exprs[2])?, ev(&exprs[3])?], ptrs)?
+                    }
+                },
                 &Step::Sort { out, src, dim, descending } => {
                     argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?
                 }

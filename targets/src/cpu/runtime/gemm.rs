@@ -6,7 +6,6 @@ use super::blas::{BlasOperand, HOST_BLAS};
 use super::pool;
 use super::Program;
 use crate::cpu::plan::GemmStep;
-use ember_ir::sym::SymExpr;
 use ember_ir::types::DType;
 use std::path::Path;
 
@@ -14,12 +13,9 @@ impl Program {
     pub(super) fn gemm(
         &self,
         g: &GemmStep,
-        exprs: &[Vec<SymExpr>; 4],
+        [ldims, lstr, rdims, rstr]: &[Vec<i64>; 4],
         ptrs: &[*mut u8],
-        eval: &dyn Fn(&SymExpr) -> Result<i64, String>,
     ) -> Result<(), String> {
-        let ld = |v: &[SymExpr]| -> Result<Vec<i64>, String> { v.iter().map(eval).collect() };
-        let (ldims, lstr, rdims, rstr) = (ld(&exprs[0])?, ld(&exprs[1])?, ld(&exprs[2])?, ld(&exprs[3])?);
         let (m, k, n) = (ldims[g.lhs_free] as usize, ldims[g.lhs_contract] as usize, rdims[g.rhs_free] as usize);
         let batch: Vec<i64> = g.lhs_batch.iter().map(|&d| ldims[d]).collect();
         let nb: i64 = batch.iter().product();

@@ -55,6 +55,8 @@ pub struct Program {
     dims: Vec<Vec<SymExpr>>,
     /// Per step: a GEMM's operand dims and strides (lhs dims, lhs strides, rhs dims, rhs strides).
     gemm_exprs: Vec<Option<[Vec<SymExpr>; 4]>>,
+    /// The same, evaluated, where no symbol appears: a call then evaluates nothing.
+    gemm_consts: Vec<Option<[Vec<i64>; 4]>>,
     dtypes: Vec<DType>,
     /// Temporaries for the last seen shapes, reused by the next call with the same shapes.
     arena: std::sync::Mutex<Option<Arena>>,
@@ -192,7 +194,7 @@ impl Program {
         };
         let dims: Vec<Vec<SymExpr>> = manifest.buffers.iter().map(|b| parse_dims(&b.dims)).collect::<Result<_, _>>()?;
         let dtypes: Vec<DType> = manifest.buffers.iter().map(|b| parse_dtype(&b.dtype)).collect::<Result<_, _>>()?;
-        let gemm_exprs = manifest
+        let gemm_exprs: Vec<Option<[Vec<SymExpr>; 4]>> = manifest
             .steps
             .iter()
             .map(|st| match st {
@@ -205,6 +207,14 @@ impl Program {
                 Step::Kernel { .. } | Step::Sort { .. } => Ok(None),
             })
             .collect::<Result<_, String>>()?;
+        let gemm_consts = gemm_exprs
+            .iter()
+            .map(|e: &Option<[Vec<SymExpr>; 4]>| {
+                let eval = |v: &Vec<SymExpr>| v.iter().map(|x| x.eval(&|_| None)).collect::<Option<Vec<i64>>>();
+                let [a, b, c, d] = e.as_ref()?;
+                Some([eval(a)?, eval(b)?, eval(c)?, eval(d)?])
+            })
+            .collect();
         let fixed = exec::FixedPlan::new(&manifest, &dims, &dtypes);
         Ok(Program {
             fixed,
@@ -214,6 +224,7 @@ impl Program {
             weights,
             dims,
             gemm_exprs,
+            gemm_consts,
             dtypes,
             arena: std::sync::Mutex::new(None),
             pack: std::sync::Mutex::new(Vec::new()),

@@ -214,6 +214,15 @@ def _view_chain(node: torch.fx.Node) -> tuple[torch.fx.Node, list[torch.fx.Node]
     return node, chain[::-1]
 
 
+_RESHAPES = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default}
+
+
+def _dense(node: torch.fx.Node) -> bool:
+    """Whether the graph declares `node` contiguous, with static sizes."""
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and all(isinstance(s, int) for s in (*val.shape, *val.stride())) and val.is_contiguous()
+
+
 def _layout(node: torch.fx.Node) -> tuple[tuple[Any, ...], tuple[Any, ...], torch.dtype] | None:
     """The shape, strides and dtype the graph declares for `node`: ints, or sympy expressions
     in the graph's size symbols."""
@@ -300,6 +309,11 @@ class _Split:
             if not isinstance(o, torch.fx.Node):
                 raise Unsupported(f"a graph output is a {type(o).__name__}, not a tensor")
             root, chain = _view_chain(o)
+            # A reshape of a value nothing else reads is computed in its output shape: the view
+            # costs nothing inside the compiled values, and no epilogue then runs per call (a
+            # language model's logits `view` of its last matmul).
+            while chain and root.op != "placeholder" and len(root.users) == 1 and chain[0].target in _RESHAPES and _dense(chain[0]):
+                root, chain = chain[0], chain[1:]
             if root.op != "placeholder" and root not in roots:
                 roots.append(root)
             chains.append((root, chain))
