@@ -229,14 +229,17 @@ impl Program {
             ));
         }
         let mut guard = self.arena.lock().unwrap_or_else(|e| e.into_inner());
-        if guard.as_ref().is_none_or(|a| a.shapes != fx.shapes) {
+        // A table is only built over an arena planned for these shapes (below): with one, the
+        // shapes need no comparison per call.
+        if guard.as_ref().is_none_or(|a| a.template.is_empty() && a.shapes != fx.shapes) {
             *guard = Some(Arena::plan(man, fx.shapes.clone(), &fx.nbytes));
         }
         let arena = guard.as_mut().unwrap();
         if arena.template.is_empty() {
             arena.template = self.template(arena, &fx.nbytes)?;
         }
-        let mut ptrs: Vec<*mut u8> = arena.template.iter().map(|&p| p as *mut u8).collect();
+        let mut ptrs: Vec<*mut u8> = Vec::with_capacity(arena.template.len() + 1);
+        ptrs.extend(arena.template.iter().map(|&p| p as *mut u8));
         for (x, &p) in man.inputs.iter().zip(inputs) {
             ptrs[x.buf] = p as *mut u8;
         }
@@ -382,6 +385,8 @@ pub(super) struct FixedPlan {
     /// Each step's `step_work`.
     work: Vec<i64>,
     splits: bool,
+    /// Little enough work that a call takes about a microsecond (see `Program::brief`).
+    pub(super) brief: bool,
 }
 
 impl FixedPlan {
@@ -399,9 +404,13 @@ impl FixedPlan {
             .collect::<Option<Vec<usize>>>()?;
         let work: Vec<i64> = man.steps.iter().map(|st| step_work(st, &shapes)).collect();
         let splits = work.iter().any(|&w| w >= SPLIT_WORK);
-        Some(FixedPlan { shapes, nbytes, work, splits })
+        let brief = man.steps.len() <= 4 && work.iter().sum::<i64>() < BRIEF_WORK;
+        Some(FixedPlan { shapes, nbytes, work, splits, brief })
     }
 }
+
+/// Elements a brief program's steps touch at most.
+const BRIEF_WORK: i64 = 1 << 12;
 
 /// Steps with less work than this run on one thread.
 const SPLIT_WORK: i64 = 1 << 15;

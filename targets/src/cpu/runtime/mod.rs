@@ -299,6 +299,12 @@ impl Program {
         self.fixed.is_some()
     }
 
+    /// Whether a call of this program without symbols is over in about a microsecond (a few
+    /// steps over a few thousand elements): too short to be worth releasing the caller's GIL.
+    pub fn brief(&self) -> bool {
+        self.fixed.as_ref().is_some_and(|f| f.brief)
+    }
+
     pub fn run(&self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, String> {
         let views: Vec<TensorView> = inputs.iter().map(|t| t.view()).collect();
         self.run_views(&views)

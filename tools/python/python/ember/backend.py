@@ -537,13 +537,15 @@ class _Compiled:
     def _fixed_runner(self) -> Callable[[Sequence[Any]], list[torch.Tensor]]:
         """`run_core` for a graph without symbolic sizes, on the argument list: the shapes were
         checked against the program once, so a call checks each input's dtype, shape and strides
-        (one C call each, as Inductor's wrapper does) and passes addresses. What it reads is bound
-        as locals: per-call overhead is most of a small graph's time. A direct graph's runner is
-        also its boxed function (`_compile_graph`)."""
+        (one C call each, as Inductor's wrapper does) and passes addresses. Per-call overhead is
+        most of a small graph's time, so the function is generated for this graph, one statement
+        per input and output (no loops, constants bound by name), as Inductor's wrappers are; an
+        input laid out otherwise takes `slow`. A direct graph's runner is also its boxed function
+        (`_compile_graph`)."""
         ins, outs, restride = self._fixed
         run_ptrs, empty = self.program.run_ptrs, _empty_strided
 
-        def run(args: Sequence[Any]) -> list[torch.Tensor]:
+        def slow(args: Sequence[Any]) -> list[torch.Tensor]:
             ptrs, keep = [], []
             for i, shape, strides, dtype in ins:
                 t = args[i]
@@ -557,12 +559,32 @@ class _Compiled:
                     t = t.contiguous()
                     keep.append(t)
                 ptrs.append(t.data_ptr())
+            return finish(ptrs)
+
+        def finish(ptrs: list[int]) -> list[torch.Tensor]:
             res = [empty(shape, strides, dtype) for shape, strides, dtype in outs]
             run_ptrs(ptrs, [t.data_ptr() for t in res])
+            return relayout(res)
+
+        def relayout(res: list[torch.Tensor]) -> list[torch.Tensor]:
             for j, shape, strides in restride:
                 res[j] = torch.empty_strided(shape, strides, dtype=res[j].dtype).copy_(res[j])
             return res
 
+        env: dict[str, Any] = {"slow": slow, "relayout": relayout, "run_ptrs": run_ptrs, "empty": empty, "check": _assert_size_stride}
+        lines = ["def run(args):", "    try:"]
+        for k, (i, shape, strides, dtype) in enumerate(ins):
+            env[f"s{k}"], env[f"t{k}"], env[f"d{k}"] = shape, strides, dtype
+            lines += [f"        x{k} = args[{i}]", f"        if x{k}.dtype is not d{k}: raise AssertionError", f"        check(x{k}, s{k}, t{k})"]
+        lines += ["    except AssertionError:", "        return slow(args)"]
+        for j, (shape, strides, dtype) in enumerate(outs):
+            env[f"os{j}"], env[f"ot{j}"], env[f"od{j}"] = shape, strides, dtype
+            lines.append(f"    o{j} = empty(os{j}, ot{j}, od{j})")
+        lines.append(f"    run_ptrs([{', '.join(f'x{k}.data_ptr()' for k in range(len(ins)))}], [{', '.join(f'o{j}.data_ptr()' for j in range(len(outs)))}])")
+        res = f"[{', '.join(f'o{j}' for j in range(len(outs)))}]"
+        lines.append(f"    return relayout({res})" if restride else f"    return {res}")
+        exec(compile("\n".join(lines), "<ember runner>", "exec"), env)  # noqa: S102 - generated above
+        run = env["run"]
         run._boxed_call = True  # type: ignore[attr-defined]  # AOT's calling convention: one list
         return run
 
