@@ -67,6 +67,10 @@ pub enum Step {
         args: Vec<usize>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         also: Vec<usize>,
+        /// The dim of `out` the runtime splits across threads (the kernel's range): past the
+        /// leading dims of static size 1 (a batch of one), which could not be split.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        split: usize,
     },
     Gemm(GemmStep),
     /// Stable argsort of the dense buffer `src` along `dim` (NaN after every number, before them
@@ -97,6 +101,8 @@ pub struct KernelDef {
     pub name: String,
     pub roots: Vec<Value>,
     pub outer: usize,
+    /// `Step::Kernel::split`: the dim the kernel's [start, end) range runs over.
+    pub split: usize,
     /// Roots only this kernel reads, each one row at a time: they live in a per-row stack slot
     /// (`dims[outer..]`, static and small) instead of their memory buffer, which stays unused.
     pub scratch: Vec<Value>,
@@ -256,8 +262,9 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         }
         let outs: Vec<usize> = group.iter().map(|r| buf_of[r]).collect();
         args.retain(|a| !outs.contains(a));
-        steps.push(Step::Kernel { name: name.clone(), out: outs[0], args, also: outs[1..].to_vec() });
-        kernels.push(KernelDef { name, roots: std::mem::take(group), outer, scratch: Vec::new() });
+        let split = split_dim(m, group, outer);
+        steps.push(Step::Kernel { name: name.clone(), out: outs[0], args, also: outs[1..].to_vec(), split });
+        kernels.push(KernelDef { name, roots: std::mem::take(group), outer, split, scratch: Vec::new() });
     };
     for &op in &ops {
         let r = m.op(op).results[0];
@@ -616,6 +623,25 @@ pub fn contiguous_strides(dims: &[SymExpr]) -> Vec<SymExpr> {
 /// broadcasts of a value become strides; a reshape does when its operand is read contiguously,
 /// else its operand is the value to materialize. `in_memory` says which values already have
 /// buffers; any other op is itself the value to materialize (with contiguous strides).
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The dim a kernel computing `group` (sharing its first `outer` dims) splits across threads:
+/// the first of its loop dims not of static size 1, before its last one (a row group's before
+/// the rows). Scans and scatters read their range themselves: always dim 0.
+fn split_dim(m: &Module, group: &[Value], outer: usize) -> usize {
+    let dims = &m.ty(group[0]).tensor().unwrap().dims;
+    let own = m
+        .defining_op(group[0])
+        .is_some_and(|o| matches!(m.op(o).ten().map(TenOp::class), Some(Class::Scan | Class::Scatter)));
+    let loops = if group.len() == 1 { dims.len() } else { outer };
+    if own {
+        return 0;
+    }
+    dims.iter().take(loops.saturating_sub(1)).take_while(|d| d.as_const() == Some(1)).count()
+}
+
 /// The GEMM result `op` reshapes, when `op`'s value is returned and is the only reader of it.
 fn returned_reshape_of_gemm(m: &Module, op: OpId, ret_vals: &[Value], uses: &HashMap<Value, usize>) -> Option<Value> {
     let d = m.op(op);

@@ -543,3 +543,41 @@ fn short_rows_vectorize_and_returned_gemm_reshapes_are_not_copied() {
     }
     assert_eq!(outs[2].shape, vec![2, 2, 16]);
 }
+
+/// A batch of one splits across threads at its next dim: the kernels' range runs past leading
+/// static 1s (a [1, T, D] activation was one task, so one thread, before), for a single value
+/// and for a row group, with the same results.
+#[test]
+fn leading_unit_dims_do_not_stop_the_thread_split() {
+    let text = r#"module {
+  func.func @main(%x: tensor<1x64x1024xf32> {ember.input = "x"}) -> (tensor<1x64x1024xf32> {ember.output = "e"}, tensor<1x64x1024xf32> {ember.output = "s"}) {
+    %0 = "ten.exp"(%x) : (tensor<1x64x1024xf32>) -> tensor<1x64x1024xf32>
+    %1 = "ten.reduce"(%x) {dims = array<i64: 2>, kind = "max"} : (tensor<1x64x1024xf32>) -> tensor<1x64xf32>
+    %2 = "ten.reshape"(%1) {shape = array<i64: 1, 64, 1>} : (tensor<1x64xf32>) -> tensor<1x64x1xf32>
+    %3 = "ten.broadcast"(%2) {dims = array<i64: 0, 1, 2>, shape = array<i64: 1, 64, 1024>} : (tensor<1x64x1xf32>) -> tensor<1x64x1024xf32>
+    %4 = "ten.sub"(%x, %3) : (tensor<1x64x1024xf32>, tensor<1x64x1024xf32>) -> tensor<1x64x1024xf32>
+    return %0, %4 : tensor<1x64x1024xf32>, tensor<1x64x1024xf32>
+  }
+}
+"#;
+    let p = compile_text(text, "unit-split");
+    let splits: Vec<usize> = p
+        .manifest
+        .steps
+        .iter()
+        .filter_map(|s| if let Step::Kernel { split, .. } = s { Some(*split) } else { None })
+        .collect();
+    assert!(!splits.is_empty() && splits.iter().all(|&s| s == 1), "kernels split at dims {splits:?}, not 1");
+    let xs: Vec<f32> = (0..64 * 1024).map(|i| ((i * 7919) % 2000) as f32 / 500.0 - 2.0).collect();
+    let outs = p.run(&[f32_nd(&[1, 64, 1024], &xs)]).unwrap();
+    let (e, s) = (f32s(&outs[0]), f32s(&outs[1]));
+    for r in 0..64 {
+        let row = &xs[r * 1024..(r + 1) * 1024];
+        let mx = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        for (c, &x) in row.iter().enumerate() {
+            let i = r * 1024 + c;
+            assert!((e[i] as f64 - (x as f64).exp()).abs() <= 1e-6 * (x as f64).exp(), "exp at {i}: {}", e[i]);
+            assert_eq!(s[i], x - mx, "x - rowmax at {i}");
+        }
+    }
+}

@@ -60,6 +60,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             root: None,
             buf_ptrs: Vec::new(),
             alias: HashMap::new(),
+            range_dim: 0,
             sym_vals: HashMap::new(),
             scratch: HashMap::new(),
             interleave: 1,
@@ -202,7 +203,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         }
         let name = self.f.get_name().to_string_lossy().into_owned();
         let Some(bufs) = self.plan.steps.iter().find_map(|st| match st {
-            Step::Kernel { name: n, out, args, also } if *n == name => {
+            Step::Kernel { name: n, out, args, also, .. } if *n == name => {
                 Some(std::iter::once(out).chain(args).chain(also).copied().collect::<Vec<usize>>())
             }
             _ => None,
@@ -451,10 +452,14 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             self.cache.clear();
             return r;
         }
-        let (lo, hi) = match (idx.is_empty(), outer) {
+        // The kernel's [start, end) range applies at dim `range_dim` (past leading 1s); the
+        // loops above it run once.
+        let here = idx.len() == self.range_dim;
+        let (lo, hi) = match (here, outer) {
             (true, Some(r)) => r,
             _ => (self.i64c(0), self.sym(&dims[idx.len()])?),
         };
+        let outer = outer.filter(|_| !here);
         if idx.len() + 1 == dims.len() {
             self.interleave_next = self.interleave;
             // A short static row (8 to 64 elements: a head's 16 dims, 16 keys) stays a loop for
@@ -465,7 +470,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         }
         self.for_loop(lo, hi, &mut |k, i| {
             idx.push(i);
-            let r = k.nest(dims, None, idx, body);
+            let r = k.nest(dims, outer, idx, body);
             idx.pop();
             r
         })

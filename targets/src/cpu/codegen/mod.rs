@@ -129,6 +129,7 @@ fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &Has
     module.set_data_layout(&tm.get_target_data().get_data_layout());
     for kd in kernels {
         let mut k = Kernel::new(&ctx, &module, &kd.name, m, plan, sym_index);
+        k.range_dim = kd.split;
         if kd.roots.len() == 1 {
             k.body(kd.roots[0])?;
         } else {
@@ -221,6 +222,8 @@ struct Kernel<'a, 'ctx> {
     /// (as LLVM metadata values). Buffers never overlap (the arena never shares a slot within a
     /// step; callers pass disjoint inputs and outputs), and without saying so a loop whose reads
     /// SCEV cannot bound (RoPE's rotated half, gathers) is not vectorized at all.
+    /// The loop dim the kernel's [start, end) range runs over (`KernelDef::split`).
+    range_dim: usize,
     alias: HashMap<usize, (inkwell::values::MetadataValue<'ctx>, inkwell::values::MetadataValue<'ctx>)>,
     sym_vals: HashMap<String, IntValue<'ctx>>,
     /// Row-local values (`KernelDef::scratch`): their stack slot and the kernel's row prefix.

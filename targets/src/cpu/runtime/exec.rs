@@ -173,9 +173,9 @@ impl Program {
         for (si, step) in man.steps.iter().enumerate() {
             let t0 = profile.then(std::time::Instant::now);
             match step {
-                Step::Kernel { out, .. } => {
+                Step::Kernel { out, split, .. } => {
                     let f = self.kernels[si].expect("a kernel step has its function from load");
-                    let outer = shapes[*out].first().copied().unwrap_or(1);
+                    let outer = shapes[*out].get(*split).copied().unwrap_or(1);
                     run_kernel(f, ptrs, sym_vals, outer, work[si]);
                     let err = status.load(Ordering::Acquire);
                     if !err.is_null() {
