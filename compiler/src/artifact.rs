@@ -243,10 +243,13 @@ pub fn verify(dir: &Path) -> Result<(), String> {
 pub fn write_dir(out: &Path, files: &[(&str, &[u8])]) -> Result<(), String> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| format!("cannot create `{}`: {e}", parent.display()))?;
-    if out.exists()
-        && !out.join("manifest.json").exists()
-        && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true)
-    {
+    // Another compile into `out` may move it aside between these checks (`swap_in`'s fallback):
+    // a directory gone meanwhile is no reason to refuse.
+    let holds_files = |d: &Path| match std::fs::read_dir(d) {
+        Ok(mut entries) => entries.next().is_some(),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    };
+    if out.exists() && !out.join("manifest.json").exists() && holds_files(out) {
         return Err(format!("`{}` exists and is not an Ember artifact; refusing to overwrite it", out.display()));
     }
     let tmp = crate::scratch::sibling(out, "tmp");

@@ -416,13 +416,7 @@ fn multi_dim_reductions_vectorize_their_innermost_loop() {
     // LLVM fully unrolled a short innermost reduction loop and vectorized the loop around it
     // with strided gathers (15x slower than torch on BatchNorm's statistics).
     let text = "module {\n  func.func @main(%arg0: tensor<2x3x64x64xf32> {ember.input = \"x\"}) -> (tensor<3xf32> {ember.output = \"y\"}) {\n    %0 = \"ten.reduce\"(%arg0) {dims = array<i64: 0, 2, 3>, kind = \"sum\"} : (tensor<2x3x64x64xf32>) -> tensor<3xf32>\n    return %0 : tensor<3xf32>\n  }\n}\n";
-    let m = ember_ir::parse_module(text).unwrap();
-    ember_ir::verify::verify(&m).unwrap();
-    let out = std::env::temp_dir().join(format!("ember-reduce-vector-{}", std::process::id()));
-    compile_for(ember_compiler::Imported { module: m, weights: vec![] }, "cpu", &out, &[]).unwrap();
-    let ll = std::fs::read_to_string(out.join("kernels.ll")).unwrap();
-    let p = Program::load(&out).unwrap();
-    std::fs::remove_dir_all(&out).unwrap();
+    let (p, ll) = compile_with_ir(text, "reduce-vector");
     assert!(!ll.contains("llvm.masked.gather"), "the reduction gathers across its outer loop");
     assert!(ll.contains("llvm.loop.unroll.disable"));
     let x: Vec<f32> = (0..2 * 3 * 64 * 64).map(|i| ((i * 7919) % 1000) as f32 / 1000.0).collect();
@@ -491,13 +485,7 @@ fn short_rows_vectorize_and_returned_gemm_reshapes_are_not_copied() {
   }
 }
 "#;
-    let m = ember_ir::parse_module(text).unwrap();
-    ember_ir::verify::verify(&m).unwrap();
-    let out = std::env::temp_dir().join(format!("ember-short-rows-{}", std::process::id()));
-    compile_for(ember_compiler::Imported { module: m, weights: vec![] }, "cpu", &out, &[]).unwrap();
-    let ll = std::fs::read_to_string(out.join("kernels.ll")).unwrap();
-    let p = Program::load(&out).unwrap();
-    std::fs::remove_dir_all(&out).unwrap();
+    let (p, ll) = compile_with_ir(text, "short-rows");
     assert!(ll.contains("!alias.scope"), "kernel accesses carry no alias scopes");
     let chained = ll.lines().filter(|l| l.contains("call float @llvm.maximum.f32")).count();
     assert!(chained < 15, "the max over 16 is a chain of {chained} scalar maximums");
@@ -580,4 +568,16 @@ fn leading_unit_dims_do_not_stop_the_thread_split() {
             assert_eq!(s[i], x - mx, "x - rowmax at {i}");
         }
     }
+}
+
+/// Compiles a one-function `ten` module for the CPU: the program and its optimized LLVM IR.
+fn compile_with_ir(text: &str, name: &str) -> (Program, String) {
+    let m = ember_ir::parse_module(text).unwrap();
+    ember_ir::verify::verify(&m).unwrap();
+    let out = std::env::temp_dir().join(format!("ember-{name}-{}", std::process::id()));
+    compile_for(ember_compiler::Imported { module: m, weights: vec![] }, "cpu", &out, &[]).unwrap();
+    let ll = std::fs::read_to_string(out.join("kernels.ll")).unwrap();
+    let p = Program::load(&out).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+    (p, ll)
 }
