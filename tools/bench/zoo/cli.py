@@ -146,12 +146,18 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
 
-    def write_report() -> None:
+    def write_report(where: Path) -> None:
         text, stats = render(specs, results, run, args.targets, notes, (load0, os.getloadavg()[0]), argv)
-        tmp = out / ".zoo.md.tmp"
+        where.mkdir(parents=True, exist_ok=True)
+        tmp = where / ".zoo.md.tmp"
         tmp.write_text(text)
-        os.replace(tmp, out / "zoo.md")
-        plot(stats, args.targets, out / "zoo.png")
+        os.replace(tmp, where / "zoo.md")
+        plot(stats, args.targets, where / "zoo.png")
+
+    # Reports written while a run goes on land in the cache: the committed one in `out` changes
+    # only when the run ends, so an interrupted run (or a commit made meanwhile) cannot replace
+    # it with a partial one.
+    progress = Path(args.cache) / "progress"
 
     try:
         # --only runs just those models; the report still covers the whole selection.
@@ -170,10 +176,10 @@ def main(argv: list[str] | None = None) -> int:
                     except Exception:  # noqa: BLE001 - a harness bug on one model must not stop the run
                         log(f"[{s['name']}] harness error:\n{traceback.format_exc()}")
                     if i % 10 == 0:  # a report to look at while a long run goes on
-                        log(f"[zoo] {i}/{len(to_run)} models, {time.monotonic() - t0:.0f}s")
-                        write_report()
+                        log(f"[zoo] {i}/{len(to_run)} models, {time.monotonic() - t0:.0f}s; report so far: {progress / 'zoo.md'}")
+                        write_report(progress)
     finally:
         run.close()
-    write_report()
+    write_report(out)
     log(f"wrote {out / 'zoo.md'} and {out / 'zoo.png'} ({len(results)} models, {time.monotonic() - t0:.0f}s)")
     return 0
