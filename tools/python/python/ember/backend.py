@@ -583,6 +583,8 @@ class _Compiled:
         lines.append(f"    run_ptrs([{', '.join(f'x{k}.data_ptr()' for k in range(len(ins)))}], [{', '.join(f'o{j}.data_ptr()' for j in range(len(outs)))}])")
         res = f"[{', '.join(f'o{j}' for j in range(len(outs)))}]"
         lines.append(f"    return relayout({res})" if restride else f"    return {res}")
+        # Every name the body reads becomes a default argument: a local read, not a dict lookup.
+        lines[0] = "def run(args, " + ", ".join(f"{k}={k}" for k in env) + "):"
         exec(compile("\n".join(lines), "<ember runner>", "exec"), env)  # noqa: S102 - generated above
         run = env["run"]
         run._boxed_call = True  # type: ignore[attr-defined]  # AOT's calling convention: one list
