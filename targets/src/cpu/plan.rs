@@ -619,10 +619,6 @@ pub fn contiguous_strides(dims: &[SymExpr]) -> Vec<SymExpr> {
     s
 }
 
-/// How a GEMM reads `v`: (the value in memory, strides per dim of `v`). Transposes and
-/// broadcasts of a value become strides; a reshape does when its operand is read contiguously,
-/// else its operand is the value to materialize. `in_memory` says which values already have
-/// buffers; any other op is itself the value to materialize (with contiguous strides).
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -655,6 +651,10 @@ fn returned_reshape_of_gemm(m: &Module, op: OpId, ret_vals: &[Value], uses: &Has
     .then_some(x)
 }
 
+/// How a GEMM reads `v`: (the value in memory, strides per dim of `v`). Transposes and
+/// broadcasts of a value become strides; a reshape does when its operand is read contiguously,
+/// else its operand is the value to materialize. `in_memory` says which values already have
+/// buffers; any other op is itself the value to materialize (with contiguous strides).
 pub fn view_of(m: &Module, v: Value, in_memory: &dyn Fn(Value) -> bool) -> (Value, Vec<SymExpr>) {
     let own = |x: Value| (x, contiguous_strides(&m.ty(x).tensor().map(|t| t.dims.clone()).unwrap_or_default()));
     if in_memory(v) {

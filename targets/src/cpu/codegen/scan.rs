@@ -13,6 +13,7 @@ use inkwell::{FloatPredicate, IntPredicate};
 
 /// The longest static row whose float max/min `reduce` emits as a tree of its elements.
 const TREE_MAX: i64 = 32;
+
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
     /// A running sum (or product, `ten.cumprod`) along `dim`: loops over the other dims (the
     /// outermost split across threads unless it is the scanned dim; then the first call does all
