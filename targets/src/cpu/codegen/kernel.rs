@@ -14,6 +14,35 @@ use inkwell::types::BasicTypeEnum;
 use inkwell::values::{AsValueRef, BasicValue, BasicValueEnum, FloatValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
 use std::collections::HashMap;
+use std::ffi::c_void;
+
+// LLVM's C metadata API, for what inkwell does not wrap: nodes that refer to themselves.
+extern "C" {
+    fn LLVMTemporaryMDNode(c: *mut c_void, mds: *mut *mut c_void, n: usize) -> *mut c_void;
+    fn LLVMMDNodeInContext2(c: *mut c_void, mds: *mut *mut c_void, n: usize) -> *mut c_void;
+    fn LLVMMDStringInContext2(c: *mut c_void, s: *const u8, n: usize) -> *mut c_void;
+    fn LLVMValueAsMetadata(v: *mut c_void) -> *mut c_void;
+    fn LLVMMetadataReplaceAllUsesWith(tmp: *mut c_void, with: *mut c_void);
+    fn LLVMMetadataAsValue(c: *mut c_void, md: *mut c_void) -> *mut c_void;
+    fn LLVMSetMetadata(inst: *mut c_void, kind: u32, v: *mut c_void);
+}
+
+unsafe fn md_string(c: *mut c_void, s: &str) -> *mut c_void {
+    unsafe { LLVMMDStringInContext2(c, s.as_ptr(), s.len()) }
+}
+
+/// `!{self, ops...}`: loop IDs, alias domains and alias scopes must refer to themselves, which the
+/// C API builds through a temporary node replaced by the finished one.
+unsafe fn self_referential(c: *mut c_void, ops: &[*mut c_void]) -> *mut c_void {
+    unsafe {
+        let tmp = LLVMTemporaryMDNode(c, std::ptr::null_mut(), 0);
+        let mut all = vec![tmp];
+        all.extend_from_slice(ops);
+        let node = LLVMMDNodeInContext2(c, all.as_mut_ptr(), all.len());
+        LLVMMetadataReplaceAllUsesWith(tmp, node);
+        node
+    }
+}
 
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
     pub(super) fn new(
@@ -193,14 +222,6 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
 
     /// One alias scope per buffer of this kernel's step, in a domain of this kernel's own.
     fn alias_scopes(&mut self) {
-        use std::ffi::c_void;
-        extern "C" {
-            fn LLVMTemporaryMDNode(c: *mut c_void, mds: *mut *mut c_void, n: usize) -> *mut c_void;
-            fn LLVMMDNodeInContext2(c: *mut c_void, mds: *mut *mut c_void, n: usize) -> *mut c_void;
-            fn LLVMMDStringInContext2(c: *mut c_void, s: *const u8, n: usize) -> *mut c_void;
-            fn LLVMMetadataReplaceAllUsesWith(tmp: *mut c_void, with: *mut c_void);
-            fn LLVMMetadataAsValue(c: *mut c_void, md: *mut c_void) -> *mut c_void;
-        }
         let name = self.f.get_name().to_string_lossy().into_owned();
         let Some(bufs) = self.plan.steps.iter().find_map(|st| match st {
             Step::Kernel { name: n, out, args, also, .. } if *n == name => {
@@ -211,27 +232,20 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             return;
         };
         let c = self.ctx.raw() as *mut c_void;
-        // A distinct node refers to itself: built through a temporary node, as loop IDs are.
-        let distinct = |rest: &mut Vec<*mut c_void>, label: &str| unsafe {
-            let tmp = LLVMTemporaryMDNode(c, std::ptr::null_mut(), 0);
-            let mut ops = vec![tmp];
-            ops.append(rest);
-            ops.push(LLVMMDStringInContext2(c, label.as_ptr(), label.len()));
-            let node = LLVMMDNodeInContext2(c, ops.as_mut_ptr(), ops.len());
-            LLVMMetadataReplaceAllUsesWith(tmp, node);
-            node
-        };
-        let domain = distinct(&mut vec![], &name);
-        let scopes: Vec<*mut c_void> =
-            bufs.iter().map(|b| distinct(&mut vec![domain], &format!("{name} buf {b}"))).collect();
-        let list = |mut mds: Vec<*mut c_void>| unsafe {
-            let node = LLVMMDNodeInContext2(c, mds.as_mut_ptr(), mds.len());
-            inkwell::values::MetadataValue::new(LLVMMetadataAsValue(c, node) as _)
-        };
-        for (i, &b) in bufs.iter().enumerate() {
-            let others: Vec<*mut c_void> =
-                scopes.iter().enumerate().filter(|&(j, _)| bufs[j] != b).map(|(_, &s)| s).collect();
-            self.alias.insert(b, (list(vec![scopes[i]]), list(others)));
+        // SAFETY: nodes of this kernel's context, built from nodes and strings of it.
+        unsafe {
+            let domain = self_referential(c, &[md_string(c, &name)]);
+            let scopes: Vec<*mut c_void> =
+                bufs.iter().map(|b| self_referential(c, &[domain, md_string(c, &format!("{name} buf {b}"))])).collect();
+            let list = |mut mds: Vec<*mut c_void>| {
+                let node = LLVMMDNodeInContext2(c, mds.as_mut_ptr(), mds.len());
+                inkwell::values::MetadataValue::new(LLVMMetadataAsValue(c, node) as _)
+            };
+            for (i, &b) in bufs.iter().enumerate() {
+                let others: Vec<*mut c_void> =
+                    scopes.iter().enumerate().filter(|&(j, _)| bufs[j] != b).map(|(_, &s)| s).collect();
+                self.alias.insert(b, (list(vec![scopes[i]]), list(others)));
+            }
         }
     }
 
@@ -367,43 +381,27 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
 
     /// Loop hints for the loop whose back edge is `br`: interleave `count` vectors per
     /// iteration (`llvm.loop.interleave.count`, when above 1) and never unroll it
-    /// (`llvm.loop.unroll.disable`). The loop ID must refer to itself, which the C API builds
-    /// through a temporary node.
+    /// (`llvm.loop.unroll.disable`).
     pub(super) fn loop_hints(&self, br: inkwell::values::InstructionValue<'ctx>, count: u32, rolled: bool) {
-        use std::ffi::c_void;
-        extern "C" {
-            fn LLVMTemporaryMDNode(c: *mut c_void, mds: *mut *mut c_void, n: usize) -> *mut c_void;
-            fn LLVMMDNodeInContext2(c: *mut c_void, mds: *mut *mut c_void, n: usize) -> *mut c_void;
-            fn LLVMMDStringInContext2(c: *mut c_void, s: *const u8, n: usize) -> *mut c_void;
-            fn LLVMValueAsMetadata(v: *mut c_void) -> *mut c_void;
-            fn LLVMMetadataReplaceAllUsesWith(tmp: *mut c_void, with: *mut c_void);
-            fn LLVMMetadataAsValue(c: *mut c_void, md: *mut c_void) -> *mut c_void;
-            fn LLVMSetMetadata(inst: *mut c_void, kind: u32, v: *mut c_void);
-        }
         if count <= 1 && !rolled {
             return;
         }
         let c = self.ctx.raw() as *mut c_void;
         let kind = self.ctx.get_kind_id("llvm.loop");
+        // SAFETY: nodes of this kernel's context; `br` is one of its instructions.
         unsafe {
-            let tmp = LLVMTemporaryMDNode(c, std::ptr::null_mut(), 0);
-            let mut ops = vec![tmp];
+            let mut hints = Vec::new();
             if count > 1 {
-                let name = "llvm.loop.interleave.count";
                 let n = self.ctx.i32_type().const_int(count as u64, false);
-                let mut hint = [
-                    LLVMMDStringInContext2(c, name.as_ptr(), name.len()),
-                    LLVMValueAsMetadata(n.as_value_ref() as *mut c_void),
-                ];
-                ops.push(LLVMMDNodeInContext2(c, hint.as_mut_ptr(), 2));
+                let mut hint =
+                    [md_string(c, "llvm.loop.interleave.count"), LLVMValueAsMetadata(n.as_value_ref() as *mut c_void)];
+                hints.push(LLVMMDNodeInContext2(c, hint.as_mut_ptr(), 2));
             }
             if rolled {
-                let name = "llvm.loop.unroll.disable";
-                let mut hint = [LLVMMDStringInContext2(c, name.as_ptr(), name.len())];
-                ops.push(LLVMMDNodeInContext2(c, hint.as_mut_ptr(), 1));
+                let mut hint = [md_string(c, "llvm.loop.unroll.disable")];
+                hints.push(LLVMMDNodeInContext2(c, hint.as_mut_ptr(), 1));
             }
-            let id = LLVMMDNodeInContext2(c, ops.as_mut_ptr(), ops.len());
-            LLVMMetadataReplaceAllUsesWith(tmp, id);
+            let id = self_referential(c, &hints);
             LLVMSetMetadata(br.as_value_ref() as *mut c_void, kind, LLVMMetadataAsValue(c, id));
         }
     }

@@ -222,9 +222,9 @@ struct Kernel<'a, 'ctx> {
     /// (as LLVM metadata values). Buffers never overlap (the arena never shares a slot within a
     /// step; callers pass disjoint inputs and outputs), and without saying so a loop whose reads
     /// SCEV cannot bound (RoPE's rotated half, gathers) is not vectorized at all.
+    alias: HashMap<usize, (inkwell::values::MetadataValue<'ctx>, inkwell::values::MetadataValue<'ctx>)>,
     /// The loop dim the kernel's [start, end) range runs over (`KernelDef::split`).
     range_dim: usize,
-    alias: HashMap<usize, (inkwell::values::MetadataValue<'ctx>, inkwell::values::MetadataValue<'ctx>)>,
     sym_vals: HashMap<String, IntValue<'ctx>>,
     /// Row-local values (`KernelDef::scratch`): their stack slot and the kernel's row prefix.
     scratch: HashMap<Value, (PointerValue<'ctx>, usize)>,
