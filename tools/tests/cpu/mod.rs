@@ -402,6 +402,14 @@ fn strided_ops_match_eager() {
     assert_archive_matches_eager("strided_ops");
 }
 
+/// Reductions that keep the last dim (bias and LayerNorm weight gradients, a middle dim under
+/// kept outer dims, max/min with a NaN, prod, int64, a kept dim under 8) over a symbolic batch
+/// (`testdata/cpu/column_ops.py`), at the archive's size.
+#[test]
+fn column_ops_match_eager() {
+    assert_archive_matches_eager("column_ops");
+}
+
 /// Mean, var, max and softmax over a symbolic batch (`testdata/cpu/batch_stats.py`), at the
 /// archive's size.
 #[test]

@@ -820,9 +820,18 @@ def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, 
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
     from torch.fx.passes.operator_support import OperatorSupport
 
+    def supported(node: torch.fx.Node) -> bool:
+        if node.op != "call_function":
+            return False
+        if node.target is operator.getitem:
+            # With its producer: a getitem outside every piece would cut a multi-output op
+            # (batch norm) off from the ops that read it (its ReLU) into pieces of their own.
+            return isinstance(node.args[0], torch.fx.Node) and supported(node.args[0])
+        return isinstance(node.target, torch._ops.OpOverload) and _target_name(node) not in unsupported
+
     class Support(OperatorSupport):
         def is_node_supported(self, submodules: Any, node: torch.fx.Node) -> bool:
-            return node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and _target_name(node) not in unsupported
+            return supported(node)
 
     p = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True)
     fused = p.fuse_partitions(p.propose_partitions())
@@ -929,6 +938,12 @@ def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: 
     def compiler(kind: str) -> Callable[..., Any]:
         return lambda g, inputs: _compile_graph(g, inputs, kind, opts["check"], opts["target"])
 
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
     return aot_autograd(
-        fw_compiler=compiler("forward"), bw_compiler=compiler("backward"), inference_compiler=compiler("inference"), decompositions=decompositions.table(opts["target"])
+        fw_compiler=compiler("forward"),
+        bw_compiler=compiler("backward"),
+        inference_compiler=compiler("inference"),
+        decompositions=decompositions.table(opts["target"]),
+        partition_fn=min_cut_rematerialization_partition,
     )(gm, example_inputs, **kwargs)
