@@ -20,6 +20,7 @@ use std::collections::HashMap;
 
 mod emit;
 mod kernel;
+mod layout;
 mod math;
 mod rows;
 mod scan;
@@ -127,8 +128,9 @@ fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &Has
     let (tm, _, _) = machine()?;
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
+    let layouts = layout::assign(m, plan, kernels);
     for kd in kernels {
-        let mut k = Kernel::new(&ctx, &module, &kd.name, m, plan, sym_index);
+        let mut k = Kernel::new(&ctx, &module, &kd.name, m, plan, sym_index, &layouts);
         k.range_dim = kd.split;
         if kd.roots.len() == 1 {
             k.body(kd.roots[0])?;
@@ -212,6 +214,8 @@ struct Kernel<'a, 'ctx> {
     m: &'a Module,
     plan: &'a Plan,
     sym_index: &'a HashMap<String, usize>,
+    /// Stored values whose memory order is not row-major (`layout::assign`).
+    layouts: &'a layout::Layouts,
     bufs: PointerValue<'ctx>,
     syms: PointerValue<'ctx>,
     cache: HashMap<(Value, Vec<IntValue<'ctx>>), BasicValueEnum<'ctx>>,
@@ -236,6 +240,11 @@ struct Kernel<'a, 'ctx> {
     /// around it with strided gathers: a [16, 32, 64, 64] -> [32] sum ran at 1/15 of torch's speed.
     rolled_inner: bool,
     rolled_next: bool,
+    /// The next loop is a column loop: its trip count is the kernel's share of the columns,
+    /// often a single vector (32 channels over 2 threads), so it vectorizes without interleaving
+    /// (LLVM's default of 4 vectors per iteration left such a loop entirely to its scalar
+    /// remainder).
+    single_vector_next: bool,
     /// Per gather op of this kernel: a flag set when one of its indices is out of range, and the
     /// message naming the op that `ret` hands to the runtime (see `index_checked`).
     index_checks: Vec<(ember_ir::OpId, PointerValue<'ctx>, PointerValue<'ctx>)>,

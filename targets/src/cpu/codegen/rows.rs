@@ -36,6 +36,22 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         if dims.is_empty() {
             // Rank 0: the runtime calls with [0, 1).
             self.store_root(root, &[])?;
+        } else if let Some(order) = self.layouts.get(&root).cloned() {
+            // Loops in memory order (the split dim keeps its place: `layout::assign` moves only
+            // an inner dim), the element's index put back in dim order.
+            let range_dim = self.range_dim;
+            self.range_dim = order.iter().position(|&d| d == range_dim).ok_or("the split dim is not in the layout")?;
+            let walk: Vec<SymExpr> = order.iter().map(|&d| dims[d].clone()).collect();
+            let mut idx = Vec::new();
+            let r = self.nest(&walk, Some((start, end)), &mut idx, &mut |k, pos| {
+                let mut at = pos.to_vec();
+                for (&d, &i) in order.iter().zip(pos) {
+                    at[d] = i;
+                }
+                k.store_root(root, &at)
+            });
+            self.range_dim = range_dim;
+            r?;
         } else {
             let mut idx = Vec::new();
             self.nest(&dims, Some((start, end)), &mut idx, &mut |k, idx| k.store_root(root, idx))?;
@@ -44,14 +60,15 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(())
     }
 
-    /// A reduction that keeps its operand's last dim (a bias gradient: [rows, d] -> [d]) as
-    /// column sums: the output row is the accumulator, each operand row is added into it
-    /// (the innermost loop runs over the kept columns, contiguous and vectorized), rather than
-    /// one strided walk down the rows per output element, which reads every cache line once per
-    /// column it holds (GPT-2's bias gradients ran at 1/13 of the memory bandwidth). Each
-    /// element is combined in the same order as `reduce`, so the result is the same bits. Only
-    /// where the accumulator can live in the output (its memory type is the arithmetic type);
-    /// false when the root is not such a reduction.
+    /// A reduction that keeps the dim its operand is stored along (a bias gradient, [rows, d] ->
+    /// [d]; a batch norm's statistics over a channels-last tensor read as NCHW, [n, c, h, w] ->
+    /// [c]) as column sums: the output row is the accumulator, and each operand row is added into
+    /// it by the innermost loop, over the kept columns (contiguous, vectorized), rather than one
+    /// strided walk down the rows per output element, which fetches every cache line once per
+    /// column it holds (GPT-2's bias gradients ran at 1/13 of the memory bandwidth). Each element
+    /// is combined in the same order as `reduce`, so the result is the same bits. Only where the
+    /// accumulator can live in the output (its memory type is the arithmetic type); false when
+    /// the root is not such a reduction.
     fn column_reduce(
         &mut self,
         root: Value,
@@ -75,34 +92,51 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let dt = self.dtype(root);
         let rank = xdims.len();
         let plain = self.dtype(x) == dt && self.mem_type(dt)? == self.reg_type(dt)?;
-        let short = odims.last().and_then(SymExpr::as_const).is_some_and(|n| n < 8);
-        if !plain || short || rdims.is_empty() || rdims.contains(&(rank - 1)) || odims.len() + rdims.len() != rank {
+        if !plain || rdims.is_empty() || odims.len() + rdims.len() != rank {
+            return Ok(false);
+        }
+        let inner = self.inner_dim(x, 0).unwrap_or(rank - 1);
+        if rdims.contains(&inner) {
+            return Ok(false);
+        }
+        // The column dim's place among the output dims (the kept dims, in order).
+        let oc = inner - rdims.iter().filter(|&&r| r < inner).count();
+        if odims[oc].as_const().is_some_and(|n| n < 8) {
             return Ok(false);
         }
         let buf = self.plan.buf_of[&root];
         let init = self.identity(&kind, dt)?;
         let red: Vec<SymExpr> = rdims.iter().map(|&i| xdims[i].clone()).collect();
-        let k = odims.len() - 1;
+        let outer_dims: Vec<SymExpr> = odims.iter().enumerate().filter(|&(i, _)| i != oc).map(|(_, e)| e.clone()).collect();
         // The kernel's range is over the columns when they are its split dim, else over the
-        // outer kept dims the nest below walks.
-        let (cols, outer) = if self.range_dim == k { (Some((start, end)), None) } else { (None, Some((start, end))) };
-        let col_dim = odims[k].clone();
+        // split dim among the other kept dims, which the nest below walks.
+        let range_dim = self.range_dim;
+        let (cols, outer) = if range_dim == oc { (Some((start, end)), None) } else { (None, Some((start, end))) };
+        self.range_dim = range_dim - usize::from(oc < range_dim && range_dim != oc);
+        let col_dim = odims[oc].clone();
+        let at = |o: &[IntValue<'ctx>], j: IntValue<'ctx>| -> Vec<IntValue<'ctx>> {
+            let mut v = o.to_vec();
+            v.insert(oc, j);
+            v
+        };
         let mut oidx = Vec::new();
-        self.nest(&odims[..k], outer, &mut oidx, &mut |kn, o| {
+        let r = self.nest(&outer_dims, outer, &mut oidx, &mut |kn, o| {
             let (lo, hi) = match cols {
                 Some(r) => r,
                 None => (kn.i64c(0), kn.sym(&col_dim)?),
             };
+            kn.single_vector_next = true;
             kn.for_loop(lo, hi, &mut |kn, j| {
-                let lin = kn.linear(&[o, &[j]].concat(), &odims)?;
+                let lin = kn.linear(&at(o, j), &odims)?;
                 kn.store(buf, lin, dt, init)
             })?;
             let o = o.to_vec();
             let mut ridx = Vec::new();
             kn.nest(&red, None, &mut ridx, &mut |kn, r| {
+                kn.single_vector_next = true;
                 kn.for_loop(lo, hi, &mut |kn, j| {
                     kn.cache.clear();
-                    let out_idx = [o.as_slice(), &[j]].concat();
+                    let out_idx = at(&o, j);
                     let v = kn.emit(x, &super::interleave(rank, &rdims, &out_idx, r))?;
                     let lin = kn.linear(&out_idx, &odims)?;
                     let a = kn.load(buf, lin, dt)?;
@@ -111,8 +145,26 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                     kn.store(buf, lin, dt, n)
                 })
             })
-        })?;
+        });
+        self.range_dim = range_dim;
+        r?;
         Ok(true)
+    }
+
+    /// `layout::inner_dim` in this kernel: its root is computed here, its row slots are
+    /// row-major.
+    fn inner_dim(&self, v: Value, depth: u32) -> Option<usize> {
+        let stored = |w: Value| -> Option<usize> {
+            let n = self.dims(w).len();
+            if self.scratch.contains_key(&w) {
+                return Some(n.checked_sub(1)?);
+            }
+            if !self.plan.buf_of.contains_key(&w) || self.root == Some(w) {
+                return None;
+            }
+            Some(self.layouts.get(&w).map_or(n.checked_sub(1)?, |order| order[n - 1]))
+        };
+        super::layout::inner_dim(self.m, &stored, v, depth)
     }
 
     /// Several values computed row by row: loops over the shared first `outer` dims, and inside,
