@@ -9,8 +9,10 @@ writes column_ops.pt2 and column_ops.npz (batch 6 of the range [2, 32]). The CPU
 these with the output row as the accumulator (`column_reduce` in targets/src/cpu/codegen/rows.rs):
 sums over leading dims (a bias gradient), over a middle dim with kept outer dims, of an inlined
 expression (a LayerNorm weight gradient), max/min with a NaN, prod, an int64 sum, a kept dim
-shorter than 8 (the per-element loop), and a batch norm's statistics over a channels-last tensor
-read as NCHW (the kept dim is the one memory runs along, not the last). `tools/tests/cpu/mod.rs` (`column_ops_match_eager`)
+shorter than 8 (the per-element loop), a batch norm's statistics over a channels-last tensor
+read as NCHW (the kept dim is the one memory runs along, not the last), and a value computed from
+that tensor and read by several reductions, which the CPU target stores channels-last
+(`layout::decide` in targets/src/cpu/layout.rs). `tools/tests/cpu/mod.rs` (`column_ops_match_eager`)
 compiles the archive and compares.
 """
 
@@ -32,7 +34,9 @@ class ColumnOps(torch.nn.Module):
         nchw = img.permute(0, 3, 1, 2)
         mean = nchw.mean((0, 2, 3))
         var = ((nchw - mean[None, :, None, None]) ** 2).sum((0, 2, 3))
-        return bias_grad, mid, weight_grad, top, low, prod, ints, short, mean, var
+        e = torch.tanh(torch.exp(nchw * 0.5) + torch.sin(nchw)) * torch.cos(nchw) + torch.erf(nchw)
+        stored = (e.sum((0, 2, 3)), e.amax((0, 2, 3)), (e * nchw).sum((0, 2, 3)))
+        return bias_grad, mid, weight_grad, top, low, prod, ints, short, mean, var, *stored
 
 
 def make():

@@ -55,7 +55,6 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         m: &'a Module,
         plan: &'a Plan,
         sym_index: &'a HashMap<String, usize>,
-        layouts: &'a super::layout::Layouts,
     ) -> Self {
         let ptr = ctx.ptr_type(AddressSpace::default());
         let i64t = ctx.i64_type();
@@ -87,7 +86,6 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             m,
             plan,
             sym_index,
-            layouts,
             bufs,
             syms,
             cache: HashMap::new(),
@@ -102,6 +100,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             rolled_inner: false,
             rolled_next: false,
             single_vector_next: false,
+            no_vectorize: false,
             index_checks: Vec::new(),
         }
     }
@@ -276,7 +275,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     /// The linear position of stored value `v`'s element `idx` in its memory order.
     pub(super) fn stored_at(&self, v: Value, idx: &[IntValue<'ctx>]) -> R<IntValue<'ctx>> {
         let dims = self.dims(v);
-        match self.layouts.get(&v) {
+        match self.plan.layouts.get(&v) {
             Some(order) => self.linear(
                 &order.iter().map(|&d| idx[d]).collect::<Vec<_>>(),
                 &order.iter().map(|&d| dims[d].clone()).collect::<Vec<_>>(),
@@ -401,7 +400,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     /// iteration (`llvm.loop.interleave.count`, when above 1; `SINGLE_VECTOR`: exactly one) and
     /// never unroll it (`llvm.loop.unroll.disable`).
     pub(super) fn loop_hints(&self, br: inkwell::values::InstructionValue<'ctx>, count: u32, rolled: bool) {
-        if count <= 1 && !rolled {
+        if count <= 1 && !rolled && !self.no_vectorize {
             return;
         }
         let c = self.ctx.raw() as *mut c_void;
@@ -418,6 +417,14 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             if rolled {
                 let mut hint = [md_string(c, "llvm.loop.unroll.disable")];
                 hints.push(LLVMMDNodeInContext2(c, hint.as_mut_ptr(), 1));
+            }
+            if self.no_vectorize {
+                let off = self.ctx.bool_type().const_zero();
+                let mut hint = [
+                    md_string(c, "llvm.loop.vectorize.enable"),
+                    LLVMValueAsMetadata(off.as_value_ref() as *mut c_void),
+                ];
+                hints.push(LLVMMDNodeInContext2(c, hint.as_mut_ptr(), 2));
             }
             let id = self_referential(c, &hints);
             LLVMSetMetadata(br.as_value_ref() as *mut c_void, kind, LLVMMetadataAsValue(c, id));

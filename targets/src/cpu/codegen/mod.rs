@@ -20,7 +20,6 @@ use std::collections::HashMap;
 
 mod emit;
 mod kernel;
-mod layout;
 mod math;
 mod rows;
 mod scan;
@@ -128,12 +127,11 @@ fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &Has
     let (tm, _, _) = machine()?;
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
-    let layouts = layout::assign(m, plan, kernels);
     for kd in kernels {
-        let mut k = Kernel::new(&ctx, &module, &kd.name, m, plan, sym_index, &layouts);
+        let mut k = Kernel::new(&ctx, &module, &kd.name, m, plan, sym_index);
         k.range_dim = kd.split;
         if kd.roots.len() == 1 {
-            k.body(kd.roots[0])?;
+            k.body(kd.roots[0], kd.columns)?;
         } else {
             k.group_body(&kd.roots, kd.outer, &kd.scratch)?;
         }
@@ -214,8 +212,6 @@ struct Kernel<'a, 'ctx> {
     m: &'a Module,
     plan: &'a Plan,
     sym_index: &'a HashMap<String, usize>,
-    /// Stored values whose memory order is not row-major (`layout::assign`).
-    layouts: &'a layout::Layouts,
     bufs: PointerValue<'ctx>,
     syms: PointerValue<'ctx>,
     cache: HashMap<(Value, Vec<IntValue<'ctx>>), BasicValueEnum<'ctx>>,
@@ -245,6 +241,10 @@ struct Kernel<'a, 'ctx> {
     /// (LLVM's default of 4 vectors per iteration left such a loop entirely to its scalar
     /// remainder).
     single_vector_next: bool,
+    /// Loops emitted while set are not loop-vectorized: a tile of register accumulators is one
+    /// vector for the SLP vectorizer, where the loop vectorizer would make each column a
+    /// strided reduction down the rows.
+    no_vectorize: bool,
     /// Per gather op of this kernel: a flag set when one of its indices is out of range, and the
     /// message naming the op that `ret` hands to the runtime (see `index_checked`).
     index_checks: Vec<(ember_ir::OpId, PointerValue<'ctx>, PointerValue<'ctx>)>,

@@ -3,6 +3,12 @@
 //! per-element emission because the choice of loop structure is the kernel's performance.
 
 use super::{le, Kernel, R};
+
+use crate::cpu::plan::COLUMN_TILE;
+
+/// The widest row a column reduction accumulates in registers (wider rows stream their
+/// accumulator row through memory).
+const NARROW_COLUMNS: i64 = 512;
 use ember_ir::dialect::ten::{Class, TenOp};
 use ember_ir::module::Value;
 use ember_ir::sym::SymExpr;
@@ -10,7 +16,7 @@ use inkwell::types::BasicType;
 use inkwell::values::IntValue;
 
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
-    pub(super) fn body(&mut self, root: Value) -> R<()> {
+    pub(super) fn body(&mut self, root: Value, columns: Option<usize>) -> R<()> {
         self.load_table()?;
         let start = self.f.get_nth_param(2).unwrap().into_int_value();
         let end = self.f.get_nth_param(3).unwrap().into_int_value();
@@ -29,14 +35,15 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             return Ok(());
         }
         self.interleave = self.interleave_for(root);
-        if self.column_reduce(root, root_op, start, end)? {
+        if let Some(oc) = columns {
+            self.column_reduce(root, root_op, oc, start, end)?;
             self.ret()?;
             return Ok(());
         }
         if dims.is_empty() {
             // Rank 0: the runtime calls with [0, 1).
             self.store_root(root, &[])?;
-        } else if let Some(order) = self.layouts.get(&root).cloned() {
+        } else if let Some(order) = self.plan.layouts.get(&root).cloned() {
             // Loops in memory order (the split dim keeps its place: `layout::assign` moves only
             // an inner dim), the element's index put back in dim order.
             let range_dim = self.range_dim;
@@ -73,17 +80,12 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         &mut self,
         root: Value,
         op: ember_ir::OpId,
+        oc: usize,
         start: IntValue<'ctx>,
         end: IntValue<'ctx>,
-    ) -> R<bool> {
+    ) -> R<()> {
         let d = self.m.op(op);
-        if !d.is(TenOp::Reduce) || self.tree_reduce(op).is_some() {
-            return Ok(false);
-        }
         let kind = d.attrs.get("kind").and_then(|a| a.as_str()).unwrap_or("sum").to_string();
-        if !matches!(kind.as_str(), "sum" | "prod" | "max" | "min") {
-            return Ok(false);
-        }
         let x = d.operands[0];
         let rdims: Vec<usize> =
             d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
@@ -91,23 +93,11 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let odims = self.dims(root);
         let dt = self.dtype(root);
         let rank = xdims.len();
-        let plain = self.dtype(x) == dt && self.mem_type(dt)? == self.reg_type(dt)?;
-        if !plain || rdims.is_empty() || odims.len() + rdims.len() != rank {
-            return Ok(false);
-        }
-        let inner = self.inner_dim(x, 0).unwrap_or(rank - 1);
-        if rdims.contains(&inner) {
-            return Ok(false);
-        }
-        // The column dim's place among the output dims (the kept dims, in order).
-        let oc = inner - rdims.iter().filter(|&&r| r < inner).count();
-        if odims[oc].as_const().is_some_and(|n| n < 8) {
-            return Ok(false);
-        }
         let buf = self.plan.buf_of[&root];
         let init = self.identity(&kind, dt)?;
         let red: Vec<SymExpr> = rdims.iter().map(|&i| xdims[i].clone()).collect();
-        let outer_dims: Vec<SymExpr> = odims.iter().enumerate().filter(|&(i, _)| i != oc).map(|(_, e)| e.clone()).collect();
+        let outer_dims: Vec<SymExpr> =
+            odims.iter().enumerate().filter(|&(i, _)| i != oc).map(|(_, e)| e.clone()).collect();
         // The kernel's range is over the columns when they are its split dim, else over the
         // split dim among the other kept dims, which the nest below walks.
         let range_dim = self.range_dim;
@@ -119,18 +109,66 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             v.insert(oc, j);
             v
         };
+        // Narrow rows (a batch norm's channels): each thread's share of the columns is a vector
+        // or two, and an accumulator row in memory, read and written once per row, is bound by
+        // store-to-load forwarding (10x below bandwidth). Tiles of `COLUMN_TILE` columns
+        // accumulate in registers instead (one scalar per column; LLVM's SLP vectorizer makes
+        // the tile one vector); wide rows keep the accumulator row, whose stores stream.
+        let ty = self.reg_type(dt)?;
+        let narrow = col_dim.as_const().is_some_and(|n| n <= NARROW_COLUMNS);
+        let accs = if narrow {
+            (0..COLUMN_TILE).map(|_| self.entry_alloca(ty, "acc")).collect::<R<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
         let mut oidx = Vec::new();
         let r = self.nest(&outer_dims, outer, &mut oidx, &mut |kn, o| {
-            let (lo, hi) = match cols {
+            let (mut lo, hi) = match cols {
                 Some(r) => r,
                 None => (kn.i64c(0), kn.sym(&col_dim)?),
             };
+            let o = o.to_vec();
+            if narrow {
+                let tile = kn.i64c(COLUMN_TILE);
+                let n = kn.b.build_int_sub(hi, lo, "").map_err(le)?;
+                let tiles = kn.b.build_int_signed_div(n, tile, "").map_err(le)?;
+                kn.for_loop(kn.i64c(0), tiles, &mut |kn, t| {
+                    let first = kn.b.build_int_add(lo, kn.b.build_int_mul(t, tile, "").map_err(le)?, "").map_err(le)?;
+                    let cols: Vec<IntValue<'ctx>> = (0..COLUMN_TILE)
+                        .map(|c| kn.b.build_int_add(first, kn.i64c(c), "").map_err(le))
+                        .collect::<R<_>>()?;
+                    for &acc in &accs {
+                        kn.b.build_store(acc, init).map_err(le)?;
+                    }
+                    let mut ridx = Vec::new();
+                    kn.no_vectorize = true;
+                    let swept = kn.nest(&red, None, &mut ridx, &mut |kn, r| {
+                        for (&acc, &j) in accs.iter().zip(&cols) {
+                            let v = kn.emit(x, &super::interleave(rank, &rdims, &at(&o, j), r))?;
+                            let a = kn.b.build_load(ty, acc, "a").map_err(le)?;
+                            let n = kn.combine(&kind, dt, a, v)?;
+                            kn.b.build_store(acc, n).map_err(le)?;
+                        }
+                        Ok(())
+                    });
+                    kn.no_vectorize = false;
+                    swept?;
+                    for (&acc, &j) in accs.iter().zip(&cols) {
+                        let lin = kn.linear(&at(&o, j), &odims)?;
+                        let a = kn.b.build_load(ty, acc, "a").map_err(le)?;
+                        kn.store(buf, lin, dt, a)?;
+                    }
+                    Ok(())
+                })?;
+                // The columns past the last whole tile take the accumulator row below.
+                let done = kn.b.build_int_mul(tiles, tile, "").map_err(le)?;
+                lo = kn.b.build_int_add(lo, done, "").map_err(le)?;
+            }
             kn.single_vector_next = true;
             kn.for_loop(lo, hi, &mut |kn, j| {
-                let lin = kn.linear(&at(o, j), &odims)?;
+                let lin = kn.linear(&at(&o, j), &odims)?;
                 kn.store(buf, lin, dt, init)
             })?;
-            let o = o.to_vec();
             let mut ridx = Vec::new();
             kn.nest(&red, None, &mut ridx, &mut |kn, r| {
                 kn.single_vector_next = true;
@@ -147,24 +185,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             })
         });
         self.range_dim = range_dim;
-        r?;
-        Ok(true)
-    }
-
-    /// `layout::inner_dim` in this kernel: its root is computed here, its row slots are
-    /// row-major.
-    fn inner_dim(&self, v: Value, depth: u32) -> Option<usize> {
-        let stored = |w: Value| -> Option<usize> {
-            let n = self.dims(w).len();
-            if self.scratch.contains_key(&w) {
-                return Some(n.checked_sub(1)?);
-            }
-            if !self.plan.buf_of.contains_key(&w) || self.root == Some(w) {
-                return None;
-            }
-            Some(self.layouts.get(&w).map_or(n.checked_sub(1)?, |order| order[n - 1]))
-        };
-        super::layout::inner_dim(self.m, &stored, v, depth)
+        r
     }
 
     /// Several values computed row by row: loops over the shared first `outer` dims, and inside,
