@@ -198,17 +198,18 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
         if group_of.contains_key(&o) || !loopable(m.op(o).ten()) || pullable(m, o) {
             continue;
         }
-        let mut target: Option<usize> = None;
-        for &v in &m.op(o).operands {
-            if let Some(p) = producer(m, v) {
-                if let Some(&gi) = group_of.get(&p) {
-                    if groups[gi].0 == "loop" && target.is_none() {
-                        target = Some(gi);
-                    }
-                }
-            }
-        }
-        let join = target.filter(|&gi| {
+        // The loop groups of its operands, latest producer first: a chain whose first operand
+        // comes from an older group (BatchNorm's backward, `x - mean` long before the chain
+        // that reads it) continues the group of its latest link.
+        let mut targets: Vec<(usize, usize)> = m
+            .op(o)
+            .operands
+            .iter()
+            .filter_map(|&v| producer(m, v))
+            .filter_map(|p| group_of.get(&p).filter(|&&gi| groups[gi].0 == "loop").map(|&gi| (pos[&p], gi)))
+            .collect();
+        targets.sort_by(|a, b| b.cmp(a));
+        let join = targets.into_iter().map(|(_, gi)| gi).find(|&gi| {
             let first = groups[gi].1.iter().map(|x| pos[x]).min().unwrap();
             m.op(o).operands.iter().all(|&v| match producer(m, v) {
                 None => true,

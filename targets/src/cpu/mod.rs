@@ -1,6 +1,7 @@
 //! The CPU target: `ten` ops become LLVM loop kernels, matmuls call the `gemm` crate.
 
 pub mod codegen;
+mod layout;
 pub mod plan;
 pub mod runtime;
 

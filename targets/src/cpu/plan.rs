@@ -71,6 +71,11 @@ pub enum Step {
         /// leading dims of static size 1 (a batch of one), which could not be split.
         #[serde(default, skip_serializing_if = "is_zero")]
         split: usize,
+        /// The kernel reduces down the rows of the columns in its range (`KernelDef::columns`
+        /// is its split dim): every chunk reads all the rows, so the runtime splits the range
+        /// once per thread, in whole tiles of `COLUMN_TILE` columns.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        columns: bool,
     },
     Gemm(GemmStep),
     /// Stable argsort of the dense buffer `src` along `dim` (NaN after every number, before them
@@ -91,7 +96,13 @@ pub struct Plan {
     pub buf_of: HashMap<Value, usize>,
     /// The kernels to generate, in step order.
     pub kernels: Vec<KernelDef>,
+    /// Stored values whose memory order is not row-major: their dims, outermost first.
+    pub layouts: super::layout::Layouts,
 }
+
+/// Columns a narrow column reduction accumulates in registers at a time (one 512-bit vector of
+/// f32): the runtime splits a column kernel's range in whole tiles.
+pub const COLUMN_TILE: i64 = 16;
 
 /// One generated function: its values, computed in order inside shared loops over the first
 /// `outer` dims (which every value's dims start with), so values computed row by row stay in
@@ -106,6 +117,8 @@ pub struct KernelDef {
     /// Roots only this kernel reads, each one row at a time: they live in a per-row stack slot
     /// (`dims[outer..]`, static and small) instead of their memory buffer, which stays unused.
     pub scratch: Vec<Value>,
+    /// A one-reduction kernel that runs as column sums: the output dim its columns are.
+    pub columns: Option<usize>,
 }
 
 /// Largest per-row slot (elements) a scratch value may take on the kernel's stack.
@@ -247,11 +260,13 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
     let mut kernels: Vec<KernelDef> = Vec::new();
     let mut group: Vec<Value> = Vec::new();
     let mut outer = 0usize;
+    let mut layouts = super::layout::Layouts::new();
     let flush = |group: &mut Vec<Value>,
                  outer: usize,
                  kernels: &mut Vec<KernelDef>,
                  steps: &mut Vec<Step>,
-                 buf_of: &HashMap<Value, usize>| {
+                 buf_of: &HashMap<Value, usize>,
+                 layouts: &mut super::layout::Layouts| {
         if group.is_empty() {
             return;
         }
@@ -263,8 +278,12 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         let outs: Vec<usize> = group.iter().map(|r| buf_of[r]).collect();
         args.retain(|a| !outs.contains(a));
         let split = split_dim(m, group, outer);
-        steps.push(Step::Kernel { name: name.clone(), out: outs[0], args, also: outs[1..].to_vec(), split });
-        kernels.push(KernelDef { name, roots: std::mem::take(group), outer, split, scratch: Vec::new() });
+        let mut step =
+            Step::Kernel { name: name.clone(), out: outs[0], args, also: outs[1..].to_vec(), split, columns: false };
+        let mut kd = KernelDef { name, roots: std::mem::take(group), outer, split, scratch: Vec::new(), columns: None };
+        super::layout::decide(m, buf_of, &ret_vals, layouts, &mut kd, &mut step);
+        steps.push(step);
+        kernels.push(kd);
     };
     for &op in &ops {
         let r = m.op(op).results[0];
@@ -285,12 +304,12 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: t.dim_strings(), kind: BufKind::Temp });
         buf_of.insert(r, id);
         if m.op(op).is(TenOp::DotGeneral) {
-            flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
+            flush(&mut group, outer, &mut kernels, &mut steps, &buf_of, &mut layouts);
             steps.push(Step::Gemm(gemm_step(m, op, id, &buf_of)?));
             continue;
         }
         if m.op(op).is(TenOp::Argsort) {
-            flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
+            flush(&mut group, outer, &mut kernels, &mut steps, &buf_of, &mut layouts);
             let d = m.op(op);
             let dim = d.attrs.get("dim").and_then(|a| a.as_int()).unwrap_or(0) as usize;
             let descending = d.attrs.get("descending").and_then(|a| a.as_bool()).unwrap_or(false);
@@ -298,7 +317,15 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
             continue;
         }
         let rank = t.rank();
-        let joinable = !group.is_empty() && groupable(m, r) && groupable(m, group[0]);
+        // A value read along another dim than its last (a channels-last input read as NCHW)
+        // is computed on its own, in the memory order `layout::assign` gives it: a row group
+        // walks its values' dims in order.
+        let along_rows = |v: Value| {
+            let stored = |w: Value| super::layout::stored(m, &buf_of, &layouts, v, w);
+            super::layout::inner_dim(m, &stored, v, 0).is_none_or(|d| d + 1 == m.ty(v).tensor().map_or(0, |t| t.rank()))
+        };
+        let joinable =
+            !group.is_empty() && groupable(m, r) && groupable(m, group[0]) && along_rows(r) && along_rows(group[0]);
         if joinable {
             let first = m.ty(group[0]).tensor().unwrap().dims.clone();
             let mut p = 0;
@@ -313,11 +340,11 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
                 continue;
             }
         }
-        flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
+        flush(&mut group, outer, &mut kernels, &mut steps, &buf_of, &mut layouts);
         group.push(r);
         outer = rank;
     }
-    flush(&mut group, outer, &mut kernels, &mut steps, &buf_of);
+    flush(&mut group, outer, &mut kernels, &mut steps, &buf_of, &mut layouts);
     let outputs: Vec<usize> = ret_vals.iter().map(|v| buf_of[v]).collect();
     // A row group's intermediate values that no other step reads never need memory: each row
     // of them is produced and consumed inside the kernel's row loop.
@@ -351,7 +378,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
     for k in &mut kernels {
         share_row_values(m, k, &buf_of, &pos);
     }
-    Ok(Plan { buffers, steps, outputs, buf_of, kernels })
+    Ok(Plan { buffers, steps, outputs, buf_of, kernels, layouts })
 }
 
 /// Inlined values that several passes of a row group read (LayerNorm's output is read by the

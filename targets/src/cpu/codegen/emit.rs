@@ -258,7 +258,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             }
         }
         if let Some(&buf) = self.plan.buf_of.get(&v).filter(|_| self.root != Some(v)) {
-            let lin = self.linear(idx, &self.dims(v))?;
+            let lin = self.stored_at(v, idx)?;
             return self.load(buf, lin, self.dtype(v));
         }
         let ValueDef::Result(op, _) = self.m.value(v).def else { return Err("unmaterialized argument".into()) };

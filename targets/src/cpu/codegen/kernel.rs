@@ -44,6 +44,9 @@ unsafe fn self_referential(c: *mut c_void, ops: &[*mut c_void]) -> *mut c_void {
     }
 }
 
+/// `loop_hints`' count for a loop that vectorizes one vector per iteration.
+const SINGLE_VECTOR: u32 = u32::MAX;
+
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
     pub(super) fn new(
         ctx: &'ctx Context,
@@ -96,6 +99,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             interleave_next: 1,
             rolled_inner: false,
             rolled_next: false,
+            single_vector_next: false,
+            no_vectorize: false,
             index_checks: Vec::new(),
         }
     }
@@ -267,6 +272,18 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(lin)
     }
 
+    /// The linear position of stored value `v`'s element `idx` in its memory order.
+    pub(super) fn stored_at(&self, v: Value, idx: &[IntValue<'ctx>]) -> R<IntValue<'ctx>> {
+        let dims = self.dims(v);
+        match self.plan.layouts.get(&v) {
+            Some(order) => self.linear(
+                &order.iter().map(|&d| idx[d]).collect::<Vec<_>>(),
+                &order.iter().map(|&d| dims[d].clone()).collect::<Vec<_>>(),
+            ),
+            None => self.linear(idx, &dims),
+        }
+    }
+
     pub(super) fn delinear(&self, lin: IntValue<'ctx>, dims: &[SymExpr]) -> R<Vec<IntValue<'ctx>>> {
         let mut out = vec![self.i64c(0); dims.len()];
         let mut rest = lin;
@@ -298,7 +315,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         if let Some((p, lin)) = self.slot(r, idx)? {
             return self.store_at(p, lin, dt, v);
         }
-        let lin = self.linear(idx, &self.dims(r))?;
+        let lin = self.stored_at(r, idx)?;
         let buf = *self.plan.buf_of.get(&r).ok_or("a kernel root has neither a row slot nor a buffer")?;
         self.store(buf, lin, dt, v)
     }
@@ -380,10 +397,10 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
     }
 
     /// Loop hints for the loop whose back edge is `br`: interleave `count` vectors per
-    /// iteration (`llvm.loop.interleave.count`, when above 1) and never unroll it
-    /// (`llvm.loop.unroll.disable`).
+    /// iteration (`llvm.loop.interleave.count`, when above 1; `SINGLE_VECTOR`: exactly one) and
+    /// never unroll it (`llvm.loop.unroll.disable`).
     pub(super) fn loop_hints(&self, br: inkwell::values::InstructionValue<'ctx>, count: u32, rolled: bool) {
-        if count <= 1 && !rolled {
+        if count <= 1 && !rolled && !self.no_vectorize {
             return;
         }
         let c = self.ctx.raw() as *mut c_void;
@@ -392,7 +409,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         unsafe {
             let mut hints = Vec::new();
             if count > 1 {
-                let n = self.ctx.i32_type().const_int(count as u64, false);
+                let n = self.ctx.i32_type().const_int(if count == SINGLE_VECTOR { 1 } else { count as u64 }, false);
                 let mut hint =
                     [md_string(c, "llvm.loop.interleave.count"), LLVMValueAsMetadata(n.as_value_ref() as *mut c_void)];
                 hints.push(LLVMMDNodeInContext2(c, hint.as_mut_ptr(), 2));
@@ -400,6 +417,14 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             if rolled {
                 let mut hint = [md_string(c, "llvm.loop.unroll.disable")];
                 hints.push(LLVMMDNodeInContext2(c, hint.as_mut_ptr(), 1));
+            }
+            if self.no_vectorize {
+                let off = self.ctx.bool_type().const_zero();
+                let mut hint = [
+                    md_string(c, "llvm.loop.vectorize.enable"),
+                    LLVMValueAsMetadata(off.as_value_ref() as *mut c_void),
+                ];
+                hints.push(LLVMMDNodeInContext2(c, hint.as_mut_ptr(), 2));
             }
             let id = self_referential(c, &hints);
             LLVMSetMetadata(br.as_value_ref() as *mut c_void, kind, LLVMMetadataAsValue(c, id));
@@ -426,6 +451,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         self.b.position_at_end(bodyb);
         let interleave = std::mem::take(&mut self.interleave_next);
         let rolled = std::mem::take(&mut self.rolled_next);
+        let interleave = if std::mem::take(&mut self.single_vector_next) { SINGLE_VECTOR } else { interleave };
         body(self, i)?;
         let next = self.b.build_int_add(i, self.i64c(1), "").map_err(le)?;
         let latch = self.b.get_insert_block().unwrap();

@@ -131,7 +131,7 @@ fn module_object(m: &Module, plan: &Plan, kernels: &[KernelDef], sym_index: &Has
         let mut k = Kernel::new(&ctx, &module, &kd.name, m, plan, sym_index);
         k.range_dim = kd.split;
         if kd.roots.len() == 1 {
-            k.body(kd.roots[0])?;
+            k.body(kd.roots[0], kd.columns)?;
         } else {
             k.group_body(&kd.roots, kd.outer, &kd.scratch)?;
         }
@@ -236,6 +236,15 @@ struct Kernel<'a, 'ctx> {
     /// around it with strided gathers: a [16, 32, 64, 64] -> [32] sum ran at 1/15 of torch's speed.
     rolled_inner: bool,
     rolled_next: bool,
+    /// The next loop is a column loop: its trip count is the kernel's share of the columns,
+    /// often a single vector (32 channels over 2 threads), so it vectorizes without interleaving
+    /// (LLVM's default of 4 vectors per iteration left such a loop entirely to its scalar
+    /// remainder).
+    single_vector_next: bool,
+    /// Loops emitted while set are not loop-vectorized: a tile of register accumulators is one
+    /// vector for the SLP vectorizer, where the loop vectorizer would make each column a
+    /// strided reduction down the rows.
+    no_vectorize: bool,
     /// Per gather op of this kernel: a flag set when one of its indices is out of range, and the
     /// message naming the op that `ret` hands to the runtime (see `index_checked`).
     index_checks: Vec<(ember_ir::OpId, PointerValue<'ctx>, PointerValue<'ctx>)>,

@@ -3,6 +3,12 @@
 //! per-element emission because the choice of loop structure is the kernel's performance.
 
 use super::{le, Kernel, R};
+
+use crate::cpu::plan::COLUMN_TILE;
+
+/// The widest row a column reduction accumulates in registers (wider rows stream their
+/// accumulator row through memory).
+const NARROW_COLUMNS: i64 = 512;
 use ember_ir::dialect::ten::{Class, TenOp};
 use ember_ir::module::Value;
 use ember_ir::sym::SymExpr;
@@ -10,7 +16,7 @@ use inkwell::types::BasicType;
 use inkwell::values::IntValue;
 
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
-    pub(super) fn body(&mut self, root: Value) -> R<()> {
+    pub(super) fn body(&mut self, root: Value, columns: Option<usize>) -> R<()> {
         self.load_table()?;
         let start = self.f.get_nth_param(2).unwrap().into_int_value();
         let end = self.f.get_nth_param(3).unwrap().into_int_value();
@@ -29,13 +35,30 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             return Ok(());
         }
         self.interleave = self.interleave_for(root);
-        if self.column_reduce(root, root_op, start, end)? {
+        if let Some(oc) = columns {
+            self.column_reduce(root, root_op, oc, start, end)?;
             self.ret()?;
             return Ok(());
         }
         if dims.is_empty() {
             // Rank 0: the runtime calls with [0, 1).
             self.store_root(root, &[])?;
+        } else if let Some(order) = self.plan.layouts.get(&root).cloned() {
+            // Loops in memory order (the split dim keeps its place: `layout::assign` moves only
+            // an inner dim), the element's index put back in dim order.
+            let range_dim = self.range_dim;
+            self.range_dim = order.iter().position(|&d| d == range_dim).ok_or("the split dim is not in the layout")?;
+            let walk: Vec<SymExpr> = order.iter().map(|&d| dims[d].clone()).collect();
+            let mut idx = Vec::new();
+            let r = self.nest(&walk, Some((start, end)), &mut idx, &mut |k, pos| {
+                let mut at = pos.to_vec();
+                for (&d, &i) in order.iter().zip(pos) {
+                    at[d] = i;
+                }
+                k.store_root(root, &at)
+            });
+            self.range_dim = range_dim;
+            r?;
         } else {
             let mut idx = Vec::new();
             self.nest(&dims, Some((start, end)), &mut idx, &mut |k, idx| k.store_root(root, idx))?;
@@ -44,29 +67,25 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(())
     }
 
-    /// A reduction that keeps its operand's last dim (a bias gradient: [rows, d] -> [d]) as
-    /// column sums: the output row is the accumulator, each operand row is added into it
-    /// (the innermost loop runs over the kept columns, contiguous and vectorized), rather than
-    /// one strided walk down the rows per output element, which reads every cache line once per
-    /// column it holds (GPT-2's bias gradients ran at 1/13 of the memory bandwidth). Each
-    /// element is combined in the same order as `reduce`, so the result is the same bits. Only
-    /// where the accumulator can live in the output (its memory type is the arithmetic type);
-    /// false when the root is not such a reduction.
+    /// A reduction that keeps the dim its operand is stored along (a bias gradient, [rows, d] ->
+    /// [d]; a batch norm's statistics over a channels-last tensor read as NCHW, [n, c, h, w] ->
+    /// [c]) as column sums: the output row is the accumulator, and each operand row is added into
+    /// it by the innermost loop, over the kept columns (contiguous, vectorized), rather than one
+    /// strided walk down the rows per output element, which fetches every cache line once per
+    /// column it holds (GPT-2's bias gradients ran at 1/13 of the memory bandwidth). Each element
+    /// is combined in the same order as `reduce`, so the result is the same bits. Only where the
+    /// accumulator can live in the output (its memory type is the arithmetic type); false when
+    /// the root is not such a reduction.
     fn column_reduce(
         &mut self,
         root: Value,
         op: ember_ir::OpId,
+        oc: usize,
         start: IntValue<'ctx>,
         end: IntValue<'ctx>,
-    ) -> R<bool> {
+    ) -> R<()> {
         let d = self.m.op(op);
-        if !d.is(TenOp::Reduce) || self.tree_reduce(op).is_some() {
-            return Ok(false);
-        }
         let kind = d.attrs.get("kind").and_then(|a| a.as_str()).unwrap_or("sum").to_string();
-        if !matches!(kind.as_str(), "sum" | "prod" | "max" | "min") {
-            return Ok(false);
-        }
         let x = d.operands[0];
         let rdims: Vec<usize> =
             d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]).iter().map(|&v| v as usize).collect();
@@ -74,35 +93,88 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let odims = self.dims(root);
         let dt = self.dtype(root);
         let rank = xdims.len();
-        let plain = self.dtype(x) == dt && self.mem_type(dt)? == self.reg_type(dt)?;
-        let short = odims.last().and_then(SymExpr::as_const).is_some_and(|n| n < 8);
-        if !plain || short || rdims.is_empty() || rdims.contains(&(rank - 1)) || odims.len() + rdims.len() != rank {
-            return Ok(false);
-        }
         let buf = self.plan.buf_of[&root];
         let init = self.identity(&kind, dt)?;
         let red: Vec<SymExpr> = rdims.iter().map(|&i| xdims[i].clone()).collect();
-        let k = odims.len() - 1;
+        let outer_dims: Vec<SymExpr> =
+            odims.iter().enumerate().filter(|&(i, _)| i != oc).map(|(_, e)| e.clone()).collect();
         // The kernel's range is over the columns when they are its split dim, else over the
-        // outer kept dims the nest below walks.
-        let (cols, outer) = if self.range_dim == k { (Some((start, end)), None) } else { (None, Some((start, end))) };
-        let col_dim = odims[k].clone();
+        // split dim among the other kept dims, which the nest below walks.
+        let range_dim = self.range_dim;
+        let (cols, outer) = if range_dim == oc { (Some((start, end)), None) } else { (None, Some((start, end))) };
+        self.range_dim = range_dim - usize::from(oc < range_dim && range_dim != oc);
+        let col_dim = odims[oc].clone();
+        let at = |o: &[IntValue<'ctx>], j: IntValue<'ctx>| -> Vec<IntValue<'ctx>> {
+            let mut v = o.to_vec();
+            v.insert(oc, j);
+            v
+        };
+        // Narrow rows (a batch norm's channels): each thread's share of the columns is a vector
+        // or two, and an accumulator row in memory, read and written once per row, is bound by
+        // store-to-load forwarding (10x below bandwidth). Tiles of `COLUMN_TILE` columns
+        // accumulate in registers instead (one scalar per column; LLVM's SLP vectorizer makes
+        // the tile one vector); wide rows keep the accumulator row, whose stores stream.
+        let ty = self.reg_type(dt)?;
+        let narrow = col_dim.as_const().is_some_and(|n| n <= NARROW_COLUMNS);
+        let accs = if narrow {
+            (0..COLUMN_TILE).map(|_| self.entry_alloca(ty, "acc")).collect::<R<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
         let mut oidx = Vec::new();
-        self.nest(&odims[..k], outer, &mut oidx, &mut |kn, o| {
-            let (lo, hi) = match cols {
+        let r = self.nest(&outer_dims, outer, &mut oidx, &mut |kn, o| {
+            let (mut lo, hi) = match cols {
                 Some(r) => r,
                 None => (kn.i64c(0), kn.sym(&col_dim)?),
             };
+            let o = o.to_vec();
+            if narrow {
+                let tile = kn.i64c(COLUMN_TILE);
+                let n = kn.b.build_int_sub(hi, lo, "").map_err(le)?;
+                let tiles = kn.b.build_int_signed_div(n, tile, "").map_err(le)?;
+                kn.for_loop(kn.i64c(0), tiles, &mut |kn, t| {
+                    let first = kn.b.build_int_add(lo, kn.b.build_int_mul(t, tile, "").map_err(le)?, "").map_err(le)?;
+                    let cols: Vec<IntValue<'ctx>> = (0..COLUMN_TILE)
+                        .map(|c| kn.b.build_int_add(first, kn.i64c(c), "").map_err(le))
+                        .collect::<R<_>>()?;
+                    for &acc in &accs {
+                        kn.b.build_store(acc, init).map_err(le)?;
+                    }
+                    let mut ridx = Vec::new();
+                    kn.no_vectorize = true;
+                    let swept = kn.nest(&red, None, &mut ridx, &mut |kn, r| {
+                        for (&acc, &j) in accs.iter().zip(&cols) {
+                            let v = kn.emit(x, &super::interleave(rank, &rdims, &at(&o, j), r))?;
+                            let a = kn.b.build_load(ty, acc, "a").map_err(le)?;
+                            let n = kn.combine(&kind, dt, a, v)?;
+                            kn.b.build_store(acc, n).map_err(le)?;
+                        }
+                        Ok(())
+                    });
+                    kn.no_vectorize = false;
+                    swept?;
+                    for (&acc, &j) in accs.iter().zip(&cols) {
+                        let lin = kn.linear(&at(&o, j), &odims)?;
+                        let a = kn.b.build_load(ty, acc, "a").map_err(le)?;
+                        kn.store(buf, lin, dt, a)?;
+                    }
+                    Ok(())
+                })?;
+                // The columns past the last whole tile take the accumulator row below.
+                let done = kn.b.build_int_mul(tiles, tile, "").map_err(le)?;
+                lo = kn.b.build_int_add(lo, done, "").map_err(le)?;
+            }
+            kn.single_vector_next = true;
             kn.for_loop(lo, hi, &mut |kn, j| {
-                let lin = kn.linear(&[o, &[j]].concat(), &odims)?;
+                let lin = kn.linear(&at(&o, j), &odims)?;
                 kn.store(buf, lin, dt, init)
             })?;
-            let o = o.to_vec();
             let mut ridx = Vec::new();
             kn.nest(&red, None, &mut ridx, &mut |kn, r| {
+                kn.single_vector_next = true;
                 kn.for_loop(lo, hi, &mut |kn, j| {
                     kn.cache.clear();
-                    let out_idx = [o.as_slice(), &[j]].concat();
+                    let out_idx = at(&o, j);
                     let v = kn.emit(x, &super::interleave(rank, &rdims, &out_idx, r))?;
                     let lin = kn.linear(&out_idx, &odims)?;
                     let a = kn.load(buf, lin, dt)?;
@@ -111,8 +183,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                     kn.store(buf, lin, dt, n)
                 })
             })
-        })?;
-        Ok(true)
+        });
+        self.range_dim = range_dim;
+        r
     }
 
     /// Several values computed row by row: loops over the shared first `outer` dims, and inside,

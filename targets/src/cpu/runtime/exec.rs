@@ -105,7 +105,7 @@ impl Program {
                 BufKind::Temp if out_data.contains_key(&b) => out_data.get_mut(&b).unwrap().as_mut_ptr(),
                 BufKind::Temp if out_ptr.contains_key(&b) => out_ptr[&b],
                 BufKind::Temp => match arena.slot_of[b] {
-                    Some(s) => arena.slots[s].as_mut_ptr() as *mut u8,
+                    Some(s) => arena.slot_ptr(s),
                     None => return Err(format!("buffer {b} ({bytes} bytes) is never written")),
                 },
             };
@@ -173,10 +173,10 @@ impl Program {
         for (si, step) in man.steps.iter().enumerate() {
             let t0 = profile.then(std::time::Instant::now);
             match step {
-                Step::Kernel { out, split, .. } => {
+                Step::Kernel { out, split, columns, .. } => {
                     let f = self.kernels[si].expect("a kernel step has its function from load");
                     let outer = shapes[*out].get(*split).copied().unwrap_or(1);
-                    run_kernel(f, ptrs, sym_vals, outer, work[si]);
+                    run_kernel(f, ptrs, sym_vals, outer, work[si], *columns);
                     let err = status.load(Ordering::Acquire);
                     if !err.is_null() {
                         // SAFETY: a NUL-terminated constant of the kernel library, which `self` keeps loaded.
@@ -287,7 +287,7 @@ impl Program {
                 }
                 BufKind::Temp if output(b) => 0,
                 BufKind::Temp => match arena.slot_of[b] {
-                    Some(s) => arena.slots[s].as_mut_ptr() as usize,
+                    Some(s) => arena.slot_ptr(s) as usize,
                     None => return Err(format!("buffer {b} ({} bytes) is never written", nbytes[b])),
                 },
             };
@@ -420,15 +420,22 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 /// Splits the outermost dim across the thread pool when there is enough work.
-pub(super) fn run_kernel(f: KernelFn, ptrs: &[*mut u8], syms: &[i64], outer: i64, work: i64) {
+pub(super) fn run_kernel(f: KernelFn, ptrs: &[*mut u8], syms: &[i64], outer: i64, work: i64, columns: bool) {
     let sh = Shared(ptrs.as_ptr(), syms.as_ptr());
     let threads = if work < SPLIT_WORK || outer < 2 { 1 } else { pool::threads() as i64 };
     if threads < 2 {
         unsafe { f(sh.0, sh.1, 0, outer) };
         return;
     }
-    let chunks = (threads * 4).min(outer);
-    let per = (outer + chunks - 1) / chunks;
+    // A column kernel reads every row for each chunk of columns: one chunk per thread, in whole
+    // register tiles (`COLUMN_TILE`); others take four chunks per thread to balance load.
+    let per = if columns {
+        let tile = crate::cpu::plan::COLUMN_TILE;
+        ((outer + threads - 1) / threads + tile - 1) / tile * tile
+    } else {
+        let chunks = (threads * 4).min(outer);
+        (outer + chunks - 1) / chunks
+    };
     let sh = &sh;
     pool::for_each(((outer + per - 1) / per) as usize, &|c| {
         let lo = c as i64 * per;
