@@ -88,6 +88,53 @@ def test_batchnorm_convnet_gradients_match_eager() -> None:
     _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches)
 
 
+def test_channels_last_convnet_keeps_the_user_visible_layouts() -> None:
+    """Between its convolutions the CPU target runs activations channels-last; what the user's
+    code sees keeps eager's layouts: a convolution's output returned as is (a segmentation head),
+    in training and in eval, and the input's gradient."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3, padding=1),
+    )  # fmt: skip
+    compiled = torch.compile(model, backend="ember")
+    x = torch.randn(2, 3, 16, 16, requires_grad=True)
+    got, want = compiled(x), model(x)
+    assert got.stride() == want.stride()
+    assert_close_torch(got.detach(), want.detach())
+    got.sum().backward()
+    gx, x.grad = x.grad, None
+    want.sum().backward()
+    assert gx.stride() == x.grad.stride()
+    assert_close_torch(gx, x.grad)
+    model.eval()
+    with torch.no_grad():
+        got, want = compiled(x), model(x)
+    assert got.stride() == want.stride() and got.view(-1).shape == (2 * 4 * 16 * 16,)
+    assert_close_torch(got, want)
+    assert backend.stats["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"ignore_index": 3}, {"weight": True, "ignore_index": 2}, {"label_smoothing": 0.1}])
+def test_cross_entropy_gradients_match_eager(kw: dict) -> None:
+    """`nll_loss_backward` as Ember decomposes it (a one-hot select), every reduction, an
+    ignored class on two rows, class weights."""
+    torch.manual_seed(0)
+    kw = {k: (torch.rand(7) if k == "weight" else v) for k, v in kw.items()}
+    x, t = torch.randn(10, 7, requires_grad=True), torch.randint(0, 7, (10,))
+    t[:2] = kw.get("ignore_index", 0)
+
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(x, t, **kw).sum()
+
+    grads = []
+    for f in (torch.compile(loss, backend="ember"), loss):
+        f(x).backward()
+        grads.append(x.grad)
+        x.grad = None
+    assert_close_torch(grads[0], grads[1])
+    assert backend.stats["fallbacks"] == 0
+
+
 def test_mlp_adamw_gradients_match_eager() -> None:
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 8))

@@ -827,8 +827,9 @@ def _meta_value(v: Any) -> Any:
     return v
 
 
-def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, target: str) -> torch.fx.GraphModule:
-    """Splits `gm` into Ember-compiled pieces and eager nodes (the ops in `unsupported`)."""
+def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, target: str, user_outputs: int = 0) -> torch.fx.GraphModule:
+    """Splits `gm` into Ember-compiled pieces and eager nodes (the ops in `unsupported`); its
+    first `user_outputs` outputs are what the user's code sees."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
     from torch.fx.passes.operator_support import OperatorSupport
 
@@ -847,7 +848,7 @@ def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, 
 
     p = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True)
     fused = p.fuse_partitions(p.propose_partitions())
-    channels_last = _channels_last(fused) if target == "cpu" else {}
+    channels_last = _channels_last(fused, user_outputs) if target == "cpu" else {}
     for name, child in list(fused.named_children()):
         if isinstance(child, torch.fx.GraphModule):
             if name in channels_last:
@@ -871,21 +872,27 @@ def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, 
 _CONV_ACTIVATIONS = {torch.ops.aten.convolution.default: (0,), torch.ops.aten.convolution_backward.default: (0, 1)}
 
 
-def _channels_last(fused: torch.fx.GraphModule) -> dict[str, set[int | None]]:
+def _as_declared(x: torch.Tensor, strides: tuple[int, ...]) -> torch.Tensor:
+    """`x` laid out with `strides` (a user-visible output of a channels-last graph)."""
+    return x if x.stride() == strides else torch.empty_strided(x.shape, strides, dtype=x.dtype).copy_(x)
+
+
+def _channels_last(fused: torch.fx.GraphModule, user_outputs: int) -> dict[str, set[int | None]]:
     """Lays out the activations of a partitioned graph's 2-d convolutions channels-last, as
     Inductor does on the CPU: oneDNN's convolutions and their backward run faster on NHWC
     (ResNet-style training step, torch eager: 138 -> 113 ms), and an NHWC input makes them return
     NHWC. Returns, per piece, the outputs that feed a convolution (the piece writes them NHWC:
     `_outputs_channels_last`); any other activation (a graph input) is converted in place in
     the graph, a no-op when it already is NHWC (a saved activation). Pieces read NHWC inputs as
-    they are (`_Split`'s permuted inputs)."""
+    they are (`_Split`'s permuted inputs). The first `user_outputs` outputs (what the user's
+    code sees) keep the layouts AOT declared."""
     pieces: dict[str, set[int | None]] = {}
     g = fused.graph
     for node in list(g.nodes):
         for i in _CONV_ACTIVATIONS.get(node.target, ()) if node.op == "call_function" else ():
             x = node.args[i]
             val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-            if not isinstance(val, torch.Tensor) or val.dim() != 4:
+            if not isinstance(val, torch.Tensor) or val.dim() != 4 or any(map(_symbolic, val.shape)):
                 continue
             if x.op == "call_module":
                 pieces.setdefault(x.target, set()).add(None)
@@ -895,6 +902,16 @@ def _channels_last(fused: torch.fx.GraphModule) -> dict[str, set[int | None]]:
                 with g.inserting_before(node):
                     cl = g.call_method("contiguous", (x,), {"memory_format": torch.channels_last})
                 node.replace_input_with(x, cl)
+    if pieces:
+        out = next(n for n in g.nodes if n.op == "output")
+        single = not isinstance(out.args[0], (tuple, list))
+        values = [out.args[0]] if single else list(out.args[0])
+        for k, v in enumerate(values[:user_outputs]):
+            val = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
+            if isinstance(val, torch.Tensor) and val.dim() == 4 and not any(map(_symbolic, (*val.shape, *val.stride()))):
+                with g.inserting_before(out):
+                    values[k] = g.call_function(_as_declared, (v, tuple(int(d) for d in val.stride())))
+        out.args = (values[0] if single else tuple(values),)
     fused.recompile()
     return pieces
 
@@ -918,6 +935,23 @@ def _outputs_channels_last(piece: torch.fx.GraphModule, which: set[int | None]) 
     piece.recompile()
 
 
+def _user_outputs(gm: torch.fx.GraphModule, kind: str) -> int:
+    """How many of an AOT graph's outputs the user's code sees: all of an inference graph's, a
+    forward's mutated inputs and outputs (before its saved tensors), none of a backward's (its
+    gradients go to autograd, which takes any layout)."""
+    if kind == "backward":
+        return 0
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    total = len(out) if isinstance(out, (tuple, list)) else 1
+    if kind == "inference":
+        return total
+    from torch._guards import TracingContext
+
+    ctx = TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None)
+    return total if meta is None else min(total, meta.num_forward_returns + len(getattr(meta, "tokens", ()) or ()))
+
+
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str, check: bool, target: str = "cpu") -> Callable[..., Any]:
     """Ember's compiled form of an AOT graph (`kind`: inference, forward or backward), or, for what
     Ember cannot compile, torch eager after one warning."""
@@ -932,7 +966,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
     backward = kind == "backward"
     extern = {_target_name(n) for n in gm.graph.nodes if n.op == "call_function" and _target_name(n) in _EXTERN} if target == "cpu" else set()
     if extern:
-        run: Callable[..., Any] = _partition(gm, extern, backward, target).forward
+        run: Callable[..., Any] = _partition(gm, extern, backward, target, _user_outputs(gm, kind)).forward
     else:
         try:
             run = _Compiled(gm, example_inputs, backward=backward, target=target)
@@ -958,7 +992,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
             lines = sorted({f"{_target_name(n)} ({_user_line(n)})" for n in eager_nodes})
             stats["fallbacks"] += 1
             warnings.warn(f"ember: these ops of {_a(kind)} graph have no Ember lowering and run with torch eager: " + "; ".join(lines), stacklevel=2)
-            run = _partition(_copy(original), unsupported, backward, target).forward
+            run = _partition(_copy(original), unsupported, backward, target, _user_outputs(original, kind)).forward
     if check:
         run = _Checked(run, original, kind)
     elif isinstance(run, _Compiled) and run._direct:

@@ -48,6 +48,7 @@ def table(target: str = "cpu") -> dict:
     # convolution's backward runs with torch's kernel instead (backend._EXTERN).
     if target != "cpu":
         t[aten.convolution_backward.default] = functools.partial(convolution_backward, _call)
+    t[aten.nll_loss_backward.default] = functools.partial(nll_loss_backward, _call)
     t[aten.max_pool2d_with_indices_backward.default] = functools.partial(max_pool_backward(2), _call)
     t[aten.max_pool3d_with_indices_backward.default] = functools.partial(max_pool_backward(3), _call)
     for name in dir(aten):
@@ -259,6 +260,30 @@ def _conv_weight_grad(op, x, grad, ksize, stride, padding, dilation, groups):
         if gw.shape[2 + i] != ksize[i]:
             gw = op(aten.slice.Tensor, gw, 2 + i, 0, ksize[i], 1)
     return op(aten.transpose.int, gw, 0, 1)
+
+
+def nll_loss_backward(op, grad, x, target, weight, reduction, ignore_index, total_weight):
+    """`nll_loss`'s input gradient over [N, C] as a one-hot select: −grad (times the target's
+    class weight) at each row's target class, 0 elsewhere and on ignored rows. torch's
+    decomposition fills zeros, scatters −1 into them and multiplies, three passes over the
+    logits' size before log-softmax's backward reads the result; the select is elementwise and
+    fuses into that backward (cross entropy over [1024, 8192]: ... ms a step). Other ranks take
+    torch's decomposition."""
+    if x.dim() != 2:
+        from torch._decomp.decompositions import nll_loss_backward as torch_nll_loss_backward
+
+        return torch_nll_loss_backward(grad, x, target, weight, reduction, ignore_index, total_weight)
+    if reduction == 1:  # mean
+        grad = op(aten.div.Tensor, grad, total_weight)
+    if grad.dim() == 1:  # reduction none: one gradient per row
+        grad = op(aten.unsqueeze.default, grad, 1)
+    t = op(aten.unsqueeze.default, target, 1)
+    hit = op(aten.eq.Tensor, torch.arange(x.shape[1], dtype=target.dtype), t)
+    hit = op(aten.logical_and.default, hit, op(aten.ne.Scalar, t, ignore_index))
+    neg = op(aten.neg.default, grad)
+    if weight is not None:
+        neg = op(aten.mul.Tensor, neg, op(aten.unsqueeze.default, weight, 0))
+    return op(aten.where.self, hit, neg, scalar(0.0, x))
 
 
 def max_pool_backward(spatial: int):
