@@ -98,6 +98,7 @@ def test_channels_last_convnet_keeps_the_user_visible_layouts() -> None:
     )  # fmt: skip
     compiled = torch.compile(model, backend="ember")
     x = torch.randn(2, 3, 16, 16, requires_grad=True)
+    fallbacks = backend.stats["fallbacks"]
     got, want = compiled(x), model(x)
     assert got.stride() == want.stride()
     assert_close_torch(got.detach(), want.detach())
@@ -111,7 +112,7 @@ def test_channels_last_convnet_keeps_the_user_visible_layouts() -> None:
         got, want = compiled(x), model(x)
     assert got.stride() == want.stride() and got.view(-1).shape == (2 * 4 * 16 * 16,)
     assert_close_torch(got, want)
-    assert backend.stats["fallbacks"] == 0
+    assert backend.stats["fallbacks"] == fallbacks
 
 
 @pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"ignore_index": 3}, {"weight": True, "ignore_index": 2}, {"label_smoothing": 0.1}])
@@ -127,12 +128,13 @@ def test_cross_entropy_gradients_match_eager(kw: dict) -> None:
         return F.cross_entropy(x, t, **kw).sum()
 
     grads = []
+    fallbacks = backend.stats["fallbacks"]
     for f in (torch.compile(loss, backend="ember"), loss):
         f(x).backward()
         grads.append(x.grad)
         x.grad = None
     assert_close_torch(grads[0], grads[1])
-    assert backend.stats["fallbacks"] == 0
+    assert backend.stats["fallbacks"] == fallbacks
 
 
 def test_mlp_adamw_gradients_match_eager() -> None:

@@ -145,9 +145,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                     let swept = kn.nest(&red, None, &mut ridx, &mut |kn, r| {
                         for (&acc, &j) in accs.iter().zip(&cols) {
                             let v = kn.emit(x, &super::interleave(rank, &rdims, &at(&o, j), r))?;
-                            let a = kn.b.build_load(ty, acc, "a").map_err(le)?;
-                            let n = kn.combine(&kind, dt, a, v)?;
-                            kn.b.build_store(acc, n).map_err(le)?;
+                            kn.accumulate(acc, &kind, dt, v)?;
                         }
                         Ok(())
                     });
@@ -303,10 +301,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             k.cache.insert((r, idx.to_vec()), v);
             k.root = Some(red);
             let xv = k.emit(x, idx)?;
-            let a = k.b.build_load(ty, acc, "a").map_err(le)?;
-            let n = k.combine(&kind, dt, a, xv)?;
-            k.b.build_store(acc, n).map_err(le)?;
-            Ok(())
+            k.accumulate(acc, &kind, dt, xv)
         })?;
         let total = self.b.build_load(ty, acc, "r").map_err(le)?;
         self.put_root(red, row, self.dtype(red), total)

@@ -273,14 +273,19 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             k.rolled_inner = false; // reductions the body emits choose for themselves
             let full = interleave(xdims.len(), &rdims, &out_idx, r);
             let v = k.emit(x, &full)?;
-            let a = k.b.build_load(ty, acc, "a").map_err(le)?;
-            let n = k.combine(&kind, dt, a, v)?;
-            k.b.build_store(acc, n).map_err(le)?;
-            Ok(())
+            k.accumulate(acc, &kind, dt, v)
         });
         self.rolled_inner = outer_rolled;
         r?;
         self.b.build_load(ty, acc, "r").map_err(le)
+    }
+
+    /// `acc ← combine(acc, v)` for a stack accumulator of `dt`'s arithmetic type.
+    pub(super) fn accumulate(&self, acc: PointerValue<'ctx>, kind: &str, dt: DType, v: BasicValueEnum<'ctx>) -> R<()> {
+        let a = self.b.build_load(self.reg_type(dt)?, acc, "a").map_err(le)?;
+        let n = self.combine(kind, dt, a, v)?;
+        self.b.build_store(acc, n).map_err(le)?;
+        Ok(())
     }
 
     pub(super) fn identity(&self, kind: &str, dt: DType) -> R<BasicValueEnum<'ctx>> {

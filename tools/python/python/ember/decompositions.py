@@ -11,7 +11,8 @@ without checking its shape: every gradient below an attention layer comes out si
 (a transformers GPT-2 trained under ``torch.compile`` got |ember − eager| > |grad| from the last
 block's ``c_attn`` down). ``table()`` replaces it with one that returns the log-sum-exp, and
 decomposes the backward from it; it also decomposes the backward ops core ATen keeps
-(max pooling; convolution off the CPU) and the optimizers' `_foreach_*` ops into ops Ember lowers.
+(max pooling; convolution off the CPU) and the optimizers' `_foreach_*` ops into ops Ember lowers,
+and `nll_loss`'s backward as a one-hot select rather than torch's scatter.
 """
 
 from __future__ import annotations
