@@ -268,8 +268,8 @@ def nll_loss_backward(op, grad, x, target, weight, reduction, ignore_index, tota
     class weight) at each row's target class, 0 elsewhere and on ignored rows. torch's
     decomposition fills zeros, scatters −1 into them and multiplies, three passes over the
     logits' size before log-softmax's backward reads the result; the select is elementwise and
-    fuses into that backward (cross entropy over [1024, 8192]: ... ms a step). Other ranks take
-    torch's decomposition."""
+    fuses into that backward (cross entropy over [1024, 8192], forward and backward: 36 -> 28-33 ms,
+    Inductor 18-21 in the same runs). Other ranks take torch's decomposition."""
     if x.dim() != 2:
         from torch._decomp.decompositions import nll_loss_backward as torch_nll_loss_backward
 
