@@ -414,8 +414,11 @@ fn out_of_range_gather_indices_are_errors() {
     let run = |i: [i64; 4], j: [i32; 2], g: [i64; 5], x: [i64; 4]| {
         prog.run(&[wt.clone(), i64s(vec![2, 2], &i), k(j), i64s(vec![5, 1], &g), i64s(vec![2, 2], &x)])
     };
-    let ok = ([0, 4, -1, -5], [2, -3], [0, 1, 2, -1, -3]);
-    let out = run(ok.0, ok.1, ok.2, ok.0).unwrap();
+    // Negative indices wrap only in `index` (x[i]); embedding, index_select and gather raise on
+    // them in torch.
+    let ok = ([0, 4, 4, 0], [2, 0], [0, 1, 2, 2, 0]);
+    let x_ok = [0, 4, -1, -5];
+    let out = run(ok.0, ok.1, ok.2, x_ok).unwrap();
     let rows = [0., 1., 2., 12., 13., 14., 12., 13., 14., 0., 1., 2.];
     assert_eq!(f32s(&out[0].data), rows);
     assert_eq!(f32s(&out[1].data), [2., 0., 5., 3., 8., 6., 11., 9., 14., 12.]);
@@ -427,19 +430,24 @@ fn out_of_range_gather_indices_are_errors() {
     // x[i] with -7 used to be wrapped twice (to row 3); torch.gather's 3 in row 0 used to read
     // element 3 of the flattened [5, 3], w[1, 0].
     let index = node("`index` (from model.py:9)");
+    let select = node("`index_select` (from model.py:8)");
+    let gather = node("`gather` (from model.py:10)");
     for (i, j, g, x, want) in [
-        ([0, 5, 1, 1], ok.1, ok.2, ok.0, embedding.clone()),
-        ([0, 1, -6, 1], ok.1, ok.2, ok.0, embedding),
-        (ok.0, [0, 3], ok.2, ok.0, node("`index_select` (from model.py:8)")),
+        ([0, 5, 1, 1], ok.1, ok.2, x_ok, embedding.clone()),
+        ([0, 1, -6, 1], ok.1, ok.2, x_ok, embedding.clone()),
+        ([0, -1, 1, 1], ok.1, ok.2, x_ok, embedding),
+        (ok.0, [0, 3], ok.2, x_ok, select.clone()),
+        (ok.0, [0, -1], ok.2, x_ok, select),
         (ok.0, ok.1, ok.2, [0, -7, 1, 1], index.clone()),
         (ok.0, ok.1, ok.2, [0, 1, 5, 1], index),
-        (ok.0, ok.1, [3, 0, 0, 0, 0], ok.0, node("`gather` (from model.py:10)")),
-        (ok.0, ok.1, [0, 0, 0, 0, -4], ok.0, node("`gather` (from model.py:10)")),
+        (ok.0, ok.1, [3, 0, 0, 0, 0], x_ok, gather.clone()),
+        (ok.0, ok.1, [0, 0, 0, 0, -4], x_ok, gather.clone()),
+        (ok.0, ok.1, [0, 0, 0, -1, 0], x_ok, gather),
     ] {
         assert_eq!(run(i, j, g, x).expect_err("an out-of-range index must be an error"), want);
     }
     // The program is fine after an error: the next in-range call runs.
-    assert_eq!(run(ok.0, ok.1, ok.2, ok.0).unwrap(), out);
+    assert_eq!(run(ok.0, ok.1, ok.2, x_ok).unwrap(), out);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -189,8 +189,10 @@ pub fn repeat(cx: &mut Cx) -> Lowered {
     Ok(Some(vec![cx.reshape(b, &t.dims)?]))
 }
 
-/// embedding and index_select as `ten.gather`; index.Tensor with adjacent integer indices over
-/// static dims as one gather on the merged indexed dims with a linearized, wrapped index.
+/// embedding and index_select as `ten.gather` (whose negative indices wrap, as index.Tensor's;
+/// torch raises on these ops' negative indices, so over a static dim they become out of range);
+/// index.Tensor with adjacent integer indices over static dims as one gather on the merged
+/// indexed dims with a linearized, wrapped index.
 pub fn gather(cx: &mut Cx, name: &str) -> Lowered {
     let t = cx.out(0)?;
     let (x, index, dim) = match name {
@@ -204,6 +206,11 @@ pub fn gather(cx: &mut Cx, name: &str) -> Lowered {
             (x, cx.arg("index")?, norm_dim(cx.int("dim")?, rank).map_err(|e| cx.err(&e))?)
         }
         _ => return index_tensor(cx),
+    };
+    let xt = cx.tt(x);
+    let index = match (xt.dims[dim].as_const(), xt.static_shape()) {
+        (Some(n), Some(shape)) => checked_index(cx, index, n, shape.iter().product())?,
+        _ => index,
     };
     let g = cx.emit(TenOp::Gather, vec![x, index], vec![("dim", Attr::Int(dim as i64))])?;
     Ok(Some(vec![cx.reshape(g, &t.dims)?]))
@@ -279,12 +286,19 @@ fn wrap_index(cx: &mut Cx, i: Value, n: i64, numel: i64) -> Result<Value, String
     let neg = cx.compare("LT", i, zero)?;
     let wrapped = cx.binary_scalar(TenOp::Add, i, n as f64)?;
     let w = cx.select(neg, wrapped, i)?;
-    let lo = cx.compare("GE", w, zero)?;
-    let top = cx.splat_like(n as f64, w)?;
-    let hi = cx.compare("LT", w, top)?;
+    checked_index(cx, w, n, numel)
+}
+
+/// `i` where it is in [0, n), else a position outside the flattened operand (`-2 * numel`),
+/// which the gather's range check reports.
+fn checked_index(cx: &mut Cx, i: Value, n: i64, numel: i64) -> Result<Value, String> {
+    let zero = cx.splat_like(0.0, i)?;
+    let lo = cx.compare("GE", i, zero)?;
+    let top = cx.splat_like(n as f64, i)?;
+    let hi = cx.compare("LT", i, top)?;
     let ok = cx.emit(TenOp::And, vec![lo, hi], vec![])?;
-    let poison = cx.splat_like(-2.0 * numel as f64, w)?;
-    cx.select(ok, w, poison)
+    let poison = cx.splat_like(-2.0 * numel as f64, i)?;
+    cx.select(ok, i, poison)
 }
 
 /// The row-major element strides of static `dims` (None when a dim is symbolic).
@@ -298,8 +312,9 @@ fn static_strides(dims: &[SymExpr]) -> Option<Vec<i64>> {
 }
 
 /// The flat (row-major) position in a static tensor of shape `xdims` of every element of an
-/// index tensor used along `dim` (torch.gather/scatter): sum_k (k == dim ? wrap(index) : iota_k)
-/// * stride_k over the index's shape. None when `xdims` is symbolic.
+/// index tensor used along `dim` (torch.gather/scatter): sum_k (k == dim ? index : iota_k) times
+/// stride_k over the index's shape; an index outside [0, size) is an error, as in torch (which,
+/// unlike `index.Tensor`, does not wrap negative ones). None when `xdims` is symbolic.
 pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: usize) -> Result<Option<Value>, String> {
     let Some(strides) = static_strides(xdims) else { return Ok(None) };
     let it = cx.tt(index);
@@ -307,7 +322,7 @@ pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: us
     for (k, &stride) in strides.iter().enumerate() {
         let term = if k == dim {
             let i = cx.convert(index, DType::I64)?;
-            wrap_index(
+            checked_index(
                 cx,
                 i,
                 xdims[dim].as_const().expect("static"),
@@ -335,8 +350,9 @@ pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: us
 
 /// gather(self, dim, index): out[..i_d..] = self[..index[..]..], one `ten.gather` from the
 /// flattened input with the linear index sum_k (k == dim ? index : iota_k) * stride_k over the
-/// index's shape (smaller than self's in the other dims, as torch allows). Negative indices wrap
-/// like index.Tensor (torch raises on them). Symbolic input dims stay a torch op.
+/// index's shape (smaller than self's in the other dims, as torch allows). An index outside
+/// [0, size), negative ones included, is an error, as in torch. Symbolic input dims stay a torch
+/// op.
 pub fn gather_dim(cx: &mut Cx) -> Lowered {
     let t = cx.out(0)?;
     let x = cx.arg("self")?;
