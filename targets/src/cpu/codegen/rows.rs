@@ -67,15 +67,14 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(())
     }
 
-    /// A reduction that keeps the dim its operand is stored along (a bias gradient, [rows, d] ->
-    /// [d]; a batch norm's statistics over a channels-last tensor read as NCHW, [n, c, h, w] ->
-    /// [c]) as column sums: the output row is the accumulator, and each operand row is added into
-    /// it by the innermost loop, over the kept columns (contiguous, vectorized), rather than one
-    /// strided walk down the rows per output element, which fetches every cache line once per
-    /// column it holds (GPT-2's bias gradients ran at 1/13 of the memory bandwidth). Each element
-    /// is combined in the same order as `reduce`, so the result is the same bits. Only where the
-    /// accumulator can live in the output (its memory type is the arithmetic type); false when
-    /// the root is not such a reduction.
+    /// A reduction that keeps the dim its operand is stored along, output dim `oc` (a bias
+    /// gradient, [rows, d] -> [d]; a batch norm's statistics over a channels-last tensor read as
+    /// NCHW, [n, c, h, w] -> [c]; the plan decides: `layout::decide`), as column sums: each
+    /// operand row is added into an accumulator row by the innermost loop, over the kept columns
+    /// (contiguous, vectorized), rather than one strided walk down the rows per output element,
+    /// which fetches every cache line once per column it holds (GPT-2's bias gradients ran at
+    /// 1/13 of the memory bandwidth). Each column combines its elements in the same order as
+    /// `reduce`.
     fn column_reduce(
         &mut self,
         root: Value,
