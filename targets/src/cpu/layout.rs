@@ -43,7 +43,7 @@ pub(super) fn inner_dim(m: &Module, stored: &dyn Fn(Value) -> Option<usize>, v: 
             }
             ints("dims").get(inner).map(|&o| o as usize)
         }
-        _ if t.is_elementwise() || t == TenOp::Convert => d
+        _ if t.is_elementwise() => d
             .operands
             .iter()
             .filter(|&&o| {
@@ -84,7 +84,7 @@ pub(super) fn decide(
         }
         return;
     }
-    if rank < 2 || !(t.is_elementwise() || matches!(t, TenOp::Convert | TenOp::Transpose | TenOp::Broadcast)) {
+    if rank < 2 || !(t.is_elementwise() || matches!(t, TenOp::Transpose | TenOp::Broadcast)) {
         return;
     }
     if results.contains(&r) {
@@ -94,9 +94,9 @@ pub(super) fn decide(
         return;
     };
     let readers_index = m.uses(r).iter().all(|&(u, _)| {
-        m.op(u).ten().is_some_and(|t| {
-            t.is_elementwise() || matches!(t, TenOp::Convert | TenOp::Transpose | TenOp::Broadcast | TenOp::Reduce)
-        })
+        m.op(u)
+            .ten()
+            .is_some_and(|t| t.is_elementwise() || matches!(t, TenOp::Transpose | TenOp::Broadcast | TenOp::Reduce))
     });
     if readers_index {
         layouts.insert(r, (0..rank).filter(|&d| d != inner).chain([inner]).collect());

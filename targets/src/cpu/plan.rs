@@ -318,7 +318,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         }
         let rank = t.rank();
         // A value read along another dim than its last (a channels-last input read as NCHW)
-        // is computed on its own, in the memory order `layout::assign` gives it: a row group
+        // is computed on its own, in the memory order `layout::decide` gives it: a row group
         // walks its values' dims in order.
         let along_rows = |v: Value| {
             let stored = |w: Value| super::layout::stored(m, &buf_of, &layouts, v, w);

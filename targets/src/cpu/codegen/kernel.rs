@@ -44,8 +44,11 @@ unsafe fn self_referential(c: *mut c_void, ops: &[*mut c_void]) -> *mut c_void {
     }
 }
 
-/// `loop_hints`' count for a loop that vectorizes one vector per iteration.
-const SINGLE_VECTOR: u32 = u32::MAX;
+/// `loop_hints`' count for a loop that vectorizes one vector per iteration: a column loop,
+/// whose trip count is the kernel's share of the columns, often a single vector (32 channels
+/// over 2 threads); LLVM's default of 4 vectors per iteration left such a loop entirely to its
+/// scalar remainder.
+pub(super) const SINGLE_VECTOR: u32 = u32::MAX;
 
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
     pub(super) fn new(
@@ -99,7 +102,6 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             interleave_next: 1,
             rolled_inner: false,
             rolled_next: false,
-            single_vector_next: false,
             no_vectorize: false,
             index_checks: Vec::new(),
         }
@@ -451,7 +453,6 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         self.b.position_at_end(bodyb);
         let interleave = std::mem::take(&mut self.interleave_next);
         let rolled = std::mem::take(&mut self.rolled_next);
-        let interleave = if std::mem::take(&mut self.single_vector_next) { SINGLE_VECTOR } else { interleave };
         body(self, i)?;
         let next = self.b.build_int_add(i, self.i64c(1), "").map_err(le)?;
         let latch = self.b.get_insert_block().unwrap();

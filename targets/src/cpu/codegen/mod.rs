@@ -236,11 +236,6 @@ struct Kernel<'a, 'ctx> {
     /// around it with strided gathers: a [16, 32, 64, 64] -> [32] sum ran at 1/15 of torch's speed.
     rolled_inner: bool,
     rolled_next: bool,
-    /// The next loop is a column loop: its trip count is the kernel's share of the columns,
-    /// often a single vector (32 channels over 2 threads), so it vectorizes without interleaving
-    /// (LLVM's default of 4 vectors per iteration left such a loop entirely to its scalar
-    /// remainder).
-    single_vector_next: bool,
     /// Loops emitted while set are not loop-vectorized: a tile of register accumulators is one
     /// vector for the SLP vectorizer, where the loop vectorizer would make each column a
     /// strided reduction down the rows.

@@ -2,18 +2,18 @@
 //! loops, with row-local scratch and reductions stored as their rows complete). Kept apart from the
 //! per-element emission because the choice of loop structure is the kernel's performance.
 
+use super::kernel::SINGLE_VECTOR;
 use super::{le, Kernel, R};
-
 use crate::cpu::plan::COLUMN_TILE;
-
-/// The widest row a column reduction accumulates in registers (wider rows stream their
-/// accumulator row through memory).
-const NARROW_COLUMNS: i64 = 512;
 use ember_ir::dialect::ten::{Class, TenOp};
 use ember_ir::module::Value;
 use ember_ir::sym::SymExpr;
 use inkwell::types::BasicType;
 use inkwell::values::IntValue;
+
+/// The widest row a column reduction accumulates in registers (wider rows stream their
+/// accumulator row through memory).
+const NARROW_COLUMNS: i64 = 512;
 
 impl<'a, 'ctx> Kernel<'a, 'ctx> {
     pub(super) fn body(&mut self, root: Value, columns: Option<usize>) -> R<()> {
@@ -44,8 +44,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             // Rank 0: the runtime calls with [0, 1).
             self.store_root(root, &[])?;
         } else if let Some(order) = self.plan.layouts.get(&root).cloned() {
-            // Loops in memory order (the split dim keeps its place: `layout::assign` moves only
-            // an inner dim), the element's index put back in dim order.
+            // Loops in memory order (the kernel's range at the split dim's place in it), the
+            // element's index put back in dim order.
             let range_dim = self.range_dim;
             self.range_dim = order.iter().position(|&d| d == range_dim).ok_or("the split dim is not in the layout")?;
             let walk: Vec<SymExpr> = order.iter().map(|&d| dims[d].clone()).collect();
@@ -101,7 +101,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         // split dim among the other kept dims, which the nest below walks.
         let range_dim = self.range_dim;
         let (cols, outer) = if range_dim == oc { (Some((start, end)), None) } else { (None, Some((start, end))) };
-        self.range_dim = range_dim - usize::from(oc < range_dim && range_dim != oc);
+        self.range_dim = range_dim - usize::from(oc < range_dim);
         let col_dim = odims[oc].clone();
         let at = |o: &[IntValue<'ctx>], j: IntValue<'ctx>| -> Vec<IntValue<'ctx>> {
             let mut v = o.to_vec();
@@ -161,14 +161,14 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 let done = kn.b.build_int_mul(tiles, tile, "").map_err(le)?;
                 lo = kn.b.build_int_add(lo, done, "").map_err(le)?;
             }
-            kn.single_vector_next = true;
+            kn.interleave_next = SINGLE_VECTOR;
             kn.for_loop(lo, hi, &mut |kn, j| {
                 let lin = kn.linear(&at(&o, j), &odims)?;
                 kn.store(buf, lin, dt, init)
             })?;
             let mut ridx = Vec::new();
             kn.nest(&red, None, &mut ridx, &mut |kn, r| {
-                kn.single_vector_next = true;
+                kn.interleave_next = SINGLE_VECTOR;
                 kn.for_loop(lo, hi, &mut |kn, j| {
                     kn.cache.clear();
                     let out_idx = at(&o, j);
