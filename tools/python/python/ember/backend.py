@@ -872,6 +872,13 @@ def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, 
 _CONV_ACTIVATIONS = {torch.ops.aten.convolution.default: (0,), torch.ops.aten.convolution_backward.default: (0, 1)}
 
 
+def _output_values(g: torch.fx.Graph) -> tuple[torch.fx.Node, list[Any], bool]:
+    """A graph's output node, its values as a list, and whether it returns one value bare."""
+    out = next(n for n in g.nodes if n.op == "output")
+    single = not isinstance(out.args[0], (tuple, list))
+    return out, [out.args[0]] if single else list(out.args[0]), single
+
+
 def _as_declared(x: torch.Tensor, strides: tuple[int, ...]) -> torch.Tensor:
     """`x` laid out with `strides` (a user-visible output of a channels-last graph)."""
     return x if x.stride() == strides else torch.empty_strided(x.shape, strides, dtype=x.dtype).copy_(x)
@@ -903,9 +910,7 @@ def _channels_last(fused: torch.fx.GraphModule, user_outputs: int) -> dict[str, 
                     cl = g.call_method("contiguous", (x,), {"memory_format": torch.channels_last})
                 node.replace_input_with(x, cl)
     if pieces:
-        out = next(n for n in g.nodes if n.op == "output")
-        single = not isinstance(out.args[0], (tuple, list))
-        values = [out.args[0]] if single else list(out.args[0])
+        out, values, single = _output_values(g)
         for k, v in enumerate(values[:user_outputs]):
             val = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
             if isinstance(val, torch.Tensor) and val.dim() == 4 and not any(map(_symbolic, (*val.shape, *val.stride()))):
@@ -920,9 +925,7 @@ def _outputs_channels_last(piece: torch.fx.GraphModule, which: set[int | None]) 
     """Makes the piece's outputs at positions `which` (None: its only output) NHWC: a clone to
     channels-last, which `_Split` computes in that memory order."""
     g = piece.graph
-    out = next(n for n in g.nodes if n.op == "output")
-    single = not isinstance(out.args[0], (tuple, list))
-    values = [out.args[0]] if single else list(out.args[0])
+    out, values, single = _output_values(g)
     for i in which:
         k = 0 if i is None else i
         v = values[k]
@@ -941,8 +944,7 @@ def _user_outputs(gm: torch.fx.GraphModule, kind: str) -> int:
     gradients go to autograd, which takes any layout)."""
     if kind == "backward":
         return 0
-    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    total = len(out) if isinstance(out, (tuple, list)) else 1
+    total = len(_output_values(gm.graph)[1])
     if kind == "inference":
         return total
     from torch._guards import TracingContext
