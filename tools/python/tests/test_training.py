@@ -91,7 +91,7 @@ def test_batchnorm_convnet_gradients_match_eager() -> None:
 def test_channels_last_convnet_keeps_the_user_visible_layouts() -> None:
     """Between its convolutions the CPU target runs activations channels-last; what the user's
     code sees keeps eager's layouts: a convolution's output returned as is (a segmentation head),
-    in training and in eval, and the input's gradient."""
+    in training and in eval, the input's gradient, and a lone convolution of the graph's input."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3, padding=1),
@@ -111,6 +111,11 @@ def test_channels_last_convnet_keeps_the_user_visible_layouts() -> None:
     with torch.no_grad():
         got, want = compiled(x), model(x)
     assert got.stride() == want.stride() and got.view(-1).shape == (2 * 4 * 16 * 16,)
+    assert_close_torch(got, want)
+    conv = torch.nn.Conv2d(3, 4, 3)  # one convolution, its input a graph input
+    with torch.no_grad():
+        got, want = torch.compile(conv, backend="ember")(x), conv(x)
+    assert got.stride() == want.stride()
     assert_close_torch(got, want)
     assert backend.stats["fallbacks"] == fallbacks
 

@@ -894,6 +894,7 @@ def _channels_last(fused: torch.fx.GraphModule, user_outputs: int) -> dict[str, 
     they are (`_Split`'s permuted inputs). The first `user_outputs` outputs (what the user's
     code sees) keep the layouts AOT declared."""
     pieces: dict[str, set[int | None]] = {}
+    converted = False
     g = fused.graph
     for node in list(g.nodes):
         for i in _CONV_ACTIVATIONS.get(node.target, ()) if node.op == "call_function" else ():
@@ -909,7 +910,8 @@ def _channels_last(fused: torch.fx.GraphModule, user_outputs: int) -> dict[str, 
                 with g.inserting_before(node):
                     cl = g.call_method("contiguous", (x,), {"memory_format": torch.channels_last})
                 node.replace_input_with(x, cl)
-    if pieces:
+                converted = True
+    if pieces or converted:
         out, values, single = _output_values(g)
         for k, v in enumerate(values[:user_outputs]):
             val = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
