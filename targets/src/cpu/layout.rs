@@ -17,7 +17,34 @@ pub(super) type Layouts = HashMap<Value, Vec<usize>>;
 /// innermost dim of a stored value (`stored`), moved by the transposes and broadcasts between,
 /// through elementwise ops (from an operand that is not a broadcast or constant). None where a
 /// reshape or any other op intervenes.
-pub(super) fn inner_dim(m: &Module, stored: &dyn Fn(Value) -> Option<usize>, v: Value, depth: u32) -> Option<usize> {
+pub(super) fn inner_dim(m: &Module, stored: &dyn Fn(Value) -> Option<usize>, v: Value) -> Option<usize> {
+    walk(m, stored, v, 0, &mut HashMap::new())
+}
+
+/// `inner_dim` at `depth` hops from where it started, each answer kept (a value an expression
+/// reads along several paths, `y * y`, is walked once, not once per path).
+fn walk(
+    m: &Module,
+    stored: &dyn Fn(Value) -> Option<usize>,
+    v: Value,
+    depth: u32,
+    seen: &mut HashMap<(Value, u32), Option<usize>>,
+) -> Option<usize> {
+    if let Some(&r) = seen.get(&(v, depth)) {
+        return r;
+    }
+    let r = walk_uncached(m, stored, v, depth, seen);
+    seen.insert((v, depth), r);
+    r
+}
+
+fn walk_uncached(
+    m: &Module,
+    stored: &dyn Fn(Value) -> Option<usize>,
+    v: Value,
+    depth: u32,
+    seen: &mut HashMap<(Value, u32), Option<usize>>,
+) -> Option<usize> {
     let rank = m.ty(v).tensor().map(|t| t.dims.len()).unwrap_or(0);
     if rank == 0 || depth > 32 {
         return None;
@@ -31,12 +58,12 @@ pub(super) fn inner_dim(m: &Module, stored: &dyn Fn(Value) -> Option<usize>, v: 
     let t = d.ten()?;
     match t {
         TenOp::Transpose => {
-            let inner = inner_dim(m, stored, d.operands[0], depth + 1)?;
+            let inner = walk(m, stored, d.operands[0], depth + 1, seen)?;
             ints("dims").iter().position(|&p| p as usize == inner)
         }
         TenOp::Broadcast => {
             let x = d.operands[0];
-            let inner = inner_dim(m, stored, x, depth + 1)?;
+            let inner = walk(m, stored, x, depth + 1, seen)?;
             let size = m.ty(x).tensor().and_then(|t| t.dims.get(inner).and_then(|s| s.as_const()));
             if size == Some(1) {
                 return None;
@@ -52,7 +79,7 @@ pub(super) fn inner_dim(m: &Module, stored: &dyn Fn(Value) -> Option<usize>, v: 
                         !matches!(m.op(p).ten(), Some(TenOp::Broadcast | TenOp::Constant | TenOp::Iota))
                     })
             })
-            .find_map(|&o| inner_dim(m, stored, o, depth + 1)),
+            .find_map(|&o| walk(m, stored, o, depth + 1, seen)),
         _ => None,
     }
 }
@@ -90,7 +117,7 @@ pub(super) fn decide(
     if results.contains(&r) {
         return;
     }
-    let Some(inner) = inner_dim(m, &|v| stored(m, buf_of, layouts, r, v), r, 0).filter(|&i| i + 1 != rank) else {
+    let Some(inner) = inner_dim(m, &|v| stored(m, buf_of, layouts, r, v), r).filter(|&i| i + 1 != rank) else {
         return;
     };
     let readers_index = m.uses(r).iter().all(|&(u, _)| {
@@ -139,7 +166,7 @@ fn column_dim(m: &Module, op: ember_ir::OpId, stored: &dyn Fn(Value) -> Option<u
     if rdims.is_empty() || ot.dims.len() + rdims.len() != rank {
         return None;
     }
-    let inner = inner_dim(m, stored, x, 0).unwrap_or(rank - 1);
+    let inner = inner_dim(m, stored, x).unwrap_or(rank - 1);
     if rdims.contains(&inner) {
         return None;
     }

@@ -322,7 +322,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         // walks its values' dims in order.
         let along_rows = |v: Value| {
             let stored = |w: Value| super::layout::stored(m, &buf_of, &layouts, v, w);
-            super::layout::inner_dim(m, &stored, v, 0).is_none_or(|d| d + 1 == m.ty(v).tensor().map_or(0, |t| t.rank()))
+            super::layout::inner_dim(m, &stored, v).is_none_or(|d| d + 1 == m.ty(v).tensor().map_or(0, |t| t.rank()))
         };
         let joinable =
             !group.is_empty() && groupable(m, r) && groupable(m, group[0]) && along_rows(r) && along_rows(group[0]);
