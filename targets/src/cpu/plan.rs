@@ -18,7 +18,7 @@ use ember_ir::sym::SymExpr;
 use ember_ir::types::DType;
 use ember_ir::Attr;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub enum BufKind {
@@ -273,7 +273,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         let name = format!("k{}", kernels.len());
         let mut args = Vec::new();
         for &r in group.iter() {
-            collect_reads(m, r, true, buf_of, &mut args);
+            collect_reads(m, r, buf_of, &mut args);
         }
         let outs: Vec<usize> = group.iter().map(|r| buf_of[r]).collect();
         args.retain(|a| !outs.contains(a));
@@ -617,18 +617,24 @@ fn op_cost(op: Option<TenOp>) -> u32 {
 }
 
 /// Buffers an inlined expression reads, in first-visit order (the kernel's argument order).
-pub fn collect_reads(m: &Module, v: Value, root: bool, buf_of: &HashMap<Value, usize>, out: &mut Vec<usize>) {
-    if !root {
-        if let Some(&b) = buf_of.get(&v) {
-            if !out.contains(&b) {
-                out.push(b);
-            }
-            return;
+/// `seen` keeps the walk linear: a value read along several paths (`y * y`) is visited once.
+pub fn collect_reads(m: &Module, root: Value, buf_of: &HashMap<Value, usize>, out: &mut Vec<usize>) {
+    let mut seen = HashSet::new();
+    let mut stack = vec![root];
+    while let Some(v) = stack.pop() {
+        if !seen.insert(v) {
+            continue;
         }
-    }
-    if let ValueDef::Result(op, _) = m.value(v).def {
-        for &o in &m.op(op).operands {
-            collect_reads(m, o, false, buf_of, out);
+        if v != root {
+            if let Some(&b) = buf_of.get(&v) {
+                if !out.contains(&b) {
+                    out.push(b);
+                }
+                continue;
+            }
+        }
+        if let ValueDef::Result(op, _) = m.value(v).def {
+            stack.extend(m.op(op).operands.iter().rev());
         }
     }
 }

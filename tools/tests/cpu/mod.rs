@@ -474,6 +474,36 @@ fn run_names_user_outputs_and_input_mutations() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `y = y * y` sixty times: every value is read twice, so a planner or emitter that walks an
+/// expression once per path takes 2^60 steps (compile hung at 40 before `collect_reads` kept
+/// what it had visited). Every target plans it; the CPU result equals the same squarings in f32.
+#[test]
+fn a_value_read_along_many_paths_compiles_in_linear_time() {
+    let t = "tensor<64xf32>";
+    let mut body = String::new();
+    let mut prev = "%x".to_string();
+    for i in 0..60 {
+        body += &format!("    %{i} = \"ten.mul\"({prev}, {prev}) : ({t}, {t}) -> {t}\n");
+        prev = format!("%{i}");
+    }
+    let text = format!(
+        "module {{\n  func.func @main(%x: {t} {{ember.input = \"x\"}}) -> {t} {{\n{body}    return {prev} : {t}\n  }}\n}}\n"
+    );
+    let dir = std::env::temp_dir().join(format!("ember-paths-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("paths.mlir"), &text).unwrap();
+    for target in ["tpu", "trainium"] {
+        let r = ember(&dir, &["compile", "paths.mlir", "--target", target, "-o", target]);
+        assert_eq!(r.code, 0, "{target}: {}", r.stderr);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    let prog = compile_text(&text, "paths");
+    let xs: Vec<f32> = (0..64).map(|i| 1.0 + (i as f32 - 32.0) * 1e-9).collect();
+    let got = f32_values(&prog.run(&[f32_tensor(&xs)]).unwrap()[0]);
+    let want: Vec<f32> = xs.iter().map(|&x| (0..60).fold(x, |y, _| y * y)).collect();
+    assert_eq!(got, want);
+}
+
 /// x @ w.T with w an input (not a weight, so not stored transposed at compile time) and a
 /// product large enough that the runtime repacks w row-major first: against an f64 reference.
 #[test]
