@@ -184,6 +184,29 @@ fn bad_inputs_give_clear_errors() {
         }),
     ));
 
+    // Complex values are computed inside a graph only, by the ops the import rewrites.
+    let complex = read_entries(&testdata().join("cpu/complex_ops.pt2"));
+    let complex2 = complex.clone();
+    cases.push((
+        "complex_input",
+        Box::new(move |p: &Path| {
+            let mut e = complex.clone();
+            edit_model(&mut e, |j| j["graph_module"]["graph"]["tensor_values"]["x"]["dtype"] = 10.into());
+            write_zip(p, &e)
+        }),
+    ));
+    cases.push((
+        "complex_unsupported_op",
+        Box::new(move |p: &Path| {
+            let mut e = complex2.clone();
+            edit_model(&mut e, |j| {
+                let exp = nodes(j).iter_mut().find(|n| n["target"] == "torch.ops.aten.exp.default").unwrap();
+                exp["target"] = "torch.ops.aten.sin.default".into();
+            });
+            write_zip(p, &e)
+        }),
+    ));
+
     for (name, make) in &cases {
         let file = dir.join(format!("{name}.pt2"));
         make(&file);

@@ -7,6 +7,7 @@
 //! carried in types and attributes, which every target can evaluate from the input shapes.
 
 pub mod archive;
+mod complex;
 mod export_schema;
 
 use archive::{Archive, Blob};
@@ -17,7 +18,7 @@ use ember_ir::sym::SymExpr;
 use ember_ir::types::{DType, TensorType, Type};
 use export_schema::*;
 use serde_json::Value as Json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 /// A user-facing import error: one paragraph naming what is wrong and where.
@@ -188,11 +189,21 @@ struct Importer<'a> {
     m: Module,
     syms: HashMap<String, SymExpr>,
     values: HashMap<String, Value>,
+    /// Values holding complex numbers as (real, imaginary) pairs (complex.rs).
+    complex: HashSet<Value>,
 }
 
 impl<'a> Importer<'a> {
     fn new(ep: ExportedProgram, ar: Option<&'a Archive>, shown: &str) -> Self {
-        Importer { ep, ar, shown: shown.to_string(), m: Module::new(), syms: HashMap::new(), values: HashMap::new() }
+        Importer {
+            ep,
+            ar,
+            shown: shown.to_string(),
+            m: Module::new(),
+            syms: HashMap::new(),
+            values: HashMap::new(),
+            complex: HashSet::new(),
+        }
     }
 
     fn err(&self, msg: impl Into<String>) -> ImportError {
@@ -216,10 +227,23 @@ impl<'a> Importer<'a> {
         Err(self.err(format!("{what}: unreadable size `{v}`")))
     }
 
+    /// The type of a real tensor: graph inputs and outputs (complex ones are refused).
     fn tensor_type(&self, meta: &TensorMeta, what: &str) -> R<TensorType> {
-        let dtype = serde_dtype(meta.dtype).ok_or_else(|| {
-            self.err(format!("{what} has dtype code {} (complex or another type Ember does not support)", meta.dtype))
-        })?;
+        match self.value_type(meta, what)? {
+            (_, true) => Err(self.err(format!(
+                "{what} is complex: Ember computes complex values inside a graph, but the graph's inputs and outputs \
+                 must be real; pass and return them as `torch.view_as_real(x)`"
+            ))),
+            (t, false) => Ok(t),
+        }
+    }
+
+    /// The type of a value, and whether it is complex (then (real, imaginary) pairs: complex.rs).
+    fn value_type(&self, meta: &TensorMeta, what: &str) -> R<(TensorType, bool)> {
+        let part = complex::complex_part(meta.dtype);
+        let dtype = part
+            .or_else(|| serde_dtype(meta.dtype))
+            .ok_or_else(|| self.err(format!("{what} has dtype code {}, a type Ember does not support", meta.dtype)))?;
         let dims = meta.sizes.iter().map(|s| self.sym_expr(s, what)).collect::<R<Vec<_>>>()?;
         let mut n: i64 = 1;
         for d in &dims {
@@ -233,9 +257,12 @@ impl<'a> Importer<'a> {
                 })?;
             }
         }
-        n.checked_mul(dtype.byte_size() as i64)
+        n.checked_mul(dtype.byte_size() as i64 * if part.is_some() { 2 } else { 1 })
             .ok_or_else(|| self.err(format!("{what}: the byte size overflows 64 bits")))?;
-        Ok(TensorType::new(dims, dtype))
+        Ok(match part {
+            Some(part) => (complex::pair_type(dims, part), true),
+            None => (TensorType::new(dims, dtype), false),
+        })
     }
 
     fn run(mut self) -> R<Imported> {
@@ -273,6 +300,7 @@ impl<'a> Importer<'a> {
         let mut arg_attrs = Vec::new();
         let mut arg_names = Vec::new();
         let mut weights = Vec::new();
+        let mut complex_args = Vec::new();
         for (i, spec) in specs.iter().enumerate() {
             let (kind, body) = spec.iter().next().ok_or_else(|| self.err(format!("input spec {i} is empty")))?;
             let (wkind, fq_key) = match kind.as_str() {
@@ -303,13 +331,19 @@ impl<'a> Importer<'a> {
                 .get(&name)
                 .cloned()
                 .ok_or_else(|| self.err(format!("input `{name}` has no entry in tensor_values")))?;
-            let ty = self.tensor_type(&meta, &format!("input `{name}`"))?;
+            let (ty, pairs) = match wkind {
+                Some(_) => self.value_type(&meta, &format!("input `{name}`"))?,
+                None => (self.tensor_type(&meta, &format!("input `{name}`"))?, false),
+            };
+            if pairs {
+                complex_args.push(arg_types.len());
+            }
             let mut attrs = Attrs::new();
             match wkind {
                 Some(k) => {
                     let fq = body.get(fq_key).and_then(|v| v.as_str()).unwrap_or(&name).to_string();
                     attrs.insert(k.attr_key().into(), Attr::Str(fq.clone()));
-                    let data = self.weight_data(&fq, &ty)?;
+                    let data = self.weight_data(&fq, &ty, pairs)?;
                     weights.push((fq, Weight { kind: k, ty: ty.clone(), data }));
                 }
                 None => {
@@ -379,6 +413,7 @@ impl<'a> Importer<'a> {
                 .insert("res_attrs".into(), Attr::Array(res_attrs.into_iter().map(Attr::Dict).collect()));
         }
         let args = self.m.block(entry).args.clone();
+        self.complex.extend(complex_args.into_iter().map(|i| args[i]));
         for (n, v) in arg_names.into_iter().zip(args) {
             self.values.insert(n, v);
         }
@@ -412,7 +447,7 @@ impl<'a> Importer<'a> {
         Ok(Imported { module: self.m, weights })
     }
 
-    fn weight_data(&self, fq: &str, ty: &TensorType) -> R<Option<Blob>> {
+    fn weight_data(&self, fq: &str, ty: &TensorType, pairs: bool) -> R<Option<Blob>> {
         let Some(ar) = self.ar else { return Ok(None) };
         let mut entry = None;
         for (cfg, dir) in [
@@ -441,7 +476,7 @@ impl<'a> Importer<'a> {
         // The file holds the tensor's whole storage; the tensor is the elements at `offset` +
         // sum(index * stride). Every number here comes from the file, so all of it is checked.
         let int = |j: &Json| j.get("as_int").and_then(|v| v.as_i64());
-        let strides: Vec<i64> = if meta.strides.is_empty() {
+        let mut strides: Vec<i64> = if meta.strides.is_empty() {
             row_major_strides(&shape)
         } else {
             meta.strides
@@ -450,13 +485,18 @@ impl<'a> Importer<'a> {
                 .collect::<Option<_>>()
                 .ok_or_else(|| bad(format!("strides {:?} are not all integers", meta.strides)))?
         };
-        if strides.len() != shape.len() {
-            return Err(bad(format!("has {} strides for a rank-{} tensor", strides.len(), shape.len())));
-        }
-        let offset = match &meta.storage_offset {
+        let mut offset = match &meta.storage_offset {
             None => 0,
             Some(o) => int(o).ok_or_else(|| bad(format!("storage_offset `{o}` is not an integer")))?,
         };
+        // A complex tensor's strides and offset count complex elements: each is two parts.
+        if pairs && !meta.strides.is_empty() {
+            strides = strides.iter().map(|s| s.saturating_mul(2)).chain([1]).collect();
+            offset = offset.saturating_mul(2);
+        }
+        if strides.len() != shape.len() {
+            return Err(bad(format!("has {} strides for a rank-{} tensor", strides.len(), shape.len())));
+        }
         if offset < 0 || strides.iter().any(|&s| s < 0) {
             return Err(bad(format!("storage_offset {offset} and strides {strides:?} must be non-negative (torch never writes negative ones)")));
         }
@@ -542,6 +582,9 @@ impl<'a> Importer<'a> {
                 return Err(at(format!("`{}` has no parameter `{name}` (signature {})", def.name, def.sig)));
             }
             given.insert(sig.param(name).map(|p| p.name.as_str()).unwrap(), &a.arg);
+        }
+        if self.touches_complex(node) {
+            return self.complex_node(block, &loc, def, &given, node).map_err(at);
         }
         let mut operands = Vec::new();
         let mut segments = Vec::new();

@@ -120,6 +120,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("logical_not",                          |cx, _| ew::logical(cx, TenOp::Not)),
     ("bitwise_not",                          |cx, _| ew::unary(cx, TenOp::Not)),
     ("neg",                                  |cx, _| ew::math_op(cx, TenOp::Neg)),
+    ("_neg_view",                            |cx, _| ew::math_op(cx, TenOp::Neg)),
     ("abs",                                  |cx, _| ew::math_op(cx, TenOp::Abs)),
     ("exp",                                  |cx, _| ew::math_op(cx, TenOp::Exp)),
     ("log",                                  |cx, _| ew::math_op(cx, TenOp::Log)),

@@ -402,6 +402,14 @@ fn strided_ops_match_eager() {
     assert_archive_matches_eager("strided_ops");
 }
 
+/// Complex values inside a graph (RoPE through `polar` and `view_as_complex`, a complex64
+/// buffer, complex arithmetic, parts and shape ops), imported as (real, imaginary) pairs
+/// (`testdata/cpu/complex_ops.py` generates the archive and its references).
+#[test]
+fn complex_ops_match_eager() {
+    assert_archive_matches_eager("complex_ops");
+}
+
 /// Reductions that keep the last dim (bias and LayerNorm weight gradients, a middle dim under
 /// kept outer dims, max/min with a NaN, prod, int64, a kept dim under 8) over a symbolic batch
 /// (`testdata/cpu/column_ops.py`), at the archive's size.
