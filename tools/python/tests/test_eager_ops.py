@@ -3,6 +3,9 @@ pooling and normalization backward, value-dependent shapes), against torch eager
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -38,6 +41,28 @@ def test_gemm_layouts_on_the_host_blas(dtype: torch.dtype) -> None:
         with torch.no_grad(), ember.eager():
             got = f(a + 0, b + 0, c + 0).cpu()
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4, msg=lambda m: f"case {i}: {m}")
+
+
+def test_gemm_crate_splits_over_torchs_openmp_team() -> None:
+    # Without torch's BLAS (EMBER_HOST_BLAS=0; a torch build without MKL) products run on the
+    # gemm crate, in blocks over torch's OpenMP team (its own rayon threads would contend with the
+    # team's spinning ones): rows or columns, transposed operands, a batch.
+    code = """
+import torch, ember
+from ember import deferred
+assert not ember._native().host_blas()
+torch.manual_seed(0)
+a, b, c = torch.randn(300, 300), torch.randn(300, 150), torch.randn(150, 300)
+cases = [lambda: a @ b, lambda: b.t() @ a, lambda: a @ c.t(), lambda: torch.stack([a, -a]) @ b]
+for i, f in enumerate(cases):
+    want = f()
+    with torch.no_grad(), ember.eager():
+        got = f().cpu()
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3, msg=lambda m: f"case {i}: {m}")
+"""
+    env = {**os.environ, "EMBER_HOST_BLAS": "0"}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
 
 
 def test_attention_matches_eager_with_its_layouts() -> None:

@@ -127,9 +127,13 @@ impl Program {
             (rhs, rcs, rrs) = (dst, 1, n as isize);
             pack = Some(buf);
         }
-        let one = |bi: usize, par: gemm::Parallelism| {
+        // Rows `rows` and columns `cols` of product `bi`.
+        let part = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>, par: gemm::Parallelism| {
             let (lo, ro) = batch_offsets(bi, &batch, &lbs, &rbs);
-            let oo = bi * m * n;
+            let (lo, ro) = (lo + rows.start as isize * lrs, ro + cols.start as isize * rcs);
+            let oo = bi * m * n + rows.start * n + cols.start;
+            let (pm, pn) = (rows.len(), cols.len());
+            // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb).
             unsafe {
                 let (dst, lhs, rhs) = (
                     (out as *mut u8).add(oo * es),
@@ -138,8 +142,8 @@ impl Program {
                 );
                 match dt {
                     DType::F32 => gemm::gemm(
-                        m,
-                        n,
+                        pm,
+                        pn,
                         k,
                         dst as *mut f32,
                         1,
@@ -159,8 +163,8 @@ impl Program {
                         par,
                     ),
                     _ => gemm::gemm(
-                        m,
-                        n,
+                        pm,
+                        pn,
                         k,
                         dst as *mut f64,
                         1,
@@ -182,10 +186,15 @@ impl Program {
                 }
             }
         };
+        let one = |bi: usize, par: gemm::Parallelism| part(bi, 0..m, 0..n, par);
         if nb > 1 && threads > 1 && (nb.is_multiple_of(threads) || nb >= 4 * threads) {
             // Many small products (attention's per-head GEMMs): one per task, no split inside,
             // so the pool synchronizes once instead of once per product.
             pool::for_each(nb, &|bi| one(bi, gemm::Parallelism::None));
+        } else if pool::host_openmp() && threads > 1 && m * n * k >= 1 << 22 {
+            // On torch's OpenMP team the crate's own rayon threads would contend with the team's
+            // spinning ones: blocks of the product, one per team thread.
+            split_over_pool(nb, m, n, threads, &|| {}, |bi, r, c| part(bi, r, c, gemm::Parallelism::None));
         } else {
             let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
             (0..nb).for_each(|bi| one(bi, par));
