@@ -200,9 +200,15 @@ def _size(s: Any) -> Any:
 
 def _view_chain(node: torch.fx.Node) -> tuple[torch.fx.Node, list[torch.fx.Node]]:
     """The node `node` is a view of (through view ops and the getitems of multi-output views)
-    and the view nodes from it to `node`, outermost last."""
+    and the view nodes from it to `node`, outermost last. A view of a complex value is not one:
+    Ember's outputs are real, so it is computed (a `view_as_real` of a complex product)."""
+
+    def complex_operand(n: torch.fx.Node) -> bool:
+        v = n.args[0].meta.get("val") if isinstance(n.args[0], torch.fx.Node) else None
+        return isinstance(v, torch.Tensor) and v.is_complex()
+
     chain = []
-    while node.op == "call_function":
+    while node.op == "call_function" and not complex_operand(node):
         if node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node) and getattr(node.args[0].target, "is_view", False):
             chain.append(node)
             node = node.args[0]
@@ -966,6 +972,9 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
     if rng.functional(gm):
         example_inputs = [*example_inputs, torch.zeros((), dtype=torch.int64)]
         return make_boxed_func(_Seeded(_compile_graph(gm, example_inputs, kind, check, target)))
+    if (real := _RealBoundary.of(gm, example_inputs)) is not None:
+        real.boxed = _compile_graph(real.gm, real.example_inputs, kind, check, target)
+        return make_boxed_func(real)
     original = _copy(gm)
     backward = kind == "backward"
     extern = {_target_name(n) for n in gm.graph.nodes if n.op == "call_function" and _target_name(n) in _EXTERN} if target == "cpu" else set()
@@ -1002,6 +1011,62 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
     elif isinstance(run, _Compiled) and run._direct:
         return run._run_fixed
     return make_boxed_func(run)
+
+
+class _RealBoundary:
+    """A graph with complex inputs or outputs (a complex64 RoPE buffer, TorchTitan's `freqs_cis`)
+    compiled with them as `torch.view_as_real` pairs, zero-copy both ways: the graph reads each
+    back with `view_as_complex` and returns `view_as_real`, which Ember's import rewrites into
+    real ops (compiler/src/frontend/complex.rs)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any], inputs: list[int], outputs: list[int]) -> None:
+        self.gm, self.example_inputs, self.inputs, self.outputs = gm, example_inputs, inputs, outputs
+        self.boxed: Callable[[list[Any]], Any] | None = None
+
+    @staticmethod
+    def of(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> "_RealBoundary | None":
+        aten = torch.ops.aten
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        output = next(n for n in gm.graph.nodes if n.op == "output")
+        outs = list(output.args[0])
+        cin = [i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor) and x.is_complex()]
+        cout = [i for i, o in enumerate(outs) if isinstance(o, torch.fx.Node) and isinstance(v := o.meta.get("val"), torch.Tensor) and v.is_complex()]
+        if not cin and not cout:
+            return None
+        gm = _copy(gm)
+        g = gm.graph
+        placeholders = [n for n in g.nodes if n.op == "placeholder"]
+        output = next(n for n in g.nodes if n.op == "output")
+        for i in cin:
+            p = placeholders[i]
+            val = p.meta.get("val")
+            with g.inserting_after(placeholders[-1]):
+                c = g.call_function(aten.view_as_complex.default, (p,))
+            p.replace_all_uses_with(c, delete_user_cb=lambda n: n is not c)
+            c.meta = {**p.meta}
+            if isinstance(val, torch.Tensor):
+                p.meta["val"] = torch.view_as_real(val)
+        outs = list(output.args[0])
+        for j in cout:
+            with g.inserting_before(output):
+                r = g.call_function(aten.view_as_real.default, (outs[j],))
+            r.meta = {**outs[j].meta, "val": torch.view_as_real(outs[j].meta["val"])}
+            outs[j] = r
+        output.args = (type(output.args[0])(outs),)
+        gm.recompile()
+        example_inputs = [torch.view_as_real(x) if i in cin else x for i, x in enumerate(example_inputs)]
+        return _RealBoundary(gm, example_inputs, cin, cout)
+
+    def __call__(self, *args: Any) -> Any:
+        args = list(args)
+        for i in self.inputs:
+            args[i] = torch.view_as_real(args[i])
+        out = self.boxed(args)
+        if self.outputs:
+            out = list(out)
+            for j in self.outputs:
+                out[j] = torch.view_as_complex(out[j])
+        return out
 
 
 class _Seeded:
