@@ -207,6 +207,21 @@ fn bad_inputs_give_clear_errors() {
         }),
     ));
 
+    // A runtime assertion the import cannot prove is refused: `lengths.max().item() <= 7` where
+    // a length counts 8 tokens.
+    let asserts = read_entries(&testdata().join("import/asserts.pt2"));
+    cases.push((
+        "unprovable_assert",
+        Box::new(move |p: &Path| {
+            let mut e = asserts.clone();
+            edit_model(&mut e, |j| {
+                let le = nodes(j).iter_mut().find(|n| n["target"] == "_operator.le").unwrap();
+                le["inputs"][1]["arg"] = serde_json::json!({"as_int": 7});
+            });
+            write_zip(p, &e)
+        }),
+    ));
+
     for (name, make) in &cases {
         let file = dir.join(format!("{name}.pt2"));
         make(&file);

@@ -7,6 +7,7 @@
 //! carried in types and attributes, which every target can evaluate from the input shapes.
 
 pub mod archive;
+mod asserts;
 mod complex;
 mod export_schema;
 
@@ -191,6 +192,12 @@ struct Importer<'a> {
     values: HashMap<String, Value>,
     /// Values holding complex numbers as (real, imaginary) pairs (complex.rs).
     complex: HashSet<Value>,
+    /// What runtime assertions are proven from (asserts.rs): input symbols' bounds, value ranges
+    /// of integer tensors, data-dependent symbols' ranges and the comparisons sym-bools name.
+    bounds: HashMap<String, ember_ir::sym::Bounds>,
+    ranges: HashMap<Value, (i64, i64)>,
+    unbacked: HashMap<String, (i64, i64)>,
+    sym_bools: HashMap<String, (String, Vec<Json>)>,
 }
 
 impl<'a> Importer<'a> {
@@ -203,6 +210,10 @@ impl<'a> Importer<'a> {
             syms: HashMap::new(),
             values: HashMap::new(),
             complex: HashSet::new(),
+            bounds: HashMap::new(),
+            ranges: HashMap::new(),
+            unbacked: HashMap::new(),
+            sym_bools: HashMap::new(),
         }
     }
 
@@ -271,6 +282,7 @@ impl<'a> Importer<'a> {
         for (name, rc) in &self.ep.range_constraints {
             let min = rc.min_val.as_ref().and_then(|v| v.as_i64()).unwrap_or(0);
             let max = rc.max_val.as_ref().and_then(|v| v.as_i64()).filter(|&m| m < i64::MAX / 2);
+            self.bounds.insert(name.clone(), ember_ir::sym::Bounds { min, max });
             symbols.insert(
                 name.clone(),
                 Attr::Ints(match max {
@@ -552,6 +564,7 @@ impl<'a> Importer<'a> {
                 o.get("as_sym_int").is_some() || o.get("as_sym_float").is_some() || o.get("as_sym_bool").is_some()
             });
         if sym_outputs {
+            self.note_symbolic(node);
             for o in &node.outputs {
                 if let Some(n) = o.pointer("/as_sym_int/as_name").and_then(|n| n.as_str()) {
                     if !self.syms.contains_key(n) {
@@ -560,6 +573,9 @@ impl<'a> Importer<'a> {
                 }
             }
             return Ok(());
+        }
+        if node.target == "torch.ops.aten._assert_scalar.default" {
+            return self.assert_scalar(node).map_err(at);
         }
         let short = node.target.strip_prefix("torch.ops.").unwrap_or(&node.target);
         let short = short.strip_suffix(".default").unwrap_or(short);
@@ -680,6 +696,7 @@ impl<'a> Importer<'a> {
         let new = self.m.create_op(&data.name, data.operands, types, data.attrs, vec![], data.loc);
         let pos = self.m.block(block).ops.len();
         self.m.insert_op(block, pos, new);
+        self.note_range(new);
         let results = self.m.op(new).results.clone();
         for (n, v) in out_names.into_iter().zip(results) {
             if let Some(n) = n {

@@ -1,0 +1,166 @@
+//! Runtime assertions (`torch._check`, a user's `assert x.max().item() <= n`), which torch.export
+//! writes as `_assert_scalar` on a symbolic bool. No target checks a condition at run time, so
+//! the import proves each one from what it knows, or refuses the graph: an assertion it dropped
+//! unproven could let a wrong result through where eager would have raised.
+//!
+//! What is known: the bounds of the input symbols (`range_constraints` of sizes), and the value
+//! range of integer and bool tensors, followed through the few ops that matter (a bool is 0 or
+//! 1, a sum of n values in [lo, hi] is in [n·lo, n·hi], max/min, casts and views keep it), which
+//! `_local_scalar_dense` (`.item()`) hands to the data-dependent symbol it defines. Torch's own
+//! bounds of data-dependent symbols are not used: they assume the assertions hold.
+
+use super::{Importer, Node};
+use ember_ir::attr::Attr;
+use ember_ir::module::Value;
+use ember_ir::sym::{Bounds, SymExpr};
+use ember_ir::types::DType;
+use serde_json::Value as Json;
+
+type R<T> = Result<T, String>;
+
+impl Importer<'_> {
+    /// Records what a sym-bool or `.item()` node means; the node itself becomes nothing.
+    pub(super) fn note_symbolic(&mut self, node: &Node) {
+        if node.target == "torch.ops.aten._local_scalar_dense.default" {
+            let input = node.inputs.first().and_then(|a| a.arg.pointer("/as_tensor/name")).and_then(|n| n.as_str());
+            let range = input.and_then(|n| self.values.get(n)).and_then(|v| self.ranges.get(v)).copied();
+            let out = node.outputs.first().and_then(|o| o.pointer("/as_sym_int/as_name")).and_then(|n| n.as_str());
+            if let (Some((lo, hi)), Some(SymExpr::Sym(u))) = (range, out.and_then(|n| self.syms.get(n))) {
+                self.unbacked.insert(u.clone(), (lo, hi));
+            }
+            return;
+        }
+        if let Some(name) =
+            node.outputs.first().and_then(|o| o.pointer("/as_sym_bool/as_name")).and_then(|n| n.as_str())
+        {
+            let args = node.inputs.iter().map(|a| a.arg.clone()).collect();
+            self.sym_bools.insert(name.to_string(), (node.target.clone(), args));
+        }
+    }
+
+    /// `_assert_scalar(cond, msg)`: nothing when `cond` is proven, else an error.
+    pub(super) fn assert_scalar(&self, node: &Node) -> R<()> {
+        let cond = node.inputs.first().map(|a| &a.arg).ok_or("has no condition")?;
+        if cond.pointer("/as_sym_bool/as_bool").and_then(|b| b.as_bool()) == Some(true)
+            || cond.get("as_bool").and_then(|b| b.as_bool()) == Some(true)
+        {
+            return Ok(());
+        }
+        let msg = node.inputs.get(1).and_then(|a| a.arg.get("as_string")).and_then(|s| s.as_str()).unwrap_or("");
+        let torch_text = msg.trim_start_matches("Runtime assertion failed for expression ").split(" on node").next();
+        let unproven = |what: &str, why: &str| {
+            format!(
+                "the runtime assertion `{what}` cannot be proven at compile time ({why}); no Ember target checks \
+                 conditions at run time, so the graph is refused rather than run unchecked"
+            )
+        };
+        let torch_what = torch_text.unwrap_or("?");
+        let comparison = cond
+            .pointer("/as_sym_bool/as_name")
+            .and_then(|n| n.as_str())
+            .and_then(|n| self.sym_bools.get(n))
+            .ok_or_else(|| unproven(torch_what, "its condition is not a comparison Ember reads"))?;
+        let (target, args) = comparison;
+        let sign = match target.as_str() {
+            "_operator.le" => "<=",
+            "_operator.lt" => "<",
+            "_operator.ge" => ">=",
+            "_operator.gt" => ">",
+            "_operator.eq" => "==",
+            "_operator.ne" => "!=",
+            _ => return Err(unproven(torch_what, &format!("its condition is `{target}`"))),
+        };
+        let operands: Option<Vec<SymExpr>> = args.iter().map(|j| self.sym_operand(j)).collect();
+        let Some([a, b]) = operands.and_then(|v| <[SymExpr; 2]>::try_from(v).ok()) else {
+            return Err(unproven(torch_what, "an operand is not an integer"));
+        };
+        let what = format!("{a} {sign} {b}");
+        let (al, ah) = self.interval(&a).ok_or_else(|| unproven(&what, &format!("`{a}` has no known bounds")))?;
+        let (bl, bh) = self.interval(&b).ok_or_else(|| unproven(&what, &format!("`{b}` has no known bounds")))?;
+        let holds = match sign {
+            "<=" => ah <= bl,
+            "<" => ah < bl,
+            ">=" => al >= bh,
+            ">" => al > bh,
+            "==" => al == ah && bl == bh && al == bl,
+            _ => ah < bl || bh < al,
+        };
+        if holds {
+            return Ok(());
+        }
+        Err(unproven(&what, &format!("`{a}` is within [{al}, {ah}] and `{b}` within [{bl}, {bh}]")))
+    }
+
+    fn sym_operand(&self, j: &Json) -> Option<SymExpr> {
+        if let Some(i) = j.get("as_int").and_then(|v| v.as_i64()) {
+            return Some(SymExpr::Const(i));
+        }
+        let name = j.pointer("/as_sym_int/as_name").and_then(|n| n.as_str())?;
+        self.syms.get(name).cloned()
+    }
+
+    /// Inclusive bounds of `e` over its symbols' ranges, for non-negative symbols only (the
+    /// bound arithmetic of `SymExpr` assumes sizes).
+    fn interval(&self, e: &SymExpr) -> Option<(i64, i64)> {
+        let mut names = Vec::new();
+        e.symbols(&mut names);
+        let bounds = |s: &str| -> Option<Bounds> {
+            match self.unbacked.get(s) {
+                Some(&(lo, hi)) => Some(Bounds { min: lo, max: Some(hi) }),
+                None if s.starts_with('u') => None,
+                None => self.bounds.get(s).copied(),
+            }
+        };
+        if names.iter().any(|s| bounds(s).is_none_or(|b| b.min < 0)) {
+            return None;
+        }
+        Some((e.lower_bound(&bounds), e.upper_bound(&bounds)?))
+    }
+
+    /// The value range of an integer or bool result, where the op keeps one (see the module doc).
+    pub(super) fn note_range(&mut self, op: ember_ir::OpId) {
+        let o = self.m.op(op).clone();
+        for (i, &r) in o.results.iter().enumerate() {
+            let Some(t) = self.m.ty(r).tensor() else { continue };
+            let range = match t.dtype {
+                DType::Bool => Some((0, 1)),
+                d if d.is_int() => self.range_rule(&o.name, &o.operands, &o.attrs, i),
+                _ => None,
+            };
+            if let Some(range) = range {
+                self.ranges.insert(r, range);
+            }
+        }
+    }
+
+    fn range_rule(
+        &self,
+        name: &str,
+        operands: &[Value],
+        attrs: &ember_ir::module::Attrs,
+        result: usize,
+    ) -> Option<(i64, i64)> {
+        let of = |v: &Value| self.ranges.get(v).copied();
+        let first = operands.first().and_then(of);
+        let op = name.strip_prefix("torch.aten.")?;
+        match op {
+            "_to_copy" | "clone" | "alias" | "view" | "_unsafe_view" | "reshape" | "expand" | "permute"
+            | "slice.Tensor" | "select.int" | "unsqueeze" | "squeeze.dim" | "squeeze.dims" | "max" | "min" | "amax"
+            | "amin" => first,
+            "max.dim" | "min.dim" if result == 0 => first,
+            "sum.dim_IntList" => {
+                let (lo, hi) = first?;
+                let t = self.m.ty(operands[0]).tensor()?;
+                let dims: Vec<usize> = match attrs.get("dim").and_then(Attr::as_ints) {
+                    Some(d) if !d.is_empty() => {
+                        d.iter().map(|&d| if d < 0 { d + t.rank() as i64 } else { d } as usize).collect()
+                    }
+                    _ => (0..t.rank()).collect(),
+                };
+                let n = dims.iter().try_fold(1i64, |n, &d| n.checked_mul(t.dims.get(d)?.as_const()?))?;
+                Some((lo.checked_mul(n)?, hi.checked_mul(n)?))
+            }
+            _ => None,
+        }
+    }
+}

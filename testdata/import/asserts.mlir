@@ -1,0 +1,1 @@
+// RUN: import import/asserts.pt2
