@@ -221,6 +221,13 @@ def build_hf(spec: dict[str, Any]) -> tuple[Any, tuple[Any, ...]]:
     if n > MAX_PARAMS:
         raise BuildError(f"{n / 1e6:.0f}M parameters after shrinking the config (limit {MAX_PARAMS / 1e6:.0f}M)")
     model = cls(config).eval()
+    # A matrix initialized to zeros (AfMoE's router) makes every routing score tie, and torch's
+    # topk orders ties unspecified (CPU: experts [2, 3] of four equal scores), so no compiler
+    # could be compared with it: such matrices get random values, as a trained model's are.
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and p.is_floating_point() and not p.any():
+                p.normal_(0.0, 0.02)
     vocab = getattr(config, "vocab_size", None) or 256
     ids = lambda: torch.randint(0, min(vocab, 256), (1, TEXT_LEN))  # noqa: E731
     main = getattr(model, "main_input_name", "input_ids")

@@ -69,7 +69,18 @@ def eval_float64(spec: dict[str, Any], npz: Path, out: Path) -> dict[str, Any]:
     args = [a.double() if a.is_floating_point() else a for a in args]
     if spec["family"] == "tv detection":  # its inputs are a list of images (flattened in the .npz)
         args = [args]
-    with torch.no_grad():
+    class Widen(torch.overrides.TorchFunctionMode):
+        """Every float32 operand widened: a model that makes float32 values of its own
+        (RAFT's `coords_grid(...).float()`) would otherwise mix them with float64 ones."""
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            def wide(t):
+                return t.double() if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t
+
+            args, kwargs = pytree.tree_map(wide, (args, kwargs or {}))
+            return func(*args, **kwargs)
+
+    with torch.no_grad(), Widen():
         got = module(*args)
     leaves = [t for t in pytree.tree_leaves(got) if isinstance(t, torch.Tensor)]
     write_npz(out, {f"out{i}": t.detach().numpy() for i, t in enumerate(leaves)})
