@@ -12,7 +12,8 @@ DeepSeek-V2 write it (`polar`, `view_as_complex`, a broadcast complex product, `
 a complex64 buffer (TorchTitan's `freqs_cis`), `complex`, `real`/`imag`/`abs`/`angle`, `conj`,
 `exp`, complex +, -, *, / with complex, real-tensor and Python-number operands, casts both ways (with the dtype check torch.export writes),
 and the shape ops (reshape, permute, transpose, unsqueeze, squeeze, select, slice, cat, stack,
-expand, index) and sum/mean with negative dims. `tools/tests/cpu/mod.rs`
+expand, index), sum/mean with negative dims, and FFTs (complex and real input, one-sided, each
+normalization, FNet's two-dim mixing) as products with the transform's cos and sin matrices. `tools/tests/cpu/mod.rs`
 (`complex_ops_match_eager`) compiles the archive for the CPU and compares;
 `tools/python/tests/test_tpu.py` runs it on XLA.
 """
@@ -51,7 +52,13 @@ class ComplexOps(torch.nn.Module):
         picked = torch.view_as_real(torch.stack([z[1, :4], z[:, 2], z[pos[:2].long()][0, 1:]], dim=-1))
         sums = torch.view_as_real(torch.stack([z.sum(-1), z.mean(dim=-1), z.sum(0)[:4]]))
         casts = torch.view_as_real(a.to(torch.complex64) * z.to(torch.complex64)).sum(-1)
-        return rope, buffered, arith, parts, shaped, picked, sums, casts, z.squeeze(0).real
+        spectra = (
+            torch.view_as_real(torch.fft.fft2(z)),  # complex to complex over two dims
+            torch.view_as_real(torch.fft.rfft(a, norm="ortho")),  # real to complex, one-sided
+            torch.view_as_real(torch.fft.ifft(torch.fft.fft(a, dim=0), dim=0, norm="forward")),
+            torch.fft.fft(torch.fft.fft(x, dim=-1), dim=-2).real,  # FNet's token mixing
+        )
+        return rope, buffered, arith, parts, shaped, picked, sums, casts, z.squeeze(0).real, *spectra
 
 
 def make():

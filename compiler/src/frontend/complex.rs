@@ -39,6 +39,8 @@ pub fn pair_type(mut dims: Vec<SymExpr>, part: DType) -> TensorType {
 pub const SUPPORTED: &[&str] = &[
     "_assert_tensor_metadata",
     "_conj",
+    "_fft_c2c",
+    "_fft_r2c",
     "_neg_view",
     "_to_copy",
     "_unsafe_view",
@@ -210,6 +212,35 @@ impl Importer<'_> {
                         self.tt(a).dtype.torch_name()
                     )),
                 }
+            }
+            "_fft_r2c" | "_fft_c2c" => {
+                let x = self.operand(at, "self")?;
+                let r2c = name == "_fft_r2c";
+                let rank = self.tt(x).rank() as i64 - (!r2c) as i64;
+                let mut dims =
+                    self.attr(at, "dim")?.and_then(|a| a.as_ints().map(<[i64]>::to_vec)).ok_or("missing `dim`")?;
+                for d in dims.iter_mut() {
+                    *d = norm(*d, rank)?;
+                }
+                let scale_mode = self.attr(at, "normalization")?.and_then(|a| a.as_int()).unwrap_or(0);
+                let forward = r2c || self.attr(at, "forward")?.and_then(|a| a.as_int()).unwrap_or(1) != 0;
+                let onesided = r2c && self.attr(at, "onesided")?.and_then(|a| a.as_int()).unwrap_or(0) != 0;
+                // The last dim first: a one-sided transform halves it, as torch's does.
+                let (mut re, mut im) = if r2c {
+                    (x, None)
+                } else {
+                    let (r, i) = self.parts(at, x)?;
+                    (r, Some(i))
+                };
+                for (i, &d) in dims.iter().rev().enumerate() {
+                    let half = onesided && i == 0;
+                    (re, im) = self.dft(at, re, im, d as usize, forward, half, scale_mode)?;
+                }
+                let im = match im {
+                    Some(im) => im,
+                    None => self.emit(at, "zeros_like", vec![vec![re]], vec![])?,
+                };
+                one(self.pair(at, re, im)?)
             }
             "view_as_complex" => {
                 let x = self.operand(at, "self")?;
@@ -568,6 +599,109 @@ impl Importer<'_> {
             self.emit(at, "unsqueeze", vec![vec![r]], vec![("dim", Attr::Int(-1))])?
         };
         self.bin(at, name, z, r)
+    }
+
+    /// The discrete Fourier transform of (re, im) along `dim` as two products with the cos and
+    /// sin matrices of the transform (exact angles: j·k is reduced mod n in integers first).
+    /// `half` keeps the n/2 + 1 non-redundant outputs of a real signal; `scale_mode` is torch's
+    /// fft_norm_mode (0 none, 1 1/√n, 2 1/n).
+    #[allow(clippy::too_many_arguments)]
+    fn dft(
+        &mut self,
+        at: &At,
+        re: Value,
+        im: Option<Value>,
+        dim: usize,
+        forward: bool,
+        half: bool,
+        scale_mode: i64,
+    ) -> R<(Value, Option<Value>)> {
+        let t = self.tt(re);
+        let n =
+            t.dims[dim].as_const().ok_or_else(|| format!("an FFT over dim {dim} of symbolic size {}", t.dims[dim]))?;
+        let m = if half { n / 2 + 1 } else { n };
+        let last = t.rank() as i64 - 1;
+        let to_last = |s: &mut Self, v: Value| -> R<Value> {
+            if dim as i64 == last {
+                return Ok(v);
+            }
+            s.emit(at, "transpose.int", vec![vec![v]], vec![("dim0", Attr::Int(dim as i64)), ("dim1", Attr::Int(last))])
+        };
+        let (re, im) = (
+            to_last(self, re)?,
+            match im {
+                Some(i) => Some(to_last(self, i)?),
+                None => None,
+            },
+        );
+        let int = |v: i64| Attr::Int(v);
+        let j = self.emit(
+            at,
+            "arange.start_step",
+            vec![],
+            vec![("start", int(0)), ("end", int(n)), ("dtype", Attr::DType(DType::I64))],
+        )?;
+        let k = self.emit(
+            at,
+            "arange.start_step",
+            vec![],
+            vec![("start", int(0)), ("end", int(m)), ("dtype", Attr::DType(DType::I64))],
+        )?;
+        let j = self.emit(at, "unsqueeze", vec![vec![j]], vec![("dim", int(1))])?;
+        let jk = self.bin(at, "mul.Tensor", j, k)?;
+        let jk = self.emit(at, "remainder.Scalar", vec![vec![jk]], vec![("other", int(n))])?;
+        let part = t.dtype;
+        let jk = self.convert(at, jk, part)?;
+        let turn = 2.0 * std::f64::consts::PI / n as f64;
+        let ang = self.emit(at, "mul.Scalar", vec![vec![jk]], vec![("other", Attr::Float(turn))])?;
+        let c = self.emit(at, "cos", vec![vec![ang]], vec![])?;
+        let s = self.emit(at, "sin", vec![vec![ang]], vec![])?;
+        // Forward: (re + i·im)(C − i·S); inverse: (re + i·im)(C + i·S).
+        let rc = self.times(at, re, c)?;
+        let rs = self.times(at, re, s)?;
+        let (mut out_re, mut out_im) = match im {
+            None => {
+                let im = if forward { self.emit(at, "neg", vec![vec![rs]], vec![])? } else { rs };
+                (rc, im)
+            }
+            Some(im) => {
+                let ic = self.times(at, im, c)?;
+                let is = self.times(at, im, s)?;
+                if forward {
+                    (self.bin(at, "add.Tensor", rc, is)?, self.bin(at, "sub.Tensor", ic, rs)?)
+                } else {
+                    (self.bin(at, "sub.Tensor", rc, is)?, self.bin(at, "add.Tensor", ic, rs)?)
+                }
+            }
+        };
+        let scale = match scale_mode {
+            0 => None,
+            1 => Some(1.0 / (n as f64).sqrt()),
+            2 => Some(1.0 / n as f64),
+            other => return Err(format!("FFT normalization mode {other} is not one torch defines")),
+        };
+        if let Some(f) = scale {
+            out_re = self.emit(at, "mul.Scalar", vec![vec![out_re]], vec![("other", Attr::Float(f))])?;
+            out_im = self.emit(at, "mul.Scalar", vec![vec![out_im]], vec![("other", Attr::Float(f))])?;
+        }
+        let back = |s: &mut Self, v: Value| -> R<Value> {
+            if dim as i64 == last {
+                return Ok(v);
+            }
+            s.emit(at, "transpose.int", vec![vec![v]], vec![("dim0", Attr::Int(dim as i64)), ("dim1", Attr::Int(last))])
+        };
+        Ok((back(self, out_re)?, Some(back(self, out_im)?)))
+    }
+
+    /// x[.., n] · w[n, m] as one `mm` over the flattened leading dims.
+    fn times(&mut self, at: &At, x: Value, w: Value) -> R<Value> {
+        let (xt, m) = (self.tt(x), self.tt(w).dims[1].clone());
+        let (lead, n) = xt.dims.split_at(xt.rank() - 1);
+        let rows = lead.iter().cloned().fold(SymExpr::Const(1), SymExpr::times);
+        let flat = self.emit(at, "view", vec![vec![x]], vec![("size", Attr::dims(vec![rows, n[0].clone()]))])?;
+        let y = self.bin(at, "mm", flat, w)?;
+        let shape: Vec<SymExpr> = lead.iter().cloned().chain([m]).collect();
+        self.emit(at, "view", vec![vec![y]], vec![("size", Attr::dims(shape))])
     }
 
     fn expand_to(&mut self, at: &At, x: Value, shape: &[SymExpr]) -> R<Value> {
