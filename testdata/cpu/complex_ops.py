@@ -12,7 +12,8 @@ DeepSeek-V2 write it (`polar`, `view_as_complex`, a broadcast complex product, `
 a complex64 buffer (TorchTitan's `freqs_cis`), `complex`, `real`/`imag`/`abs`/`angle`, `conj`,
 `exp`, complex +, -, *, / with complex, real-tensor and Python-number operands, casts both ways (with the dtype check torch.export writes),
 and the shape ops (reshape, permute, transpose, unsqueeze, squeeze, select, slice, cat, stack,
-expand, index), sum/mean with negative dims, and FFTs (complex and real input, one-sided, each
+expand, index), sum/mean with negative dims, casts to bool, `abs` where re² + im² over- or underflows,
+and FFTs (complex and real input, one-sided, each
 normalization, FNet's two-dim mixing) as products with the transform's cos and sin matrices. `tools/tests/cpu/mod.rs`
 (`complex_ops_match_eager`) compiles the archive for the CPU and compares;
 `tools/python/tests/test_tpu.py` runs it on XLA.
@@ -58,7 +59,12 @@ class ComplexOps(torch.nn.Module):
             torch.view_as_real(torch.fft.ifft(torch.fft.fft(a, dim=0), dim=0, norm="forward")),
             torch.fft.fft(torch.fft.fft(x, dim=-1), dim=-2).real,  # FNet's token mixing
         )
-        return rope, buffered, arith, parts, shaped, picked, sums, casts, z.squeeze(0).real, *spectra
+        # Non-zero when either part is; |z| where re^2 + im^2 overflows float32, and at 0.
+        bools = torch.complex(torch.zeros_like(a), (b > 0).float()).bool()
+        big = torch.complex(a * 1e30, b * 1e30).abs() * 1e-30
+        tiny = torch.complex(a * 1e-30, b * 1e-30).abs() * 1e30
+        zero = torch.complex(a * 0, b * 0).abs()
+        return rope, buffered, arith, parts, shaped, picked, sums, casts, z.squeeze(0).real, *spectra, bools, big, tiny, zero
 
 
 def make():

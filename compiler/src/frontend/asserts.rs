@@ -111,7 +111,7 @@ impl Importer<'_> {
                 None => self.bounds.get(s).copied(),
             }
         };
-        if names.iter().any(|s| bounds(s).is_none_or(|b| b.min < 0)) {
+        if names.iter().any(|s| bounds(s).is_none_or(|b| b.min < 0)) || !monotone(e) {
             return None;
         }
         Some((e.lower_bound(&bounds), e.upper_bound(&bounds)?))
@@ -127,7 +127,8 @@ impl Importer<'_> {
                 d if d.is_int() => self.range_rule(&o.name, &o.operands, &o.attrs, i),
                 _ => None,
             };
-            if let Some(range) = range {
+            // A range the result's dtype cannot hold wraps (a sum of 200 bools cast to int8).
+            if let Some(range) = range.filter(|&(lo, hi)| fits(t.dtype, lo, hi)) {
                 self.ranges.insert(r, range);
             }
         }
@@ -162,5 +163,54 @@ impl Importer<'_> {
             }
             _ => None,
         }
+    }
+}
+
+/// Whether `SymExpr`'s bounds are exact for `e` (its symbols non-negative): the bound of a sum,
+/// product, floor division or remainder by a positive constant, max or min grows with its
+/// operands' bounds. A negative factor (`-s0 + s1`) or a symbolic divisor reverses that.
+fn monotone(e: &SymExpr) -> bool {
+    match e {
+        SymExpr::Const(_) | SymExpr::Sym(_) => true,
+        SymExpr::Add(v) => v.iter().all(monotone),
+        SymExpr::Mul(v) => v.iter().all(|f| monotone(f) && f.as_const().is_none_or(|c| c >= 0)),
+        SymExpr::FloorDiv(a, b) | SymExpr::Mod(a, b) => monotone(a) && b.as_const().is_some_and(|c| c > 0),
+        SymExpr::Max(a, b) | SymExpr::Min(a, b) => monotone(a) && monotone(b),
+    }
+}
+
+/// Whether every integer in [lo, hi] is a value of `dtype`.
+fn fits(dtype: DType, lo: i64, hi: i64) -> bool {
+    let (min, max) = match dtype {
+        DType::Bool => (0, 1),
+        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+        DType::U8 => (0, u8::MAX as i64),
+        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+        DType::U16 => (0, u16::MAX as i64),
+        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        DType::U32 => (0, u32::MAX as i64),
+        DType::I64 => (i64::MIN, i64::MAX),
+        DType::U64 => (0, i64::MAX),
+        _ => return false,
+    };
+    min <= lo && hi <= max
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_used_only_where_they_are_exact() {
+        let e = |t: &str| SymExpr::parse(t).unwrap();
+        assert!(monotone(&e("2*s0 + s1 - 3")));
+        assert!(monotone(&e("s0//4")));
+        assert!(monotone(&e("Max(s0, 4)")));
+        // -s0 + s1 over s0, s1 in [2, 16]: the bounds helpers would say [0, 0].
+        assert!(!monotone(&e("-s0 + s1")));
+        assert!(!monotone(&e("s1//s0")));
+        assert!(fits(DType::I64, -5, 1 << 40) && fits(DType::U8, 0, 255));
+        // 200 bools summed and cast to int8 wrap: no range survives the cast.
+        assert!(!fits(DType::I8, 0, 200) && !fits(DType::U8, -1, 3) && !fits(DType::F32, 0, 1));
     }
 }

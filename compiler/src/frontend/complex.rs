@@ -97,22 +97,6 @@ struct At<'n> {
 impl Importer<'_> {
     /// Whether `node` reads or makes a complex value (or names a complex dtype).
     pub(super) fn touches_complex(&self, node: &Node) -> bool {
-        fn names(j: &Json, out: &mut Vec<String>) {
-            match j {
-                Json::Object(o) => {
-                    for (k, v) in o {
-                        if k == "name" {
-                            if let Some(s) = v.as_str() {
-                                out.push(s.to_string());
-                            }
-                        }
-                        names(v, out);
-                    }
-                }
-                Json::Array(a) => a.iter().for_each(|v| names(v, out)),
-                _ => {}
-            }
-        }
         let complex_code = |j: &Json| j.get("as_scalar_type").and_then(|c| c.as_i64()).and_then(complex_part);
         let mut read = Vec::new();
         for a in &node.inputs {
@@ -149,6 +133,11 @@ impl Importer<'_> {
             ));
         }
         let at = At { block, loc: loc.clone(), def, given };
+        // A result that is an operand itself (view_as_real of a pair) gets its own value, so
+        // marking it complex or real cannot change what the operand is.
+        let mut read = Vec::new();
+        node.inputs.iter().for_each(|a| names(&a.arg, &mut read));
+        let operands: Vec<Value> = read.iter().filter_map(|n| self.values.get(n).copied()).collect();
         let results = self.rewrite(&at, name)?;
         // Every result must have exactly the type torch recorded (as pairs where complex).
         let mut outs = Vec::new();
@@ -182,10 +171,7 @@ impl Importer<'_> {
                     if want.1 { " (complex, as pairs)" } else { "" }
                 ));
             }
-            // A result that is the operand itself (view_as_real of a pair) gets its own value, so
-            // marking it complex or real cannot change what the operand is.
-            let v =
-                if self.values.values().any(|&u| u == v) { self.emit(&at, "alias", vec![vec![v]], vec![])? } else { v };
+            let v = if operands.contains(&v) { self.emit(&at, "alias", vec![vec![v]], vec![])? } else { v };
             if want.1 {
                 self.complex.insert(v);
             }
@@ -233,8 +219,8 @@ impl Importer<'_> {
                     (r, Some(i))
                 };
                 for (i, &d) in dims.iter().rev().enumerate() {
-                    let half = onesided && i == 0;
-                    (re, im) = self.dft(at, re, im, d as usize, forward, half, scale_mode)?;
+                    let (r, j) = self.dft(at, re, im, d as usize, forward, onesided && i == 0, scale_mode)?;
+                    (re, im) = (r, Some(j));
                 }
                 let im = match im {
                     Some(im) => im,
@@ -274,12 +260,23 @@ impl Importer<'_> {
                 one(self.part(at, z, (name == "imag") as i64)?)
             }
             "abs" => {
+                // hypot(re, im) as torch computes it: m·sqrt(1 + (n/m)²) with m = max(|re|, |im|)
+                // and n the other, so neither overflows nor underflows where |z| is finite and
+                // normal; 0 at 0 and inf where either part is.
                 let z = self.complex_operand(at, "self")?;
                 let (re, im) = self.parts(at, z)?;
-                let rr = self.bin(at, "mul.Tensor", re, re)?;
-                let ii = self.bin(at, "mul.Tensor", im, im)?;
-                let s = self.bin(at, "add.Tensor", rr, ii)?;
-                one(self.emit(at, "sqrt", vec![vec![s]], vec![])?)
+                let (re, im) =
+                    (self.emit(at, "abs", vec![vec![re]], vec![])?, self.emit(at, "abs", vec![vec![im]], vec![])?);
+                let (m, n) = (self.bin(at, "maximum", re, im)?, self.bin(at, "minimum", re, im)?);
+                let q = self.bin(at, "div.Tensor", n, m)?;
+                let qq = self.bin(at, "mul.Tensor", q, q)?;
+                let one_plus = self.emit(at, "add.Scalar", vec![vec![qq]], vec![("other", Attr::Float(1.0))])?;
+                let root = self.emit(at, "sqrt", vec![vec![one_plus]], vec![])?;
+                let h = self.bin(at, "mul.Tensor", m, root)?;
+                let zero = self.emit(at, "eq.Scalar", vec![vec![m]], vec![("other", Attr::Float(0.0))])?;
+                let h = self.emit(at, "where.self", vec![vec![zero], vec![m], vec![h]], vec![])?;
+                let inf = self.emit(at, "isinf", vec![vec![m]], vec![])?;
+                one(self.emit(at, "where.self", vec![vec![inf], vec![m], vec![h]], vec![])?)
             }
             "angle" => {
                 let z = self.complex_operand(at, "self")?;
@@ -459,7 +456,14 @@ impl Importer<'_> {
                     // torch drops the imaginary part (with a warning).
                     (true, None, Some(c)) => {
                         let dt = super::serde_dtype(c).ok_or_else(|| format!("dtype code {c} is not supported"))?;
-                        let re = self.part(at, x, 0)?;
+                        let (re, im) = self.parts(at, x)?;
+                        if dt == DType::Bool {
+                            // Non-zero if either part is.
+                            let zero = Attr::Float(0.0);
+                            let r = self.emit(at, "ne.Scalar", vec![vec![re]], vec![("other", zero.clone())])?;
+                            let i = self.emit(at, "ne.Scalar", vec![vec![im]], vec![("other", zero)])?;
+                            return one(self.bin(at, "logical_or", r, i)?);
+                        }
                         one(self.convert(at, re, dt)?)
                     }
                     (false, Some(part), _) => one(self.promote(at, x, part)?),
@@ -615,38 +619,31 @@ impl Importer<'_> {
         forward: bool,
         half: bool,
         scale_mode: i64,
-    ) -> R<(Value, Option<Value>)> {
+    ) -> R<(Value, Value)> {
         let t = self.tt(re);
         let n =
             t.dims[dim].as_const().ok_or_else(|| format!("an FFT over dim {dim} of symbolic size {}", t.dims[dim]))?;
         let m = if half { n / 2 + 1 } else { n };
         let last = t.rank() as i64 - 1;
-        let to_last = |s: &mut Self, v: Value| -> R<Value> {
+        // Moves `dim` last and back (a transpose is its own inverse).
+        let swap = |s: &mut Self, v: Value| -> R<Value> {
             if dim as i64 == last {
                 return Ok(v);
             }
             s.emit(at, "transpose.int", vec![vec![v]], vec![("dim0", Attr::Int(dim as i64)), ("dim1", Attr::Int(last))])
         };
-        let (re, im) = (
-            to_last(self, re)?,
-            match im {
-                Some(i) => Some(to_last(self, i)?),
-                None => None,
-            },
-        );
+        let re = swap(self, re)?;
+        let im = im.map(|i| swap(self, i)).transpose()?;
         let int = |v: i64| Attr::Int(v);
-        let j = self.emit(
-            at,
-            "arange.start_step",
-            vec![],
-            vec![("start", int(0)), ("end", int(n)), ("dtype", Attr::DType(DType::I64))],
-        )?;
-        let k = self.emit(
-            at,
-            "arange.start_step",
-            vec![],
-            vec![("start", int(0)), ("end", int(m)), ("dtype", Attr::DType(DType::I64))],
-        )?;
+        let arange = |s: &mut Self, end: i64| {
+            s.emit(
+                at,
+                "arange.start_step",
+                vec![],
+                vec![("start", int(0)), ("end", int(end)), ("dtype", Attr::DType(DType::I64))],
+            )
+        };
+        let (j, k) = (arange(self, n)?, arange(self, m)?);
         let j = self.emit(at, "unsqueeze", vec![vec![j]], vec![("dim", int(1))])?;
         let jk = self.bin(at, "mul.Tensor", j, k)?;
         let jk = self.emit(at, "remainder.Scalar", vec![vec![jk]], vec![("other", int(n))])?;
@@ -684,13 +681,7 @@ impl Importer<'_> {
             out_re = self.emit(at, "mul.Scalar", vec![vec![out_re]], vec![("other", Attr::Float(f))])?;
             out_im = self.emit(at, "mul.Scalar", vec![vec![out_im]], vec![("other", Attr::Float(f))])?;
         }
-        let back = |s: &mut Self, v: Value| -> R<Value> {
-            if dim as i64 == last {
-                return Ok(v);
-            }
-            s.emit(at, "transpose.int", vec![vec![v]], vec![("dim0", Attr::Int(dim as i64)), ("dim1", Attr::Int(last))])
-        };
-        Ok((back(self, out_re)?, Some(back(self, out_im)?)))
+        Ok((swap(self, out_re)?, swap(self, out_im)?))
     }
 
     /// x[.., n] · w[n, m] as one `mm` over the flattened leading dims.
@@ -709,6 +700,24 @@ impl Importer<'_> {
             return Ok(x);
         }
         self.emit(at, "expand", vec![vec![x]], vec![("size", Attr::dims(shape.to_vec()))])
+    }
+}
+
+/// The tensor names a node argument or output refers to.
+fn names(j: &Json, out: &mut Vec<String>) {
+    match j {
+        Json::Object(o) => {
+            for (k, v) in o {
+                if k == "name" {
+                    if let Some(s) = v.as_str() {
+                        out.push(s.to_string());
+                    }
+                }
+                names(v, out);
+            }
+        }
+        Json::Array(a) => a.iter().for_each(|v| names(v, out)),
+        _ => {}
     }
 }
 

@@ -204,7 +204,7 @@ def _view_chain(node: torch.fx.Node) -> tuple[torch.fx.Node, list[torch.fx.Node]
     Ember's outputs are real, so it is computed (a `view_as_real` of a complex product)."""
 
     def complex_operand(n: torch.fx.Node) -> bool:
-        v = n.args[0].meta.get("val") if isinstance(n.args[0], torch.fx.Node) else None
+        v = n.args[0].meta.get("val") if n.args and isinstance(n.args[0], torch.fx.Node) else None
         return isinstance(v, torch.Tensor) and v.is_complex()
 
     chain = []
@@ -1060,7 +1060,8 @@ class _RealBoundary:
     def __call__(self, *args: Any) -> Any:
         args = list(args)
         for i in self.inputs:
-            args[i] = torch.view_as_real(args[i])
+            # A lazily conjugated input (`z.conj()`) is materialized: its memory is not its value.
+            args[i] = torch.view_as_real(args[i].resolve_conj())
         out = self.boxed(args)
         if self.outputs:
             out = list(out)
