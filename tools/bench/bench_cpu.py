@@ -336,7 +336,7 @@ def plot(panels: list[tuple[str, list[dict]]], path: Path) -> None:
 
 def ember_extension() -> str:
     """Which build of the extension torch.compile uses (per-call overhead depends on it)."""
-    p = subprocess.run([sys.executable, "-c", "import ember, ember._ember as e; print(e.__file__)"],
+    p = subprocess.run([sys.executable, "-c", "import ember, ember._ember as e; print(f'{e.__file__} ({e.build_profile()} build)')"],
                        capture_output=True, text=True)
     return p.stdout.strip() or "not importable: " + first_error_line(p.stderr)
 

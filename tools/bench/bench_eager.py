@@ -294,14 +294,8 @@ def write(path, rows, load0, load1):
 
 
 def ember_build() -> str:
-    import filecmp
-
     so = Path(ember.__file__).parent / "_ember.abi3.so"
-    for profile in ("release", "debug"):
-        built = ROOT / "target" / profile / "lib_ember.so"
-        if built.exists() and filecmp.cmp(so, built, shallow=False):
-            return f"`{profile}` build (target/{profile}/lib_ember.so)"
-    return f"{so} (not the workspace's own build)"
+    return f"`{ember._native().build_profile()}` build ({so})"
 
 
 if __name__ == "__main__":

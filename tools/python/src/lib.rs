@@ -266,6 +266,17 @@ fn set_host_blas(sgemm: usize, dgemm: usize, threads_local: usize) -> PyResult<b
     Ok(unsafe { ember_compiler::runtime::set_host_blas(sgemm, dgemm, threads_local) })
 }
 
+/// How this extension was built: "release" (the wheel, `maturin develop --release`) or "debug"
+/// (`make setup`'s `maturin develop`: optimized, with debug assertions). Benchmarks record it.
+#[pyfunction]
+fn build_profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
+
 /// Whether the CPU runtime's GEMM steps run on a registered host BLAS.
 #[pyfunction]
 fn host_blas() -> bool {
@@ -440,6 +451,7 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_host_openmp, m)?)?;
     m.add_function(wrap_pyfunction!(host_openmp, m)?)?;
     m.add_function(wrap_pyfunction!(host_blas, m)?)?;
+    m.add_function(wrap_pyfunction!(build_profile, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
