@@ -13,7 +13,7 @@ a complex64 buffer (TorchTitan's `freqs_cis`), `complex`, `real`/`imag`/`abs`/`a
 `exp`, complex +, -, *, / with complex, real-tensor and Python-number operands, casts both ways (with the dtype check torch.export writes),
 and the shape ops (reshape, permute, transpose, unsqueeze, squeeze, select, slice, cat, stack,
 expand, index), sum/mean with negative dims, casts to bool, `abs` where re² + im² over- or underflows,
-and FFTs (complex and real input, one-sided, each
+and FFTs (complex and real input, one-sided, complex to real, each
 normalization, FNet's two-dim mixing) as products with the transform's cos and sin matrices. `tools/tests/cpu/mod.rs`
 (`complex_ops_match_eager`) compiles the archive for the CPU and compares;
 `tools/python/tests/test_tpu.py` runs it on XLA.
@@ -58,6 +58,9 @@ class ComplexOps(torch.nn.Module):
             torch.view_as_real(torch.fft.rfft(a, norm="ortho")),  # real to complex, one-sided
             torch.view_as_real(torch.fft.ifft(torch.fft.fft(a, dim=0), dim=0, norm="forward")),
             torch.fft.fft(torch.fft.fft(x, dim=-1), dim=-2).real,  # FNet's token mixing
+            torch.fft.irfft(torch.fft.rfft(a), n=5),  # complex to real, odd length
+            torch.fft.irfft2(z[:, :3], s=(4, 4), norm="ortho"),  # two dims, even length
+            torch.fft.hfft(z[0, :3], n=4),
         )
         # Non-zero when either part is; |z| where re^2 + im^2 overflows float32, and at 0.
         bools = torch.complex(torch.zeros_like(a), (b > 0).float()).bool()

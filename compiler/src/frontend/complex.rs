@@ -40,6 +40,7 @@ pub const SUPPORTED: &[&str] = &[
     "_assert_tensor_metadata",
     "_conj",
     "_fft_c2c",
+    "_fft_c2r",
     "_fft_r2c",
     "_neg_view",
     "_to_copy",
@@ -198,6 +199,28 @@ impl Importer<'_> {
                         self.tt(a).dtype.torch_name()
                     )),
                 }
+            }
+            "_fft_c2r" => {
+                // A complex-to-complex inverse over every dim but the last, then the real inverse
+                // of a Hermitian signal over the last (pocketfft's order, which torch uses).
+                let z = self.complex_operand(at, "self")?;
+                let rank = self.tt(z).rank() as i64 - 1;
+                let mut dims =
+                    self.attr(at, "dim")?.and_then(|a| a.as_ints().map(<[i64]>::to_vec)).ok_or("missing `dim`")?;
+                for d in dims.iter_mut() {
+                    *d = norm(*d, rank)?;
+                }
+                let last = dims.pop().ok_or("`_fft_c2r` over no dim")?;
+                let scale_mode = self.attr(at, "normalization")?.and_then(|a| a.as_int()).unwrap_or(0);
+                let len = self
+                    .attr(at, "last_dim_size")?
+                    .and_then(|a| a.as_int())
+                    .ok_or("`_fft_c2r` with a symbolic `last_dim_size`")?;
+                let (mut re, mut im) = self.parts(at, z)?;
+                for &d in dims.iter().rev() {
+                    (re, im) = self.dft(at, re, Some(im), d as usize, false, false, scale_mode)?;
+                }
+                one(self.hermitian_inverse(at, re, im, last as usize, len, scale_mode)?)
             }
             "_fft_r2c" | "_fft_c2c" => {
                 let x = self.operand(at, "self")?;
@@ -682,6 +705,65 @@ impl Importer<'_> {
             out_im = self.emit(at, "mul.Scalar", vec![vec![out_im]], vec![("other", Attr::Float(f))])?;
         }
         Ok((swap(self, out_re)?, swap(self, out_im)?))
+    }
+
+    /// The real signal of length `len` whose one-sided spectrum (`len`/2 + 1 values) is
+    /// (re, im) along `dim`: x_t = Σ_k w_k (re_k cos 2πkt/len − im_k sin 2πkt/len), w_k = 1 for
+    /// k = 0 and k = len/2 (even `len`), 2 for the frequencies whose conjugates are implied.
+    fn hermitian_inverse(&mut self, at: &At, re: Value, im: Value, dim: usize, len: i64, scale_mode: i64) -> R<Value> {
+        let t = self.tt(re);
+        let n =
+            t.dims[dim].as_const().ok_or_else(|| format!("an FFT over dim {dim} of symbolic size {}", t.dims[dim]))?;
+        if len < 1 || n != len / 2 + 1 {
+            return Err(format!("`_fft_c2r` to {len} values from {n} frequencies (needs {})", len / 2 + 1));
+        }
+        let last = t.rank() as i64 - 1;
+        let swap = |s: &mut Self, v: Value| -> R<Value> {
+            if dim as i64 == last {
+                return Ok(v);
+            }
+            s.emit(at, "transpose.int", vec![vec![v]], vec![("dim0", Attr::Int(dim as i64)), ("dim1", Attr::Int(last))])
+        };
+        let (re, im) = (swap(self, re)?, swap(self, im)?);
+        let int = |v: i64| Attr::Int(v);
+        let arange = |s: &mut Self, end: i64| {
+            s.emit(
+                at,
+                "arange.start_step",
+                vec![],
+                vec![("start", int(0)), ("end", int(end)), ("dtype", Attr::DType(DType::I64))],
+            )
+        };
+        let (k, j) = (arange(self, n)?, arange(self, len)?);
+        let kc = self.emit(at, "unsqueeze", vec![vec![k]], vec![("dim", int(1))])?;
+        let kj = self.bin(at, "mul.Tensor", kc, j)?;
+        let kj = self.emit(at, "remainder.Scalar", vec![vec![kj]], vec![("other", int(len))])?;
+        let kj = self.convert(at, kj, t.dtype)?;
+        let turn = 2.0 * std::f64::consts::PI / len as f64;
+        let ang = self.emit(at, "mul.Scalar", vec![vec![kj]], vec![("other", Attr::Float(turn))])?;
+        // w = 2 − [k = 0] − [k = len/2 for even len], as a column.
+        let mut w = self.emit(at, "ne.Scalar", vec![vec![kc]], vec![("other", int(0))])?;
+        if len % 2 == 0 {
+            let mid = self.emit(at, "ne.Scalar", vec![vec![kc]], vec![("other", int(len / 2))])?;
+            w = self.bin(at, "logical_and", w, mid)?;
+        }
+        let w = self.convert(at, w, t.dtype)?;
+        let w = self.emit(at, "add.Scalar", vec![vec![w]], vec![("other", Attr::Float(1.0))])?;
+        let c = self.emit(at, "cos", vec![vec![ang]], vec![])?;
+        let s = self.emit(at, "sin", vec![vec![ang]], vec![])?;
+        let (c, s) = (self.bin(at, "mul.Tensor", c, w)?, self.bin(at, "mul.Tensor", s, w)?);
+        let (rc, is) = (self.times(at, re, c)?, self.times(at, im, s)?);
+        let mut x = self.bin(at, "sub.Tensor", rc, is)?;
+        let scale = match scale_mode {
+            0 => None,
+            1 => Some(1.0 / (len as f64).sqrt()),
+            2 => Some(1.0 / len as f64),
+            other => return Err(format!("FFT normalization mode {other} is not one torch defines")),
+        };
+        if let Some(f) = scale {
+            x = self.emit(at, "mul.Scalar", vec![vec![x]], vec![("other", Attr::Float(f))])?;
+        }
+        swap(self, x)
     }
 
     /// x[.., n] · w[n, m] as one `mm` over the flattened leading dims.
