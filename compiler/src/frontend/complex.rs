@@ -204,14 +204,8 @@ impl Importer<'_> {
                 // A complex-to-complex inverse over every dim but the last, then the real inverse
                 // of a Hermitian signal over the last (pocketfft's order, which torch uses).
                 let z = self.complex_operand(at, "self")?;
-                let rank = self.tt(z).rank() as i64 - 1;
-                let mut dims =
-                    self.attr(at, "dim")?.and_then(|a| a.as_ints().map(<[i64]>::to_vec)).ok_or("missing `dim`")?;
-                for d in dims.iter_mut() {
-                    *d = norm(*d, rank)?;
-                }
+                let (mut dims, scale_mode) = self.fft_dims(at, z, false)?;
                 let last = dims.pop().ok_or("`_fft_c2r` over no dim")?;
-                let scale_mode = self.attr(at, "normalization")?.and_then(|a| a.as_int()).unwrap_or(0);
                 let len = self
                     .attr(at, "last_dim_size")?
                     .and_then(|a| a.as_int())
@@ -225,13 +219,7 @@ impl Importer<'_> {
             "_fft_r2c" | "_fft_c2c" => {
                 let x = self.operand(at, "self")?;
                 let r2c = name == "_fft_r2c";
-                let rank = self.tt(x).rank() as i64 - (!r2c) as i64;
-                let mut dims =
-                    self.attr(at, "dim")?.and_then(|a| a.as_ints().map(<[i64]>::to_vec)).ok_or("missing `dim`")?;
-                for d in dims.iter_mut() {
-                    *d = norm(*d, rank)?;
-                }
-                let scale_mode = self.attr(at, "normalization")?.and_then(|a| a.as_int()).unwrap_or(0);
+                let (dims, scale_mode) = self.fft_dims(at, x, r2c)?;
                 let forward = r2c || self.attr(at, "forward")?.and_then(|a| a.as_int()).unwrap_or(1) != 0;
                 let onesided = r2c && self.attr(at, "onesided")?.and_then(|a| a.as_int()).unwrap_or(0) != 0;
                 // The last dim first: a one-sided transform halves it, as torch's does.
@@ -628,10 +616,70 @@ impl Importer<'_> {
         self.bin(at, name, z, r)
     }
 
-    /// The discrete Fourier transform of (re, im) along `dim` as two products with the cos and
-    /// sin matrices of the transform (exact angles: j·k is reduced mod n in integers first).
-    /// `half` keeps the n/2 + 1 non-redundant outputs of a real signal; `scale_mode` is torch's
+    /// The `dim` list of an FFT of `x` (real or complex pairs), normalized, and torch's
     /// fft_norm_mode (0 none, 1 1/√n, 2 1/n).
+    fn fft_dims(&self, at: &At, x: Value, real: bool) -> R<(Vec<i64>, i64)> {
+        let rank = self.tt(x).rank() as i64 - (!real) as i64;
+        let dims = self.attr(at, "dim")?.and_then(|a| a.as_ints().map(<[i64]>::to_vec)).ok_or("missing `dim`")?;
+        let dims = dims.into_iter().map(|d| norm(d, rank)).collect::<R<Vec<_>>>()?;
+        Ok((dims, self.attr(at, "normalization")?.and_then(|a| a.as_int()).unwrap_or(0)))
+    }
+
+    /// `v` with `dim` and its last dim swapped (its own inverse: the same call moves it back).
+    fn swap_last(&mut self, at: &At, v: Value, dim: usize) -> R<Value> {
+        let last = self.tt(v).rank() - 1;
+        if dim == last {
+            return Ok(v);
+        }
+        self.emit(
+            at,
+            "transpose.int",
+            vec![vec![v]],
+            vec![("dim0", Attr::Int(dim as i64)), ("dim1", Attr::Int(last as i64))],
+        )
+    }
+
+    /// The static length of `dim` of `v`, which an FFT over it needs.
+    fn fft_len(&self, v: Value, dim: usize) -> R<i64> {
+        let t = self.tt(v);
+        t.dims[dim].as_const().ok_or_else(|| format!("an FFT over dim {dim} of symbolic size {}", t.dims[dim]))
+    }
+
+    /// The [rows, cols] angles 2π·(j·k mod n)/n of a transform of length n (reduced in integers, so
+    /// every angle is exact), in `dt`, and the row index j as a column.
+    fn angles(&mut self, at: &At, rows: i64, cols: i64, n: i64, dt: DType) -> R<(Value, Value)> {
+        let int = |v: i64| Attr::Int(v);
+        let mut arange = |end: i64| {
+            self.emit(
+                at,
+                "arange.start_step",
+                vec![],
+                vec![("start", int(0)), ("end", int(end)), ("dtype", Attr::DType(DType::I64))],
+            )
+        };
+        let (j, k) = (arange(rows)?, arange(cols)?);
+        let j = self.emit(at, "unsqueeze", vec![vec![j]], vec![("dim", int(1))])?;
+        let jk = self.bin(at, "mul.Tensor", j, k)?;
+        let jk = self.emit(at, "remainder.Scalar", vec![vec![jk]], vec![("other", int(n))])?;
+        let jk = self.convert(at, jk, dt)?;
+        let turn = 2.0 * std::f64::consts::PI / n as f64;
+        Ok((j, self.emit(at, "mul.Scalar", vec![vec![jk]], vec![("other", Attr::Float(turn))])?))
+    }
+
+    /// `v` scaled by fft_norm_mode `mode` for a transform of length n.
+    fn fft_scale(&mut self, at: &At, v: Value, mode: i64, n: i64) -> R<Value> {
+        let f = match mode {
+            0 => return Ok(v),
+            1 => 1.0 / (n as f64).sqrt(),
+            2 => 1.0 / n as f64,
+            other => return Err(format!("FFT normalization mode {other} is not one torch defines")),
+        };
+        self.emit(at, "mul.Scalar", vec![vec![v]], vec![("other", Attr::Float(f))])
+    }
+
+    /// The discrete Fourier transform of (re, im) along `dim` as two products with the cos and
+    /// sin matrices of the transform. `half` keeps the n/2 + 1 non-redundant outputs of a real
+    /// signal.
     #[allow(clippy::too_many_arguments)]
     fn dft(
         &mut self,
@@ -643,43 +691,17 @@ impl Importer<'_> {
         half: bool,
         scale_mode: i64,
     ) -> R<(Value, Value)> {
-        let t = self.tt(re);
-        let n =
-            t.dims[dim].as_const().ok_or_else(|| format!("an FFT over dim {dim} of symbolic size {}", t.dims[dim]))?;
+        let n = self.fft_len(re, dim)?;
         let m = if half { n / 2 + 1 } else { n };
-        let last = t.rank() as i64 - 1;
-        // Moves `dim` last and back (a transpose is its own inverse).
-        let swap = |s: &mut Self, v: Value| -> R<Value> {
-            if dim as i64 == last {
-                return Ok(v);
-            }
-            s.emit(at, "transpose.int", vec![vec![v]], vec![("dim0", Attr::Int(dim as i64)), ("dim1", Attr::Int(last))])
-        };
-        let re = swap(self, re)?;
-        let im = im.map(|i| swap(self, i)).transpose()?;
-        let int = |v: i64| Attr::Int(v);
-        let arange = |s: &mut Self, end: i64| {
-            s.emit(
-                at,
-                "arange.start_step",
-                vec![],
-                vec![("start", int(0)), ("end", int(end)), ("dtype", Attr::DType(DType::I64))],
-            )
-        };
-        let (j, k) = (arange(self, n)?, arange(self, m)?);
-        let j = self.emit(at, "unsqueeze", vec![vec![j]], vec![("dim", int(1))])?;
-        let jk = self.bin(at, "mul.Tensor", j, k)?;
-        let jk = self.emit(at, "remainder.Scalar", vec![vec![jk]], vec![("other", int(n))])?;
-        let part = t.dtype;
-        let jk = self.convert(at, jk, part)?;
-        let turn = 2.0 * std::f64::consts::PI / n as f64;
-        let ang = self.emit(at, "mul.Scalar", vec![vec![jk]], vec![("other", Attr::Float(turn))])?;
+        let re = self.swap_last(at, re, dim)?;
+        let im = im.map(|i| self.swap_last(at, i, dim)).transpose()?;
+        let (_, ang) = self.angles(at, n, m, n, self.tt(re).dtype)?;
         let c = self.emit(at, "cos", vec![vec![ang]], vec![])?;
         let s = self.emit(at, "sin", vec![vec![ang]], vec![])?;
         // Forward: (re + i·im)(C − i·S); inverse: (re + i·im)(C + i·S).
         let rc = self.times(at, re, c)?;
         let rs = self.times(at, re, s)?;
-        let (mut out_re, mut out_im) = match im {
+        let (out_re, out_im) = match im {
             None => {
                 let im = if forward { self.emit(at, "neg", vec![vec![rs]], vec![])? } else { rs };
                 (rc, im)
@@ -694,76 +716,36 @@ impl Importer<'_> {
                 }
             }
         };
-        let scale = match scale_mode {
-            0 => None,
-            1 => Some(1.0 / (n as f64).sqrt()),
-            2 => Some(1.0 / n as f64),
-            other => return Err(format!("FFT normalization mode {other} is not one torch defines")),
-        };
-        if let Some(f) = scale {
-            out_re = self.emit(at, "mul.Scalar", vec![vec![out_re]], vec![("other", Attr::Float(f))])?;
-            out_im = self.emit(at, "mul.Scalar", vec![vec![out_im]], vec![("other", Attr::Float(f))])?;
-        }
-        Ok((swap(self, out_re)?, swap(self, out_im)?))
+        let (out_re, out_im) = (self.fft_scale(at, out_re, scale_mode, n)?, self.fft_scale(at, out_im, scale_mode, n)?);
+        Ok((self.swap_last(at, out_re, dim)?, self.swap_last(at, out_im, dim)?))
     }
 
     /// The real signal of length `len` whose one-sided spectrum (`len`/2 + 1 values) is
     /// (re, im) along `dim`: x_t = Σ_k w_k (re_k cos 2πkt/len − im_k sin 2πkt/len), w_k = 1 for
     /// k = 0 and k = len/2 (even `len`), 2 for the frequencies whose conjugates are implied.
     fn hermitian_inverse(&mut self, at: &At, re: Value, im: Value, dim: usize, len: i64, scale_mode: i64) -> R<Value> {
-        let t = self.tt(re);
-        let n =
-            t.dims[dim].as_const().ok_or_else(|| format!("an FFT over dim {dim} of symbolic size {}", t.dims[dim]))?;
+        let n = self.fft_len(re, dim)?;
         if len < 1 || n != len / 2 + 1 {
             return Err(format!("`_fft_c2r` to {len} values from {n} frequencies (needs {})", len / 2 + 1));
         }
-        let last = t.rank() as i64 - 1;
-        let swap = |s: &mut Self, v: Value| -> R<Value> {
-            if dim as i64 == last {
-                return Ok(v);
-            }
-            s.emit(at, "transpose.int", vec![vec![v]], vec![("dim0", Attr::Int(dim as i64)), ("dim1", Attr::Int(last))])
-        };
-        let (re, im) = (swap(self, re)?, swap(self, im)?);
-        let int = |v: i64| Attr::Int(v);
-        let arange = |s: &mut Self, end: i64| {
-            s.emit(
-                at,
-                "arange.start_step",
-                vec![],
-                vec![("start", int(0)), ("end", int(end)), ("dtype", Attr::DType(DType::I64))],
-            )
-        };
-        let (k, j) = (arange(self, n)?, arange(self, len)?);
-        let kc = self.emit(at, "unsqueeze", vec![vec![k]], vec![("dim", int(1))])?;
-        let kj = self.bin(at, "mul.Tensor", kc, j)?;
-        let kj = self.emit(at, "remainder.Scalar", vec![vec![kj]], vec![("other", int(len))])?;
-        let kj = self.convert(at, kj, t.dtype)?;
-        let turn = 2.0 * std::f64::consts::PI / len as f64;
-        let ang = self.emit(at, "mul.Scalar", vec![vec![kj]], vec![("other", Attr::Float(turn))])?;
+        let (re, im) = (self.swap_last(at, re, dim)?, self.swap_last(at, im, dim)?);
+        let dt = self.tt(re).dtype;
+        let (k, ang) = self.angles(at, n, len, len, dt)?;
         // w = 2 − [k = 0] − [k = len/2 for even len], as a column.
-        let mut w = self.emit(at, "ne.Scalar", vec![vec![kc]], vec![("other", int(0))])?;
+        let mut w = self.emit(at, "ne.Scalar", vec![vec![k]], vec![("other", Attr::Int(0))])?;
         if len % 2 == 0 {
-            let mid = self.emit(at, "ne.Scalar", vec![vec![kc]], vec![("other", int(len / 2))])?;
+            let mid = self.emit(at, "ne.Scalar", vec![vec![k]], vec![("other", Attr::Int(len / 2))])?;
             w = self.bin(at, "logical_and", w, mid)?;
         }
-        let w = self.convert(at, w, t.dtype)?;
+        let w = self.convert(at, w, dt)?;
         let w = self.emit(at, "add.Scalar", vec![vec![w]], vec![("other", Attr::Float(1.0))])?;
         let c = self.emit(at, "cos", vec![vec![ang]], vec![])?;
         let s = self.emit(at, "sin", vec![vec![ang]], vec![])?;
         let (c, s) = (self.bin(at, "mul.Tensor", c, w)?, self.bin(at, "mul.Tensor", s, w)?);
         let (rc, is) = (self.times(at, re, c)?, self.times(at, im, s)?);
-        let mut x = self.bin(at, "sub.Tensor", rc, is)?;
-        let scale = match scale_mode {
-            0 => None,
-            1 => Some(1.0 / (len as f64).sqrt()),
-            2 => Some(1.0 / len as f64),
-            other => return Err(format!("FFT normalization mode {other} is not one torch defines")),
-        };
-        if let Some(f) = scale {
-            x = self.emit(at, "mul.Scalar", vec![vec![x]], vec![("other", Attr::Float(f))])?;
-        }
-        swap(self, x)
+        let x = self.bin(at, "sub.Tensor", rc, is)?;
+        let x = self.fft_scale(at, x, scale_mode, len)?;
+        self.swap_last(at, x, dim)
     }
 
     /// x[.., n] · w[n, m] as one `mm` over the flattened leading dims.
