@@ -1026,9 +1026,7 @@ class _RealBoundary:
     @staticmethod
     def of(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> "_RealBoundary | None":
         aten = torch.ops.aten
-        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        output = next(n for n in gm.graph.nodes if n.op == "output")
-        outs = list(output.args[0])
+        _, outs, _ = _output_values(gm.graph)
         cin = [i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor) and x.is_complex()]
         cout = [i for i, o in enumerate(outs) if isinstance(o, torch.fx.Node) and isinstance(v := o.meta.get("val"), torch.Tensor) and v.is_complex()]
         if not cin and not cout:
@@ -1036,7 +1034,6 @@ class _RealBoundary:
         gm = _copy(gm)
         g = gm.graph
         placeholders = [n for n in g.nodes if n.op == "placeholder"]
-        output = next(n for n in g.nodes if n.op == "output")
         for i in cin:
             p = placeholders[i]
             val = p.meta.get("val")
@@ -1046,13 +1043,13 @@ class _RealBoundary:
             c.meta = {**p.meta}
             if isinstance(val, torch.Tensor):
                 p.meta["val"] = torch.view_as_real(val)
-        outs = list(output.args[0])
+        output, outs, single = _output_values(g)
         for j in cout:
             with g.inserting_before(output):
                 r = g.call_function(aten.view_as_real.default, (outs[j],))
             r.meta = {**outs[j].meta, "val": torch.view_as_real(outs[j].meta["val"])}
             outs[j] = r
-        output.args = (type(output.args[0])(outs),)
+        output.args = (outs[0] if single else type(output.args[0])(outs),)
         gm.recompile()
         example_inputs = [torch.view_as_real(x) if i in cin else x for i, x in enumerate(example_inputs)]
         return _RealBoundary(gm, example_inputs, cin, cout)
