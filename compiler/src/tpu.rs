@@ -36,6 +36,8 @@ const OPTIONS: &[TargetOption] = &[
         elsewhere: "--mesh is a tpu option; the {target} target runs on one device",
     },
     TargetOption { name: "shard", values: &[], default: None, elsewhere: SHARD_NEEDS_MESH },
+    TargetOption { name: "param-inputs", values: &[], default: None, elsewhere: PARAMS_NEED_MESH },
+    TargetOption { name: "replicate-outputs", values: &[], default: None, elsewhere: REPLICATE_NEEDS_MESH },
     TargetOption {
         name: "portable",
         values: &[],
@@ -51,12 +53,21 @@ const OPTIONS: &[TargetOption] = &[
 ];
 
 const SHARD_NEEDS_MESH: &str = "--shard needs --mesh (e.g. `--mesh x=2,y=4 --shard tp`)";
+const PARAMS_NEED_MESH: &str = "--param-inputs needs --mesh: it says which inputs the sharding rules treat as parameters";
+const REPLICATE_NEEDS_MESH: &str = "--replicate-outputs needs --mesh: without one every output is whole already";
 
 /// The emitter's options from the target options (checked by [`Target::check`]).
 fn emit_options(opts: &Options) -> Result<EmitOptions, String> {
     let shard = match opts.value("mesh") {
-        Some(mesh) => Some(sharding::Options::parse(mesh, &opts.values("shard"))?),
+        Some(mesh) => Some(sharding::Options::parse(
+            mesh,
+            &opts.values("shard"),
+            opts.value("param-inputs"),
+            opts.flag("replicate-outputs"),
+        )?),
         None if opts.flag("shard") => return Err(SHARD_NEEDS_MESH.into()),
+        None if opts.flag("param-inputs") => return Err(PARAMS_NEED_MESH.into()),
+        None if opts.flag("replicate-outputs") => return Err(REPLICATE_NEEDS_MESH.into()),
         None => None,
     };
     let precision = opts

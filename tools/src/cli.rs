@@ -87,6 +87,14 @@ An existing OUT_DIR is replaced only if it is an Ember artifact; a failed compil
         /// (default: dp and fsdp the first mesh axis, tp the last). Repeatable or comma-separated.
         #[arg(long, value_name = "RULE[=AXIS]")]
         shard: Vec<String>,
+        /// tpu, with --mesh: user inputs that are parameters, by name (a torch.compile graph takes
+        /// its parameters as inputs): the sharding rules treat them as parameters.
+        #[arg(long, value_name = "NAME,..")]
+        param_inputs: Option<String>,
+        /// tpu, with --mesh: every output whole on every device (gathered inside the module), for
+        /// runs where each process reads its outputs from its own devices.
+        #[arg(long)]
+        replicate_outputs: bool,
         /// tpu: precision of f32 matmuls (dot_general) on a TPU: default (one bf16 pass), high
         /// (three), highest (f32, matches torch; the default).
         #[arg(long, value_parser = PossibleValuesParser::new(target::option_values("precision")))]
@@ -302,6 +310,8 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             fusion,
             mesh,
             shard,
+            param_inputs,
+            replicate_outputs,
             precision,
             portable,
             allow_downcast,
@@ -312,6 +322,8 @@ fn run(cmd: Cmd) -> Result<(), Failure> {
             let mut given = vec![("mesh", mesh)];
             given.extend(shard.into_iter().map(|s| ("shard", Some(s))));
             given.extend([
+                ("param-inputs", param_inputs),
+                ("replicate-outputs", replicate_outputs.then(String::new)),
                 ("portable", portable.then(String::new)),
                 ("precision", precision),
                 ("fusion", Some(fusion)),

@@ -255,6 +255,33 @@ fn sharded_gpt2_block() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--param-inputs`: weights that arrive as user inputs (torch.compile's graphs) are sharded as
+/// parameters: Megatron and FSDP splits instead of the batch split of data. `--replicate-outputs`
+/// keeps the output whole.
+#[test]
+fn param_inputs_are_sharded_as_parameters() {
+    let dir = std::env::temp_dir().join(format!("ember-tpu-param-inputs-{}", std::process::id()));
+    type Spec = Vec<Option<String>>;
+    let specs = |extra: &[(&str, &str)]| -> (Vec<Spec>, Spec) {
+        let imported = ember_compiler::load(&testdata().join("sharding/param_inputs.mlir")).unwrap();
+        let mut opts = vec![("mesh", "x=2,y=4"), ("shard", "dp,tp,fsdp")];
+        opts.extend_from_slice(extra);
+        compile_for(imported, "tpu", &dir, &opts).unwrap();
+        let man = manifest(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        (man.inputs.iter().map(|i| i.sharding.clone().unwrap()).collect(), man.outputs[0].sharding.clone().unwrap())
+    };
+    let (x, y) = (Some("x".to_string()), Some("y".to_string()));
+    // x: batch on "x"; w1 column-parallel (outputs on "y"), w2 row-parallel (inputs on "y"),
+    // FSDP's "x" on their other dim.
+    let (inputs, output) = specs(&[("param-inputs", "w1,w2")]);
+    assert_eq!(inputs, [vec![x.clone(), None], vec![y.clone(), x.clone()], vec![x.clone(), y]]);
+    assert_eq!(output, [x.clone(), None]);
+    // Without it they are data: split along dim 0 like the batch.
+    assert_eq!(specs(&[]).0, [vec![x.clone(), None], vec![x.clone(), None], vec![x.clone(), None]]);
+    assert_eq!(specs(&[("replicate-outputs", "")]), (vec![vec![x.clone(), None]; 3], vec![None, None]));
+}
+
 /// Bad `--mesh` / `--shard` values are clear errors.
 #[test]
 fn mesh_and_shard_errors() {
@@ -273,16 +300,19 @@ fn mesh_and_shard_errors() {
     let mut out = String::new();
     for (mesh, shard) in cases {
         let shard: Vec<String> = shard.iter().map(|s| s.to_string()).collect();
-        let e = Options::parse(mesh, &shard).unwrap_err();
+        let e = Options::parse(mesh, &shard, None, false).unwrap_err();
         out.push_str(&format!("--mesh {mesh} --shard {shard:?}\n  {e}\n"));
     }
-    let a = Options::parse("x=2,y=4", &["tp".into(), "dp,fsdp".into()]).unwrap();
+    let a = Options::parse("x=2,y=4", &["tp".into(), "dp,fsdp".into()], None, false).unwrap();
     let axes: Vec<String> = a.rules.iter().map(|r| format!("{}={}", r.strategy, r.axis)).collect();
     out.push_str(&format!("defaults: {}\n", axes.join(" ")));
     for args in [
         &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--shard", "tp"][..],
         &["compile", "models/mlp.pt2", "--target", "cpu", "-o", "/nonexistent/x", "--mesh", "x=2"][..],
         &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--mesh", "x=2", "--shard", "zz"][..],
+        &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--param-inputs", "x"][..],
+        &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--mesh", "x=2", "--param-inputs", "x,"][..],
+        &["compile", "sharding/param_inputs.mlir", "--target", "tpu", "-o", "/nonexistent/x", "--mesh", "x=2", "--param-inputs", "w3"][..],
     ] {
         out.push_str(&format!("ember {}\n{}", args.join(" "), ember(&testdata(), args).render()));
     }

@@ -7,6 +7,11 @@
 //! - `dp` (data parallel): user inputs and results are split along dim 0 (the batch).
 //! - `fsdp` (fully sharded data parallel): every parameter is split along its first dim that
 //!   divides evenly and is not split already; XLA all-gathers it where it is used.
+//!
+//! A graph from torch.compile takes its parameters as user inputs; `--param-inputs` names them, and
+//! the rules treat those inputs as parameters (not split by `dp`, split by `fsdp` and `tp`).
+//! `--replicate-outputs` keeps every result whole on every device (not split by `dp`), so each
+//! process of a multi-process run can read them from its own devices.
 //! - `tp` (tensor parallel, Megatron-style): linear layers are `ten.dot_general`s with a weight
 //!   operand (a parameter seen through transposes and broadcasts). Walking the program in order, a
 //!   linear layer whose activation does not depend on a column-parallel layer's output is
@@ -39,6 +44,11 @@ pub struct Options {
     /// Mesh axes in order (device ids are row-major over them).
     pub mesh: Vec<(String, i64)>,
     pub rules: Vec<Rule>,
+    /// User inputs (by name) that are parameters: `--param-inputs`.
+    pub param_inputs: Vec<String>,
+    /// Every result whole on every device (`--replicate-outputs`): each process of a
+    /// multi-process run reads its results from its own devices.
+    pub replicate_outputs: bool,
 }
 
 pub const STRATEGIES: [&str; 3] = ["dp", "fsdp", "tp"];
@@ -46,8 +56,20 @@ pub const STRATEGIES: [&str; 3] = ["dp", "fsdp", "tp"];
 impl Options {
     /// Parses `--mesh` (`x=2,y=4`) and `--shard` values (`tp`, `fsdp=x`, ...). Without an axis,
     /// `dp` and `fsdp` use the first mesh axis and `tp` the last (the usual data × model layout).
-    pub fn parse(mesh: &str, shard: &[String]) -> Result<Options, String> {
-        let mut o = Options::default();
+    pub fn parse(
+        mesh: &str,
+        shard: &[String],
+        param_inputs: Option<&str>,
+        replicate_outputs: bool,
+    ) -> Result<Options, String> {
+        let mut o = Options { replicate_outputs, ..Options::default() };
+        o.param_inputs = param_inputs.map(|s| s.split(',').map(|n| n.trim().to_string()).collect()).unwrap_or_default();
+        if o.param_inputs.iter().any(|n| n.is_empty()) {
+            return Err(format!(
+                "--param-inputs `{}`: give input names separated by commas (one is empty)",
+                param_inputs.unwrap_or("")
+            ));
+        }
         for part in mesh.split(',') {
             let (name, size) = part
                 .split_once('=')
@@ -198,11 +220,24 @@ fn trace_arg(m: &Module, entry: ember_ir::module::BlockId, v: Value) -> Option<(
 }
 
 /// Decides the shardings of `@main` (function op `f`) for `opts`.
-pub fn plan(m: &Module, f: OpId, opts: &Options) -> Plan {
+pub fn plan(m: &Module, f: OpId, opts: &Options) -> Result<Plan, String> {
     let entry = m.entry(f);
     let args = m.block(entry).args.clone();
+    let inputs: Vec<&str> = (0..args.len())
+        .filter_map(|i| m.arg_attrs(f, i).and_then(|a| a.get("ember.input")).and_then(Attr::as_str))
+        .collect();
+    if let Some(unknown) = opts.param_inputs.iter().find(|p| !inputs.contains(&p.as_str())) {
+        return Err(format!("--param-inputs: the model has no input `{unknown}` (inputs: {})", inputs.join(", ")));
+    }
     let role = |i: usize, k: &str| m.arg_attrs(f, i).is_some_and(|a| a.contains_key(k));
-    let is_weight = |i: usize| !role(i, "ember.input");
+    let param_input = |i: usize| {
+        m.arg_attrs(f, i)
+            .and_then(|a| a.get("ember.input"))
+            .and_then(Attr::as_str)
+            .is_some_and(|name| opts.param_inputs.iter().any(|p| p == name))
+    };
+    let is_param = |i: usize| role(i, "ember.param") || param_input(i);
+    let is_weight = |i: usize| !role(i, "ember.input") || param_input(i);
     let mut specs: Vec<Spec> = args.iter().map(|&a| vec![None; shape(m, a).len()]).collect();
     let ret = m.func_return(f);
     let results: Vec<Value> = ret.map(|r| m.op(r).operands.clone()).unwrap_or_default();
@@ -236,7 +271,7 @@ pub fn plan(m: &Module, f: OpId, opts: &Options) -> Plan {
     }
     if let Some(fsdp) = opts.axis("fsdp") {
         for (i, &a) in args.iter().enumerate() {
-            if role(i, "ember.param") {
+            if is_param(i) {
                 let dims = shape(m, a);
                 for d in 0..dims.len() {
                     if split(&mut specs[i], &dims, d, fsdp) {
@@ -248,17 +283,17 @@ pub fn plan(m: &Module, f: OpId, opts: &Options) -> Plan {
     }
     if let Some(dp) = opts.axis("dp") {
         for (i, &a) in args.iter().enumerate() {
-            if role(i, "ember.input") && !specs[i].is_empty() {
+            if role(i, "ember.input") && !param_input(i) && !specs[i].is_empty() {
                 split(&mut specs[i], &shape(m, a), 0, dp);
             }
         }
         for (spec, &v) in res_specs.iter_mut().zip(&results) {
-            if !spec.is_empty() {
+            if !spec.is_empty() && !opts.replicate_outputs {
                 split(spec, &shape(m, v), 0, dp);
             }
         }
     }
-    Plan { args: specs, results: res_specs }
+    Ok(Plan { args: specs, results: res_specs })
 }
 
 /// A linear layer: operand `act` is the activation, the other a weight argument `arg` whose

@@ -42,16 +42,28 @@ fn import_model(py: Python<'_>, path: &str) -> PyResult<String> {
     py.detach(|| ember_compiler::import_path(Path::new(path)).map(|m| m.module.to_string()).map_err(err))
 }
 
-/// Compiles a .pt2 archive for `target` (any of `ember compile`'s, default options) into the
-/// artifact directory `out_dir`.
+/// Compiles a .pt2 archive for `target` (any of `ember compile`'s) into the artifact directory
+/// `out_dir`, with target `options` as (name, value) pairs of `ember compile`'s (`("mesh", "x=2")`;
+/// a flag's value is empty).
 #[pyfunction]
-fn compile(py: Python<'_>, path: &str, target: &str, out_dir: &str) -> PyResult<()> {
-    let opts = ember_compiler::CompileOptions::new(target, Path::new(out_dir));
+#[pyo3(signature = (path, target, out_dir, options = Vec::new()))]
+fn compile(py: Python<'_>, path: &str, target: &str, out_dir: &str, options: Vec<(String, String)>) -> PyResult<()> {
+    let mut opts = ember_compiler::CompileOptions::new(target, Path::new(out_dir));
+    opts.options.0 = options;
     opts.check().map_err(err)?;
     py.detach(|| {
         let imported = ember_compiler::load(Path::new(path)).map_err(err)?;
         ember_compiler::compile(imported, &opts).map(|_| ()).map_err(err)
     })
+}
+
+/// Checks `ember compile`'s target options for `target` without a model (a malformed `--mesh`,
+/// an option of another target): raises ValueError with the CLI's message.
+#[pyfunction]
+fn check_options(target: &str, options: Vec<(String, String)>) -> PyResult<()> {
+    let mut opts = ember_compiler::CompileOptions::new(target, Path::new(""));
+    opts.options.0 = options;
+    opts.check().map(|_| ()).map_err(err)
 }
 
 /// Ops of a .pt2 that Ember has no lowering for (`aten.sort`, ...), each once, in program order.
@@ -442,6 +454,7 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(import_model, m)?)?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(check_options, m)?)?;
     m.add_function(wrap_pyfunction!(unlowered_ops, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_class::<Program>()?;

@@ -134,7 +134,7 @@ pub fn emit_with(m: &Module, opts: &Options) -> Result<Emitted, String> {
     let shard = opts.shard.as_ref();
     let f = m.func_by_name("main").ok_or("the module has no `@main` function")?;
     check_static(m, f)?;
-    let plan = shard.map(|o| super::sharding::plan(m, f, o));
+    let plan = shard.map(|o| super::sharding::plan(m, f, o)).transpose()?;
     let sdy = |spec: Option<&Spec>| spec.map(|s| format!("sdy.sharding = {}", sdy_text(s)));
     let mut e = Emitter {
         m,

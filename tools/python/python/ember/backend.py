@@ -31,6 +31,7 @@ every compiled graph with torch eager and raises ``CheckError`` at the first out
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import hashlib
 import json
@@ -66,7 +67,34 @@ _TARGETS = ("cpu", "tpu", "trainium")
 _OPTIONS = {
     "check": "also run every graph with torch eager and raise ember.backend.CheckError where they differ (default: $EMBER_CHECK)",
     "target": "the target to compile for: 'cpu' (default), 'tpu' (StableHLO run by PJRT) or 'trainium' (its portable HLO run by PJRT; $EMBER_XLA_PLATFORM picks the PJRT client, cpu by default)",
+    "mesh": "tpu: run every graph SPMD over a device mesh, {'dp': 2, 'tp': 4} or 'dp=2,tp=4' (axis sizes in device order; as `ember compile --mesh`): one module per graph, its collectives inside it",
+    "shard": "with mesh: the sharding rules, 'dp,tp,fsdp' or a list, each optionally '=AXIS' (as `ember compile --shard`; the graph's parameters are sharded as parameters)",
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class _Target:
+    """What graphs compile for: the target, and on tpu a mesh and sharding rules."""
+
+    name: str = "cpu"
+    #: `ember compile --mesh` (`dp=2,tp=4`) and `--shard` (`dp,tp,fsdp`).
+    mesh: str | None = None
+    shard: str | None = None
+    #: The graph's inputs that are parameters (or views of them), by placeholder name: AOT
+    #: passes them as inputs, and the sharding rules must know them (`--param-inputs`).
+    params: frozenset[str] = frozenset()
+    #: Several processes share the mesh (torchrun): each reads every output from its own
+    #: devices, so outputs are whole on every device (`--replicate-outputs`).
+    replicate: bool = False
+
+    def options(self, inputs: Sequence[str]) -> list[tuple[str, str]]:
+        """`ember compile`'s target options for a graph with these inputs."""
+        if self.mesh is None:
+            return []
+        opts = [("mesh", self.mesh)] + ([("shard", self.shard)] if self.shard else [])
+        params = [n for n in inputs if n in self.params]
+        opts += [("param-inputs", ",".join(params))] if params else []
+        return opts + ([("replicate-outputs", "")] if self.replicate else [])
 
 #: Error a checked output may have, by dtype: |ember - eager| <= rtol·|eager| + atol·√n (norms
 #: over its n elements). The absolute part covers values that are rounding noise around zero (a
@@ -166,11 +194,11 @@ def _build_id(path: str) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-def _graph_key(gm: torch.fx.GraphModule, example_inputs: list[Any], native: Any, target: str) -> str:
-    """Content address of a compiled graph: its code, input shapes/dtypes, the target, Ember's
-    version and build, the CPU."""
+def _graph_key(gm: torch.fx.GraphModule, example_inputs: list[Any], native: Any, target: str, options: list[tuple[str, str]]) -> str:
+    """Content address of a compiled graph: its code, input shapes/dtypes, the target and its
+    options, Ember's version and build, the CPU."""
     h = hashlib.sha256()
-    h.update(target.encode())
+    h.update(repr((target, options)).encode())
     h.update(gm.print_readable(print_output=False, include_stride=True, include_device=True).encode())
     for x in example_inputs:
         h.update(repr((tuple(str(_size(s)) for s in x.shape), str(x.dtype))).encode())
@@ -414,15 +442,16 @@ class _Split:
 class _Compiled:
     """A graph compiled by Ember (its computed values) plus the epilogue that returns its outputs."""
 
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any], *, backward: bool = False, target: str = "cpu") -> None:
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any], *, backward: bool = False, target: _Target = _Target()) -> None:
         from . import _native
 
         native = _native()
-        self.target = target
+        self.where = target
+        self.target = target.name
         for x in example_inputs:
             if isinstance(x, (int, torch.SymInt)) and not isinstance(x, bool):
-                if target != "cpu" and _symbolic(x):
-                    raise Unsupported(f"the graph has symbolic sizes; the {target} target compiles them only from the CLI (padded buckets)")
+                if self.target != "cpu" and _symbolic(x):
+                    raise Unsupported(f"the graph has symbolic sizes; the {self.target} target compiles them only from the CLI (padded buckets)")
                 continue
             if not isinstance(x, torch.Tensor):
                 raise Unsupported(f"a graph input is a {type(x).__name__}, not a tensor")
@@ -464,7 +493,8 @@ class _Compiled:
     def _load(self, native: Any, core: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         # The on-disk cache makes a second process start without compiling. Entries appear by an
         # atomic directory rename, so concurrent processes never see a half-written one.
-        final = os.path.join(_cache_root(), _graph_key(core, example_inputs, native, self.target))
+        options = self.where.options([n.name for n in core.graph.nodes if n.op == "placeholder"])
+        final = os.path.join(_cache_root(), _graph_key(core, example_inputs, native, self.target, options))
         art = os.path.join(final, self.target)
         program = None
         if os.path.exists(os.path.join(art, "manifest.json")):
@@ -490,7 +520,7 @@ class _Compiled:
             try:
                 path = _export(core, d)
                 try:
-                    native.compile(path, self.target, os.path.join(d, self.target))
+                    native.compile(path, self.target, os.path.join(d, self.target), options)
                 except ValueError as exc:
                     keep = True  # the caller asks which ops are missing, then deletes it
                     raise Unsupported(str(exc), path) from exc
@@ -628,7 +658,7 @@ class _XlaProgram:
         if self.artifact.buckets:
             raise Unsupported("the compiled graph has symbolic dims (padded buckets)")
         self.exe = self.artifact.compile()
-        self.args = [None if a is None else self.exe.put(a) for a in self.artifact.args]
+        self.args = [None if a is None else self.exe.put(a, slot) for slot, a in enumerate(self.artifact.args)]
         stats["to_device_bytes"] += sum(a.nbytes for a in self.artifact.args if a is not None)
         #: input position -> (tensor, its version, the device array)
         self.resident: dict[int, tuple[torch.Tensor, int, Any]] = {}
@@ -647,10 +677,11 @@ class _XlaProgram:
                 continue
             copy = _device_copy(t, self.artifact.input_type(i))
             if copy is not None:
-                slot, args[slot] = copy
+                slot, dev = copy
+                args[slot] = self.exe.place(dev, slot)
             else:
                 slot, a = self.artifact.bind_input(i, tensor_to_numpy(t))
-                args[slot] = self.exe.put(a)
+                args[slot] = self.exe.put(a, slot)
                 stats["to_device_bytes"] += a.nbytes
             self.resident[i] = (t, t._version, args[slot])
         t0 = time.perf_counter()
@@ -658,7 +689,7 @@ class _XlaProgram:
         for o in ready:
             o.block_until_ready()
         stats["xla_seconds"] += time.perf_counter() - t0
-        outs = [np.asarray(o) for o in ready]
+        outs = [self.exe.to_host(o) for o in ready]
         stats["from_device_bytes"] += sum(o.nbytes for o in outs)
         host = [_from_numpy(o) for o in self.artifact.widen(outs)]
         for j, (t, dev) in enumerate(zip(host, ready)):
@@ -798,7 +829,7 @@ class _Partition(torch.nn.Module):
     """A supported piece of a partitioned graph: compiled by Ember on first call, run eagerly (with
     a warning) if Ember still cannot compile it."""
 
-    def __init__(self, gm: torch.fx.GraphModule, backward: bool, target: str) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, backward: bool, target: _Target) -> None:
         super().__init__()
         self.gm = gm
         self.backward = backward
@@ -833,7 +864,7 @@ def _meta_value(v: Any) -> Any:
     return v
 
 
-def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, target: str, user_outputs: int = 0) -> torch.fx.GraphModule:
+def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, target: _Target, user_outputs: int = 0) -> torch.fx.GraphModule:
     """Splits `gm` into Ember-compiled pieces and eager nodes (the ops in `unsupported`); its
     first `user_outputs` outputs are what the user's code sees."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
@@ -854,7 +885,7 @@ def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, 
 
     p = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True)
     fused = p.fuse_partitions(p.propose_partitions())
-    channels_last = _channels_last(fused, user_outputs) if target == "cpu" else {}
+    channels_last = _channels_last(fused, user_outputs) if target.name == "cpu" else {}
     for name, child in list(fused.named_children()):
         if isinstance(child, torch.fx.GraphModule):
             if name in channels_last:
@@ -962,7 +993,7 @@ def _user_outputs(gm: torch.fx.GraphModule, kind: str) -> int:
     return total if meta is None else min(total, meta.num_forward_returns + len(getattr(meta, "tokens", ()) or ()))
 
 
-def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str, check: bool, target: str = "cpu") -> Callable[..., Any]:
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str, check: bool, target: _Target = _Target()) -> Callable[..., Any]:
     """Ember's compiled form of an AOT graph (`kind`: inference, forward or backward), or, for what
     Ember cannot compile, torch eager after one warning."""
     from torch._functorch.aot_autograd import make_boxed_func
@@ -977,7 +1008,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
         return make_boxed_func(real)
     original = _copy(gm)
     backward = kind == "backward"
-    extern = {_target_name(n) for n in gm.graph.nodes if n.op == "call_function" and _target_name(n) in _EXTERN} if target == "cpu" else set()
+    extern = {_target_name(n) for n in gm.graph.nodes if n.op == "call_function" and _target_name(n) in _EXTERN} if target.name == "cpu" else set()
     if extern:
         run: Callable[..., Any] = _partition(gm, extern, backward, target, _user_outputs(gm, kind)).forward
     else:
@@ -1067,6 +1098,23 @@ class _RealBoundary:
         return out
 
 
+def _param_inputs(gm: torch.fx.GraphModule, kind: str, saved: set[str]) -> frozenset[str]:
+    """The inputs of an AOT graph that are parameters or buffers (Dynamo's static inputs), or,
+    in a backward graph, that the forward saved from them (a parameter, its transpose). A
+    forward records its saved ones in `saved`."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if kind == "backward":
+        return frozenset(p.name for p in placeholders if p.name in saved)
+    from torch._guards import TracingContext
+
+    meta = getattr(TracingContext.try_get(), "fw_metadata", None)
+    static = set(getattr(meta, "static_input_indices", None) or ())
+    params = {p for i, p in enumerate(placeholders) if i in static}
+    _, outs, _ = _output_values(gm.graph)
+    saved.update(o.name for o in outs if isinstance(o, torch.fx.Node) and _view_chain(o)[0] in params)
+    return frozenset(p.name for p in params)
+
+
 class _Seeded:
     """A graph whose random ops read a seed as their last input (`rng.functional`): each call
     draws a fresh one from torch's generator."""
@@ -1092,7 +1140,32 @@ def _options(options: dict | None) -> dict:
     check = options.get("check", os.environ.get("EMBER_CHECK", "0") not in ("", "0"))
     if not isinstance(check, bool):
         raise ValueError(f"ember: option 'check' must be True or False, got {check!r}")
-    return {"check": check, "target": target}
+    mesh, shard = options.get("mesh"), options.get("shard")
+    if isinstance(mesh, dict):
+        mesh = ",".join(f"{k}={v}" for k, v in mesh.items())
+    if isinstance(shard, (list, tuple)):
+        shard = ",".join(shard)
+    for name, value in (("mesh", mesh), ("shard", shard)):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"ember: option {name!r} must be a string or {'a dict' if name == 'mesh' else 'a list'}, got {value!r}")
+    where = _Target(target, mesh, shard)
+    if mesh is not None or shard is not None:
+        from . import xla
+
+        from . import _native
+
+        # The CLI's own checks and messages (`--mesh`, `--shard`), before any graph is compiled:
+        # a graph that fails to compile falls back to eager, which must not hide a typo here.
+        given = [("mesh", mesh)] if mesh is not None else []
+        try:
+            _native().check_options(target, given + ([("shard", shard)] if shard is not None else []))
+        except ValueError as exc:
+            raise ValueError(f"ember: {exc}".replace("--mesh", "option 'mesh'").replace("--shard", "option 'shard'")) from None
+        # The devices exist before the first graph runs (on jax's CPU client, only if nothing
+        # in this process has started it yet).
+        xla._ensure_devices(math.prod(int(part.split("=")[1]) for part in mesh.split(",")), None)
+        where = dataclasses.replace(where, replicate=xla.processes() > 1)
+    return {"check": check, "target": where}
 
 
 def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict | None = None, **kwargs: Any) -> Callable[..., Any]:
@@ -1102,9 +1175,17 @@ def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: 
     from . import decompositions
 
     opts = _options(options)
+    #: Forward outputs that are parameters or views of them: the backward's inputs of those names.
+    saved_params: set[str] = set()
 
     def compiler(kind: str) -> Callable[..., Any]:
-        return lambda g, inputs: _compile_graph(g, inputs, kind, opts["check"], opts["target"])
+        def compile_one(g: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
+            target = opts["target"]
+            if target.mesh is not None:
+                target = dataclasses.replace(target, params=_param_inputs(g, kind, saved_params))
+            return _compile_graph(g, inputs, kind, opts["check"], target)
+
+        return compile_one
 
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
@@ -1112,6 +1193,6 @@ def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: 
         fw_compiler=compiler("forward"),
         bw_compiler=compiler("backward"),
         inference_compiler=compiler("inference"),
-        decompositions=decompositions.table(opts["target"]),
+        decompositions=decompositions.table(opts["target"].name),
         partition_fn=min_cut_rematerialization_partition,
     )(gm, example_inputs, **kwargs)

@@ -84,7 +84,34 @@ def _platform(platform: str | None) -> str:
 
 def _client(platform: str | None = None) -> Any:
     jax = _jax()
+    _join_processes(jax)
     return jax.extend.backend.get_backend(_platform(platform))
+
+
+def processes() -> int:
+    """How many processes run this program together: `WORLD_SIZE`, as `torchrun` sets it."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def _join_processes(jax: Any) -> None:
+    """Under `torchrun` (WORLD_SIZE > 1), joins the processes into one PJRT client before the
+    backend starts, with jax's distributed client: its coordinator is at `JAX_COORDINATOR_ADDRESS`,
+    or `MASTER_ADDR` at port `MASTER_PORT + 1` (next to torch's own store). Every device of
+    every process is then one mesh; on the CPU client the collectives between processes go
+    over gloo."""
+    from jax._src import distributed
+
+    if processes() == 1 or distributed.global_state.client is not None:
+        return
+    address = os.environ.get("JAX_COORDINATOR_ADDRESS")
+    if address is None:
+        try:
+            address = f"{os.environ['MASTER_ADDR']}:{int(os.environ['MASTER_PORT']) + 1}"
+        except (KeyError, ValueError):
+            raise XlaError("WORLD_SIZE > 1 but neither JAX_COORDINATOR_ADDRESS nor MASTER_ADDR/MASTER_PORT is set: launch with torchrun") from None
+    if _platform(None) == "cpu":
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=address, num_processes=processes(), process_id=int(os.environ["RANK"]))
 
 
 def run_stablehlo(text: str, inputs: Sequence[np.ndarray], platform: str | None = None) -> list[np.ndarray]:
@@ -101,46 +128,94 @@ def _compile(text: str, platform: str | None = None) -> "Executable":
 
     client = _client(platform)
     device = client.local_devices()[0]
-    return Executable(client.compile_and_load(text, xc.DeviceList((device,)), xc.CompileOptions()), device, jax)
+    return Executable(client.compile_and_load(text, xc.DeviceList((device,)), xc.CompileOptions()), jax, device=device)
 
 
 class Executable:
-    """A module compiled for one PJRT device. Called on host arrays it uploads them, runs and
-    downloads the results; `put` and `run` keep arrays on the device between calls (the
-    torch.compile backend keeps weights resident that way)."""
+    """A module compiled for one PJRT device, or SPMD-partitioned over a mesh of them. Called on
+    host arrays it uploads them, runs and downloads the results; `put` and `run` keep arrays on
+    the device between calls (the torch.compile backend keeps weights resident that way)."""
 
-    def __init__(self, exe: Any, device: Any, jax: Any) -> None:
-        self.exe, self.device, self.jax = exe, device, jax
+    def __init__(self, exe: Any, jax: Any, device: Any = None, mesh: Any = None,
+                 arg_specs: Sequence[Sequence[str | None]] = (), out_specs: Sequence[Sequence[str | None]] = ()) -> None:
+        self.exe, self.jax, self.device, self.mesh = exe, jax, device, mesh
+        if mesh is not None:
+            from jax.sharding import NamedSharding, PartitionSpec
 
-    def put(self, a: np.ndarray) -> Any:
-        """`a` uploaded to the device."""
+            self.arg_shardings = [NamedSharding(mesh, PartitionSpec(*sp)) for sp in arg_specs]
+            self.out_shardings = [NamedSharding(mesh, PartitionSpec(*sp)) for sp in out_specs]
+            self.out_specs = [list(sp) for sp in out_specs]
+
+    def put(self, a: np.ndarray, slot: int = 0) -> Any:
+        """`a` uploaded as argument `slot` (split over the mesh as that argument is)."""
         # jax canonicalizes 64-bit arrays to 32 bits unless x64 is enabled; Ember's modules take
         # int64 and float64 tensors as they are.
         with self.jax.enable_x64(True):
-            return self.jax.device_put(np.ascontiguousarray(a), self.device)
+            if self.mesh is None:
+                return self.jax.device_put(np.ascontiguousarray(a), self.device)
+            sharding = self.arg_shardings[slot]
+            if sharding.is_fully_addressable:
+                return self.jax.device_put(np.ascontiguousarray(a), sharding)
+            # Other processes' devices: each process places the pieces on its own (every
+            # process holds the whole value, as each runs the same program on the same data).
+            a = np.asarray(a)
+            return self.jax.make_array_from_callback(a.shape, sharding, lambda index: a[index])
+
+    def place(self, dev: Any, slot: int) -> Any:
+        """A device array as argument `slot` takes it: moved between devices only when its
+        sharding differs (an output of another module read by this one)."""
+        if self.mesh is None:
+            return dev
+        want = self.arg_shardings[slot]
+        if dev.sharding.is_equivalent_to(want, dev.ndim):
+            return dev
+        if want.is_fully_addressable:
+            return self.jax.device_put(dev, want)
+        return self.put(self.to_host(dev), slot)
+
+    @staticmethod
+    def to_host(dev: Any) -> np.ndarray:
+        """A result as a host array. A multi-process run's results are whole on every device
+        (`--replicate-outputs`): a process reads its own copy."""
+        if dev.is_fully_addressable:
+            return np.asarray(dev)
+        if not dev.is_fully_replicated:
+            raise XlaError("a result split over other processes' devices cannot be read here; compile with --replicate-outputs")
+        return np.asarray(dev.addressable_data(0))
 
     def run(self, args: Sequence[Any]) -> list[Any]:
-        """The results, on the device, of `@main` on device arrays."""
+        """The results, on the device(s), of `@main` on device arrays."""
         with self.jax.enable_x64(True):
-            return self.exe.execute(list(args))
+            if self.mesh is None:
+                return self.exe.execute(list(args))
+            per_device = self.exe.execute_sharded(list(args)).disassemble_into_single_device_arrays()
+            outs = []
+            for bufs, sharding, spec in zip(per_device, self.out_shardings, self.out_specs):
+                whole = tuple(d * (self.mesh.shape[a] if a else 1) for d, a in zip(bufs[0].shape, spec))
+                outs.append(self.jax.make_array_from_single_device_arrays(whole, sharding, bufs))
+            return outs
 
     def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return [np.asarray(o) for o in self.run([self.put(a) for a in inputs])]
+        return [self.to_host(o) for o in self.run([self.put(a, i) for i, a in enumerate(inputs)])]
 
 
 def _ensure_devices(n: int, platform: str | None) -> Any:
-    """The PJRT client, with at least `n` devices. On the CPU client that needs
-    `XLA_FLAGS=--xla_force_host_platform_device_count=N` before the backend starts: it is set
-    here when absent, which works as long as nothing in this process has started it yet."""
+    """The PJRT client, with at least `n` devices over all processes. On the CPU client each
+    process needs `XLA_FLAGS=--xla_force_host_platform_device_count=N/processes` before the
+    backend starts: it is set here when absent, which works as long as nothing in this process
+    has started it yet."""
     flag = "--xla_force_host_platform_device_count"
+    if n % processes():
+        raise XlaError(f"a mesh of {n} devices does not divide over {processes()} processes")
+    local = n // processes()
     if _platform(platform) == "cpu" and flag not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}={n}".strip()
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}={local}".strip()
     client = _client(platform)
-    have = len(client.local_devices())
+    have = len(client.devices())
     if have < n:
         raise XlaError(
-            f"the artifact is sharded over {n} devices but the {_platform(platform)} client has {have}; "
-            f"on the CPU client set XLA_FLAGS={flag}={n} before anything in the process starts the backend"
+            f"the mesh has {n} devices but the {_platform(platform)} client has {have}; "
+            f"on the CPU client set XLA_FLAGS={flag}={local} before anything in the process starts the backend"
         )
     return client
 
@@ -155,40 +230,27 @@ def _compile_sharded(
     arg_specs: Sequence[Sequence[str | None]],
     out_specs: Sequence[Sequence[str | None]],
     platform: str | None = None,
-) -> tuple[Any, Any]:
+) -> Executable:
     """Compiles a Shardy-annotated module SPMD-partitioned over the mesh's devices (device ids
-    row-major over the axes, as `sdy.mesh` numbers them). Returns (call, executable): `call`
-    places each argument with its sharding and reassembles whole outputs."""
+    row-major over the axes, as `sdy.mesh` numbers them): each argument is placed with its
+    sharding, whole outputs reassembled."""
     jax = _jax()
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    from jax.sharding import Mesh
     from jaxlib import xla_client as xc
 
     n = _mesh_size(mesh_axes)
     client = _ensure_devices(n, platform)
-    devices = client.local_devices()[:n]
+    devices = sorted(client.devices(), key=lambda d: d.id)[:n]
     opts = xc.CompileOptions()
     build = opts.executable_build_options
     build.num_replicas = 1
     build.num_partitions = n
     build.use_spmd_partitioning = True
     build.use_shardy_partitioner = True
-    build.device_assignment = xc.DeviceAssignment.create(np.arange(n).reshape(1, n))
+    build.device_assignment = xc.DeviceAssignment.create(np.array([[d.id for d in devices]]))
     exe = client.compile_and_load(text, xc.DeviceList(tuple(devices)), opts)
     mesh = Mesh(np.array(devices).reshape([int(a["size"]) for a in mesh_axes]), tuple(a["name"] for a in mesh_axes))
-    shard = lambda spec: NamedSharding(mesh, PartitionSpec(*spec))  # noqa: E731
-
-    def call(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        with jax.enable_x64(True):
-            args = [jax.device_put(np.ascontiguousarray(a), shard(sp)) for a, sp in zip(inputs, arg_specs)]
-            per_device = exe.execute_sharded(args).disassemble_into_single_device_arrays()
-            outs = []
-            for bufs, sp in zip(per_device, out_specs):
-                local = bufs[0].shape
-                whole = tuple(d * (mesh.shape[a] if a else 1) for d, a in zip(local, sp))
-                outs.append(np.asarray(jax.make_array_from_single_device_arrays(whole, shard(sp), bufs)))
-            return outs
-
-    return call, exe
+    return Executable(exe, jax, mesh=mesh, arg_specs=arg_specs, out_specs=out_specs)
 
 
 def compiled_hlo(directory: str | os.PathLike[str], platform: str | None = None) -> str:
@@ -196,7 +258,7 @@ def compiled_hlo(directory: str | os.PathLike[str], platform: str | None = None)
     the collectives (`all-reduce`, `all-gather`, `reduce-scatter`, ...) the partitioner inserted."""
     art = Artifact(directory)
     if art.mesh:
-        _, exe = _compile_sharded(art.text, art.mesh, art.arg_specs(), art.out_specs(), platform)
+        exe = _compile_sharded(art.text, art.mesh, art.arg_specs(), art.out_specs(), platform).exe
     else:
         from jaxlib import xla_client as xc
 
@@ -426,7 +488,7 @@ class Artifact:
     def compile(self, platform: str | None = None) -> Any:
         """`call(args)`: the compiled module (SPMD-partitioned over the mesh when sharded)."""
         if self.mesh:
-            return _compile_sharded(self.text, self.mesh, self.arg_specs(), self.out_specs(), platform)[0]
+            return _compile_sharded(self.text, self.mesh, self.arg_specs(), self.out_specs(), platform)
         return _compile(self.text, platform)
 
     def _narrow(self, a: np.ndarray, arg: int, what: str) -> np.ndarray:
