@@ -263,7 +263,7 @@ fn param_inputs_are_sharded_as_parameters() {
     let dir = std::env::temp_dir().join(format!("ember-tpu-param-inputs-{}", std::process::id()));
     type Spec = Vec<Option<String>>;
     let specs = |extra: &[(&str, &str)]| -> (Vec<Spec>, Spec) {
-        let imported = ember_compiler::load(&testdata().join("sharding/param_inputs.mlir")).unwrap();
+        let imported = ember_compiler::load(&testdata().join("targets/tpu/param_inputs.mlir")).unwrap();
         let mut opts = vec![("mesh", "x=2,y=4"), ("shard", "dp,tp,fsdp")];
         opts.extend_from_slice(extra);
         compile_for(imported, "tpu", &dir, &opts).unwrap();
@@ -312,7 +312,7 @@ fn mesh_and_shard_errors() {
         &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--mesh", "x=2", "--shard", "zz"][..],
         &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--param-inputs", "x"][..],
         &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--mesh", "x=2", "--param-inputs", "x,"][..],
-        &["compile", "sharding/param_inputs.mlir", "--target", "tpu", "-o", "/nonexistent/x", "--mesh", "x=2", "--param-inputs", "w3"][..],
+        &["compile", "targets/tpu/param_inputs.mlir", "--target", "tpu", "-o", "/nonexistent/x", "--mesh", "x=2", "--param-inputs", "w3"][..],
     ] {
         out.push_str(&format!("ember {}\n{}", args.join(" "), ember(&testdata(), args).render()));
     }

@@ -1,3 +1,4 @@
+// RUN: opt %s --passes=canonicalize,torch-to-ten,cse,dce
 // A two-layer MLP as torch.compile hands it over: the weights are user inputs. With
 // `--param-inputs w1,w2` the sharding rules treat them as parameters (tp, fsdp), not as data (dp).
 func.func @main(%x: tensor<8x16xf32> {ember.input = "x"}, %w1: tensor<32x16xf32> {ember.input = "w1"}, %w2: tensor<16x32xf32> {ember.input = "w2"}) -> tensor<8x16xf32> {
