@@ -141,9 +141,6 @@ pub fn index_put(cx: &mut Cx) -> Lowered {
     if rshape.iter().any(|d| *d == c(0)) {
         return Ok(Some(vec![x]));
     }
-    if !rshape.iter().all(|d| d.as_const().is_some()) {
-        return Ok(None);
-    }
     let sizes: Vec<i64> = xt.dims.iter().map(|d| d.as_const().expect("static")).collect();
     let stride = |k: usize| sizes[k + 1..].iter().product::<i64>();
     // Row-major position: leading dims' iotas, the merged index, trailing dims' iotas.

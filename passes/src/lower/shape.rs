@@ -209,7 +209,7 @@ pub fn gather(cx: &mut Cx, name: &str) -> Lowered {
     };
     let xt = cx.tt(x);
     let index = match (xt.dims[dim].as_const(), xt.static_shape()) {
-        (Some(n), Some(shape)) => checked_index(cx, index, n, shape.iter().product())?,
+        (Some(n), Some(shape)) => checked_index(cx, index, n, -2 * shape.iter().product::<i64>())?,
         _ => index,
     };
     let g = cx.emit(TenOp::Gather, vec![x, index], vec![("dim", Attr::Int(dim as i64))])?;
@@ -286,18 +286,18 @@ fn wrap_index(cx: &mut Cx, i: Value, n: i64, numel: i64) -> Result<Value, String
     let neg = cx.compare("LT", i, zero)?;
     let wrapped = cx.binary_scalar(TenOp::Add, i, n as f64)?;
     let w = cx.select(neg, wrapped, i)?;
-    checked_index(cx, w, n, numel)
+    checked_index(cx, w, n, -2 * numel)
 }
 
-/// `i` where it is in [0, n), else a position outside the flattened operand (`-2 * numel`),
-/// which the gather's range check reports.
-fn checked_index(cx: &mut Cx, i: Value, n: i64, numel: i64) -> Result<Value, String> {
+/// `i` where it is in [0, n), else `poison`, a position outside the flattened operand, which the
+/// gather's range check reports.
+fn checked_index(cx: &mut Cx, i: Value, n: i64, poison: i64) -> Result<Value, String> {
     let zero = cx.splat_like(0.0, i)?;
     let lo = cx.compare("GE", i, zero)?;
     let top = cx.splat_like(n as f64, i)?;
     let hi = cx.compare("LT", i, top)?;
     let ok = cx.emit(TenOp::And, vec![lo, hi], vec![])?;
-    let poison = cx.splat_like(-2.0 * numel as f64, i)?;
+    let poison = cx.splat_like(poison as f64, i)?;
     cx.select(ok, i, poison)
 }
 
@@ -311,23 +311,47 @@ fn static_strides(dims: &[SymExpr]) -> Option<Vec<i64>> {
     Some(strides)
 }
 
-/// The flat (row-major) position in a static tensor of shape `xdims` of every element of an
-/// index tensor used along `dim` (torch.gather/scatter): sum_k (k == dim ? index : iota_k) times
+/// The row-major element stride of each dim of `dims`: static where every later dim is (a
+/// symbolic batch dim in front keeps the others' strides static).
+fn trailing_strides(dims: &[SymExpr]) -> Vec<Option<i64>> {
+    let mut strides = vec![None; dims.len()];
+    let mut acc = Some(1i64);
+    for k in (0..dims.len()).rev() {
+        strides[k] = acc;
+        acc = acc.and_then(|a| dims[k].as_const().map(|d| a * d));
+    }
+    strides
+}
+
+/// The flat (row-major) position in a tensor of shape `xdims` of every element of an index
+/// tensor used along `dim` (torch.gather/scatter): sum_k (k == dim ? index : iota_k) times
 /// stride_k over the index's shape; an index outside [0, size) is an error, as in torch (which,
-/// unlike `index.Tensor`, does not wrap negative ones). None when `xdims` is symbolic.
+/// unlike `index.Tensor`, does not wrap negative ones). Symbolic dims are fine where their
+/// strides are not needed: `dim`'s size and the strides of the dims the index spans are static
+/// (a symbolic batch in front: cross-entropy's rows). None otherwise.
 pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: usize) -> Result<Option<Value>, String> {
-    let Some(strides) = static_strides(xdims) else { return Ok(None) };
+    let strides = trailing_strides(xdims);
     let it = cx.tt(index);
-    let mut linear: Option<Value> = None;
+    let Some(size) = xdims[dim].as_const() else { return Ok(None) };
+    // Outside the flattened operand (below -numel, so no wrapping brings it back in).
+    let poison = match strides[0].zip(xdims[0].as_const()) {
+        Some((s0, d0)) => -2 * s0 * d0,
+        None => -(1i64 << 62),
+    };
+    // Each dim's stride, or None where its iota is all 0; decided before any op is built.
+    let mut used = Vec::new();
     for (k, &stride) in strides.iter().enumerate() {
+        if k != dim && it.dims[k] == c(1) {
+            continue;
+        }
+        let Some(stride) = stride else { return Ok(None) };
+        used.push((k, stride));
+    }
+    let mut linear: Option<Value> = None;
+    for (k, stride) in used {
         let term = if k == dim {
             let i = cx.convert(index, DType::I64)?;
-            checked_index(
-                cx,
-                i,
-                xdims[dim].as_const().expect("static"),
-                strides[0] * xdims[0].as_const().expect("static"),
-            )?
+            checked_index(cx, i, size, poison)?
         } else {
             cx.emit(
                 TenOp::Iota,

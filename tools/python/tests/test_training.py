@@ -497,6 +497,64 @@ def test_unusable_mesh_options_are_errors() -> None:
             torch.compile(m, backend="ember", options=options)(torch.randn(2, 4))
 
 
+@pytest.mark.parametrize("target", ["tpu", "trainium"])
+def test_dynamic_batch_on_the_xla_targets(target: str) -> None:
+    """Seven batch sizes, a mean over the batch in the loss: once Dynamo marks the batch dynamic,
+    each graph compiles once per padded bucket (sizes (P/2, P] run padded to P), saying so for
+    every bucket after the first, never falling back; gradients are eager's at every size."""
+    pytest.importorskip("jax")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4))
+    compiled = torch.compile(model, backend="ember", options={"target": target})
+    before = dict(backend.stats, targets=dict(backend.stats["targets"]))
+
+    def loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.mse_loss(out, y) + out.mean(0).pow(2).sum()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for b in [3, 5, 6, 7, 9, 12, 4]:
+            x, y = torch.randn(b, 16), torch.randn(b, 4)
+            got_loss = loss(compiled(x), y)
+            got_loss.backward()
+            got = {n: p.grad.clone() for n, p in model.named_parameters()}
+            model.zero_grad()
+            want_loss = loss(model(x), y)
+            want_loss.backward()
+            want = {n: p.grad.clone() for n, p in model.named_parameters()}
+            model.zero_grad()
+            assert float(got_loss) == pytest.approx(float(want_loss), rel=1e-5), b
+            _assert_grads_match(want, got)
+    messages = [str(w.message) for w in caught if "ember" in str(w.message)]
+    assert backend.stats["fallbacks"] == before["fallbacks"], messages
+    # 3: static graphs; 5: the dynamic graphs' first bucket (4, 8]; 9: (8, 16]; 4: (2, 4].
+    buckets = sorted(re.search(r"padded to (\d+)", m).group(1) for m in messages)
+    assert buckets == ["16", "16", "4", "4"], messages
+    assert backend.stats["targets"][target] - before["targets"].get(target, 0) == 2 + 2 + 2 + 2
+
+
+def test_symbolic_sizes_saved_for_the_backward() -> None:
+    """A forward that flattens a dynamic batch saves sizes (`16*s0`) for its backward, and the
+    backward takes them as inputs: both graphs compile (sizes rebuilt from the inputs' shapes)."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=1, n_head=4, n_embd=64, vocab_size=256, n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = transformers.GPT2LMHeadModel(cfg)
+    compiled = torch.compile(model, backend="ember")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for b in [3, 5, 6]:
+            ids = torch.randint(0, 256, (b, 16))
+            compiled(input_ids=ids, labels=ids).loss.backward()
+            got = {n: p.grad.clone() for n, p in model.named_parameters()}
+            model.zero_grad()
+            model(input_ids=ids, labels=ids).loss.backward()
+            _assert_grads_match({n: p.grad.clone() for n, p in model.named_parameters()}, got)
+            model.zero_grad()
+    whole = [str(w.message) for w in caught if "graph runs with torch eager" in str(w.message)]
+    assert not whole, whole
+
+
 def test_batchnorm_convnet_trains_on_tpu() -> None:
     pytest.importorskip("jax")
     torch.manual_seed(0)

@@ -46,6 +46,7 @@ import time
 import warnings
 from typing import Any, Callable, Sequence
 
+import sympy
 import torch
 
 from . import dtypes
@@ -115,14 +116,16 @@ class CheckError(AssertionError):
     """In check mode, an output of a compiled graph differs from torch eager's."""
 
 
-def _export(gm: torch.fx.GraphModule, d: str) -> str:
+def _export(gm: torch.fx.GraphModule, d: str, ranges: dict[Any, tuple[int, int]] | None = None) -> str:
     """Writes `gm` to `d`/graph.json in torch.export's schema, which the frontend reads: torch's
     own graph serializer on AOT's graph as it is (core ATen, functional, a fake value on every
     node; sizes in Dynamo's symbols). Re-tracing it with torch.export first, on real zero inputs,
-    and packing a `.pt2` took 4.2 s of GPT-2 small's first call; this takes 0.2-0.3 s."""
+    and packing a `.pt2` took 4.2 s of GPT-2 small's first call; this takes 0.2-0.3 s.
+    `ranges` narrows symbols' ranges (a padded bucket's sizes)."""
     from torch._export.serde import schema
     from torch._export.serde import serialize as serde
     from torch.export import graph_signature as gs
+    from torch.utils._sympy.value_ranges import ValueRanges
 
     path = os.path.join(d, "graph.json")
     g = gm.graph
@@ -156,7 +159,9 @@ def _export(gm: torch.fx.GraphModule, d: str) -> str:
         program = schema.ExportedProgram(
             graph_module=graph,
             opset_version={"aten": torch._C._get_max_operator_version()},
-            range_constraints=serde.serialize_range_constraints({s: env.var_to_range[s] for s in sorted(symbols, key=str)}),
+            range_constraints=serde.serialize_range_constraints(
+                {s: ValueRanges(*ranges[s]) if ranges and s in ranges else env.var_to_range[s] for s in sorted(symbols, key=str)}
+            ),
             schema_version=schema.SchemaVersion(*serde.SCHEMA_VERSION),
             torch_version=torch.__version__,
         )
@@ -288,6 +293,41 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+@dataclasses.dataclass
+class _SizeOutput:
+    """A graph output that is a size, not a tensor."""
+
+    node: torch.fx.Node
+
+
+def _size_node(g: torch.fx.Graph, expr: Any, symbol: Callable[[Any], Any], name: str) -> Any:
+    """Nodes of `g` computing the size `expr` (an int or a sympy expression of sizes: sums,
+    products, floor divisions), with `symbol(s)` the node of symbol `s`'s value."""
+    from torch.utils._sympy.functions import FloorDiv
+
+    if isinstance(expr, int) or expr.is_Integer:
+        return int(expr)
+    if expr.is_Symbol:
+        return symbol(expr)
+    def call(op: Callable[..., Any], args: tuple[Any, ...]) -> torch.fx.Node:
+        node = g.call_function(op, args)
+        vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in args]
+        if all(v is not None for v in vals):
+            node.meta["val"] = op(*vals)  # the serializer writes a size node's expression
+        return node
+
+    if isinstance(expr, (sympy.Add, sympy.Mul)):
+        op = operator.add if isinstance(expr, sympy.Add) else operator.mul
+        args = [_size_node(g, a, symbol, name) for a in expr.args]
+        out = args[0]
+        for a in args[1:]:
+            out = call(op, (out, a))
+        return out
+    if isinstance(expr, FloorDiv):
+        return call(operator.floordiv, tuple(_size_node(g, a, symbol, name) for a in expr.args))
+    raise Unsupported(f"the size `{name}` = {expr} is not a sum, product or floor division of input sizes")
+
+
 class _Split:
     """A graph (rewritten in place) split into the values Ember computes (`core`, whose outputs
     are `roots`) and an `epilogue` that rebuilds the graph's outputs from the inputs and those
@@ -328,6 +368,15 @@ class _Split:
                 n.replace_all_uses_with(p)
                 g.erase_node(n)
                 self.constants.append(value)
+        inputs = example_inputs + self.constants
+        #: Where each size symbol's value is found at call time: (input position, dim), dim None
+        #: for a SymInt input. A tensor's dim is preferred: the compiled values read only tensors.
+        self.symbols: dict[Any, tuple[int, int | None]] = {}
+        sizes = [(i, d, sz) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) for d, sz in enumerate(x.shape)]
+        sizes += [(i, None, x) for i, x in enumerate(inputs) if isinstance(x, torch.SymInt)]
+        for i, d, sz in sizes:
+            if _symbolic(sz) and sz.node.expr.is_Symbol:
+                self.symbols.setdefault(sz.node.expr, (i, d))
         out_node = next(n for n in g.nodes if n.op == "output")
         outs = out_node.args[0]
         self.single = not isinstance(outs, (tuple, list))
@@ -342,6 +391,11 @@ class _Split:
                 continue
             if not isinstance(o, torch.fx.Node):
                 raise Unsupported(f"a graph output is a {type(o).__name__}, not a tensor")
+            if isinstance(o.meta.get("val"), (int, torch.SymInt)):
+                # A size the forward saves for the backward (`4*s0`): computed by the epilogue
+                # from the inputs' sizes.
+                chains.append(_SizeOutput(o))
+                continue
             root, chain = _view_chain(o)
             # A reshape of a value nothing else reads is computed in its output shape: the view
             # costs nothing inside the compiled values, and no epilogue then runs per call (a
@@ -373,31 +427,40 @@ class _Split:
         for r, inverse in back.items():
             env[r] = epi.call_function(torch.ops.aten.permute.default, (env[r], inverse))
         results = []
+        placeholders = [n for n in g.nodes if n.op == "placeholder"]
+
+        def symbol(sym: Any) -> Any:
+            if sym not in self.symbols:
+                raise Unsupported(f"the size {sym} is not the size of an input")
+            i, d = self.symbols[sym]
+            return env[placeholders[i]] if d is None else epi.call_function(torch.ops.aten.sym_size.int, (env[placeholders[i]], d))
+
+        def size_arg(n: torch.fx.Node) -> Any:
+            """A view's size argument (`view(x, [4*s0, 64])`), computed from the inputs' sizes."""
+            if not isinstance(n.meta.get("val"), (int, torch.SymInt)):
+                raise KeyError(n)
+            env[n] = _size_node(epi, _size(n.meta["val"]), symbol, n.name)
+            return env[n]
+
         for c in chains:
             if c is None:
                 results.append(None)
                 continue
+            if isinstance(c, _SizeOutput):
+                results.append(_size_node(epi, _size(c.node.meta["val"]), symbol, c.node.name))
+                continue
             for v in c[1]:
                 if v not in env:
                     try:
-                        env[v] = epi.node_copy(v, lambda n: env[n])
+                        env[v] = epi.node_copy(v, lambda n: env[n] if n in env else size_arg(n))
                     except KeyError as exc:
                         raise Unsupported(f"the view `{v.name}` reads a value that is not a graph input or output") from exc
             results.append(env[c[1][-1]] if c[1] else env[c[0]])
         epi.output(results[0] if self.single else tuple(results))
         #: The outputs are the computed values themselves, in order: no epilogue to run.
-        self.identity = not self.single and [c and not c[1] and c[0] for c in chains] == roots
+        self.identity = not self.single and [c and not isinstance(c, _SizeOutput) and not c[1] and c[0] for c in chains] == roots
         self.epilogue = torch.fx.GraphModule(torch.nn.Module(), epi)
         placeholders = [n for n in g.nodes if n.op == "placeholder"]
-        inputs = example_inputs + self.constants
-        #: Where each size symbol's value is found at call time: (input position, dim), dim None
-        #: for a SymInt input. A tensor's dim is preferred: the compiled values read only tensors.
-        self.symbols: dict[Any, tuple[int, int | None]] = {}
-        sizes = [(i, d, sz) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) for d, sz in enumerate(x.shape)]
-        sizes += [(i, None, x) for i, x in enumerate(inputs) if isinstance(x, torch.SymInt)]
-        for i, d, sz in sizes:
-            if _symbolic(sz) and sz.node.expr.is_Symbol:
-                self.symbols.setdefault(sz.node.expr, (i, d))
         self.symbolic = any(not isinstance(v, int) for shape, strides, _ in self.roots for v in (*shape, *strides))
         self._sizes: dict[tuple[int, ...], list[tuple[tuple[int, ...], tuple[int, ...]]]] = {}
         #: The inputs the compiled values read: the tensors (a SymInt input is read as the dim of
@@ -412,13 +475,18 @@ class _Split:
                 if isinstance(inputs[i], torch.Tensor):
                     continue
                 if p.users:
-                    expr = _size(inputs[i])
-                    where = self.symbols.get(expr) if not isinstance(expr, int) else None
-                    if where is None or where[1] is None:
-                        raise Unsupported(f"the graph input `{p.name}` ({inputs[i]}) is not the size of a tensor input's dim")
+                    def dim_of(sym: Any, name: str = p.name, value: Any = inputs[i]) -> Any:
+                        where = self.symbols.get(sym)
+                        if where is None or where[1] is None:
+                            raise Unsupported(f"the graph input `{name}` ({value}) is not computed from the sizes of tensor inputs")
+                        node = g.call_function(torch.ops.aten.sym_size.int, (placeholders[where[0]], where[1]))
+                        node.meta["val"] = inputs[where[0]].shape[where[1]]
+                        return node
+
                     with g.inserting_before(body):
-                        size = g.call_function(torch.ops.aten.sym_size.int, (placeholders[where[0]], where[1]))
-                    size.meta["val"] = inputs[i]
+                        size = _size_node(g, _size(inputs[i]), dim_of, p.name)
+                    if isinstance(size, torch.fx.Node):
+                        size.meta["val"] = inputs[i]
                     p.replace_all_uses_with(size)
                 g.erase_node(p)
             gm.recompile()
@@ -448,10 +516,9 @@ class _Compiled:
         native = _native()
         self.where = target
         self.target = target.name
+        self.kind = "backward" if backward else "forward"
         for x in example_inputs:
             if isinstance(x, (int, torch.SymInt)) and not isinstance(x, bool):
-                if self.target != "cpu" and _symbolic(x):
-                    raise Unsupported(f"the graph has symbolic sizes; the {self.target} target compiles them only from the CLI (padded buckets)")
                 continue
             if not isinstance(x, torch.Tensor):
                 raise Unsupported(f"a graph input is a {type(x).__name__}, not a tensor")
@@ -463,7 +530,10 @@ class _Compiled:
         self.program = None
         self._fixed: Any = None
         if self.split.core is not None:
-            self.program = self._load(native, self.split.core, self.split.example_inputs)
+            if self.target != "cpu" and (self.split.symbols or self.split.symbolic):
+                self.program = _Buckets(self, native)
+            else:
+                self.program = self._load(native, self.split.core, self.split.example_inputs)
             if backward:
                 stats["backward"] += 1
             self._fixed = self._fixed_layouts()
@@ -490,11 +560,12 @@ class _Compiled:
                     if strides != _contiguous_strides(shape) and math.prod(shape) > 1]
         return ins, outs, restride
 
-    def _load(self, native: Any, core: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+    def _load(self, native: Any, core: torch.fx.GraphModule, example_inputs: list[Any], ranges: dict[Any, tuple[int, int]] | None = None) -> Any:
         # The on-disk cache makes a second process start without compiling. Entries appear by an
         # atomic directory rename, so concurrent processes never see a half-written one.
         options = self.where.options([n.name for n in core.graph.nodes if n.op == "placeholder"])
-        final = os.path.join(_cache_root(), _graph_key(core, example_inputs, native, self.target, options))
+        key = options + sorted((str(k), v) for k, v in (ranges or {}).items())
+        final = os.path.join(_cache_root(), _graph_key(core, example_inputs, native, self.target, key))
         art = os.path.join(final, self.target)
         program = None
         if os.path.exists(os.path.join(art, "manifest.json")):
@@ -518,7 +589,7 @@ class _Compiled:
             d = tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-", dir=_cache_root())
             keep = False
             try:
-                path = _export(core, d)
+                path = _export(core, d, ranges)
                 try:
                     native.compile(path, self.target, os.path.join(d, self.target), options)
                 except ValueError as exc:
@@ -639,6 +710,60 @@ class _Compiled:
         return run
 
 
+class _Buckets:
+    """A graph with symbolic sizes on tpu or trainium, which need static shapes: one artifact per
+    padded bucket, compiled the first time a size lands in it. A symbol's buckets are the powers of
+    two (a size n runs in the bucket of sizes (P/2, P], P the power of two ≥ n, with its inputs
+    padded to P and its outputs sliced back), so sizes up to P compile log2(P) times, and each
+    compile says which bucket it is for (TPU users' most common complaint is silent recompiles).
+    The first bucket, for the sizes AOT traced with, is compiled with the graph, so what Ember
+    cannot compile falls back the usual way."""
+
+    def __init__(self, compiled: "_Compiled", native: Any) -> None:
+        self.compiled, self.native = compiled, native
+        split = compiled.split
+        #: Where each symbol's size is read in the compiled values' inputs.
+        self.where = {sym: (split.core_inputs.index(i), d) for sym, (i, d) in split.symbols.items() if d is not None}
+        if not self.where:
+            raise Unsupported("the graph's symbolic sizes are not sizes of its tensor inputs")
+        env = next(s.node.shape_env for x in split.example_inputs for s in x.shape if _symbolic(s))
+        self.ranges = {sym: env.var_to_range[sym] for sym in self.where}
+        self.programs: dict[tuple[tuple[str, int], ...], Any] = {}
+        values = getattr(env, "backed_var_to_val", None) or env.var_to_val
+        self.program({sym: int(values[sym]) for sym in self.where}, warn=False)
+
+    def bucket(self, sizes: dict[Any, int]) -> dict[Any, tuple[int, int]]:
+        out = {}
+        for sym, n in sizes.items():
+            top = 1 << max(0, n - 1).bit_length()
+            upper = self.ranges[sym].upper  # torch's int_oo (not a sympy Integer) when unbounded
+            hi = min(top, int(upper)) if isinstance(upper, sympy.Integer) else top
+            # (P/2, P]: sizes of other buckets are not in it. The range only has to hold the true
+            # size; it may start below Dynamo's (which is 2 for a dynamic dim).
+            lo = top // 2 + 1 if top >= 4 else 1
+            out[sym] = (min(lo, hi), hi)
+        return out
+
+    def program(self, sizes: dict[Any, int], warn: bool = True) -> Any:
+        ranges = self.bucket(sizes)
+        key = tuple(sorted((str(k), v[1]) for k, v in ranges.items()))
+        program = self.programs.get(key)
+        if program is None:
+            if warn:
+                c = self.compiled
+                what = ", ".join(f"{sizes[s]} (dim {d} of input {c.split.core_inputs[i]}) runs padded to {ranges[s][1]}"
+                                 for s, (i, d) in sorted(self.where.items(), key=lambda p: str(p[0])))
+                warnings.warn(f"ember: {_a(c.kind)} graph compiles again for the {c.target} target, for a new padded bucket: size {what}; "
+                              f"the sizes {', '.join(f'{lo}..{hi}' for lo, hi in ranges.values())} now run without compiling", stacklevel=3)
+            c = self.compiled
+            program = self.programs[key] = c._load(self.native, c.split.core, c.split.example_inputs, ranges)
+        return program
+
+    def run(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        sizes = {sym: int(inputs[i].shape[d]) for sym, (i, d) in self.where.items()}
+        return self.program(sizes).run(inputs)
+
+
 class _XlaProgram:
     """A tpu or trainium artifact run by PJRT (`ember.xla`: jax's CPU client here, the TPU client
     where one is present; Neuron hardware is not reachable from here, so a trainium artifact runs
@@ -655,8 +780,10 @@ class _XlaProgram:
         from . import xla
 
         self.artifact = xla.Artifact(directory)
-        if self.artifact.buckets:
-            raise Unsupported("the compiled graph has symbolic dims (padded buckets)")
+        buckets = self.artifact.buckets
+        #: A padded artifact's largest bucket (`module`, which `compile` compiles): every size it
+        #: takes runs padded to it (`_Buckets` compiles one artifact per bucket).
+        self.bucket: dict[str, int] | None = buckets[-1]["symbols"] if buckets else None
         self.exe = self.artifact.compile()
         self.args = [None if a is None else self.exe.put(a, slot) for slot, a in enumerate(self.artifact.args)]
         stats["to_device_bytes"] += sum(a.nbytes for a in self.artifact.args if a is not None)
@@ -666,10 +793,23 @@ class _XlaProgram:
     def run(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         import numpy as np
 
+        from . import xla
         from .export import tensor_to_numpy
 
         args = list(self.args)
+        env = None
+        if self.bucket is not None:
+            env = self.artifact.symbols(inputs)
+            specs = self.artifact.manifest["inputs"]
+            for sym, slot in self.artifact.sizes.items():
+                args[slot] = self.exe.put(self.artifact._narrow(np.asarray(env[sym], np.int64), slot, f"the size of `{sym}`"), slot)
         for i, t in enumerate(inputs):
+            if env is not None and not all(d.isdigit() for d in specs[i]["dims"]):
+                # Padded at the end of every symbolic dim to the bucket's size.
+                slot, a = self.artifact.bind_input(i, tensor_to_numpy(t), self.bucket)
+                args[slot] = self.exe.put(a, slot)
+                stats["to_device_bytes"] += a.nbytes
+                continue
             held = self.resident.get(i)
             if held is not None and _same_memory(held[0], t) and held[1] == t._version:
                 slot = self.artifact.manifest["inputs"][i]["arg"]
@@ -691,9 +831,13 @@ class _XlaProgram:
         stats["xla_seconds"] += time.perf_counter() - t0
         outs = [self.exe.to_host(o) for o in ready]
         stats["from_device_bytes"] += sum(o.nbytes for o in outs)
+        if env is not None:
+            shapes = [[xla._eval_dim(d, env) for d in o["dims"]] for o in self.artifact.manifest["outputs"]]
+            outs = [o[tuple(slice(0, n) for n in shape)] for o, shape in zip(outs, shapes)]
+            ready = [None] * len(ready)  # a padded result is not the output: nothing to keep
         host = [_from_numpy(o) for o in self.artifact.widen(outs)]
         for j, (t, dev) in enumerate(zip(host, ready)):
-            if f"out{j}" not in self.artifact.narrowed:
+            if dev is not None and f"out{j}" not in self.artifact.narrowed:
                 _keep_device_copy(t, dev)
         return host
 
