@@ -53,7 +53,8 @@ const OPTIONS: &[TargetOption] = &[
 ];
 
 const SHARD_NEEDS_MESH: &str = "--shard needs --mesh (e.g. `--mesh x=2,y=4 --shard tp`)";
-const PARAMS_NEED_MESH: &str = "--param-inputs needs --mesh: it says which inputs the sharding rules treat as parameters";
+const PARAMS_NEED_MESH: &str =
+    "--param-inputs needs --mesh: it says which inputs the sharding rules treat as parameters";
 const REPLICATE_NEEDS_MESH: &str = "--replicate-outputs needs --mesh: without one every output is whole already";
 
 /// The emitter's options from the target options (checked by [`Target::check`]).

@@ -307,14 +307,15 @@ fn mesh_and_shard_errors() {
     let axes: Vec<String> = a.rules.iter().map(|r| format!("{}={}", r.strategy, r.axis)).collect();
     out.push_str(&format!("defaults: {}\n", axes.join(" ")));
     for args in [
-        &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--shard", "tp"][..],
-        &["compile", "models/mlp.pt2", "--target", "cpu", "-o", "/nonexistent/x", "--mesh", "x=2"][..],
-        &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--mesh", "x=2", "--shard", "zz"][..],
-        &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--param-inputs", "x"][..],
-        &["compile", "models/mlp.pt2", "--target", "tpu", "-o", "/nonexistent/x", "--mesh", "x=2", "--param-inputs", "x,"][..],
-        &["compile", "targets/tpu/param_inputs.mlir", "--target", "tpu", "-o", "/nonexistent/x", "--mesh", "x=2", "--param-inputs", "w3"][..],
+        "compile models/mlp.pt2 --target tpu -o /nonexistent/x --shard tp",
+        "compile models/mlp.pt2 --target cpu -o /nonexistent/x --mesh x=2",
+        "compile models/mlp.pt2 --target tpu -o /nonexistent/x --mesh x=2 --shard zz",
+        "compile models/mlp.pt2 --target tpu -o /nonexistent/x --param-inputs x",
+        "compile models/mlp.pt2 --target tpu -o /nonexistent/x --mesh x=2 --param-inputs x,",
+        "compile targets/tpu/param_inputs.mlir --target tpu -o /nonexistent/x --mesh x=2 --param-inputs w3",
     ] {
-        out.push_str(&format!("ember {}\n{}", args.join(" "), ember(&testdata(), args).render()));
+        let args: Vec<&str> = args.split(' ').collect();
+        out.push_str(&format!("ember {}\n{}", args.join(" "), ember(&testdata(), &args).render()));
     }
     insta::assert_snapshot!(out);
 }

@@ -12,6 +12,10 @@
 //! and binary elementwise ops off), so adding a row makes the compiler list every place that
 //! must decide what to do with it.
 
+/// On a `ten.gather` from a flattened tensor whose symbolic dim leads: result row r reads only
+/// row r of the operand (the tpu target's padded buckets may then gather along it).
+pub const ROWS_ALIGNED: &str = "ember.rows_aligned";
+
 use super::infer::Rule::*;
 use super::{op, OpDef};
 

@@ -197,17 +197,58 @@ fn iota(cx: &mut Cx, shape: &[SymExpr], dim: usize) -> Result<Value, String> {
     )
 }
 
+/// slice_scatter with step 1 along a static dim: `src` padded out to `self`'s extent along it,
+/// selected where the slice lies. Elementwise apart from the pad, so other dims may be symbolic
+/// (a sliced sequence's gradient, `logits[:, :-1]`, under a dynamic batch). None otherwise
+/// (before building anything).
+fn slice_scatter_padded(cx: &mut Cx, x: Value) -> Result<Option<Value>, String> {
+    let xt = cx.tt(x);
+    let src = cx.arg("src")?;
+    let st = cx.tt(src);
+    if xt.rank() == 0 || cx.int_or("step", 1)? != 1 || st.rank() != xt.rank() {
+        return Ok(None);
+    }
+    let d = norm_dim(cx.int_or("dim", 0)?, xt.rank()).map_err(|e| cx.err(&e))?;
+    let start = super::shape::clamp_bound(cx.attr("start").and_then(|a| a.as_sym()), &xt.dims[d], c(0));
+    if start == c(0) && st.dims == xt.dims {
+        // The whole of `self` (a full slice's gradient, even along a symbolic dim).
+        return Ok(Some(cx.convert(src, xt.dtype)?));
+    }
+    let (Some(size), Some(n)) = (xt.dims[d].as_const(), st.dims[d].as_const()) else { return Ok(None) };
+    let Some(start) = start.as_const() else { return Ok(None) };
+    if start + n > size || (0..xt.rank()).any(|k| k != d && st.dims[k] != xt.dims[k]) {
+        return Ok(None);
+    }
+    let src = cx.convert(src, xt.dtype)?;
+    let (mut low, mut high) = (vec![c(0); xt.rank()], vec![c(0); xt.rank()]);
+    low[d] = c(start);
+    high[d] = c(size - start - n);
+    let padded = super::window::pad(cx, src, low, high, Attr::Int(0))?;
+    let at = iota(cx, &xt.dims, d)?;
+    let first = cx.splat_like(start as f64, at)?;
+    let end = cx.splat_like((start + n) as f64, at)?;
+    let ge = cx.compare("GE", at, first)?;
+    let lt = cx.compare("LT", at, end)?;
+    let inside = cx.emit(TenOp::And, vec![ge, lt], vec![])?;
+    Ok(Some(cx.select(inside, padded, x)?))
+}
+
 /// slice_scatter, select_scatter and diagonal_scatter: `src` written over the view of `self`
 /// that slice/select/diagonal read, with one `ten.scatter` (the view's positions are distinct).
 pub fn view_scatter(cx: &mut Cx, name: &str) -> Lowered {
     let x = cx.arg("self")?;
     let xt = cx.tt(x);
+    if name == "slice_scatter" {
+        if let Some(r) = slice_scatter_padded(cx, x)? {
+            return Ok(Some(vec![r]));
+        }
+    }
     let src = cx.arg("src")?;
-    let src = cx.convert(src, xt.dtype)?;
     let st = cx.tt(src);
     if !xt.is_static() || !st.is_static() || xt.rank() == 0 {
         return Ok(None);
     }
+    let src = cx.convert(src, xt.dtype)?;
     if st.dims.iter().any(|d| *d == c(0)) {
         return Ok(Some(vec![x]));
     }

@@ -311,6 +311,15 @@ fn static_strides(dims: &[SymExpr]) -> Option<Vec<i64>> {
     Some(strides)
 }
 
+/// Bounds of symbol `s` from the module attribute `ember.symbols = {s0 = array<i64: min, max>}`.
+fn symbol_bounds(m: &ember_ir::Module, s: &str) -> Option<ember_ir::sym::Bounds> {
+    let Some(Attr::Dict(d)) = m.attrs.get("ember.symbols") else { return None };
+    match d.iter().find(|(k, _)| k.as_str() == s)?.1.as_ints()? {
+        [lo, hi] => Some(ember_ir::sym::Bounds { min: *lo, max: Some(*hi) }),
+        _ => None,
+    }
+}
+
 /// The row-major element stride of each dim of `dims`: static where every later dim is (a
 /// symbolic batch dim in front keeps the others' strides static).
 fn trailing_strides(dims: &[SymExpr]) -> Vec<Option<i64>> {
@@ -333,11 +342,10 @@ pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: us
     let strides = trailing_strides(xdims);
     let it = cx.tt(index);
     let Some(size) = xdims[dim].as_const() else { return Ok(None) };
-    // Outside the flattened operand (below -numel, so no wrapping brings it back in).
-    let poison = match strides[0].zip(xdims[0].as_const()) {
-        Some((s0, d0)) => -2 * s0 * d0,
-        None => -(1i64 << 62),
-    };
+    // Outside the flattened operand (below -numel, so no wrapping brings it back in), as small
+    // in magnitude as the bounds allow (Neuron narrows it to int32).
+    let numel = xdims.iter().cloned().fold(c(1), SymExpr::times);
+    let poison = -2 * numel.upper_bound(&|s| symbol_bounds(cx.m, s)).unwrap_or(1 << 61);
     // Each dim's stride, or None where its iota is all 0; decided before any op is built.
     let mut used = Vec::new();
     for (k, &stride) in strides.iter().enumerate() {
@@ -396,7 +404,16 @@ pub fn gather_dim(cx: &mut Cx) -> Lowered {
     let d = norm_dim(cx.int("dim")?, xt.rank()).map_err(|e| cx.err(&e))?;
     let Some(linear) = linear_along(cx, &xt.dims, index, d)? else { return Ok(None) };
     let flat = cx.reshape(x, &[xt.numel()])?;
-    Ok(Some(vec![cx.emit(TenOp::Gather, vec![flat, linear], vec![("dim", Attr::Int(0))])?]))
+    let mut attrs = vec![("dim", Attr::Int(0))];
+    if d != 0
+        && xt.dims[0].as_const().is_none()
+        && it.dims[0] == xt.dims[0]
+        && xt.dims[1..].iter().all(|e| e.as_const().is_some())
+    {
+        // Row r of the result reads row r of `self` only: padded buckets keep real rows real.
+        attrs.push((ember_ir::dialect::ten::ROWS_ALIGNED, Attr::Bool(true)));
+    }
+    Ok(Some(vec![cx.emit(TenOp::Gather, vec![flat, linear], attrs)?]))
 }
 
 /// diagonal(self, offset, dim1, dim2): dim1 and dim2 moved last and merged, then a strided

@@ -30,8 +30,22 @@ pub const SIZE_ATTR: &str = "ember.size";
 /// Marks a reduction or contraction whose padding [`mask_padding`] replaced.
 const MASKED: &str = "ember.masked";
 
-/// Dims of an operand to mask: (dim, its symbol when the size is a bare symbol).
-type MaskDims = Vec<(i64, Option<String>)>;
+/// Dims of an operand to mask: (dim, (symbol, factor) when the size is a symbol times a
+/// constant).
+type MaskDims = Vec<(i64, Option<(String, i64)>)>;
+
+/// `s` or `c * s`: a dim whose padded layout keeps its true elements first (the reshapes
+/// [`check_padding`] allows merge a symbolic dim only with the static dims after it).
+fn scaled_symbol(e: &SymExpr) -> Option<(String, i64)> {
+    match e {
+        SymExpr::Sym(s) => Some((s.clone(), 1)),
+        SymExpr::Mul(f) => match f.as_slice() {
+            [SymExpr::Const(c), SymExpr::Sym(s)] if *c > 0 => Some((s.clone(), *c)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
 
 /// The element a reduction of `kind` ignores, in `dt` (`None`: no such value, e.g. u64's max).
 fn neutral(kind: &str, dt: DType) -> Option<Attr> {
@@ -49,14 +63,16 @@ fn neutral(kind: &str, dt: DType) -> Option<Attr> {
     i64::try_from(if high { hi } else { lo }).ok().map(Attr::Int)
 }
 
-/// Makes reductions (every kind) and contractions over symbolic dims exact in padded buckets:
+/// Makes reductions (every kind), contractions and combining scatters (sum, prod, max, min: an
+/// embedding's gradient) over symbolic dims exact in padded buckets:
 /// the operand's elements past the symbol's true size along each such dim become the
 /// reduction's neutral element (0 for sums and contractions, both of whose operands are
 /// masked, so a padded inf or NaN meets no 0; -inf for max and argmax; ...). The true size is
 /// a new `@main` argument per symbol (`tensor<i64>`, attribute [`SIZE_ATTR`]) that the runner
 /// fills; a count taken as a sum of ones over the dim (mean, var) is then the true count too.
-/// Dims of a symbolic expression other than a bare symbol are left for [`check_padding`] to
-/// refuse.
+/// A dim of size `c * s` (a symbolic batch merged with the static dims after it: cross-entropy's
+/// `batch * seq` rows) keeps its true elements first too and is masked against `c` times the
+/// size; dims of other symbolic expressions are left for [`check_padding`] to refuse.
 pub fn mask_padding(m: &mut Module, f: OpId) {
     let entry = m.entry(f);
     let mut ops = Vec::new();
@@ -79,13 +95,20 @@ pub fn mask_padding(m: &mut Module, f: OpId) {
             Some(TenOp::DotGeneral) => {
                 vec![(0, ints("lhs_contract"), "sum".into()), (1, ints("rhs_contract"), "sum".into())]
             }
+            // A combining scatter: padded updates become the kind's neutral element, so
+            // whichever element their (padded) index names is unchanged.
+            Some(TenOp::Scatter) if sym_dims(m, d.operands[0]).iter().all(|&s| !s) => {
+                let kind = d.attrs.get("kind").and_then(|a| a.as_str()).unwrap_or_default().to_string();
+                let rank = m.ty(d.operands[2]).tensor().map_or(0, |t| t.rank()) as i64;
+                vec![(2, (0..rank).collect(), kind)]
+            }
             _ => continue,
         };
         let symbolic = |m: &Module, v: Value, dims: &[i64]| -> MaskDims {
             let t = m.ty(v).tensor().cloned().unwrap_or_else(|| TensorType::new(vec![], DType::F32));
             dims.iter()
                 .filter(|&&k| t.dims.get(k as usize).is_some_and(|e| e.as_const().is_none()))
-                .map(|&k| (k, if let SymExpr::Sym(s) = &t.dims[k as usize] { Some(s.clone()) } else { None }))
+                .map(|&k| (k, scaled_symbol(&t.dims[k as usize])))
                 .collect()
         };
         let todo: Vec<(usize, MaskDims, String)> =
@@ -120,11 +143,26 @@ pub fn mask_padding(m: &mut Module, f: OpId) {
             let i64_t = TensorType::new(xt.dims.clone(), DType::I64);
             let mut keep: Option<Value> = None;
             for (k, sym) in dims {
-                let sym = sym.expect("checked above");
-                let size = *sizes.entry(sym.clone()).or_insert_with(|| {
+                let (sym, factor) = sym.expect("checked above");
+                let mut size = *sizes.entry(sym.clone()).or_insert_with(|| {
                     let attrs: Attrs = [(SIZE_ATTR.to_string(), Attr::Str(sym.clone()))].into_iter().collect();
                     m.add_arg(f, Type::Tensor(TensorType::new(vec![], DType::I64)), attrs)
                 });
+                if factor != 1 {
+                    let scalar = TensorType::new(vec![], DType::I64);
+                    let c = emit(
+                        m,
+                        TenOp::Constant,
+                        vec![],
+                        scalar.clone(),
+                        vec![
+                            ("value", Attr::Int(factor)),
+                            ("shape", Attr::Ints(vec![])),
+                            ("dtype", Attr::DType(DType::I64)),
+                        ],
+                    );
+                    size = emit(m, TenOp::Mul, vec![size, c], scalar, vec![]);
+                }
                 let io = emit(
                     m,
                     TenOp::Iota,
@@ -399,8 +437,10 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
             on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "accumulates along")
         }
         OtherOp::Argsort => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "sorts along"),
+        OtherOp::Gather if d.attrs.contains_key(ember_ir::dialect::ten::ROWS_ALIGNED) => Ok(()),
         OtherOp::Gather => on(&[d.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0)], "gathers along"),
-        // Padded index entries would update real elements.
+        // Padded index entries would update real elements (unless their updates were masked).
+        OtherOp::Scatter if d.attrs.contains_key(MASKED) => Ok(()),
         OtherOp::Scatter if d.operands.iter().any(|&o| sym_dims(m, o).iter().any(|&s| s)) => {
             Err("it scatters with a symbolic size".into())
         }

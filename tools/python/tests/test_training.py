@@ -509,7 +509,8 @@ def test_dynamic_batch_on_the_xla_targets(target: str) -> None:
     before = dict(backend.stats, targets=dict(backend.stats["targets"]))
 
     def loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return F.mse_loss(out, y) + out.mean(0).pow(2).sum()
+        # a mean over the batch, and one over batch × features (a dim of size 4*s0)
+        return F.mse_loss(out, y) + out.mean(0).pow(2).sum() + out.reshape(-1).mean()
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
