@@ -534,13 +534,14 @@ def test_dynamic_batch_on_the_xla_targets(target: str) -> None:
     assert backend.stats["targets"][target] - before["targets"].get(target, 0) == 2 + 2 + 2 + 2
 
 
-@pytest.mark.parametrize("target", ["cpu", "tpu", "trainium"])
-def test_gpt2_lm_with_a_dynamic_batch_compiles_whole(target: str) -> None:
-    """A transformers GPT-2 LM trained on four batch sizes: once the batch is dynamic, every graph
-    compiles (sizes saved for the backward and SymInt inputs rebuilt from input dims; the
-    loss's gather, the full-slice scatter and the position embedding's gradient lowered with a
-    symbolic batch; on tpu/trainium, padded buckets masked exactly), nothing falls back, and
-    the gradients are eager's at every size."""
+@pytest.mark.parametrize(("target", "dim"), [("cpu", "batch"), ("cpu", "seq"), ("tpu", "batch"), ("trainium", "batch")])
+def test_gpt2_lm_with_a_dynamic_size_compiles_whole(target: str, dim: str) -> None:
+    """A transformers GPT-2 LM trained on four batch sizes (or sequence lengths): once the size is
+    dynamic, every graph compiles (sizes saved for the backward, SymInt inputs rebuilt from
+    input dims or passed as [s, 0] tensors; the loss's gather, the full-slice scatter and the
+    position embedding's gradient lowered with a symbolic batch; on tpu/trainium, padded
+    buckets masked exactly), nothing falls back, and the gradients are eager's at every size.
+    (tpu/trainium with a dynamic sequence still refuse the attention mask's reshape.)"""
     transformers = pytest.importorskip("transformers")
     if target != "cpu":
         pytest.importorskip("jax")
@@ -551,8 +552,8 @@ def test_gpt2_lm_with_a_dynamic_batch_compiles_whole(target: str) -> None:
     before = backend.stats["fallbacks"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for b in [3, 5, 6, 9]:
-            ids = torch.randint(0, 256, (b, 16))
+        for n in [3, 5, 6, 9]:
+            ids = torch.randint(0, 256, (n, 16) if dim == "batch" else (2, n))
             compiled(input_ids=ids, labels=ids).loss.backward()
             got = {n: p.grad.clone() for n, p in model.named_parameters()}
             model.zero_grad()

@@ -377,6 +377,21 @@ class _Split:
         for i, d, sz in sizes:
             if _symbolic(sz) and sz.node.expr.is_Symbol:
                 self.symbols.setdefault(sz.node.expr, (i, d))
+        #: SymInt inputs whose symbol no tensor input has as a dim (a backward that expands a
+        #: scalar gradient to `[s0, ...]`): each is passed as an empty tensor of shape [s, 0]
+        #: as well, whose dim the compiled values read (positions in the inputs).
+        self.size_inputs: list[int] = []
+        fake_mode = torch._guards.detect_fake_mode(inputs)
+        for sym, (i, d) in list(self.symbols.items()):
+            if d is None and fake_mode is not None:
+                with fake_mode:
+                    carrier = torch.empty((inputs[i], 0))
+                with g.inserting_before(first):
+                    p = g.placeholder(f"ember_size_{len(self.size_inputs)}")
+                p.meta["val"] = carrier
+                self.size_inputs.append(i)
+                self.symbols[sym] = (len(inputs), 0)
+                inputs.append(carrier)
         out_node = next(n for n in g.nodes if n.op == "output")
         outs = out_node.args[0]
         self.single = not isinstance(outs, (tuple, list))
@@ -641,6 +656,8 @@ class _Compiled:
         if self._direct:
             return tuple(self._run_fixed(args))
         args = [a.permute(p) if p is not None else a for a, p in zip(args, self.split.input_perms)] + self.split.constants
+        if self.split.size_inputs:
+            args += [torch.empty((args[i], 0)) for i in self.split.size_inputs]
         roots = self.run_core(args) if self.program is not None else []
         if self.split.identity:
             return tuple(roots)
