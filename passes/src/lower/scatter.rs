@@ -197,10 +197,11 @@ fn iota(cx: &mut Cx, shape: &[SymExpr], dim: usize) -> Result<Value, String> {
     )
 }
 
-/// slice_scatter with step 1 along a static dim: `src` padded out to `self`'s extent along it,
-/// selected where the slice lies. Elementwise apart from the pad, so other dims may be symbolic
-/// (a sliced sequence's gradient, `logits[:, :-1]`, under a dynamic batch). None otherwise
-/// (before building anything).
+/// slice_scatter with step 1 and a static start: `src` padded out to `self`'s extent along the
+/// dim, selected where the slice lies. Elementwise apart from the pad, so other dims may be
+/// symbolic (a sliced sequence's gradient, `logits[:, :-1]`, under a dynamic batch), and the
+/// sliced dim too when what the slice leaves after it is static (T5's shift right,
+/// `y[..., 1:] = x[..., :-1]`). None otherwise (before building anything).
 fn slice_scatter_padded(cx: &mut Cx, x: Value) -> Result<Option<Value>, String> {
     let xt = cx.tt(x);
     let src = cx.arg("src")?;
@@ -214,22 +215,33 @@ fn slice_scatter_padded(cx: &mut Cx, x: Value) -> Result<Option<Value>, String> 
         // The whole of `self` (a full slice's gradient, even along a symbolic dim).
         return Ok(Some(cx.convert(src, xt.dtype)?));
     }
-    let (Some(size), Some(n)) = (xt.dims[d].as_const(), st.dims[d].as_const()) else { return Ok(None) };
     let Some(start) = start.as_const() else { return Ok(None) };
-    if start + n > size || (0..xt.rank()).any(|k| k != d && st.dims[k] != xt.dims[k]) {
+    // What the slice leaves after it: static, even when both sizes are symbolic (`x[:, 1:]` of a
+    // dynamic sequence leaves nothing).
+    let after = SymExpr::plus(xt.dims[d].clone(), SymExpr::times(c(-1), SymExpr::plus(c(start), st.dims[d].clone())));
+    let Some(after) = after.as_const() else { return Ok(None) };
+    if after < 0 || (0..xt.rank()).any(|k| k != d && st.dims[k] != xt.dims[k]) {
         return Ok(None);
     }
+    // The slice's end as a number, where the mask needs one.
+    let end = match xt.dims[d].as_const() {
+        Some(size) => Some(size - after),
+        None if after == 0 => None,
+        None => return Ok(None),
+    };
     let src = cx.convert(src, xt.dtype)?;
     let (mut low, mut high) = (vec![c(0); xt.rank()], vec![c(0); xt.rank()]);
     low[d] = c(start);
-    high[d] = c(size - start - n);
+    high[d] = c(after);
     let padded = super::window::pad(cx, src, low, high, Attr::Int(0))?;
     let at = iota(cx, &xt.dims, d)?;
     let first = cx.splat_like(start as f64, at)?;
-    let end = cx.splat_like((start + n) as f64, at)?;
-    let ge = cx.compare("GE", at, first)?;
-    let lt = cx.compare("LT", at, end)?;
-    let inside = cx.emit(TenOp::And, vec![ge, lt], vec![])?;
+    let mut inside = cx.compare("GE", at, first)?;
+    if let Some(end) = end {
+        let end = cx.splat_like(end as f64, at)?;
+        let lt = cx.compare("LT", at, end)?;
+        inside = cx.emit(TenOp::And, vec![inside, lt], vec![])?;
+    }
     Ok(Some(cx.select(inside, padded, x)?))
 }
 
