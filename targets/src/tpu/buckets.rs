@@ -465,7 +465,12 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
 /// split into groups of equal size on both sides, and a group with a symbolic dim must have it
 /// first on both sides, the group's other dims static (`[s, 64] -> [s, 4, 16]` or `-> [64s]`,
 /// not `[4, s] -> [4s]`). Group sizes are compared with each symbol set to a distinct large prime.
+/// Dims of size 1 are left out first: they do not move any element (`[s, s] -> [1, 1, s, s]`).
 fn reshape_keeps_padding_last(a: &[SymExpr], b: &[SymExpr]) -> bool {
+    let one = SymExpr::Const(1);
+    let a: Vec<SymExpr> = a.iter().filter(|d| **d != one).cloned().collect();
+    let b: Vec<SymExpr> = b.iter().filter(|d| **d != one).cloned().collect();
+    let (a, b) = (a.as_slice(), b.as_slice());
     let mut syms = Vec::new();
     a.iter().chain(b).for_each(|d| d.symbols(&mut syms));
     syms.sort();
