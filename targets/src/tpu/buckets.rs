@@ -401,10 +401,12 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
         }
         OtherOp::Reshape => {
             let dims = |v: Value| m.ty(v).tensor().map(|t| t.dims.clone()).unwrap_or_default();
-            if reshape_keeps_padding_last(&dims(x), &dims(d.results[0])) {
+            let (from, to) = (dims(x), dims(d.results[0]));
+            if reshape_keeps_padding_last(&from, &to) {
                 Ok(())
             } else {
-                Err("it reshapes a symbolic dim with dims before it, or with another symbolic dim (the padding would interleave with real elements)".into())
+                let show = |v: &[SymExpr]| v.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ");
+                Err(format!("it reshapes [{}] to [{}]: a symbolic dim with dims before it, or with another symbolic dim (the padding would interleave with real elements)", show(&from), show(&to)))
             }
         }
         OtherOp::Slice => {
