@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Eager references for the CPU target's unary math formulas (expm1, log2, log10, sinh, cosh,
-asinh, acosh, atanh, asin, acos, atan, elu/selu/celu) and cdist (p = 0, 1, 2, 3, inf, with
+asinh, acosh, atanh, asin, acos, atan, elu/selu/celu, lgamma) and cdist (p = 0, 1, 2, 3, inf, with
 broadcast batch dims and repeated rows).
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
@@ -23,7 +23,7 @@ class MathOps(torch.nn.Module):
     def forward(self, x, u, big, s, c1, c2):
         outs = [torch.expm1(x), torch.log2(big), torch.log10(big), torch.sinh(x), torch.cosh(x), torch.asinh(x),
                 torch.acosh(big), torch.atanh(u), torch.asin(u), torch.acos(u), torch.atan(x),
-                F.elu(x), F.elu(x, alpha=0.5), F.selu(x), F.celu(x, alpha=2.0)]
+                F.elu(x), F.elu(x, alpha=0.5), F.selu(x), F.celu(x, alpha=2.0), torch.lgamma(x)]
         outs += [getattr(torch, f)(s) / s for f in NEAR_ZERO]
         outs += [torch.cdist(c1, c2, p=p) for p in (0.0, 1.0, 2.0, 3.0, float("inf"))]
         return tuple(outs)

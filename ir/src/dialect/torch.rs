@@ -138,6 +138,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.le.Scalar", "(Tensor self, Scalar other) -> Tensor", Compare, "Elementwise self <= other, bool result. le([1., 2.], 2) = [true, true]"),
     op("torch.aten.le.Tensor", "(Tensor self, Tensor other) -> Tensor", Compare, "Elementwise self <= other, bool result. le([1., 2.], 2) = [true, true]"),
     op("torch.aten.leaky_relu", "(Tensor self, Scalar negative_slope=0.01) -> Tensor", Same, "Elementwise x if x>0 else negative_slope*x. leaky_relu([-1.]) = [-0.01]"),
+    op("torch.aten.lgamma", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise log |Γ(x)|; +inf at 0 and the negative integers. lgamma([3.]) = [0.6931]"),
     op("torch.aten.lift_fresh_copy", "(Tensor self) -> Tensor", Same, "The input itself (no copy semantics in a value IR). alias(x) == x"),
     op("torch.aten.linear", "(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", Trust, "input @ weight.T + bias (non-core; decomposes to addmm). linear(ones(1,2), ones(3,2)) = [[2., 2., 2.]]"),
     op("torch.aten.log", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise natural log. log([1.]) = [0.]"),

@@ -142,6 +142,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("isnan",                                ew::math),
     ("isinf",                                ew::math),
     ("expm1",                                ew::math),
+    ("lgamma",                               ew::math),
     ("log2",                                 ew::math),
     ("log10",                                ew::math),
     ("sinh",                                 ew::math),
