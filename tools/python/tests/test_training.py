@@ -437,7 +437,12 @@ def _spmd_result(tmp_path: Path, launcher: list[str]) -> dict:
     import subprocess
     import sys
 
-    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path / "cache"))
+    import socket
+
+    with socket.socket() as s:  # a free port for jax's coordinator (not torchrun's port + 1)
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path / "cache"), JAX_COORDINATOR_ADDRESS=f"localhost:{port}")
     env.pop("XLA_FLAGS", None)
     out = tmp_path / "result.pt"
     script = Path(__file__).with_name("spmd_train.py")
