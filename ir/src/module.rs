@@ -98,6 +98,19 @@ pub const FUNC: &str = "func.func";
 pub const RETURN: &str = "func.return";
 
 impl Module {
+    /// Symbol bounds from the module attribute `ember.symbols = {s0 = array<i64: min, max>}`.
+    pub fn symbol_bounds(&self) -> BTreeMap<String, (i64, i64)> {
+        let mut out = BTreeMap::new();
+        if let Some(Attr::Dict(d)) = self.attrs.get("ember.symbols") {
+            for (k, v) in d {
+                if let Some([lo, hi]) = v.as_ints() {
+                    out.insert(k.clone(), (*lo, *hi));
+                }
+            }
+        }
+        out
+    }
+
     pub fn new() -> Self {
         Module {
             attrs: Attrs::new(),

@@ -311,15 +311,6 @@ fn static_strides(dims: &[SymExpr]) -> Option<Vec<i64>> {
     Some(strides)
 }
 
-/// Bounds of symbol `s` from the module attribute `ember.symbols = {s0 = array<i64: min, max>}`.
-fn symbol_bounds(m: &ember_ir::Module, s: &str) -> Option<ember_ir::sym::Bounds> {
-    let Some(Attr::Dict(d)) = m.attrs.get("ember.symbols") else { return None };
-    match d.iter().find(|(k, _)| k.as_str() == s)?.1.as_ints()? {
-        [lo, hi] => Some(ember_ir::sym::Bounds { min: *lo, max: Some(*hi) }),
-        _ => None,
-    }
-}
-
 /// The row-major element stride of each dim of `dims`: static where every later dim is (a
 /// symbolic batch dim in front keeps the others' strides static).
 fn trailing_strides(dims: &[SymExpr]) -> Vec<Option<i64>> {
@@ -345,7 +336,9 @@ pub(super) fn linear_along(cx: &mut Cx, xdims: &[SymExpr], index: Value, dim: us
     // Outside the flattened operand (below -numel, so no wrapping brings it back in), as small
     // in magnitude as the bounds allow (Neuron narrows it to int32).
     let numel = xdims.iter().cloned().fold(c(1), SymExpr::times);
-    let poison = -2 * numel.upper_bound(&|s| symbol_bounds(cx.m, s)).unwrap_or(1 << 61);
+    let bounds = cx.m.symbol_bounds();
+    let bound = |s: &str| bounds.get(s).map(|&(min, max)| ember_ir::sym::Bounds { min, max: Some(max) });
+    let poison = -2 * numel.upper_bound(&bound).unwrap_or(1 << 61);
     // Each dim's stride, or None where its iota is all 0; decided before any op is built.
     let mut used = Vec::new();
     for (k, &stride) in strides.iter().enumerate() {

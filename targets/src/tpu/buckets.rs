@@ -203,19 +203,6 @@ pub fn mask_padding(m: &mut Module, f: OpId) {
 pub const MAX_PER_SYMBOL: usize = 8;
 pub const MAX_BUCKETS: usize = 16;
 
-/// Symbol bounds from the module attribute `ember.symbols = {s0 = array<i64: min, max>}`.
-pub fn symbol_bounds(m: &Module) -> BTreeMap<String, (i64, i64)> {
-    let mut out = BTreeMap::new();
-    if let Some(Attr::Dict(d)) = m.attrs.get("ember.symbols") {
-        for (k, v) in d {
-            if let Some([lo, hi]) = v.as_ints() {
-                out.insert(k.clone(), (*lo, *hi));
-            }
-        }
-    }
-    out
-}
-
 fn dims_symbolic(t: &TensorType) -> Vec<bool> {
     t.dims.iter().map(|d| d.as_const().is_none()).collect()
 }
@@ -246,7 +233,7 @@ pub fn used_symbols(m: &Module, f: OpId) -> Vec<String> {
 /// thinned to at most [`MAX_PER_SYMBOL`] (keeping max) when the range is wide. The bucket list is
 /// their product, smallest first.
 pub fn choose(m: &Module, f: OpId) -> Result<Vec<BTreeMap<String, i64>>, String> {
-    let bounds = symbol_bounds(m);
+    let bounds = m.symbol_bounds();
     let mut lists: Vec<(String, Vec<i64>)> = Vec::new();
     for s in used_symbols(m, f) {
         let &(lo, hi) = bounds.get(&s).ok_or_else(|| {

@@ -766,13 +766,12 @@ class _Buckets:
         key = tuple(sorted((str(k), v[1]) for k, v in ranges.items()))
         program = self.programs.get(key)
         if program is None:
+            c = self.compiled
             if warn:
-                c = self.compiled
                 what = ", ".join(f"{sizes[s]} (dim {d} of input {c.split.core_inputs[i]}) runs padded to {ranges[s][1]}"
                                  for s, (i, d) in sorted(self.where.items(), key=lambda p: str(p[0])))
                 warnings.warn(f"ember: {_a(c.kind)} graph compiles again for the {c.target} target, for a new padded bucket: size {what}; "
                               f"the sizes {', '.join(f'{lo}..{hi}' for lo, hi in ranges.values())} now run without compiling", stacklevel=3)
-            c = self.compiled
             program = self.programs[key] = c._load(self.native, c.split.core, c.split.example_inputs, ranges)
         return program
 
@@ -808,9 +807,6 @@ class _XlaProgram:
         self.resident: dict[int, tuple[torch.Tensor, int, Any]] = {}
 
     def run(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        import numpy as np
-
-        from . import xla
         from .export import tensor_to_numpy
 
         args = list(self.args)
@@ -818,8 +814,8 @@ class _XlaProgram:
         if self.bucket is not None:
             env = self.artifact.symbols(inputs)
             specs = self.artifact.manifest["inputs"]
-            for sym, slot in self.artifact.sizes.items():
-                args[slot] = self.exe.put(self.artifact._narrow(np.asarray(env[sym], np.int64), slot, f"the size of `{sym}`"), slot)
+            for slot, a in self.artifact.size_args(env):
+                args[slot] = self.exe.put(a, slot)
         for i, t in enumerate(inputs):
             if env is not None and not all(d.isdigit() for d in specs[i]["dims"]):
                 # Padded at the end of every symbolic dim to the bucket's size.
@@ -849,8 +845,7 @@ class _XlaProgram:
         outs = [self.exe.to_host(o) for o in ready]
         stats["from_device_bytes"] += sum(o.nbytes for o in outs)
         if env is not None:
-            shapes = [[xla._eval_dim(d, env) for d in o["dims"]] for o in self.artifact.manifest["outputs"]]
-            outs = [o[tuple(slice(0, n) for n in shape)] for o, shape in zip(outs, shapes)]
+            outs = self.artifact.unpad(outs, env)
             ready = [None] * len(ready)  # a padded result is not the output: nothing to keep
         host = [_from_numpy(o) for o in self.artifact.widen(outs)]
         for j, (t, dev) in enumerate(zip(host, ready)):
@@ -1311,15 +1306,13 @@ def _options(options: dict | None) -> dict:
             raise ValueError(f"ember: option {name!r} must be a string or {'a dict' if name == 'mesh' else 'a list'}, got {value!r}")
     where = _Target(target, mesh, shard)
     if mesh is not None or shard is not None:
-        from . import xla
-
-        from . import _native
+        from . import _native, xla
 
         # The CLI's own checks and messages (`--mesh`, `--shard`), before any graph is compiled:
         # a graph that fails to compile falls back to eager, which must not hide a typo here.
-        given = [("mesh", mesh)] if mesh is not None else []
+        given = [(k, v) for k, v in (("mesh", mesh), ("shard", shard)) if v is not None]
         try:
-            _native().check_options(target, given + ([("shard", shard)] if shard is not None else []))
+            _native().check_options(target, given)
         except ValueError as exc:
             raise ValueError(f"ember: {exc}".replace("--mesh", "option 'mesh'").replace("--shard", "option 'shard'")) from None
         # The devices exist before the first graph runs (on jax's CPU client, only if nothing

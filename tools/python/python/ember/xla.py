@@ -144,7 +144,6 @@ class Executable:
 
             self.arg_shardings = [NamedSharding(mesh, PartitionSpec(*sp)) for sp in arg_specs]
             self.out_shardings = [NamedSharding(mesh, PartitionSpec(*sp)) for sp in out_specs]
-            self.out_specs = [list(sp) for sp in out_specs]
 
     def put(self, a: np.ndarray, slot: int = 0) -> Any:
         """`a` uploaded as argument `slot` (split over the mesh as that argument is)."""
@@ -190,8 +189,8 @@ class Executable:
                 return self.exe.execute(list(args))
             per_device = self.exe.execute_sharded(list(args)).disassemble_into_single_device_arrays()
             outs = []
-            for bufs, sharding, spec in zip(per_device, self.out_shardings, self.out_specs):
-                whole = tuple(d * (self.mesh.shape[a] if a else 1) for d, a in zip(bufs[0].shape, spec))
+            for bufs, sharding in zip(per_device, self.out_shardings):
+                whole = tuple(d * (self.mesh.shape[a] if a else 1) for d, a in zip(bufs[0].shape, sharding.spec))
                 outs.append(self.jax.make_array_from_single_device_arrays(whole, sharding, bufs))
             return outs
 
@@ -256,15 +255,7 @@ def _compile_sharded(
 def compiled_hlo(directory: str | os.PathLike[str], platform: str | None = None) -> str:
     """The HLO XLA compiled for a tpu artifact (after SPMD partitioning, for a sharded one): shows
     the collectives (`all-reduce`, `all-gather`, `reduce-scatter`, ...) the partitioner inserted."""
-    art = Artifact(directory)
-    if art.mesh:
-        exe = _compile_sharded(art.text, art.mesh, art.arg_specs(), art.out_specs(), platform).exe
-    else:
-        from jaxlib import xla_client as xc
-
-        client = _client(platform)
-        exe = client.compile_and_load(art.text, xc.DeviceList((client.local_devices()[0],)), xc.CompileOptions())
-    return "\n".join(m.to_string() for m in exe.hlo_modules())
+    return "\n".join(m.to_string() for m in Artifact(directory).compile(platform).exe.hlo_modules())
 
 
 def _mlir_context() -> Any:
@@ -582,15 +573,19 @@ class Artifact:
         bucket = min(fits, key=padded_size)
         if bucket["module"] not in self._compiled:
             self._compiled[bucket["module"]] = _compile(self.module_text(bucket["module"]), platform)
-        shapes = [[_eval_dim(d, env) for d in o["dims"]] for o in self.manifest["outputs"]]
-
-        def finish(outs: list[np.ndarray]) -> list[np.ndarray]:
-            return [o[tuple(slice(0, n) for n in shape)] for o, shape in zip(outs, shapes)]
-
         args = self._bind(inputs, bucket["symbols"])
-        for sym, arg in self.sizes.items():
-            args[arg] = self._narrow(np.asarray(env[sym], np.int64), arg, f"the size of `{sym}`")
-        return self._compiled[bucket["module"]], args, finish
+        for arg, a in self.size_args(env):
+            args[arg] = a
+        return self._compiled[bucket["module"]], args, lambda outs: self.unpad(outs, env)
+
+    def size_args(self, env: dict[str, int]) -> list[tuple[int, np.ndarray]]:
+        """(`@main` argument, array) of each symbol's true size in a padded bucket."""
+        return [(arg, self._narrow(np.asarray(env[sym], np.int64), arg, f"the size of `{sym}`")) for sym, arg in self.sizes.items()]
+
+    def unpad(self, outs: Sequence[Any], env: dict[str, int]) -> list[Any]:
+        """A padded bucket's outputs sliced back to their sizes at the symbol values `env`."""
+        shapes = [[_eval_dim(d, env) for d in o["dims"]] for o in self.manifest["outputs"]]
+        return [o[tuple(slice(0, n) for n in shape)] for o, shape in zip(outs, shapes)]
 
 
 def load_artifact(directory: str | os.PathLike[str], portable: bool = False) -> Artifact:
