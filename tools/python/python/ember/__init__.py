@@ -109,3 +109,9 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | _NATIVE_ATTRS)
+
+
+# With torch loaded, `import ember` makes "ember" a torch device (`model.to("ember")`); the
+# XLA runner (`python -m ember.xla`) runs without torch and skips it.
+if "torch" in __import__("sys").modules:
+    from . import device as _device  # noqa: F401  (registers on import)

@@ -49,10 +49,11 @@ from typing import Any, Callable, Sequence
 import sympy
 import torch
 
-from . import dtypes
+from . import device, dtypes
 from ._source import traced_line
 
 _DTYPES = dtypes.by_torch()
+_DTYPES_BY_NAME = {v: k for k, v in _DTYPES.items()}
 
 #: Graphs compiled in this process and loaded from the on-disk cache (`backward`: how many of
 #: either were backward graphs), fallbacks taken, and for the tpu/trainium targets the bytes moved
@@ -423,6 +424,8 @@ class _Split:
         #: (shape, strides, dtype) of each computed value, as the graph declares it (sizes in
         #: the graph's symbols where they are symbolic: see `layouts`).
         self.roots = []
+        #: Whether each computed value is an ember-device tensor (kept on the device).
+        self.on_device: list[bool] = []
         back: dict[torch.fx.Node, list[int]] = {}
         for k, r in enumerate(roots):
             # A value declared as a permutation of a dense tensor (channels-last activations
@@ -439,6 +442,7 @@ class _Split:
             if layout is None:
                 raise Unsupported(f"the value `{r.name}` is not a tensor")
             self.roots.append(layout)
+            self.on_device.append(roots[k].meta["val"].device.type == device.NAME)
         for r, inverse in back.items():
             env[r] = epi.call_function(torch.ops.aten.permute.default, (env[r], inverse))
         results = []
@@ -537,8 +541,9 @@ class _Compiled:
                 continue
             if not isinstance(x, torch.Tensor):
                 raise Unsupported(f"a graph input is a {type(x).__name__}, not a tensor")
-            if x.device.type != "cpu":
-                raise Unsupported(f"a graph input is on {x.device}; Ember's runtime target here is the CPU")
+            if x.device.type != "cpu" and (x.device.type != device.NAME or target.name == "cpu"):
+                raise Unsupported(f"a graph input is on {x.device}; the {target.name} target takes "
+                                  f"{'CPU tensors' if target.name == 'cpu' else 'CPU or ember-device tensors'}")
             if x.dtype not in _DTYPES:
                 raise Unsupported(f"a graph input has dtype {x.dtype}")
         self.split = _Split(gm, example_inputs)
@@ -646,9 +651,10 @@ class _Compiled:
             outs = [torch.empty(shape, dtype=dtype) for (shape, _), (_, _, dtype) in zip(layouts, self.split.roots)]
             self.program.run_into(raw, [(t.data_ptr(), t.numel() * t.element_size()) for t in outs])
         else:
-            outs = self.program.run(keep)
+            outs = self.program.run(keep, self.split.on_device)
         for i, (shape, strides) in enumerate(layouts):
-            if strides != _contiguous_strides(shape) and outs[i].numel() > 1:
+            # An ember tensor is contiguous: its strides are not kept on the device.
+            if strides != _contiguous_strides(shape) and outs[i].numel() > 1 and not self.split.on_device[i]:
                 outs[i] = torch.empty_strided(shape, strides, dtype=outs[i].dtype).copy_(outs[i])
         return outs
 
@@ -775,9 +781,9 @@ class _Buckets:
             program = self.programs[key] = c._load(self.native, c.split.core, c.split.example_inputs, ranges)
         return program
 
-    def run(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    def run(self, inputs: list[torch.Tensor], on_device: list[bool]) -> list[torch.Tensor]:
         sizes = {sym: int(inputs[i].shape[d]) for sym, (i, d) in self.where.items()}
-        return self.program(sizes).run(inputs)
+        return self.program(sizes).run(inputs, on_device)
 
 
 class _XlaProgram:
@@ -806,7 +812,8 @@ class _XlaProgram:
         #: input position -> (tensor, its version, the device array)
         self.resident: dict[int, tuple[torch.Tensor, int, Any]] = {}
 
-    def run(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    def run(self, inputs: list[torch.Tensor], on_device: list[bool]) -> list[torch.Tensor]:
+        """The outputs for `inputs`: ember-device tensors where `on_device` says, else host ones."""
         from .export import tensor_to_numpy
 
         args = list(self.args)
@@ -817,6 +824,10 @@ class _XlaProgram:
             for slot, a in self.artifact.size_args(env):
                 args[slot] = self.exe.put(a, slot)
         for i, t in enumerate(inputs):
+            if device.is_ember(t):
+                slot, a = self.artifact.bind_device_input(i, device.array(t), self.bucket if env is not None else None)
+                args[slot] = self.exe.place(a, slot)
+                continue
             if env is not None and not all(d.isdigit() for d in specs[i]["dims"]):
                 # Padded at the end of every symbolic dim to the bucket's size.
                 slot, a = self.artifact.bind_input(i, tensor_to_numpy(t), self.bucket)
@@ -842,6 +853,8 @@ class _XlaProgram:
         for o in ready:
             o.block_until_ready()
         stats["xla_seconds"] += time.perf_counter() - t0
+        if any(on_device):
+            return self._outputs(ready, on_device, env)
         outs = [self.exe.to_host(o) for o in ready]
         stats["from_device_bytes"] += sum(o.nbytes for o in outs)
         if env is not None:
@@ -852,6 +865,25 @@ class _XlaProgram:
             if dev is not None and f"out{j}" not in self.artifact.narrowed:
                 _keep_device_copy(t, dev)
         return host
+
+
+    def _outputs(self, ready: list[Any], on_device: list[bool], env: dict[str, int] | None) -> list[torch.Tensor]:
+        """Results as ember tensors (sliced and widened on the device) where `on_device` says, the
+        others downloaded."""
+        if env is not None:
+            ready = self.artifact.unpad(ready, env)
+        with self.exe.jax.enable_x64(True):
+            ready = self.artifact.widen(ready)
+        specs = self.artifact.manifest["outputs"]
+        outs = []
+        for o, keep, spec in zip(ready, on_device, specs):
+            if keep:
+                outs.append(device.wrap(o, _DTYPES_BY_NAME[spec["dtype"]]))
+                continue
+            host = self.exe.to_host(o)
+            stats["from_device_bytes"] += host.nbytes
+            outs.append(_from_numpy(host))
+        return outs
 
 
 #: Host tensors this process downloaded from the device, by address: (the tensor, weakly; its
@@ -1329,6 +1361,13 @@ def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: 
     from . import decompositions
 
     opts = _options(options)
+    if any(device.is_ember(x) for x in example_inputs):
+        # The tensors' device picks the target unless the options name one.
+        if "target" not in (options or {}):
+            opts["target"] = dataclasses.replace(opts["target"], name="tpu")
+        elif opts["target"].name == "cpu":
+            raise ValueError("ember: the graph's inputs are ember-device tensors, which the cpu target does not take: "
+                             "use options={'target': 'tpu'} or 'trainium', or move the model and inputs to the CPU")
     #: Forward outputs that are parameters or views of them: the backward's inputs of those names.
     saved_params: set[str] = set()
 

@@ -279,7 +279,7 @@ def nll_loss_backward(op, grad, x, target, weight, reduction, ignore_index, tota
     if grad.dim() == 1:  # reduction none: one gradient per row
         grad = op(aten.unsqueeze.default, grad, 1)
     t = op(aten.unsqueeze.default, target, 1)
-    hit = op(aten.eq.Tensor, torch.arange(x.shape[1], dtype=target.dtype), t)
+    hit = op(aten.eq.Tensor, torch.arange(x.shape[1], dtype=target.dtype, device=x.device), t)
     hit = op(aten.logical_and.default, hit, op(aten.ne.Scalar, t, ignore_index))
     neg = op(aten.neg.default, grad)
     if weight is not None:
@@ -295,7 +295,7 @@ def max_pool_backward(spatial: int):
     def backward(op, grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
         lead = x.dim() - spatial
         shape = list(x.shape[:lead])
-        zeros = torch.zeros(shape + [math.prod(x.shape[lead:])], dtype=x.dtype)
+        zeros = torch.zeros(shape + [math.prod(x.shape[lead:])], dtype=x.dtype, device=x.device)
         flat = op(aten.scatter_add.default, zeros, lead, op(aten.reshape.default, indices, shape + [-1]), op(aten.reshape.default, grad, shape + [-1]))
         return op(aten.reshape.default, flat, list(x.shape))
 
@@ -372,11 +372,11 @@ def scalar(value: float, like) -> torch.Tensor:
 
 def causal_mask(L: int, S: int, like) -> torch.Tensor:
     """The additive causal mask (0 on and below the diagonal, -inf above) of torch's math path."""
-    key = ("causal", L, S, like.dtype)
+    key = ("causal", L, S, like.dtype, like.device)
     if not _traced(like) and key in _constants:
         return _constants[key]
-    keep = torch.ones(L, S, dtype=torch.bool).tril()
-    mask = torch.zeros(L, S, dtype=like.dtype).masked_fill(keep.logical_not(), float("-inf"))
+    keep = torch.ones(L, S, dtype=torch.bool, device=like.device).tril()
+    mask = torch.zeros(L, S, dtype=like.dtype, device=like.device).masked_fill(keep.logical_not(), float("-inf"))
     if not _traced(like):
         _constants[key] = mask
     return mask

@@ -536,6 +536,29 @@ class Artifact:
             a = np.pad(a, [(0, t - n) for n, t in zip(a.shape, shape)])
         return spec["arg"], self._narrow(a, spec["arg"], f"input {i} (`{spec['name']}`)")
 
+    def bind_device_input(self, i: int, a: Any, env: dict[str, int] | None = None) -> tuple[int, Any]:
+        """`bind_input` for an array already on the device: padded and narrowed there."""
+        spec = self.manifest["inputs"][i]
+        dt = _np_dtype(spec["dtype"])
+        if a.dtype != dt:
+            raise XlaError(f"input {i} (`{spec['name']}`) must be {dt}, got {a.dtype}")
+        jax = _jax()
+        shape = _shape(spec["dims"], f"input `{spec['name']}`") if env is None else tuple(_eval_dim(d, env) for d in spec["dims"])
+        if env is None and tuple(a.shape) != shape:
+            raise XlaError(f"input {i} (`{spec['name']}`) must have shape {list(shape)}, got {list(a.shape)}")
+        with jax.enable_x64(True):
+            if env is not None:
+                a = jax.numpy.pad(a, [(0, t - n) for n, t in zip(a.shape, shape)])
+            to = self.narrowed.get(f"arg{spec['arg']}")
+            if to is not None:
+                nt = _np_dtype(to)
+                if nt.kind in "iu" and a.size:
+                    info = np.iinfo(nt)
+                    if int(a.min()) < info.min or int(a.max()) > info.max:
+                        raise XlaError(f"input {i} (`{spec['name']}`) has values outside {nt}, to which Neuron narrows {a.dtype}; recompile with --native-int64")
+                a = a.astype(nt)
+        return spec["arg"], a
+
     def symbols(self, inputs: Sequence[np.ndarray]) -> dict[str, int]:
         """Symbol values read from the inputs' shapes, checked against every input dim."""
         specs = self.manifest["inputs"]

@@ -1,0 +1,429 @@
+"""The ``ember`` device: torch tensors whose values stay on the PJRT device (jax's CPU client
+here; the TPU client where ``$EMBER_XLA_PLATFORM`` names one).
+
+``model.to("ember")`` and ``x.to("ember")`` move a model and its inputs there (torch's
+PrivateUse1 key, renamed). Graphs that ``torch.compile(backend="ember")`` compiles for the tpu or
+trainium target read these tensors' device arrays as they are and return device arrays: weights,
+optimizer state, the activations a forward saves for its backward and the gradients never cross
+to the host. Only what the program reads on the host (``loss.item()``, ``t.cpu()``, printing)
+is downloaded.
+
+Values are kept per storage (torch preserves a storage's Python object, and its attributes, as
+long as any tensor uses it): a storage created here holds either one device array (its elements
+in order) or, for a view this module made, its root storage and the positions it reads there.
+A tensor's value is its storage read with the tensor's sizes, strides and offset, so views torch
+makes by sharing the storage (``detach``, ``alias``) alias as on any device, and views made here
+(``view``, ``as_strided``, ``transpose``...) read and write through to their root.
+
+Every op without a compiled graph runs eagerly on the host: its device inputs are downloaded,
+torch's CPU kernel runs, its results and the inputs it wrote are uploaded again
+(``stats["eager_ops"]`` counts them, and the bytes are counted with the compiled graphs'). That is
+always right and slow, so train with the optimizer step compiled too.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+import torch
+
+NAME = "ember"
+
+#: Ops run eagerly on the host, and bytes moved host <-> device for them and for compiled graphs.
+stats = {"eager_ops": 0, "to_device_bytes": 0, "from_device_bytes": 0}
+
+_registered = False
+_library: Any = None
+
+
+def register() -> bool:
+    """Makes ``"ember"`` a torch device (once per process), unless another backend already took
+    PrivateUse1; returns whether the ember device is available."""
+    global _registered, _library
+    if _registered:
+        return True
+    name = torch._C._get_privateuse1_backend_name()
+    if name not in ("privateuseone", NAME):
+        return False
+    from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+    _setup_privateuseone_for_python_backend(NAME, device_guard=_guard())
+    # A CPU tensor cannot take an ember tensor's data in place (`param.data = ...`), so without
+    # this `model.to("ember")` would give each module its own new Parameter and untie shared
+    # weights (a language model's embedding and output layer): swapping keeps the objects.
+    torch.__future__.set_swap_module_params_on_conversion(True)
+    _library = torch.library.Library("_", "IMPL")
+    _library.fallback(_fallback, "PrivateUse1")
+    _ops = torch.library.Library("aten", "IMPL")
+    for op in ("empty.memory_format", "empty_strided", "_copy_from"):
+        _ops.impl(op, _kernel(_overload(op)), "PrivateUse1")
+    globals()["_aten_library"] = _ops
+    _registered = True
+    return True
+
+
+def _guard() -> Any:
+    """One device, no streams. torch's default Python guard defines only `type_`, and creating a
+    tensor on the device under a dispatch mode (Dynamo's fake tensors) asserts that the others
+    exist."""
+
+    def device(self: Any, *args: Any) -> torch.device:
+        return torch.device(NAME, 0)
+
+    def nothing(self: Any, *args: Any) -> None:
+        return None
+
+    methods: dict[str, Any] = {"type_": lambda self: torch._C._autograd.DeviceType.PrivateUse1,
+                               "getDevice": device, "exchangeDevice": device, "deviceCount": lambda self: 1}
+    for name in ("setDevice", "uncheckedSetDevice", "getStream", "getDefaultStream", "exchangeStream",
+                 "synchronizeDevice", "synchronizeStream", "recordDataPtrOnStream"):
+        methods[name] = nothing
+    return type("_Guard", (torch._C._acc.DeviceGuard,), methods)()
+
+
+def _overload(name: str) -> Any:
+    op, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.aten, op), overload or "default")
+
+
+def _kernel(op: Any) -> Any:
+    return lambda *args, **kwargs: _fallback(op, *args, **kwargs)
+
+
+def is_ember(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.device.type == NAME
+
+
+class _Root:
+    """A storage's elements as one device array (any shape: its elements in row-major order),
+    or None until something is written."""
+
+    __slots__ = ("array", "numel", "dtype")
+
+    def __init__(self, array: Any, numel: int, dtype: torch.dtype) -> None:
+        self.array, self.numel, self.dtype = array, numel, dtype
+
+
+class _Derived:
+    """A view's storage: positions (an int64 array, the view's elements in order) in a root.
+    `key` names how the positions were made (the root's size and the view ops from it), so
+    the same view made again (an epilogue's, every step) reuses them and their device copy."""
+
+    __slots__ = ("root", "index", "key")
+
+    def __init__(self, root: _Root, index: np.ndarray, key: Any) -> None:
+        self.root, self.index, self.key = root, index, key
+
+
+def _state(t: torch.Tensor) -> _Root | _Derived:
+    s = t.untyped_storage()
+    try:
+        return s._ember
+    except AttributeError:
+        raise RuntimeError(f"ember: a {tuple(t.shape)} tensor on the ember device has no value (made outside ember.device)") from None
+
+
+def _new(shape: Any, dtype: torch.dtype, state: _Root | _Derived) -> torch.Tensor:
+    t = torch._C._acc.create_empty_tensor(list(shape), dtype)
+    t.untyped_storage()._ember = state
+    return t
+
+
+def wrap(array: Any, dtype: torch.dtype) -> torch.Tensor:
+    """A device array (jax) as an ember tensor of `dtype` (the array's own dtype may be an
+    ml_dtypes type for bfloat16), without a copy."""
+    shape = tuple(array.shape)
+    return _new(shape, dtype, _Root(array, math.prod(shape), dtype))
+
+
+def _jax() -> Any:
+    from . import xla
+
+    return xla._jax()
+
+
+def _device() -> Any:
+    from . import xla
+
+    return xla._client().local_devices()[0]
+
+
+def _np_dtype(dtype: torch.dtype) -> Any:
+    from .export import tensor_to_numpy
+
+    return tensor_to_numpy(torch.empty(0, dtype=dtype)).dtype
+
+
+def _whole(t: torch.Tensor) -> bool:
+    """Whether `t` is all of its root storage, in order."""
+    state = _state(t)
+    return isinstance(state, _Root) and t.is_contiguous() and t.storage_offset() == 0 and t.numel() == state.numel
+
+
+def _upload(a: np.ndarray) -> Any:
+    jax = _jax()
+    stats["to_device_bytes"] += a.nbytes
+    with jax.enable_x64(True):
+        return jax.device_put(np.ascontiguousarray(a), _device())
+
+
+def _download(array: Any) -> np.ndarray:
+    a = np.array(array)  # writable and owned
+    stats["from_device_bytes"] += a.nbytes
+    return a
+
+
+def _host_flat(root: _Root) -> torch.Tensor:
+    """The root's elements as a new host tensor (zeros if never written)."""
+    from .backend import _from_numpy
+
+    if root.array is None:
+        return torch.zeros(root.numel, dtype=root.dtype)
+    return _from_numpy(_download(root.array)).reshape(-1)
+
+
+def array(t: torch.Tensor) -> Any:
+    """The device array holding `t`'s value (in `t`'s shape): the root's own array when `t` reads
+    all of it in order, else a new one, made on the host."""
+    state = _state(t)
+    if isinstance(state, _Root) and state.array is not None and _whole(t):
+        a = state.array
+        return a if tuple(a.shape) == tuple(t.shape) else a.reshape(tuple(t.shape))
+    if isinstance(state, _Derived) and state.root.array is not None and t.is_contiguous() and t.storage_offset() == 0 and t.numel() == state.index.size:
+        # Gathered on the device, with positions uploaded once per kind of view.
+        with _jax().enable_x64(True):
+            return _gather()(state.root.array, _device_index(state)).reshape(tuple(t.shape))
+    from .export import tensor_to_numpy
+
+    return _upload(tensor_to_numpy(to_host(t).contiguous()))
+
+
+@functools.cache
+def _gather() -> Any:
+    jax = _jax()
+    return jax.jit(lambda a, i: a.reshape(-1)[i])
+
+
+def to_host(t: torch.Tensor) -> torch.Tensor:
+    """`t`'s value as a new host tensor."""
+    return _host_view(t, {})
+
+
+def _host_view(t: torch.Tensor, memo: dict[int, tuple[_Root, torch.Tensor]]) -> torch.Tensor:
+    """`t` as a host tensor. Tensors sharing a root storage within one op share one host copy
+    of it (`memo`, by root), so an op sees the aliasing it would see on any device."""
+    state = _state(t)
+    root = state if isinstance(state, _Root) else state.root
+    held = memo.get(id(root))
+    if held is None:
+        held = memo[id(root)] = (root, _host_flat(root))
+    flat = held[1]
+    if isinstance(state, _Derived):
+        # A copy: writes to it are put back into the root by `_write_back`.
+        flat = flat[torch.from_numpy(state.index.reshape(-1))]
+    return flat.as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+def _set(t: torch.Tensor, value: torch.Tensor, memo: dict[int, tuple[_Root, torch.Tensor]]) -> None:
+    """Writes host `value` as `t`'s elements (into the host copy of `t`'s root in `memo`)."""
+    state = _state(t)
+    root = state if isinstance(state, _Root) else state.root
+    held = memo.get(id(root))
+    if held is None:
+        held = memo[id(root)] = (root, _host_flat(root))
+    flat = held[1]
+    if isinstance(state, _Derived):
+        pos = torch.from_numpy(state.index.reshape(-1))
+        own = flat[pos]
+        own.as_strided(t.shape, t.stride(), t.storage_offset()).copy_(value)
+        flat[pos] = own
+    else:
+        flat.as_strided(t.shape, t.stride(), t.storage_offset()).copy_(value)
+
+
+def _store(root: _Root, flat: torch.Tensor) -> None:
+    from .export import tensor_to_numpy
+
+    root.array = _upload(tensor_to_numpy(flat.contiguous()))
+
+
+def _is_view(op: Any) -> bool:
+    rets = op._schema.returns
+    return bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
+
+
+#: View positions by how they were made (`_Derived.key`): (positions, their device copy or None).
+_VIEWS: OrderedDict[Any, list[Any]] = OrderedDict()
+_VIEWS_KEPT = 4096
+
+
+def _key(t: torch.Tensor, state: _Root | _Derived) -> Any:
+    where = (tuple(t.shape), t.stride(), t.storage_offset())
+    return ("root", state.numel, where) if isinstance(state, _Root) else (state.key, where)
+
+
+def _view(op: Any, args: tuple, kwargs: dict) -> Any:
+    """A view op: new tensors reading their elements from `args[0]`'s root."""
+    base = args[0]
+    state = _state(base)
+    root = state if isinstance(state, _Root) else state.root
+    key = (_key(base, state), op, repr(args[1:]), repr(sorted(kwargs.items())))
+    held = _VIEWS.get(key)
+    if held is None:
+        size = state.numel if isinstance(state, _Root) else state.index.size
+        out = op(torch.arange(size).as_strided(base.shape, base.stride(), base.storage_offset()), *args[1:], **kwargs)
+        many = isinstance(out, (list, tuple))
+        index = [p.contiguous().numpy() for p in (out if many else [out])]
+        if isinstance(state, _Derived):
+            index = [state.index.reshape(-1)[i] for i in index]
+        held = [many, [[i, None] for i in index]]
+        _VIEWS[key] = held
+        if len(_VIEWS) > _VIEWS_KEPT:
+            _VIEWS.popitem(last=False)
+    else:
+        _VIEWS.move_to_end(key)
+    many, parts = held
+
+    def derive(k: int, part: list[Any]) -> torch.Tensor:
+        index = part[0]
+        if index.size == root.numel and np.array_equal(index.reshape(-1), np.arange(root.numel)):
+            # All of the root in order (a reshape): the same storage state, written through.
+            return _new(index.shape, base.dtype, root)
+        return _new(index.shape, base.dtype, _Derived(root, index, (key, k)))
+
+    views = [derive(k, p) for k, p in enumerate(parts)]
+    return views if many else views[0]
+
+
+def _device_index(state: _Derived) -> Any:
+    part = _VIEWS.get(state.key[0])
+    if part is None:
+        return _upload(state.index.reshape(-1))
+    part = part[1][state.key[1]]
+    if part[1] is None:
+        part[1] = _upload(part[0].reshape(-1))
+    return part[1]
+
+
+def _written(op: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """The ember tensors `op` writes (its `Tensor(a!)` arguments)."""
+    out = []
+    schema = op._schema.arguments
+    for i, arg in enumerate(schema):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) and not arg.kwarg_only else kwargs.get(arg.name)
+        values = value if isinstance(value, (list, tuple)) else [value]
+        out += [v for v in values if is_ember(v)]
+    return out
+
+
+def _fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
+    if _is_view(op):
+        return _view(op, args, kwargs)
+    if op is torch.ops.aten._copy_from.default:
+        src, dst = args[0], args[1]
+        _copy(src, dst)
+        return dst
+    if op in (torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default):
+        dtype = kwargs.get("dtype") or torch.get_default_dtype()
+        shape = tuple(args[0])
+        return _new(shape, dtype, _Root(None, math.prod(shape), dtype))
+    if op in (torch.ops.aten.zero_.default, torch.ops.aten.fill_.Scalar) and _whole(args[0]):
+        # Filled on the device (autograd's zero gradients, `ones_like` seeds): nothing crosses.
+        value = 0 if op is torch.ops.aten.zero_.default else args[1]
+        t = args[0]
+        jax = _jax()
+        with jax.enable_x64(True):
+            _state(t).array = jax.numpy.full(tuple(t.shape), value, dtype=_np_dtype(t.dtype), device=_device())
+        return t
+    stats["eager_ops"] += 1
+    memo: dict[int, tuple[_Root, torch.Tensor]] = {}
+    host_of: dict[int, torch.Tensor] = {}
+
+    def down(x: Any) -> Any:
+        if is_ember(x):
+            h = host_of[id(x)] = _host_view(x, memo)
+            return h
+        if isinstance(x, torch.device) and x.type == NAME:
+            return torch.device("cpu")
+        if isinstance(x, (list, tuple)):
+            return type(x)(down(v) for v in x)
+        return x
+
+    hargs = down(args)
+    hkwargs = {k: down(v) for k, v in kwargs.items()}
+    out = op(*hargs, **hkwargs)
+    written = []
+    for t in _written(op, args, kwargs):
+        h = host_of[id(t)]
+        if h.shape != t.shape:
+            # Resized (an `out=` argument): a new value, put in place as torch's `set_data` does.
+            from .export import tensor_to_numpy
+
+            t.data = wrap(_upload(tensor_to_numpy(h.contiguous())), h.dtype)
+            continue
+        written.append(t)
+        if isinstance(_state(t), _Derived):
+            _set(t, h, memo)
+    for root, flat in {id(r): (r, f) for r, f in memo.values()}.values():
+        if any(_owner(t) is root for t in written):
+            _store(root, flat)
+    # An op returning one of its arguments (in place, `out=`) returns the ember tensor.
+    back = {id(host_of[id(t)]): t for t in _tensors([args, list(kwargs.values())]) if is_ember(t)}
+
+    def up(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            if id(x) in back:
+                return back[id(x)]
+            from .export import tensor_to_numpy
+
+            return wrap(_upload(tensor_to_numpy(x.contiguous())), x.dtype) if x.device.type == "cpu" else x
+        if isinstance(x, (list, tuple)):
+            return type(x)(up(v) for v in x)
+        return x
+
+    return up(out)
+
+
+def _owner(t: torch.Tensor) -> _Root:
+    state = _state(t)
+    return state if isinstance(state, _Root) else state.root
+
+
+def _tensors(xs: Any) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+    for x in xs:
+        if isinstance(x, torch.Tensor):
+            out.append(x)
+        elif isinstance(x, (list, tuple)):
+            out += _tensors(x)
+    return out
+
+
+def _copy(src: torch.Tensor, dst: torch.Tensor) -> None:
+    """`dst.copy_(src)` with `dst` or `src` on the ember device."""
+    if not is_ember(dst):
+        dst.copy_(to_host(src))
+        return
+    state = _state(dst)
+    if _whole(dst) and src.shape == dst.shape and src.dtype == dst.dtype:
+        if is_ember(src):
+            state.array = array(src)  # device arrays are immutable: sharing one is a copy
+            return
+        from .export import tensor_to_numpy
+
+        state.array = _upload(tensor_to_numpy(src.contiguous()))
+        return
+    value = (to_host(src) if is_ember(src) else src).to(dst.dtype).expand(dst.shape)
+    memo: dict[int, tuple[_Root, torch.Tensor]] = {}
+    _set(dst, value, memo)
+    for root, flat in memo.values():
+        _store(root, flat)
+
+
+register()
