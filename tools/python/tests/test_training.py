@@ -456,7 +456,7 @@ def _check_spmd(result: dict) -> None:
     assert result["stats"]["fallbacks"] == 0 and result["stats"]["backward"] >= 1
     # Megatron's row-parallel sums and FSDP's gathers, inside the compiled modules.
     assert {"all-reduce", "all-gather"} <= set(result["collectives"]), result["collectives"]
-    for name in ("sharded", "flat"):
+    for name in ("sharded", "device", "flat"):
         losses, grads = result[name]
         _assert_grads_match(result["eager"][1], grads)
         assert losses == pytest.approx(result["eager"][0], rel=1e-5), (name, losses, result["eager"][0])
