@@ -36,6 +36,12 @@ def test_tensors_round_trip_and_views_write_through() -> None:
     v = e.view(-1)
     e.fill_(7)
     assert torch.equal(v.cpu(), torch.full((20,), 7.0))
+    # 0-d stays 0-d; a reduction whose kernel resizes its `out=` buffer (mse_loss) has its shape
+    s = torch.tensor(3.0).to("ember")
+    assert s.shape == () and s.item() == 3.0
+    y = torch.randn(4, 5)
+    got = torch.nn.functional.mse_loss(y.to("ember"), x.to("ember"))
+    assert got.shape == () and torch.allclose(got.cpu(), torch.nn.functional.mse_loss(y, x))
 
 
 def test_tied_weights_stay_tied() -> None:

@@ -168,24 +168,28 @@ def _upload(a: np.ndarray) -> Any:
     jax = _jax()
     stats["to_device_bytes"] += a.nbytes
     with jax.enable_x64(True):
-        return jax.device_put(np.ascontiguousarray(a), _device())
+        return jax.device_put(np.asarray(a, order="C"), _device())  # (ascontiguousarray makes a 0-d array 1-d)
 
 
-def _download(array: Any) -> np.ndarray:
-    from .xla import Executable
-
-    a = np.array(Executable.to_host(array))  # writable and owned
-    stats["from_device_bytes"] += a.nbytes
-    return a
 
 
 def _host_flat(root: _Root) -> torch.Tensor:
-    """The root's elements as a new host tensor (zeros if never written)."""
-    from .backend import _from_numpy
+    """The root's elements as a new host tensor (zeros if never written), in memory torch owns
+    and may resize (an `out=` kernel does; numpy-backed storage cannot be)."""
+    import warnings
+
+    from .xla import Executable
 
     if root.array is None:
         return torch.zeros(root.numel, dtype=root.dtype)
-    return _from_numpy(_download(root.array)).reshape(-1)
+    a = np.asarray(Executable.to_host(root.array)).reshape(-1)
+    if a.dtype.type.__module__.startswith("ml_dtypes"):
+        a = a.view(f"i{a.dtype.itemsize}" if a.dtype.itemsize > 1 else "u1")
+    stats["from_device_bytes"] += a.nbytes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # read-only: copied below, never written
+        src = torch.from_numpy(a)
+    return torch.empty(root.numel, dtype=root.dtype).copy_(src.view(root.dtype))
 
 
 def array(t: torch.Tensor) -> Any:
