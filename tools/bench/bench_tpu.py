@@ -2,8 +2,8 @@
 """Training on the tpu target from torch.compile: where a step's time goes and what crosses
 between host and device.
 
-A step is zero_grad, forward, loss, backward and the optimizer step, with
-`torch.compile(model, backend="ember", options={"target": "tpu"})`, two ways: the model on the
+A step is zero_grad, forward, loss, backward and the optimizer step, with the model and loss
+compiled by `torch.compile(..., backend="ember", options={"target": "tpu"})`, two ways: the model on the
 CPU (its graphs take host tensors; the optimizer step runs with torch eager), and the model on
 the `ember` device (`model.to("ember")`, the batch moved each step, the optimizer step compiled
 too). Every graph is StableHLO run by PJRT (jax's CPU client on this machine; the TPU client on
@@ -67,7 +67,9 @@ def worker(case: str, backend: str, steps: int) -> dict:
     if on_device:
         # `.to` swaps the parameters' contents: the optimizer's references stay valid.
         model.to("ember")
-    run = torch.compile(model, backend="ember", options={"target": "tpu"}) if backend != "eager" else model
+    # The loss is compiled with the model (outside a compiled graph every op on ember tensors
+    # would cross to the host).
+    compute = torch.compile(loss_fn, backend="ember", options={"target": "tpu"}) if backend != "eager" else loss_fn
     # On the device the optimizer step is compiled too (eagerly every op would cross to the host).
     opt_step = torch.compile(opt.step, backend="ember", options={"target": "tpu"}) if on_device else opt.step
 
@@ -80,7 +82,7 @@ def worker(case: str, backend: str, steps: int) -> dict:
         before = moved()
         t0 = time.perf_counter()
         opt.zero_grad()
-        loss = loss_fn(run, *[t.to("ember") for t in batch] if on_device else batch)
+        loss = compute(model, *[t.to("ember") for t in batch] if on_device else batch)
         loss.backward()
         opt_step()
         value = float(loss)

@@ -36,6 +36,12 @@ def test_tensors_round_trip_and_views_write_through() -> None:
     v = e.view(-1)
     e.fill_(7)
     assert torch.equal(v.cpu(), torch.full((20,), 7.0))
+    # A dtype view reads (and writes) the same bytes.
+    f = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    fe = f.to("ember")
+    fe.view(torch.int32)[1:3].add_(1)
+    f.view(torch.int32)[1:3].add_(1)
+    assert torch.equal(fe.cpu(), f) and torch.equal(fe.view(torch.uint8).cpu(), f.view(torch.uint8))
     # 0-d stays 0-d; a reduction whose kernel resizes its `out=` buffer (mse_loss) has its shape
     s = torch.tensor(3.0).to("ember")
     assert s.shape == () and s.item() == 3.0

@@ -161,7 +161,7 @@ def _np_dtype(dtype: torch.dtype) -> Any:
 def _whole(t: torch.Tensor) -> bool:
     """Whether `t` is all of its root storage, in order."""
     state = _state(t)
-    return isinstance(state, _Root) and t.is_contiguous() and t.storage_offset() == 0 and t.numel() == state.numel
+    return isinstance(state, _Root) and t.dtype == state.dtype and t.is_contiguous() and t.storage_offset() == 0 and t.numel() == state.numel
 
 
 def _upload(a: np.ndarray) -> Any:
@@ -199,7 +199,7 @@ def array(t: torch.Tensor) -> Any:
     if isinstance(state, _Root) and state.array is not None and _whole(t):
         a = state.array
         return a if tuple(a.shape) == tuple(t.shape) else a.reshape(tuple(t.shape))
-    if isinstance(state, _Derived) and state.root.array is not None and t.is_contiguous() and t.storage_offset() == 0 and t.numel() == state.index.size:
+    if isinstance(state, _Derived) and state.root.array is not None and t.dtype == state.root.dtype and t.is_contiguous() and t.storage_offset() == 0 and t.numel() == state.index.size:
         # Gathered on the device, with positions uploaded once per kind of view.
         with _jax().enable_x64(True):
             return _gather()(state.root.array, _device_index(state)).reshape(tuple(t.shape))
@@ -229,9 +229,10 @@ def _host_view(t: torch.Tensor, memo: dict[int, tuple[_Root, torch.Tensor]]) -> 
         held = memo[id(root)] = (root, _host_flat(root))
     flat = held[1]
     if isinstance(state, _Derived):
-        # A copy: writes to it are put back into the root by `_write_back`.
+        # A copy: writes to it are put back into the root by `_set`.
         flat = flat[torch.from_numpy(state.index.reshape(-1))]
-    return flat.as_strided(t.shape, t.stride(), t.storage_offset())
+    # A dtype view (`view(torch.int32)`) reads the same bytes as its own type.
+    return flat.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
 
 
 def _set(t: torch.Tensor, value: torch.Tensor, memo: dict[int, tuple[_Root, torch.Tensor]]) -> None:
@@ -245,10 +246,10 @@ def _set(t: torch.Tensor, value: torch.Tensor, memo: dict[int, tuple[_Root, torc
     if isinstance(state, _Derived):
         pos = torch.from_numpy(state.index.reshape(-1))
         own = flat[pos]
-        own.as_strided(t.shape, t.stride(), t.storage_offset()).copy_(value)
+        own.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset()).copy_(value)
         flat[pos] = own
     else:
-        flat.as_strided(t.shape, t.stride(), t.storage_offset()).copy_(value)
+        flat.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset()).copy_(value)
 
 
 def _store(root: _Root, flat: torch.Tensor) -> None:
@@ -257,6 +258,7 @@ def _store(root: _Root, flat: torch.Tensor) -> None:
     root.array = _upload(tensor_to_numpy(flat.contiguous()))
 
 
+@functools.cache
 def _is_view(op: Any) -> bool:
     rets = op._schema.returns
     return bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
@@ -280,13 +282,23 @@ def _view(op: Any, args: tuple, kwargs: dict) -> Any:
     key = (_key(base, state), op, repr(args[1:]), repr(sorted(kwargs.items())))
     held = _VIEWS.get(key)
     if held is None:
+        if base.dtype.itemsize != root.dtype.itemsize:
+            raise NotImplementedError(f"ember device: {op} of a {base.dtype} view of {root.dtype} elements is not supported")
+        meta = op(torch.empty_strided(base.shape, base.stride(), dtype=base.dtype, device="meta"), *args[1:], **kwargs)
+        for m in meta if isinstance(meta, (list, tuple)) else [meta]:
+            if m.dtype != base.dtype or m.is_conj() or m.is_neg():
+                # Positions cannot say it: the view reinterprets the elements.
+                raise NotImplementedError(f"ember device: the view {op} (to {m.dtype}{', conjugated' if m.is_conj() else ''}"
+                                          f"{', negated' if m.is_neg() else ''}) of a {base.dtype} tensor is not supported")
         size = state.numel if isinstance(state, _Root) else state.index.size
         out = op(torch.arange(size).as_strided(base.shape, base.stride(), base.storage_offset()), *args[1:], **kwargs)
         many = isinstance(out, (list, tuple))
         index = [p.contiguous().numpy() for p in (out if many else [out])]
         if isinstance(state, _Derived):
             index = [state.index.reshape(-1)[i] for i in index]
-        held = [many, [[i, None] for i in index]]
+        # [positions, their device copy (made when a graph first reads the view), whether they
+        # are all of the root in order]
+        held = [many, [[i, None, i.size == root.numel and np.array_equal(i.reshape(-1), np.arange(root.numel))] for i in index]]
         _VIEWS[key] = held
         if len(_VIEWS) > _VIEWS_KEPT:
             _VIEWS.popitem(last=False)
@@ -296,7 +308,7 @@ def _view(op: Any, args: tuple, kwargs: dict) -> Any:
 
     def derive(k: int, part: list[Any]) -> torch.Tensor:
         index = part[0]
-        if index.size == root.numel and np.array_equal(index.reshape(-1), np.arange(root.numel)):
+        if part[2]:
             # All of the root in order (a reshape): the same storage state, written through.
             return _new(index.shape, base.dtype, root)
         return _new(index.shape, base.dtype, _Derived(root, index, (key, k)))
