@@ -811,6 +811,15 @@ class _XlaProgram:
         stats["to_device_bytes"] += sum(a.nbytes for a in self.artifact.args if a is not None)
         #: input position -> (tensor, its version, the device array)
         self.resident: dict[int, tuple[torch.Tensor, int, Any]] = {}
+        #: input position -> (argument slot, shape, dtype) of the inputs a device array of the
+        #: same shape and dtype is passed to as it is (static shape, not narrowed): checked here
+        #: once, so a call compares two attributes per input.
+        self.as_is = {}
+        if self.bucket is None:
+            for i, spec in enumerate(self.artifact.manifest["inputs"]):
+                if f"arg{spec['arg']}" not in self.artifact.narrowed:
+                    slot, shape, dtype = self.artifact.input_type(i)
+                    self.as_is[i] = (slot, shape, dtype)
 
     def run(self, inputs: list[torch.Tensor], on_device: list[bool]) -> list[torch.Tensor]:
         """The outputs for `inputs`: ember-device tensors where `on_device` says, else host ones."""
@@ -825,7 +834,13 @@ class _XlaProgram:
                 args[slot] = self.exe.put(a, slot)
         for i, t in enumerate(inputs):
             if device.is_ember(t):
-                slot, a = self.artifact.bind_device_input(i, device.array(t), self.bucket if env is not None else None)
+                a = device.array(t)
+                want = self.as_is.get(i)
+                if want is None or a.shape != want[1] or a.dtype != want[2]:
+                    # padded, narrowed, or wrong (the error says how)
+                    slot, a = self.artifact.bind_device_input(i, a, self.bucket if env is not None else None)
+                else:
+                    slot = want[0]
                 args[slot] = self.exe.place(a, slot)
                 continue
             if env is not None and not all(d.isdigit() for d in specs[i]["dims"]):

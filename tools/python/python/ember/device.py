@@ -214,6 +214,15 @@ def _gather() -> Any:
     return jax.jit(lambda a, i: a.reshape(-1)[i])
 
 
+@functools.lru_cache(maxsize=256)
+def _filler(shape: tuple[int, ...], dtype: torch.dtype) -> Any:
+    """A function making a device array of `shape` filled with a value (compiled once; jax's
+    eager `full` lowers again at every call)."""
+    jax = _jax()
+    dt = _np_dtype(dtype)
+    return jax.jit(lambda v: jax.numpy.full(shape, v, dtype=dt), device=_device())
+
+
 def to_host(t: torch.Tensor) -> torch.Tensor:
     """`t`'s value as a new host tensor."""
     return _host_view(t, {})
@@ -355,9 +364,8 @@ def _fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
         # Filled on the device (autograd's zero gradients, `ones_like` seeds): nothing crosses.
         value = 0 if op is torch.ops.aten.zero_.default else args[1]
         t = args[0]
-        jax = _jax()
-        with jax.enable_x64(True):
-            _state(t).array = jax.numpy.full(tuple(t.shape), value, dtype=_np_dtype(t.dtype), device=_device())
+        with _jax().enable_x64(True):
+            _state(t).array = _filler(tuple(t.shape), t.dtype)(value)
         return t
     stats["eager_ops"] += 1
     memo: dict[int, tuple[_Root, torch.Tensor]] = {}
