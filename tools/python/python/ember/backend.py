@@ -58,7 +58,8 @@ _DTYPES_BY_NAME = {v: k for k, v in _DTYPES.items()}
 #: Graphs compiled in this process and loaded from the on-disk cache (`backward`: how many of
 #: either were backward graphs), fallbacks taken, and for the tpu/trainium targets the bytes moved
 #: between host and device and the seconds from PJRT's execute to ready results (for tests,
-#: benchmarks and curious users).
+#: benchmarks and curious users; graphs whose results all stay on the ember device are not waited
+#: for, so not timed, unless `EMBER_XLA_SYNC=1`).
 stats: dict[str, Any] = {"compiled": 0, "cache_hits": 0, "backward": 0, "fallbacks": 0, "targets": {},
                          "to_device_bytes": 0, "from_device_bytes": 0, "xla_seconds": 0.0}
 
@@ -786,6 +787,10 @@ class _Buckets:
         return self.program(sizes).run(inputs, on_device)
 
 
+#: `EMBER_XLA_SYNC=1`: wait for every graph's results, timing them (`stats["xla_seconds"]`).
+_SYNC = os.environ.get("EMBER_XLA_SYNC", "0") not in ("", "0")
+
+
 class _XlaProgram:
     """A tpu or trainium artifact run by PJRT (`ember.xla`: jax's CPU client here, the TPU client
     where one is present; Neuron hardware is not reachable from here, so a trainium artifact runs
@@ -865,6 +870,11 @@ class _XlaProgram:
             self.resident[i] = (t, t._version, args[slot])
         t0 = time.perf_counter()
         ready = self.exe.run(args)
+        if all(on_device) and not _SYNC:
+            # Device results are not waited for: the host goes on (Dynamo, AOT, the autograd
+            # engine, the next graph's dispatch) while the device computes, until something
+            # reads a value on the host.
+            return self._outputs(ready, on_device, env)
         for o in ready:
             o.block_until_ready()
         stats["xla_seconds"] += time.perf_counter() - t0
