@@ -148,3 +148,41 @@ def test_device_tensors_pick_the_tpu_target() -> None:
     assert out.device.type == "ember"
     assert torch.allclose(out.cpu(), want, atol=1e-5)
     assert backend.stats["targets"].get("tpu", 0) > tpu
+
+
+@pytest.mark.parametrize("target", ["tpu", "trainium"])
+def test_batchnorm_convnet_trains_on_the_device(target: str) -> None:
+    """BatchNorm's running statistics (buffers the forward writes) and SGD's momentum stay on the
+    device too; weights and statistics after three steps are eager's."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 10),
+    )  # fmt: skip
+    model = copy.deepcopy(ref).to("ember")
+    opt, opt_ref = (torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9) for m in (model, ref))
+    run = torch.compile(lambda m, x, y: F.cross_entropy(m(x), y), backend="ember", options={"target": target})
+    step = torch.compile(opt.step, backend="ember", options={"target": target})
+    before = backend.stats["fallbacks"]
+    for i in range(3):
+        x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
+        d0 = dict(device.stats)
+        loss = run(model, x.to("ember"), y.to("ember"))
+        loss.backward()
+        step()
+        opt.zero_grad()
+        want = F.cross_entropy(ref(x), y)
+        want.backward()
+        opt_ref.step()
+        opt_ref.zero_grad()
+        assert loss.item() == pytest.approx(want.item(), rel=1e-5)
+        if i == 0:
+            continue  # the first step also creates the momentum buffers
+        # the batch up, the loss down
+        assert device.stats["to_device_bytes"] - d0["to_device_bytes"] == x.nbytes + y.nbytes
+        assert device.stats["from_device_bytes"] - d0["from_device_bytes"] == 4
+    assert backend.stats["fallbacks"] == before
+    for p, q in zip(list(model.parameters()) + list(model.buffers()), list(ref.parameters()) + list(ref.buffers())):
+        assert torch.allclose(p.cpu().float(), q.float(), atol=1e-5), (p.shape, float((p.cpu().float() - q.float()).abs().max()))
