@@ -228,15 +228,20 @@ def to_host(t: torch.Tensor) -> torch.Tensor:
     return _host_view(t, {})
 
 
-def _host_view(t: torch.Tensor, memo: dict[int, tuple[_Root, torch.Tensor]]) -> torch.Tensor:
-    """`t` as a host tensor. Tensors sharing a root storage within one op share one host copy
-    of it (`memo`, by root), so an op sees the aliasing it would see on any device."""
+def _memo_flat(t: torch.Tensor, memo: dict[int, tuple[_Root, torch.Tensor]]) -> tuple[_Root | _Derived, torch.Tensor]:
+    """`t`'s storage state and the host copy of its root, made once per op (`memo`)."""
     state = _state(t)
-    root = state if isinstance(state, _Root) else state.root
+    root = _owner(t)
     held = memo.get(id(root))
     if held is None:
         held = memo[id(root)] = (root, _host_flat(root))
-    flat = held[1]
+    return state, held[1]
+
+
+def _host_view(t: torch.Tensor, memo: dict[int, tuple[_Root, torch.Tensor]]) -> torch.Tensor:
+    """`t` as a host tensor. Tensors sharing a root storage within one op share one host copy
+    of it (`memo`, by root), so an op sees the aliasing it would see on any device."""
+    state, flat = _memo_flat(t, memo)
     if isinstance(state, _Derived):
         # A copy: writes to it are put back into the root by `_set`.
         flat = flat[torch.from_numpy(state.index.reshape(-1))]
@@ -246,12 +251,7 @@ def _host_view(t: torch.Tensor, memo: dict[int, tuple[_Root, torch.Tensor]]) -> 
 
 def _set(t: torch.Tensor, value: torch.Tensor, memo: dict[int, tuple[_Root, torch.Tensor]]) -> None:
     """Writes host `value` as `t`'s elements (into the host copy of `t`'s root in `memo`)."""
-    state = _state(t)
-    root = state if isinstance(state, _Root) else state.root
-    held = memo.get(id(root))
-    if held is None:
-        held = memo[id(root)] = (root, _host_flat(root))
-    flat = held[1]
+    state, flat = _memo_flat(t, memo)
     if isinstance(state, _Derived):
         pos = torch.from_numpy(state.index.reshape(-1))
         own = flat[pos]
