@@ -186,3 +186,18 @@ def test_batchnorm_convnet_trains_on_the_device(target: str) -> None:
     assert backend.stats["fallbacks"] == before
     for p, q in zip(list(model.parameters()) + list(model.buffers()), list(ref.parameters()) + list(ref.buffers())):
         assert torch.allclose(p.cpu().float(), q.float(), atol=1e-5), (p.shape, float((p.cpu().float() - q.float()).abs().max()))
+
+
+def test_a_written_input_aliasing_another_is_refused() -> None:
+    """Views made on the device have storages of their own, so what torch.compile knows of
+    aliasing between inputs comes from `_base` alone: a function writing one input while reading
+    another view of the same memory is refused, never compiled as if they were apart."""
+
+    @torch.compile(backend="ember")
+    def f(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        a.add_(1)
+        return b * 2
+
+    x = torch.zeros(4, device="ember")
+    with pytest.raises(RuntimeError, match="reads the same ember-device memory"):
+        f(x, x.view(2, 2))

@@ -1395,9 +1395,16 @@ def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: 
                              "use options={'target': 'tpu'} or 'trainium', or move the model and inputs to the CPU")
     #: Forward outputs that are parameters or views of them: the backward's inputs of those names.
     saved_params: set[str] = set()
+    #: The graph's inputs (Dynamo's order) that it writes, from AOT's analysis.
+    written: set[int] = set()
 
     def compiler(kind: str) -> Callable[..., Any]:
         def compile_one(g: torch.fx.GraphModule, inputs: list[Any]) -> Callable[..., Any]:
+            if kind != "backward":
+                from torch._guards import TracingContext
+
+                meta = getattr(TracingContext.try_get(), "fw_metadata", None)
+                written.update(i for i, info in enumerate(getattr(meta, "input_info", ())) if info.mutates_data or info.mutates_metadata)
             target = opts["target"]
             if target.mesh is not None:
                 target = dataclasses.replace(target, params=_param_inputs(g, kind, saved_params))
@@ -1407,10 +1414,32 @@ def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: 
 
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    return aot_autograd(
+    compiled = aot_autograd(
         fw_compiler=compiler("forward"),
         bw_compiler=compiler("backward"),
         inference_compiler=compiler("inference"),
         decompositions=decompositions.table(opts["target"].name),
         partition_fn=min_cut_rematerialization_partition,
     )(gm, example_inputs, **kwargs)
+    if not written or not any(device.is_ember(x) for x in example_inputs):
+        return compiled
+    first = len(example_inputs) - len([p for p in gm.graph.nodes if p.op == "placeholder"])
+
+    @functools.wraps(compiled)
+    def refusing_hidden_aliases(*args: Any) -> Any:
+        # AOT finds inputs that alias by their torch storages, but ember tensors made by
+        # `device`'s views have storages of their own: writing one input while another reads
+        # the same device memory would be compiled as if they did not alias.
+        groups: dict[int, dict[int, int]] = {}
+        for i, a in enumerate(args):
+            if device.is_ember(a):
+                groups.setdefault(id(device._owner(a)), {}).setdefault(a.untyped_storage()._cdata, i)
+        for same in groups.values():
+            hit = [i for i in same.values() if i + first in written]
+            if len(same) > 1 and hit:
+                others = [i for i in same.values() if i != hit[0]]
+                raise RuntimeError(f"ember: input {hit[0]} of this compiled function is written and input {others[0]} reads the same "
+                                   "ember-device memory through a view torch.compile cannot see; pass the view's base instead, or a .clone()")
+        return compiled(*args)
+
+    return refusing_hidden_aliases
