@@ -201,3 +201,21 @@ def test_a_written_input_aliasing_another_is_refused() -> None:
     x = torch.zeros(4, device="ember")
     with pytest.raises(RuntimeError, match="reads the same ember-device memory"):
         f(x, x.view(2, 2))
+
+
+def test_checkpoints_save_and_load(tmp_path) -> None:
+    """torch.save writes an ember tensor as its host value (its storage holds no bytes), and it
+    loads back onto the device; a CPU checkpoint loads into an ember model."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    want = {k: v.clone() for k, v in model.state_dict().items()}
+    model.to("ember")
+    torch.save(model.state_dict(), tmp_path / "m.pt")
+    got = torch.load(tmp_path / "m.pt", weights_only=True)
+    assert all(v.device.type == "ember" and torch.equal(v.cpu(), want[k]) for k, v in got.items())
+    fresh = torch.nn.Linear(3, 2).to("ember")
+    fresh.load_state_dict(torch.load(tmp_path / "m.pt", map_location="cpu", weights_only=True))
+    assert torch.equal(fresh.weight.cpu(), want["weight"])
+    twin = copy.deepcopy(model)
+    twin.weight.data.zero_()
+    assert torch.equal(model.weight.cpu(), want["weight"])

@@ -56,6 +56,17 @@ def register() -> bool:
     # this `model.to("ember")` would give each module its own new Parameter and untie shared
     # weights (a language model's embedding and output layer): swapping keeps the objects.
     torch.__future__.set_swap_module_params_on_conversion(True)
+    # torch.save pickles a tensor that has a storage through the storage's bytes, which an ember
+    # tensor's (empty) storage does not hold: it is saved as the host copy of its value, as
+    # torch does for XLA's tensors, and loads back onto the device (or where map_location says).
+    reduce = torch.Tensor._reduce_ex_internal
+
+    def _reduce_ex_internal(self: torch.Tensor, proto: int) -> Any:
+        if self.device.type != NAME:
+            return reduce(self, proto)
+        return (torch._utils._rebuild_device_tensor_from_cpu_tensor, (to_host(self), self.dtype, str(self.device), self.requires_grad))
+
+    torch.Tensor._reduce_ex_internal = _reduce_ex_internal
     _library = torch.library.Library("_", "IMPL")
     _library.fallback(_fallback, "PrivateUse1")
     _ops = torch.library.Library("aten", "IMPL")
