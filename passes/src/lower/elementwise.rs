@@ -495,7 +495,8 @@ pub fn where_self(cx: &mut Cx) -> Lowered {
 
 /// fmax/fmin: max/min that ignore a NaN operand (NaN only where both are); copysign: |self|
 /// with other's sign, -0.0 counting as negative (found through 1/other = -inf; a NaN's sign bit
-/// cannot be read without a bitcast, so copysign(x, -NaN) is +|x|, where torch gives -|x|).
+/// cannot be read without a bitcast, so copysign(x, -NaN) is +|x|, where torch gives -|x|);
+/// hypot; ldexp.
 pub fn binary_special(cx: &mut Cx, name: &str) -> Lowered {
     let (a, b) = operands_as_result(cx)?;
     let float = cx.tt(a).dtype.is_float();
@@ -523,6 +524,37 @@ pub fn binary_special(cx: &mut Cx, name: &str) -> Lowered {
             let neg_zero = cx.emit(TenOp::And, vec![is_zero, neg_zero], vec![])?;
             let negative = cx.emit(TenOp::Or, vec![below, neg_zero], vec![])?;
             cx.select(negative, neg, mag)?
+        }
+        "hypot" => {
+            // m·sqrt(1 + (n/m)²) with m = max(|a|, |b|), n = min: no square overflows or
+            // underflows. 0 where both are 0 (n/m is NaN there); inf where either is ±inf, NaN
+            // where either is NaN otherwise (as C's hypot).
+            let (x, y) = (cx.unary(TenOp::Abs, a)?, cx.unary(TenOp::Abs, b)?);
+            let m = cx.emit(TenOp::Max, vec![x, y], vec![])?;
+            let n = cx.emit(TenOp::Min, vec![x, y], vec![])?;
+            let r = cx.emit(TenOp::Div, vec![n, m], vec![])?;
+            let r2 = cx.emit(TenOp::Mul, vec![r, r], vec![])?;
+            let s = cx.binary_scalar(TenOp::Add, r2, 1.0)?;
+            let s = cx.unary(TenOp::Sqrt, s)?;
+            let h = cx.emit(TenOp::Mul, vec![m, s], vec![])?;
+            let zero = cx.splat_like(0.0, m)?;
+            let none = cx.compare("EQ", m, zero)?;
+            let h = cx.select(none, zero, h)?;
+            let x_nan = cx.compare("NE", x, x)?;
+            let y_nan = cx.compare("NE", y, y)?;
+            let nan = cx.emit(TenOp::Or, vec![x_nan, y_nan], vec![])?;
+            let nan_value = cx.emit(TenOp::Add, vec![x, y], vec![])?;
+            let h = cx.select(nan, nan_value, h)?;
+            let inf = cx.splat_like(f64::INFINITY, m)?;
+            let x_inf = cx.compare("EQ", x, inf)?;
+            let y_inf = cx.compare("EQ", y, inf)?;
+            let infinite = cx.emit(TenOp::Or, vec![x_inf, y_inf], vec![])?;
+            cx.select(infinite, inf, h)?
+        }
+        "ldexp.Tensor" => {
+            let two = cx.splat_like(2.0, b)?;
+            let p = cx.emit(TenOp::Pow, vec![two, b], vec![])?;
+            cx.emit(TenOp::Mul, vec![a, p], vec![])?
         }
         _ => return Err(cx.err("no lowering for this binary op")),
     };

@@ -165,6 +165,8 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("fmax",                                 ew::binary_special),
     ("fmin",                                 ew::binary_special),
     ("copysign.Tensor",                      ew::binary_special),
+    ("hypot",                                ew::binary_special),
+    ("ldexp.Tensor",                         ew::binary_special),
     ("round.decimals",                       |cx, _| ew::round_decimals(cx)),
     // Reductions and normalizations.
     ("sum",                                  reduce::reduction),
@@ -253,6 +255,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("sort.stable",                          shape::sort),
     ("topk",                                 shape::sort),
     ("as_strided",                           |cx, _| shape::as_strided(cx)),
+    ("unfold",                               |cx, _| shape::unfold(cx)),
     ("diagonal",                             |cx, _| shape::diagonal(cx)),
     ("diagonal_copy",                        |cx, _| shape::diagonal(cx)),
     // Scatters: `ten.scatter` into the flattened input.

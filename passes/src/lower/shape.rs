@@ -500,23 +500,6 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
     if t.numel() != c(0) && (offset < 0 || strides.iter().any(|&s| s < 0) || offset.saturating_add(last) >= numel) {
         return Ok(None);
     }
-    let mut lin = cx.constf(offset as f64, DType::I64, &t.dims)?;
-    for (k, &s) in strides.iter().enumerate() {
-        if s == 0 || t.dims[k] == c(1) {
-            continue;
-        }
-        let io = cx.emit(
-            TenOp::Iota,
-            vec![],
-            vec![
-                ("shape", Attr::dims(t.dims.clone())),
-                ("dim", Attr::Int(k as i64)),
-                ("dtype", Attr::DType(DType::I64)),
-            ],
-        )?;
-        let term = if s != 1 { cx.binary_scalar(TenOp::Mul, io, s as f64)? } else { io };
-        lin = cx.emit(TenOp::Add, vec![lin, term], vec![])?;
-    }
     let shape = xt.static_shape().unwrap_or_default();
     let stored = if storage_order.iter().filter(|&&k| shape[k] != 1).is_sorted() {
         x
@@ -525,7 +508,62 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
         cx.emit(TenOp::Transpose, vec![x], vec![("dims", perm)])?
     };
     let flat = cx.reshape(stored, &[xt.numel()])?;
-    Ok(Some(vec![cx.emit(TenOp::Gather, vec![flat, lin], vec![("dim", Attr::Int(0))])?]))
+    Ok(Some(vec![gather_strided(cx, flat, &t.dims, &strides, offset)?]))
+}
+
+/// The elements of `flat` at `offset + sum_k iota_k * strides[k]` over a result of `dims`.
+fn gather_strided(cx: &mut Cx, flat: Value, dims: &[SymExpr], strides: &[i64], offset: i64) -> Result<Value, String> {
+    let mut lin = cx.constf(offset as f64, DType::I64, dims)?;
+    for (k, &s) in strides.iter().enumerate() {
+        if s == 0 || dims[k] == c(1) {
+            continue;
+        }
+        let io = cx.emit(
+            TenOp::Iota,
+            vec![],
+            vec![
+                ("shape", Attr::dims(dims.to_vec())),
+                ("dim", Attr::Int(k as i64)),
+                ("dtype", Attr::DType(DType::I64)),
+            ],
+        )?;
+        let term = if s != 1 { cx.binary_scalar(TenOp::Mul, io, s as f64)? } else { io };
+        lin = cx.emit(TenOp::Add, vec![lin, term], vec![])?;
+    }
+    cx.emit(TenOp::Gather, vec![flat, lin], vec![("dim", Attr::Int(0))])
+}
+
+/// unfold(self, dimension, size, step): windows of `size` every `step` along `dimension`, as
+/// one gather from `self`'s row-major elements: the window dim steps by `step` rows of that dim,
+/// the new last dim by one. Symbolic sizes stay a torch op.
+pub fn unfold(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    if !xt.is_static() || !t.is_static() {
+        return Ok(None);
+    }
+    if xt.rank() == 0 {
+        // A scalar's one window of size 1 (torch allows no other).
+        return if t.numel() == c(1) { Ok(Some(vec![cx.reshape(x, &t.dims)?])) } else { Ok(None) };
+    }
+    let rank = xt.rank() as i64;
+    let dim = cx.int("dimension")?;
+    let dim = if dim < 0 { dim + rank } else { dim };
+    let step = cx.int("step")?;
+    if !(0..rank).contains(&dim) || step <= 0 || t.rank() != xt.rank() + 1 {
+        return Err(cx.err(&format!("unfold of a rank-{rank} tensor along dim {dim} with step {step}")));
+    }
+    let shape = xt.static_shape().unwrap_or_default();
+    let mut row_major = vec![1i64; shape.len()];
+    for k in (0..shape.len().saturating_sub(1)).rev() {
+        row_major[k] = row_major[k + 1] * shape[k + 1];
+    }
+    let mut strides = row_major.clone();
+    strides[dim as usize] *= step;
+    strides.push(row_major[dim as usize]);
+    let flat = cx.reshape(x, &[xt.numel()])?;
+    Ok(Some(vec![gather_strided(cx, flat, &t.dims, &strides, 0)?]))
 }
 
 /// The dims of `shape` from outermost to innermost in storage when `strides` lay its elements
