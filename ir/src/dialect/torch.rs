@@ -133,6 +133,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.imag", "(Tensor(a) self) -> Tensor(a)", Trust, "Imaginary part of a complex tensor. imag([1+2j]) = [2.]; complex: the importer rewrites it into real ops on (real, imaginary) pairs (compiler/src/frontend/complex.rs)."),
     op("torch.aten.index.Tensor", "(Tensor self, Tensor?[] indices) -> Tensor", Index, "Advanced indexing with optional index tensors per dim. index([10, 20, 30], [[2, 0]]) = [30, 10]"),
     op("torch.aten.index_put", "(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor", Same, "Copy of `self` with `values` written at advanced `indices` (added if `accumulate`). index_put(zeros(3), [[1]], [5.]) = [0., 5., 0.]"),
+    op("torch.aten.index_reduce", "(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor", Same, "source's slice i along `dim` combined (prod, mean, amax, amin) into self's slice index[i]. index_reduce([1., 1.], 0, [1, 1], [2., 3.], 'prod') = [1., 6.]"),
     op("torch.aten.index_select", "(Tensor self, int dim, Tensor index) -> Tensor", IndexSelect, "Gather whole slices of `dim` at `index`. index_select([10, 20, 30], 0, [2, 0]) = [30, 10]"),
     op("torch.aten.isinf", "(Tensor self) -> Tensor", UnaryBool, "Elementwise test for +-inf. isinf([inf, 1.]) = [true, false]"),
     op("torch.aten.isnan", "(Tensor self) -> Tensor", UnaryBool, "Elementwise test for NaN. isnan([nan, 1.]) = [true, false]"),

@@ -265,6 +265,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("scatter_add",                          scatter::scatter_dim),
     ("scatter_reduce.two",                   scatter::scatter_dim),
     ("index_put",                            |cx, _| scatter::index_put(cx)),
+    ("index_reduce",                         |cx, _| scatter::index_reduce(cx)),
     ("slice_scatter",                        scatter::view_scatter),
     ("select_scatter",                       scatter::view_scatter),
     ("diagonal_scatter",                     scatter::view_scatter),

@@ -100,6 +100,14 @@ pub fn scatter_dim(cx: &mut Cx, name: &str) -> Lowered {
         };
         cx.convert(s, t.dtype)?
     };
+    scatter_along(cx, x, index, src, d, kind, include_self)
+}
+
+/// `x` with `src` combined (`kind`) at the positions `index` names along dim `d` (index and
+/// src of one shape): scatter_dim's and index_reduce's common part.
+fn scatter_along(cx: &mut Cx, x: Value, index: Value, src: Value, d: usize, kind: &str, include_self: bool) -> Lowered {
+    let (xt, it) = (cx.tt(x), cx.tt(index));
+    let t = xt.clone();
     let Some(lin) = linear_along(cx, &xt.dims, index, d)? else { return Ok(None) };
     let flat_shape = [xt.numel()];
     let flat = cx.reshape(x, &flat_shape)?;
@@ -120,6 +128,42 @@ pub fn scatter_dim(cx: &mut Cx, name: &str) -> Lowered {
         r = cx.emit(TenOp::Div, vec![r, count], vec![])?;
     }
     Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
+}
+
+/// index_reduce(self, dim, index, source, reduce, include_self): `source`'s slice i along `dim`
+/// combined into `self`'s slice index[i] (prod, mean, amax, amin), as scatter_reduce with the
+/// 1-D index broadcast over `source`'s other dims. A scalar `self` is a 1-element vector.
+pub fn index_reduce(cx: &mut Cx) -> Lowered {
+    let x = cx.arg("self")?;
+    let index = cx.arg("index")?;
+    let source = cx.arg("source")?;
+    let (xt, st) = (cx.tt(x), cx.tt(source));
+    if !st.is_static() || !xt.is_static() || cx.tt(index).rank() != 1 || st.rank() != xt.rank() {
+        return Ok(None);
+    }
+    let kind = match cx.str_attr("reduce").as_deref() {
+        Some("prod") => "prod",
+        Some("mean") => "mean",
+        Some("amax") => "max",
+        Some("amin") => "min",
+        r => return Err(cx.err(&format!("unknown reduce `{}`", r.unwrap_or("")))),
+    };
+    if xt.dtype == DType::Bool || (kind == "mean" && !xt.dtype.is_float()) {
+        return Ok(None);
+    }
+    if st.dims.iter().any(|d| *d == c(0)) {
+        return Ok(Some(vec![x]));
+    }
+    let scalar = xt.rank() == 0;
+    let (x, source) = if scalar { (cx.reshape(x, &[c(1)])?, cx.reshape(source, &[c(1)])?) } else { (x, source) };
+    let d = if scalar { 0 } else { norm_dim(cx.int("dim")?, xt.rank()).map_err(|e| cx.err(&e))? };
+    let dims = cx.tt(source).dims;
+    let index = cx.bcast_in_dim(index, &dims, &[d])?;
+    let source = cx.convert(source, xt.dtype)?;
+    let Some(r) = scatter_along(cx, x, index, source, d, kind, cx.bool_or("include_self", true))? else {
+        return Ok(None);
+    };
+    Ok(Some(vec![cx.reshape(r[0], &xt.dims)?]))
 }
 
 /// index_put(self, indices, values, accumulate): `values` broadcast to the shape of
