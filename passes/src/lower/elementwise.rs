@@ -222,6 +222,10 @@ pub fn math(cx: &mut Cx, name: &str) -> Lowered {
         }
         "expm1" => expm1(cx, x)?,
         "lgamma" => lgamma(cx, x)?,
+        "exp2" => {
+            let two = cx.splat_like(2.0, x)?;
+            cx.emit(TenOp::Pow, vec![two, x], vec![])?
+        }
         "log2" | "log10" => {
             let l = cx.unary(TenOp::Log, x)?;
             cx.binary_scalar(

@@ -102,6 +102,23 @@ pub fn slice(cx: &mut Cx, name: &str) -> Lowered {
     Ok(Some(vec![slice_dim(cx, x, d, start, step, &t.dims)?]))
 }
 
+/// unbind_copy: slice i of the dim, reshaped without it, for each i.
+pub fn unbind(cx: &mut Cx) -> Lowered {
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let d = norm_dim(cx.int_or("dim", 0)?, xt.rank()).map_err(|e| cx.err(&e))?;
+    let mut shape = xt.dims.clone();
+    shape[d] = c(1);
+    let n = cx.m.op(cx.op).results.len();
+    let mut out = Vec::new();
+    for i in 0..n {
+        let ti = cx.out(i)?;
+        let s = slice_dim(cx, x, d, c(i as i64), 1, &shape)?;
+        out.push(cx.reshape(s, &ti.dims)?);
+    }
+    Ok(Some(out))
+}
+
 /// split_with_sizes: one slice per piece at the running offset.
 pub fn split(cx: &mut Cx) -> Lowered {
     let x = cx.arg("self")?;
