@@ -447,6 +447,14 @@ fn sort_ops_match_eager() {
     assert_archive_matches_eager("sort_ops");
 }
 
+/// unfold along every kind of dim, index_reduce (prod, mean, amax without self, amin) with a
+/// repeated index, hypot at ±inf, NaN, zeros and magnitudes whose squares overflow or underflow,
+/// ldexp, exp2, narrow_copy, unbind_copy and as_strided_copy (`testdata/cpu/gather_ops.py`).
+#[test]
+fn gather_ops_match_eager() {
+    assert_archive_matches_eager("gather_ops");
+}
+
 /// fmax/fmin and copysign with NaN and signed zeros, round(decimals) both ways, dist for
 /// p = 2, 1, inf, 0, 3, addbmm, searchsorted/bucketize (exact hits, NaN, right side, int32) and
 /// training batch norm with its running-stat outputs (`testdata/cpu/extra_ops.py`).
