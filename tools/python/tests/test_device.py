@@ -219,3 +219,29 @@ def test_checkpoints_save_and_load(tmp_path) -> None:
     twin = copy.deepcopy(model)
     twin.weight.data.zero_()
     assert torch.equal(model.weight.cpu(), want["weight"])
+
+
+def test_dynamic_batches_run_padded_on_the_device() -> None:
+    """Once the batch is dynamic, each graph runs in power-of-two buckets: ember inputs are
+    padded and outputs sliced on the device, with eager's gradients at every size."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4))
+    model = copy.deepcopy(ref).to("ember")
+    run = torch.compile(model, backend="ember", options={"target": "tpu"})
+    before = backend.stats["fallbacks"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the new-bucket notices
+        for b in [3, 5, 9, 4]:
+            x, y = torch.randn(b, 16), torch.randn(b, 4)
+            got = F.mse_loss(run(x.to("ember")), y.to("ember")) + run(x.to("ember")).mean(0).pow(2).sum()
+            got.backward()
+            want = F.mse_loss(ref(x), y) + ref(x).mean(0).pow(2).sum()
+            want.backward()
+            assert got.item() == pytest.approx(want.item(), rel=1e-5)
+            for p, q in zip(model.parameters(), ref.parameters()):
+                assert torch.allclose(p.grad.cpu(), q.grad, atol=1e-5)
+            model.zero_grad()
+            ref.zero_grad()
+    assert backend.stats["fallbacks"] == before
