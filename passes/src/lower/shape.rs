@@ -564,21 +564,15 @@ pub fn unfold(cx: &mut Cx) -> Lowered {
         // A scalar's one window of size 1 (torch allows no other).
         return if t.numel() == c(1) { Ok(Some(vec![cx.reshape(x, &t.dims)?])) } else { Ok(None) };
     }
-    let rank = xt.rank() as i64;
-    let dim = cx.int("dimension")?;
-    let dim = if dim < 0 { dim + rank } else { dim };
+    let dim = norm_dim(cx.int("dimension")?, xt.rank()).map_err(|e| cx.err(&e))?;
     let step = cx.int("step")?;
-    if !(0..rank).contains(&dim) || step <= 0 || t.rank() != xt.rank() + 1 {
-        return Err(cx.err(&format!("unfold of a rank-{rank} tensor along dim {dim} with step {step}")));
+    if step <= 0 || t.rank() != xt.rank() + 1 {
+        return Err(cx.err(&format!("unfold of a rank-{} tensor along dim {dim} with step {step}", xt.rank())));
     }
-    let shape = xt.static_shape().unwrap_or_default();
-    let mut row_major = vec![1i64; shape.len()];
-    for k in (0..shape.len().saturating_sub(1)).rev() {
-        row_major[k] = row_major[k + 1] * shape[k + 1];
-    }
+    let row_major = static_strides(&xt.dims).expect("static");
     let mut strides = row_major.clone();
-    strides[dim as usize] *= step;
-    strides.push(row_major[dim as usize]);
+    strides[dim] *= step;
+    strides.push(row_major[dim]);
     let flat = cx.reshape(x, &[xt.numel()])?;
     Ok(Some(vec![gather_strided(cx, flat, &t.dims, &strides, 0)?]))
 }

@@ -1423,7 +1423,8 @@ def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: 
     )(gm, example_inputs, **kwargs)
     if not written or not any(device.is_ember(x) for x in example_inputs):
         return compiled
-    first = len(example_inputs) - len([p for p in gm.graph.nodes if p.op == "placeholder"])
+    # AOT's input analysis covers the module's own parameters and buffers first, then the inputs.
+    first = len(dict(gm.named_parameters(remove_duplicate=False))) + len(dict(gm.named_buffers(remove_duplicate=False)))
 
     @functools.wraps(compiled)
     def refusing_hidden_aliases(*args: Any) -> Any:

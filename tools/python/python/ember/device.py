@@ -37,13 +37,14 @@ NAME = "ember"
 stats = {"eager_ops": 0, "to_device_bytes": 0, "from_device_bytes": 0}
 
 _registered = False
-_library: Any = None
+#: The registrations (kept alive: a dropped Library object unregisters its kernels).
+_libraries: list[Any] = []
 
 
 def register() -> bool:
     """Makes ``"ember"`` a torch device (once per process), unless another backend already took
     PrivateUse1; returns whether the ember device is available."""
-    global _registered, _library
+    global _registered
     if _registered:
         return True
     name = torch._C._get_privateuse1_backend_name()
@@ -67,12 +68,14 @@ def register() -> bool:
         return (torch._utils._rebuild_device_tensor_from_cpu_tensor, (to_host(self), self.dtype, str(self.device), self.requires_grad))
 
     torch.Tensor._reduce_ex_internal = _reduce_ex_internal
-    _library = torch.library.Library("_", "IMPL")
-    _library.fallback(_fallback, "PrivateUse1")
-    _ops = torch.library.Library("aten", "IMPL")
-    for op in ("empty.memory_format", "empty_strided", "_copy_from"):
-        _ops.impl(op, _kernel(_overload(op)), "PrivateUse1")
-    globals()["_aten_library"] = _ops
+    fallback = torch.library.Library("_", "IMPL")
+    fallback.fallback(_fallback, "PrivateUse1")
+    # Registered as kernels too: the boxed fallback asserts under a dispatch mode, where Dynamo
+    # makes tensors on the device.
+    kernels = torch.library.Library("aten", "IMPL")
+    for op in (torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default, torch.ops.aten._copy_from.default):
+        kernels.impl(op.__name__.removesuffix(".default"), functools.partial(_fallback, op), "PrivateUse1")
+    _libraries.extend((fallback, kernels))
     _registered = True
     return True
 
@@ -94,15 +97,6 @@ def _guard() -> Any:
                  "synchronizeDevice", "synchronizeStream", "recordDataPtrOnStream"):
         methods[name] = nothing
     return type("_Guard", (torch._C._acc.DeviceGuard,), methods)()
-
-
-def _overload(name: str) -> Any:
-    op, _, overload = name.partition(".")
-    return getattr(getattr(torch.ops.aten, op), overload or "default")
-
-
-def _kernel(op: Any) -> Any:
-    return lambda *args, **kwargs: _fallback(op, *args, **kwargs)
 
 
 def is_ember(x: Any) -> bool:
@@ -164,9 +158,9 @@ def _device() -> Any:
 
 
 def _np_dtype(dtype: torch.dtype) -> Any:
-    from .export import tensor_to_numpy
+    from . import dtypes, xla
 
-    return tensor_to_numpy(torch.empty(0, dtype=dtype)).dtype
+    return xla._np_dtype(dtypes.by_torch()[dtype])
 
 
 def _whole(t: torch.Tensor) -> bool:
@@ -182,6 +176,11 @@ def _upload(a: np.ndarray) -> Any:
         return jax.device_put(np.asarray(a, order="C"), _device())  # (ascontiguousarray makes a 0-d array 1-d)
 
 
+def _put(t: torch.Tensor) -> Any:
+    """Host tensor `t`'s value as a new device array."""
+    from .export import tensor_to_numpy
+
+    return _upload(tensor_to_numpy(t.contiguous()))
 
 
 def _host_flat(root: _Root) -> torch.Tensor:
@@ -214,9 +213,7 @@ def array(t: torch.Tensor) -> Any:
         # Gathered on the device, with positions uploaded once per kind of view.
         with _jax().enable_x64(True):
             return _gather()(state.root.array, _device_index(state)).reshape(tuple(t.shape))
-    from .export import tensor_to_numpy
-
-    return _upload(tensor_to_numpy(to_host(t).contiguous()))
+    return _put(to_host(t))
 
 
 @functools.cache
@@ -273,9 +270,7 @@ def _set(t: torch.Tensor, value: torch.Tensor, memo: dict[int, tuple[_Root, torc
 
 
 def _store(root: _Root, flat: torch.Tensor) -> None:
-    from .export import tensor_to_numpy
-
-    root.array = _upload(tensor_to_numpy(flat.contiguous()))
+    root.array = _put(flat)
 
 
 @functools.cache
@@ -284,7 +279,8 @@ def _is_view(op: Any) -> bool:
     return bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
 
 
-#: View positions by how they were made (`_Derived.key`): (positions, their device copy or None).
+#: Views by how they were made (`_Derived.key[0]`): [whether the op returns several, one
+#: [positions, their device copy or None, whether they are all of the root in order] per view].
 _VIEWS: OrderedDict[Any, list[Any]] = OrderedDict()
 _VIEWS_KEPT = 4096
 
@@ -298,7 +294,7 @@ def _view(op: Any, args: tuple, kwargs: dict) -> Any:
     """A view op: new tensors reading their elements from `args[0]`'s root."""
     base = args[0]
     state = _state(base)
-    root = state if isinstance(state, _Root) else state.root
+    root = _owner(base)
     key = (_key(base, state), op, repr(args[1:]), repr(sorted(kwargs.items())))
     held = _VIEWS.get(key)
     if held is None:
@@ -316,8 +312,6 @@ def _view(op: Any, args: tuple, kwargs: dict) -> Any:
         index = [p.contiguous().numpy() for p in (out if many else [out])]
         if isinstance(state, _Derived):
             index = [state.index.reshape(-1)[i] for i in index]
-        # [positions, their device copy (made when a graph first reads the view), whether they
-        # are all of the root in order]
         held = [many, [[i, None, i.size == root.numel and np.array_equal(i.reshape(-1), np.arange(root.numel))] for i in index]]
         _VIEWS[key] = held
         if len(_VIEWS) > _VIEWS_KEPT:
@@ -400,15 +394,14 @@ def _fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
         h = host_of[id(t)]
         if h.shape != t.shape:
             # Resized (an `out=` argument): a new value, put in place as torch's `set_data` does.
-            from .export import tensor_to_numpy
-
-            t.data = wrap(_upload(tensor_to_numpy(h.contiguous())), h.dtype)
+            t.data = wrap(_put(h), h.dtype)
             continue
         written.append(t)
         if isinstance(_state(t), _Derived):
             _set(t, h, memo)
-    for root, flat in {id(r): (r, f) for r, f in memo.values()}.values():
-        if any(_owner(t) is root for t in written):
+    roots = {id(_owner(t)) for t in written}
+    for key, (root, flat) in memo.items():
+        if key in roots:
             _store(root, flat)
     # An op returning one of its arguments (in place, `out=`) returns the ember tensor.
     back = {id(host_of[id(t)]): t for t in _tensors([args, list(kwargs.values())]) if is_ember(t)}
@@ -417,9 +410,7 @@ def _fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(x, torch.Tensor):
             if id(x) in back:
                 return back[id(x)]
-            from .export import tensor_to_numpy
-
-            return wrap(_upload(tensor_to_numpy(x.contiguous())), x.dtype) if x.device.type == "cpu" else x
+            return wrap(_put(x), x.dtype) if x.device.type == "cpu" else x
         if isinstance(x, (list, tuple)):
             return type(x)(up(v) for v in x)
         return x
@@ -449,12 +440,8 @@ def _copy(src: torch.Tensor, dst: torch.Tensor) -> None:
         return
     state = _state(dst)
     if _whole(dst) and src.shape == dst.shape and src.dtype == dst.dtype:
-        if is_ember(src):
-            state.array = array(src)  # device arrays are immutable: sharing one is a copy
-            return
-        from .export import tensor_to_numpy
-
-        state.array = _upload(tensor_to_numpy(src.contiguous()))
+        # Device arrays are immutable: sharing one is a copy.
+        state.array = array(src) if is_ember(src) else _put(src)
         return
     value = (to_host(src) if is_ember(src) else src).to(dst.dtype).expand(dst.shape)
     memo: dict[int, tuple[_Root, torch.Tensor]] = {}

@@ -549,15 +549,7 @@ class Artifact:
         with jax.enable_x64(True):
             if env is not None:
                 a = jax.numpy.pad(a, [(0, t - n) for n, t in zip(a.shape, shape)])
-            to = self.narrowed.get(f"arg{spec['arg']}")
-            if to is not None:
-                nt = _np_dtype(to)
-                if nt.kind in "iu" and a.size:
-                    info = np.iinfo(nt)
-                    if int(a.min()) < info.min or int(a.max()) > info.max:
-                        raise XlaError(f"input {i} (`{spec['name']}`) has values outside {nt}, to which Neuron narrows {a.dtype}; recompile with --native-int64")
-                a = a.astype(nt)
-        return spec["arg"], a
+            return spec["arg"], self._narrow(a, spec["arg"], f"input {i} (`{spec['name']}`)")
 
     def symbols(self, inputs: Sequence[np.ndarray]) -> dict[str, int]:
         """Symbol values read from the inputs' shapes, checked against every input dim."""
