@@ -34,6 +34,7 @@ build:
 setup-python-ext:
 	@cd tools/python && VIRTUAL_ENV=$(VENV) $(VENV)/bin/maturin develop -q 2>&1 | grep -v "^📦\|^🔗\|^🐍\|^⚠️" || true
 	@$(PY) -c "import ember; ember.version()" && echo "setup: Python package ember installed"
+	@$(PY) -m ember.deferred.native >/dev/null && echo "setup: native eager recorder built (ember.eager)"
 
 demo: setup build
 	@echo "== ember import testdata/models/gpt2_block.pt2  (torch dialect, first lines)"

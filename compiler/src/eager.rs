@@ -296,3 +296,88 @@ impl PlanCache {
         Ok((p, false))
     }
 }
+
+impl Region {
+    /// A region as the native recorder (`ember/deferred/native.cpp`) writes it:
+    /// `{"inputs": [[shape, dtype]...], "ops": [[target, [[param, tag, value]...], [[shape, dtype]...]]...],
+    /// "outputs": [value id...]}` with dtypes by their IR names and the argument tags of
+    /// [`Arg`]'s variants (`n t ts ots i f b is fs bs s dt`; a float that is not finite is the string
+    /// `nan`, `inf` or `-inf`).
+    pub fn from_json(text: &str) -> Result<Region, String> {
+        use serde_json::Value;
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("native region: {e}"))?;
+        let meta = |m: &Value| -> Result<Meta, String> {
+            let shape = m[0].as_array().ok_or("native region: a meta without a shape")?;
+            let shape =
+                shape.iter().map(|d| d.as_i64().ok_or("native region: a non-integer dim")).collect::<Result<_, _>>()?;
+            let d = m[1].as_str().ok_or("native region: a meta without a dtype")?;
+            let dtype = DType::from_mlir_name(d).ok_or_else(|| format!("native region: unknown dtype `{d}`"))?;
+            Ok(Meta { shape, dtype })
+        };
+        let list = |v: &Value, what: &str| {
+            v.as_array().cloned().ok_or_else(|| format!("native region: `{what}` is not a list"))
+        };
+        let float = |x: &Value| -> Result<f64, String> {
+            match x {
+                Value::String(s) if s == "nan" => Ok(f64::NAN),
+                Value::String(s) if s == "inf" => Ok(f64::INFINITY),
+                Value::String(s) if s == "-inf" => Ok(f64::NEG_INFINITY),
+                _ => x.as_f64().ok_or_else(|| format!("native region: `{x}` is not a float")),
+            }
+        };
+        let usize_of =
+            |x: &Value| x.as_u64().map(|u| u as usize).ok_or_else(|| format!("native region: `{x}` is not a value id"));
+        let arg = |tag: &str, x: &Value| -> Result<Arg, String> {
+            Ok(match tag {
+                "n" => Arg::None,
+                "t" => Arg::Tensor(usize_of(x)?),
+                "ts" => Arg::Tensors(list(x, "ts")?.iter().map(usize_of).collect::<Result<_, _>>()?),
+                "ots" => Arg::OptTensors(
+                    list(x, "ots")?
+                        .iter()
+                        .map(|y| if y.is_null() { Ok(None) } else { usize_of(y).map(Some) })
+                        .collect::<Result<_, _>>()?,
+                ),
+                "i" => Arg::Int(x.as_i64().ok_or("native region: a non-integer `i`")?),
+                "f" => Arg::Float(float(x)?),
+                "b" => Arg::Bool(x.as_bool().ok_or("native region: a non-bool `b`")?),
+                "is" => Arg::Ints(
+                    list(x, "is")?
+                        .iter()
+                        .map(|y| y.as_i64().ok_or("native region: a non-integer in `is`"))
+                        .collect::<Result<_, _>>()?,
+                ),
+                "fs" => Arg::Floats(list(x, "fs")?.iter().map(float).collect::<Result<_, _>>()?),
+                "bs" => Arg::Bools(
+                    list(x, "bs")?
+                        .iter()
+                        .map(|y| y.as_bool().ok_or("native region: a non-bool in `bs`"))
+                        .collect::<Result<_, _>>()?,
+                ),
+                "s" => Arg::Str(x.as_str().ok_or("native region: a non-string `s`")?.to_string()),
+                "dt" => {
+                    let d = x.as_str().ok_or("native region: a non-string `dt`")?;
+                    Arg::DType(DType::from_mlir_name(d).ok_or_else(|| format!("native region: unknown dtype `{d}`"))?)
+                }
+                t => return Err(format!("native region: unknown argument tag `{t}`")),
+            })
+        };
+        let mut region = Region {
+            inputs: list(&v["inputs"], "inputs")?.iter().map(meta).collect::<Result<_, _>>()?,
+            ops: Vec::new(),
+            outputs: list(&v["outputs"], "outputs")?.iter().map(usize_of).collect::<Result<_, _>>()?,
+        };
+        for op in list(&v["ops"], "ops")? {
+            let target = op[0].as_str().ok_or("native region: an op without a target")?.to_string();
+            let mut args = Vec::new();
+            for a in list(&op[1], "args")? {
+                let name = a[0].as_str().ok_or("native region: an argument without a name")?;
+                let tag = a[1].as_str().ok_or("native region: an argument without a tag")?;
+                args.push((name.to_string(), arg(tag, &a[2])?));
+            }
+            let outs = list(&op[2], "outs")?.iter().map(meta).collect::<Result<_, _>>()?;
+            region.ops.push(QueuedOp { target, args, outs, file: "<ember.eager>".into(), line: 0 });
+        }
+        Ok(region)
+    }
+}

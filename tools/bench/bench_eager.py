@@ -6,7 +6,9 @@ Three loops, in one run, 2 threads (torch.set_num_threads and RAYON_NUM_THREADS 
 - training: MLP of 3 Linear layers of width 256 with ReLU, batch 64, MSE loss, AdamW,
   50 steps (zero_grad, forward, backward, step);
 - elementwise: the 20-op chain of cases.py on a 2048x2048 fp32 tensor, ``x = chain(x)``,
-  50 iterations.
+  50 iterations;
+- per op: chains of 80 elementwise ops on a 16-element tensor, each read with `.cpu()`: recording's
+  cost per op against torch eager's own.
 
 Each variant runs the 50-iteration loop once to warm up (compiles happen here), then REPEATS
 timed loops, interleaved round by round with the other variants; the table gives the median time
@@ -162,7 +164,67 @@ def elementwise_case():
     return lambda: loop, compiled
 
 
+def per_op() -> dict:
+    """Recording cost per op: a chain of 80 elementwise ops on a 16-element tensor (the region's
+    own run is timed by the plan cache and taken out), against torch eager running the same ops,
+    in the same process; each a median of 9 rounds of 20 chains."""
+    x0 = torch.randn(16)
+
+    def chain(x):
+        for i in range(16):
+            x = torch.tanh(x * 0.5 + 0.25) - x * 0.125
+        return x
+
+    def eager_round():
+        t = time.perf_counter()
+        for _ in range(20):
+            chain(x0)
+        return time.perf_counter() - t
+
+    def ember_round(make):
+        s0 = deferred.stats()
+        t = time.perf_counter()
+        with make():
+            for _ in range(20):
+                chain(x0).cpu()
+        dt = time.perf_counter() - t
+        s1 = deferred.stats()
+        return dt, s1["run_seconds"] - s0["run_seconds"], s1["hits"] - s0["hits"], s1["misses"] - s0["misses"]
+
+    ops = 20 * 16 * 5
+    variants = {"native recorder": lambda: ember.eager(mode="defer"), "Python recorder": python_recorder}
+    for make in variants.values():
+        ember_round(make)  # warm-up: compiles the chain's region
+    res = {"torch eager": [], **{k: [] for k in variants}}
+    runs = {k: [] for k in variants}
+    hits = {k: [0, 0] for k in variants}
+    for _ in range(9):
+        res["torch eager"].append(eager_round())
+        for k, make in variants.items():
+            dt, run, h, m = ember_round(make)
+            res[k].append(dt)
+            runs[k].append(run)
+            hits[k][0] += h
+            hits[k][1] += m
+    out = {"torch eager": dict(total=statistics.median(res["torch eager"]) / ops * 1e6)}
+    for k in variants:
+        out[k] = dict(
+            total=statistics.median(res[k]) / ops * 1e6,
+            record=statistics.median([a - b for a, b in zip(res[k], runs[k])]) / ops * 1e6,
+            hit_rate=hits[k][0] / max(1, sum(hits[k])),
+        )
+    return out
+
+
 CASES = {"inference (GPT-2 block)": inference_case, "training (MLP 3x256, AdamW)": training_case, "elementwise (20-op chain)": elementwise_case}
+
+
+def python_recorder():
+    os.environ["EMBER_EAGER_RECORDER"] = "python"
+    try:
+        return ember.eager(mode="defer")
+    finally:
+        del os.environ["EMBER_EAGER_RECORDER"]
 
 
 def timed(loop, ctx):
@@ -218,8 +280,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(HERE / "results" / "eager.md"))
     ap.add_argument("--only", default=None, help="run only cases whose name contains this")
+    ap.add_argument("--per-op-only", action="store_true", help="only the per-op microbenchmark (printed, no table written)")
     args = ap.parse_args()
     torch.set_num_threads(2)
+    if args.per_op_only:
+        for k, r in per_op().items():
+            print(k, r)
+        return
     load0 = os.getloadavg()[0]
     rows = []
     for name, factory in CASES.items():
@@ -233,6 +300,8 @@ def main() -> None:
             "torch eager, 1 thread": Variant(loop_factory(), OneThread),
             "Ember strict": Variant(loop_factory(), lambda: ember.eager(mode="strict"), is_ember=True),
             "Ember defer": Variant(loop_factory(), lambda: ember.eager(mode="defer"), is_ember=True),
+            # The same mode on the Python recorder (a TorchDispatchMode), for the per-op cost.
+            "Ember defer, Python recorder": Variant(loop_factory(), python_recorder, is_ember=True),
             "torch.compile": Variant(compiled_factory(), Null, compiled=True),
         }
         for v in runs.values():
@@ -247,13 +316,17 @@ def main() -> None:
             r["rel"] = rel(r["out"], ref)
             r["rel1"] = rel(r["out1"], ref1)
             comp = f"{r['compile']:.2f} s" if "compile" in r else "-"
-            print(f"  {v:14s} {r['per_iter'] * 1e3:9.3f} ms/iter  compile {comp}  hit {r.get('hit_rate', float('nan')):.3f}  rel {r['rel1']:.1e} / {r['rel']:.1e}", flush=True)
+            print(f"  {v:28s} {r['per_iter'] * 1e3:9.3f} ms/iter  compile {comp}  hit {r.get('hit_rate', float('nan')):.3f}  rel {r['rel1']:.1e} / {r['rel']:.1e}", flush=True)
         rows.append((name, variants))
+    print("== per op", flush=True)
+    ops = per_op()
+    for k, r in ops.items():
+        print(f"  {k:28s} {r['total']:.2f} us/op" + (f" (recording {r['record']:.2f} us/op, hit rate {r['hit_rate']:.3f})" if "record" in r else ""), flush=True)
     load1 = os.getloadavg()[0]
-    write(args.out, rows, load0, load1)
+    write(args.out, rows, load0, load1, ops)
 
 
-def write(path, rows, load0, load1):
+def write(path, rows, load0, load1, ops):
     try:
         tree = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     except OSError:
@@ -288,6 +361,18 @@ def write(path, rows, load0, load1):
             reg = f"{r['regions']:.2f}" if "regions" in r else "-"
             comp = f"{r['compile']:.2f}" if "compile" in r else "-"
             lines.append(f"| {name} | {v} | {r['per_iter'] * 1e3:.2f} | {base / r['per_iter']:.2f}x | {hit} | {reg} | {comp} | {r['rel1']:.1e} / {r['rel']:.1e} |")
+    lines += [
+        "",
+        "Per op (`per_op()`: chains of 80 elementwise ops on a 16-element tensor, each read with `.cpu()`; recording = wall time minus the region's run as the plan cache times it):",
+        "",
+        "| variant | us / op | recording us / op | ratio to torch eager | hit rate |",
+        "|---|---|---|---|---|",
+    ]
+    base = ops["torch eager"]["total"]
+    for k, r in ops.items():
+        rec = f"{r['record']:.2f}" if "record" in r else "-"
+        hit = f"{r['hit_rate'] * 100:.1f} %" if "hit_rate" in r else "-"
+        lines.append(f"| {k} | {r['total']:.2f} | {rec} | {r['total'] / base:.2f}x | {hit} |")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("\n".join(lines) + "\n")
     print(f"wrote {path}")

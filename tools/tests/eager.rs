@@ -147,3 +147,33 @@ fn eager_bad_region_is_an_error_not_a_panic() {
     let e = r.to_export_json().unwrap_err();
     assert!(e.contains("value 42"), "{e}");
 }
+
+#[test]
+fn native_recorder_regions_parse_to_the_same_region() {
+    // The native recorder's JSON form of `region`: its key, and so its plan, is the same.
+    let text = r#"{"inputs":[[[4,8],"f32"],[[8,3],"f32"],[[],"f32"]],
+        "ops":[["aten.mm.default",[["self","t",0],["mat2","t",1]],[[[4,3],"f32"]]],
+               ["aten.mul.Tensor",[["self","t",3],["other","t",2]],[[[4,3],"f32"]]],
+               ["aten.add.Tensor",[["self","t",4],["other","f",1.0]],[[[4,3],"f32"]]],
+               ["aten.relu.default",[["self","t",5]],[[[4,3],"f32"]]]],
+        "outputs":[6]}"#;
+    let parsed = Region::from_json(text).unwrap();
+    assert_eq!(parsed.key(), region(10).key());
+    // Every tag, and floats that are not finite.
+    let all = r#"{"inputs":[],"ops":[["aten.x.default",[["a","n",null],["b","ts",[0,1]],["c","ots",[0,null]],["d","i",-3],
+        ["e","f","-inf"],["f","b",true],["g","is",[1,2]],["h","fs",[0.5,"nan"]],["i","bs",[false]],["j","s","tanh"],
+        ["k","dt","bf16"]],[]]],"outputs":[]}"#;
+    let args = &Region::from_json(all).unwrap().ops[0].args;
+    assert_eq!(args[3].1, Arg::Int(-3));
+    assert_eq!(args[4].1, Arg::Float(f64::NEG_INFINITY));
+    assert!(matches!(&args[7].1, Arg::Floats(v) if v[0] == 0.5 && v[1].is_nan()));
+    assert_eq!(args[10].1, Arg::DType(DType::BF16));
+    assert_eq!(args[2].1, Arg::OptTensors(vec![Some(0), None]));
+    for bad in [
+        r#"{"inputs":[[[2],"q8"]],"ops":[],"outputs":[]}"#,
+        r#"{"inputs":[],"ops":[["t",[["a","zz",1]],[]]],"outputs":[]}"#,
+        "{",
+    ] {
+        assert!(Region::from_json(bad).is_err(), "{bad}");
+    }
+}

@@ -216,7 +216,7 @@ fn eager_run_program(
     inputs: &[ember_compiler::eager::Meta],
     in_ptrs: &[(usize, usize)],
     out_ptrs: &[(usize, usize)],
-) -> PyResult<()> {
+) -> Result<(), String> {
     let shapes: Vec<Vec<usize>> = inputs.iter().map(|m| m.shape.iter().map(|&d| d as usize).collect()).collect();
     let views: Vec<TensorView> = in_ptrs
         .iter()
@@ -232,8 +232,7 @@ fn eager_run_program(
         .collect();
     let outs: Vec<(*mut u8, usize)> = out_ptrs.iter().map(|&(p, n)| (p as *mut u8, n)).collect();
     // SAFETY: the caller allocates each output as a fresh contiguous tensor of that length.
-    unsafe { program.run_into(&views, &outs) }.map_err(run_err)?;
-    Ok(())
+    unsafe { program.run_into(&views, &outs) }.map(|_| ())
 }
 
 fn eager_arg(tag: &str, v: &Bound<'_, PyAny>) -> PyResult<ember_compiler::eager::Arg> {
@@ -377,7 +376,7 @@ impl EagerPlans {
                 Err(RegionError::Failed(m)) => return Err(err(m)),
             };
             let t0 = std::time::Instant::now();
-            eager_run_program(&program, &region.inputs, &in_ptrs, &out_ptrs)?;
+            eager_run_program(&program, &region.inputs, &in_ptrs, &out_ptrs).map_err(run_err)?;
             cache.stats.run_seconds += t0.elapsed().as_secs_f64();
             let mut h = self.handles.lock().unwrap_or_else(|e| e.into_inner());
             let key = std::sync::Arc::as_ptr(&program) as usize;
@@ -419,7 +418,7 @@ impl EagerPlans {
                 }
             }
             let t0 = std::time::Instant::now();
-            eager_run_program(&program, &inputs, &in_ptrs, &out_ptrs)?;
+            eager_run_program(&program, &inputs, &in_ptrs, &out_ptrs).map_err(run_err)?;
             let mut cache = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             cache.stats.hits += 1;
             cache.stats.run_seconds += t0.elapsed().as_secs_f64();
@@ -449,6 +448,182 @@ impl EagerPlans {
     }
 }
 
+/// The native eager recorder's entry points (`ember/deferred/native.cpp`, a C++ extension built
+/// against the installed torch), handed over as a table of C functions: the recorder runs below
+/// Python, without the GIL, so it calls Rust directly. One plan cache per process.
+#[repr(C)]
+struct NativeApi {
+    /// 1 when Ember's torch dialect defines the op (`aten.add.Tensor`), else 0.
+    known: extern "C" fn(*const std::ffi::c_char) -> i32,
+    /// Compiles (or finds) the plan of a region given as `Region::from_json` text: a handle > 0,
+    /// -1 when ops have no CPU lowering (their targets, comma-separated, in `err`), 0 on an error.
+    compile: extern "C" fn(*const u8, usize, *mut u8, usize) -> i64,
+    /// Runs a plan on contiguous buffers (address, bytes): 0, or 1 with the message in `err`.
+    run:
+        extern "C" fn(i64, *const usize, *const usize, usize, *const usize, *const usize, usize, *mut u8, usize) -> i32,
+    /// Writes [hits, misses, compile seconds, run seconds, plans].
+    stats: extern "C" fn(*mut f64),
+    /// Forgets every plan and zeroes the counters.
+    clear: extern "C" fn(),
+}
+
+type NativePlan = (std::sync::Arc<CpuProgram>, Vec<ember_compiler::eager::Meta>, usize);
+
+struct NativePlans {
+    cache: ember_compiler::eager::PlanCache,
+    plans: Vec<NativePlan>,
+    by_plan: std::collections::HashMap<usize, i64>,
+}
+
+fn native_plans() -> std::sync::MutexGuard<'static, NativePlans> {
+    static PLANS: std::sync::OnceLock<std::sync::Mutex<NativePlans>> = std::sync::OnceLock::new();
+    PLANS
+        .get_or_init(|| {
+            let dir = std::env::temp_dir().join(format!("ember-native-{}", std::process::id()));
+            std::sync::Mutex::new(NativePlans {
+                cache: ember_compiler::eager::PlanCache::new(dir),
+                plans: Vec::new(),
+                by_plan: Default::default(),
+            })
+        })
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+fn write_err(buf: *mut u8, cap: usize, msg: &str) {
+    if buf.is_null() || cap == 0 {
+        return;
+    }
+    let n = msg.len().min(cap - 1);
+    // SAFETY: the caller passes a writable buffer of `cap` bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(msg.as_ptr(), buf, n);
+        *buf.add(n) = 0;
+    }
+}
+
+/// Runs `f`, turning a panic into an error: none may unwind into C++.
+fn no_unwind<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+        Err(format!("internal error (panic): {}", msg.unwrap_or_default()))
+    })
+}
+
+extern "C" fn native_known(target: *const std::ffi::c_char) -> i32 {
+    // SAFETY: the caller passes a NUL-terminated string.
+    let t = unsafe { std::ffi::CStr::from_ptr(target) }.to_string_lossy();
+    no_unwind(|| Ok(ember_compiler::eager::known(&t) as i32)).unwrap_or(0)
+}
+
+extern "C" fn native_compile(text: *const u8, len: usize, errbuf: *mut u8, cap: usize) -> i64 {
+    use ember_compiler::eager::{Region, RegionError};
+    // SAFETY: the caller passes `len` bytes of UTF-8 JSON.
+    let text = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(text, len) }).into_owned();
+    let r = no_unwind(|| {
+        let region = Region::from_json(&text)?;
+        let mut p = native_plans();
+        let (program, _) = match p.cache.get(&region) {
+            Ok(x) => x,
+            Err(RegionError::Unsupported(ops)) => return Ok(Err(ops.join(","))),
+            Err(RegionError::Failed(m)) => return Err(m),
+        };
+        let key = std::sync::Arc::as_ptr(&program) as usize;
+        if let Some(&h) = p.by_plan.get(&key) {
+            return Ok(Ok(h));
+        }
+        p.plans.push((program, region.inputs.clone(), region.outputs.len()));
+        let h = p.plans.len() as i64;
+        p.by_plan.insert(key, h);
+        Ok(Ok(h))
+    });
+    match r {
+        Ok(Ok(h)) => h,
+        Ok(Err(ops)) => {
+            write_err(errbuf, cap, &ops);
+            -1
+        }
+        Err(m) => {
+            write_err(errbuf, cap, &m);
+            0
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+extern "C" fn native_run(
+    handle: i64,
+    in_ptrs: *const usize,
+    in_lens: *const usize,
+    n_in: usize,
+    out_ptrs: *const usize,
+    out_lens: *const usize,
+    n_out: usize,
+    errbuf: *mut u8,
+    cap: usize,
+) -> i32 {
+    // SAFETY: the caller passes arrays of the given lengths (an empty one's address may be null).
+    let slice = |p: *const usize, n: usize| if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p, n) } };
+    let (ip, il, op, ol) = (slice(in_ptrs, n_in), slice(in_lens, n_in), slice(out_ptrs, n_out), slice(out_lens, n_out));
+    let r = no_unwind(|| {
+        let plan = {
+            let p = native_plans();
+            p.plans.get((handle - 1).max(0) as usize).cloned().ok_or_else(|| format!("unknown plan {handle}"))?
+        };
+        let (program, inputs, outs) = plan;
+        if n_in != inputs.len() || n_out != outs {
+            return Err("native region: buffer count does not match the plan".into());
+        }
+        for (len, m) in il.iter().zip(&inputs) {
+            if *len != m.shape.iter().product::<i64>() as usize * m.dtype.byte_size() {
+                return Err("native region: an input buffer's size does not match the plan".into());
+            }
+        }
+        let ins: Vec<(usize, usize)> = ip.iter().copied().zip(il.iter().copied()).collect();
+        let outs: Vec<(usize, usize)> = op.iter().copied().zip(ol.iter().copied()).collect();
+        let t0 = std::time::Instant::now();
+        eager_run_program(&program, &inputs, &ins, &outs)?;
+        native_plans().cache.stats.run_seconds += t0.elapsed().as_secs_f64();
+        Ok(())
+    });
+    match r {
+        Ok(()) => 0,
+        Err(m) => {
+            write_err(errbuf, cap, &m);
+            1
+        }
+    }
+}
+
+extern "C" fn native_stats(out: *mut f64) {
+    let p = native_plans();
+    let s = &p.cache.stats;
+    let v = [s.hits as f64, s.misses as f64, s.compile_seconds, s.run_seconds, p.cache.len() as f64];
+    // SAFETY: the caller passes room for 5 values.
+    unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), out, 5) };
+}
+
+extern "C" fn native_clear() {
+    let mut p = native_plans();
+    p.cache.clear();
+    p.plans.clear();
+    p.by_plan.clear();
+}
+
+static NATIVE_API: NativeApi = NativeApi {
+    known: native_known,
+    compile: native_compile,
+    run: native_run,
+    stats: native_stats,
+    clear: native_clear,
+};
+
+/// The address of the native recorder's function table (`NativeApi`), for `native.cpp`.
+#[pyfunction]
+fn eager_native_api() -> usize {
+    &NATIVE_API as *const NativeApi as usize
+}
+
 #[pymodule]
 fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
@@ -460,6 +635,7 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Program>()?;
     m.add_class::<EagerPlans>()?;
     m.add_function(wrap_pyfunction!(eager_op_known, m)?)?;
+    m.add_function(wrap_pyfunction!(eager_native_api, m)?)?;
     m.add_function(wrap_pyfunction!(set_host_blas, m)?)?;
     m.add_function(wrap_pyfunction!(set_host_openmp, m)?)?;
     m.add_function(wrap_pyfunction!(host_openmp, m)?)?;

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import warnings
 
+import pytest
 import torch
 import torch.nn.functional as F
 
 import ember
 
 RTOL, ATOL = 1e-4, 1e-5
+
+
+@pytest.fixture
+def python_recorder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defer mode on the Python recorder (its replay fast path and flush policy), which records
+    when the native one cannot be built."""
+    monkeypatch.setenv("EMBER_EAGER_RECORDER", "python")
 
 
 def mlp() -> torch.nn.Module:

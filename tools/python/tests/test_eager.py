@@ -24,7 +24,7 @@ def test_error_after_replays_points_at_the_users_line() -> None:
             for i in range(4):
                 c = (a * 2.0) @ (w if i < 3 else bad)  # REPLAY-MARK
                 c.cpu()
-    assert deferred.stats()["ops_replayed"] - before["ops_replayed"] >= 4
+    assert deferred.stats()["hits"] - before["hits"] >= 2  # iterations 2 and 3 rerun a compiled plan
     frames = [f for f in traceback.extract_tb(info.value.__traceback__) if f.filename == __file__]
     assert frames and "REPLAY-MARK" in (frames[-1].line or ""), frames
 
@@ -131,3 +131,44 @@ def test_deferred_tensors_save_and_copy_as_values() -> None:
     torch.testing.assert_close(loaded["y"], x * 2 + 1)
     torch.testing.assert_close(loaded["z"], (x * 2 + 1).t())
     torch.testing.assert_close(c, x * 2 + 1)
+
+
+def test_no_compiler_falls_back_to_the_python_recorder(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    # Without a C++ compiler (and no native recorder built) defer mode records in Python, with a
+    # warning that says why; results are the same.
+    from ember.deferred import native
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(native, "_ops", None)
+    monkeypatch.setattr(native, "_failure", None)
+    monkeypatch.setattr(native.shutil, "which", lambda name: None)
+    monkeypatch.delenv("CXX", raising=False)
+    x = torch.randn(4, 4)
+    with pytest.warns(UserWarning, match="(?s)needs a C\\+\\+ compiler.*Python recorder"):
+        e = ember.eager()
+    with e:
+        y = (x * 2).relu()
+    torch.testing.assert_close(y.cpu(), (x * 2).relu())
+    with pytest.warns(UserWarning):
+        ember.eager()  # the failure is remembered, not rebuilt
+
+
+def test_deferred_tensors_on_another_thread_are_an_error() -> None:
+    import threading
+
+    x = torch.randn(4, 4)
+    errors = []
+    with ember.eager():
+        y = x * 2
+
+        def read():
+            try:
+                (y + 1).sum()
+            except RuntimeError as e:
+                errors.append(str(e))
+
+        t = threading.Thread(target=read)
+        t.start()
+        t.join()
+    assert errors and "another thread" in errors[0], errors
+    torch.testing.assert_close(y, x * 2)

@@ -287,3 +287,14 @@ def test_weight_norm_backward_is_recorded(shape, dim) -> None:
     for a, e in zip(got, want):
         assert a.shape == e.shape
         torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-6)
+
+
+def test_meta_tensors_inside_a_block() -> None:
+    # Meta tensors are not recorded: their ops go on to the meta kernels as outside the block.
+    x = torch.randn(8, 8)
+    with ember.eager():
+        m = torch.empty(3, 4, device="meta") * 2
+        n = (m @ torch.empty(4, 5, device="meta")).relu()
+        y = torch.relu(x @ x) * 2
+    assert m.device.type == "meta" and m.shape == (3, 4) and n.shape == (3, 5)
+    torch.testing.assert_close(y.cpu(), torch.relu(x @ x) * 2, rtol=RTOL, atol=ATOL)

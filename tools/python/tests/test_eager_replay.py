@@ -10,9 +10,10 @@ import ember
 from ember import deferred
 from ember.deferred import flush as deferred_flush
 
-from eager_common import ATOL, RTOL, mlp
+from eager_common import ATOL, RTOL, mlp, python_recorder  # noqa: F401 (a fixture)
 
 
+@pytest.mark.usefixtures("python_recorder")
 def test_replay_falls_back_on_any_difference() -> None:
     """Each iteration is one region; the replay fast path matches it against the last one, and
     whatever differs (an argument, a shape, a Python number's type, the op sequence) is recorded
@@ -38,6 +39,7 @@ def test_replay_falls_back_on_any_difference() -> None:
     assert 0 < replayed < after["ops_recorded"] - before["ops_recorded"], (before, after)
 
 
+@pytest.mark.usefixtures("python_recorder")
 def test_transposed_real_inputs_are_transposed_in_the_region() -> None:
     """`weight.t()` of a real weight is read as the weight plus a recorded transpose (no dense
     copy); replays match it, and writes to the weight between reads are seen."""
@@ -110,6 +112,7 @@ def test_results_nobody_holds_are_not_materialized() -> None:
     assert after["values_written"] - before["values_written"] == 1
 
 
+@pytest.mark.usefixtures("python_recorder")
 def test_replayed_ops_on_slow_paths() -> None:
     """Replayed ops carry only their input ids and the Python numbers they read; the paths that
     need their full arguments (a region whose live results changed, so its plan is not rerun; a
@@ -158,6 +161,7 @@ def test_replayed_ops_on_slow_paths() -> None:
     torch.testing.assert_close(g, h, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.usefixtures("python_recorder")
 def test_a_new_block_replays_the_last_blocks_region() -> None:
     """A loop that opens an `ember.eager()` block per epoch: a new block's first step is matched
     against the last block's region and reruns its plan; results equal torch eager's."""
@@ -224,10 +228,13 @@ def test_small_integer_tensors_do_not_flush() -> None:
     torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
 
 
-def test_queue_cap_flushes_between_ops(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("recorder", ["native", "python"])
+def test_queue_cap_flushes_between_ops(monkeypatch: pytest.MonkeyPatch, recorder: str) -> None:
     # The queue-length cap flushes at the next op, never inside one (here: writes through views,
     # whose aliases are re-derived by several recorded ops, and decompositions).
     monkeypatch.setattr(deferred_flush, "_QUEUE_CAP", 6)
+    monkeypatch.setenv("EMBER_EAGER_CAP", "6")
+    monkeypatch.setenv("EMBER_EAGER_RECORDER", recorder)
     torch.manual_seed(0)
     x0 = torch.randn(4, 8)
 
@@ -267,3 +274,18 @@ def test_large_regions_compile_in_several_llvm_modules(tmp_path, monkeypatch: py
     torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
     ir = (tmp_path / "pre.ll").read_text()
     assert ir.count("; ModuleID") >= 2 and ir.count("\ndefine") >= 32
+
+
+def test_log_explains_flushes_and_misses(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    # EMBER_EAGER_LOG=1: every flush with its reason, hit or miss, and where a missed region first
+    # differs from the nearest cached one.
+    monkeypatch.setenv("EMBER_EAGER_LOG", "1")
+    x = torch.randn(8, 8)
+    with ember.eager():
+        for i in range(3):
+            y = (x * 2 + 1).relu() if i != 2 else (x * 2 + 1).sigmoid()
+            y.cpu()
+    lines = [l for l in capfd.readouterr().err.splitlines() if l.startswith("ember.eager: flush")]
+    assert len(lines) == 3, lines
+    assert "(cpu)" in lines[0] and "plan cache hit" in lines[1], lines
+    assert "differs at op 2 (`aten.sigmoid.default` here, `aten.relu.default` there)" in lines[2], lines

@@ -35,12 +35,8 @@ def test_mlp_training_matches_eager(opt_name: str) -> None:
     for (name, a), b in zip(ref.named_parameters(), got.parameters()):
         assert type(b) is torch.nn.Parameter
         torch.testing.assert_close(b.detach(), a.detach(), rtol=RTOL, atol=ATOL, msg=name)
-    # One region per training step (the optimizer step ends it); steps 2..10 replay one plan,
-    # and their ops are matched against the previous step's instead of recorded afresh.
+    # One region per training step (the optimizer step ends it); steps 2..10 replay one plan.
     assert after["hits"] - before["hits"] >= 8, (before, after)
-    recorded = after["ops_recorded"] - before["ops_recorded"]
-    assert after["ops_replayed"] - before["ops_replayed"] >= 0.8 * recorded, (before, after)
-    assert after["regions_replayed"] - before["regions_replayed"] >= 7, (before, after)
     # One flush per step: no op (a foreach one included) needed a deferred value at once.
     assert after["flushes"] - before["flushes"] == 10, (before, after)
 

@@ -123,7 +123,7 @@ def test_results_keep_torch_strides() -> None:
         got = f()
         for g, w in zip(got, want):
             g.sum().item()  # materialized
-            assert g.stride() == w.stride() and g._real.stride() == w.stride()
+            assert g.stride() == w.stride() and getattr(g, "_real", g).stride() == w.stride()
             torch.testing.assert_close(g.cpu(), w, rtol=RTOL, atol=ATOL)
         torch.testing.assert_close(got[0].T.view(-1).cpu(), want[0].T.view(-1), rtol=RTOL, atol=ATOL)
 
@@ -173,7 +173,10 @@ def test_in_place_metadata_ops() -> None:
                 if flushes is not None:
                     assert deferred.stats()["flushes"] - before == flushes, name
                 for g, w in zip(got, want):
-                    assert g.shape == w.shape and g.stride() == w.stride(), name
+                    # A size-1 dim's stride addresses nothing (torch's meta and CPU kernels give
+                    # different ones for `as_strided_` results); the others must match.
+                    strides = lambda t: [s for s, n in zip(t.stride(), t.shape) if n != 1]  # noqa: E731
+                    assert g.shape == w.shape and strides(g) == strides(w), name
                     torch.testing.assert_close(g.cpu(), w, rtol=RTOL, atol=ATOL, msg=lambda m: f"{name}: {m}")
 
 

@@ -84,3 +84,22 @@ def test_torch_compile_finds_the_backend_of_the_wheel(venv: Path, tmp_path: Path
     assert Path(path).resolve().is_relative_to(venv.resolve()), f"ember was imported from {path}, not the wheel"
     assert ep == "ember.backend:ember_backend"
     assert int(compiled) >= 1 and float(d) < 1e-5, r.stderr
+
+
+def test_eager_builds_the_native_recorder_from_the_wheel(venv: Path, tmp_path: Path) -> None:
+    # The wheel ships native.cpp; the first `ember.eager()` builds it against the installed torch.
+    code = (
+        "import torch, ember\n"
+        "from ember import deferred\n"
+        "from ember.deferred import native\n"
+        "x = torch.randn(64, 64)\n"
+        "with ember.eager():\n"
+        "    y = torch.relu(x @ x * 0.5 + 1.0)\n"
+        "d = float((y - torch.relu(x @ x * 0.5 + 1.0)).abs().max())\n"
+        "print(native.library(), deferred.stats()['ops_recorded'], d)\n"
+    )
+    r = _run(venv, [str(venv / "bin" / "python"), "-c", code], tmp_path, EMBER_CACHE_DIR=str(tmp_path / "cache"))
+    assert r.returncode == 0, r.stderr
+    lib, recorded, d = r.stdout.split()[-3:]
+    assert Path(lib).is_relative_to(tmp_path / "cache"), lib
+    assert int(recorded) >= 4 and float(d) < 1e-4, r.stderr

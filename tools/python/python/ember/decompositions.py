@@ -17,6 +17,7 @@ and `nll_loss`'s backward as a one-hot select rather than torch's scatter.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 
@@ -360,13 +361,30 @@ def _traced(t) -> bool:
 _constants: dict = {}
 
 
+class _Unrecorded:
+    """Builds a cached constant outside the native eager recorder (a region would compute it
+    only in the loop's first iteration, so iterations would differ)."""
+
+    def __enter__(self):
+        from .deferred import native
+
+        self.ops = native._ops if native._ops is not None and native._ops.recording() else None
+        if self.ops is not None:
+            self.ops.leave()
+
+    def __exit__(self, *exc):
+        if self.ops is not None:
+            self.ops.enter(-1, False)
+
+
 def scalar(value: float, like) -> torch.Tensor:
     """A rank-0 tensor of `like`'s dtype."""
     if _traced(like):
         return torch.scalar_tensor(value, dtype=like.dtype)
     key = ("scalar", value, like.dtype)
     if key not in _constants:
-        _constants[key] = torch.tensor(value, dtype=like.dtype)
+        with _Unrecorded():
+            _constants[key] = torch.tensor(value, dtype=like.dtype)
     return _constants[key]
 
 
@@ -375,8 +393,9 @@ def causal_mask(L: int, S: int, like) -> torch.Tensor:
     key = ("causal", L, S, like.dtype, like.device)
     if not _traced(like) and key in _constants:
         return _constants[key]
-    keep = torch.ones(L, S, dtype=torch.bool, device=like.device).tril()
-    mask = torch.zeros(L, S, dtype=like.dtype, device=like.device).masked_fill(keep.logical_not(), float("-inf"))
+    with _Unrecorded() if not _traced(like) else contextlib.nullcontext():
+        keep = torch.ones(L, S, dtype=torch.bool, device=like.device).tril()
+        mask = torch.zeros(L, S, dtype=like.dtype, device=like.device).masked_fill(keep.logical_not(), float("-inf"))
     if not _traced(like):
         _constants[key] = mask
     return mask

@@ -1,7 +1,12 @@
 """``with ember.eager():`` — DeferAndFuse eager mode on Ember's CPU target.
 
 Ordinary PyTorch code (inference loops, training steps with backward and an optimizer) runs with
-its ATen ops *recorded* instead of executed. A ``TorchDispatchMode`` sees every op; shapes and
+its ATen ops *recorded* instead of executed. Defer mode records with the native recorder
+(``native.cpp``, loaded by ``native``; ``mode._Native`` opens its blocks): a C++ kernel on torch's
+``Lazy`` dispatch key records every op without a Python frame, and live results become ordinary
+CPU tensors at each flush (docs/design/eager.md). What follows describes the Python recorder,
+which the strict modes use, and defer mode where no C++ compiler can build the native one
+(``EMBER_EAGER_RECORDER=python``). A ``TorchDispatchMode`` sees every op; shapes and
 dtypes are inferred at once on the meta device (cached per op signature), so a bad op raises at
 the user's line. Results are ``DeferredTensor`` wrappers. At a flush, the queued ops become a
 region that the Rust scheduler (``ember._ember.EagerPlans``, ``compiler/src/eager.rs``) compiles
@@ -31,7 +36,7 @@ aliases (or to the view) first materializes them, the views as real views of the
 write reaches every alias as in torch. Known limits: CPU tensors of the dtypes Ember models (others
 run with torch eager).
 
-Modules: ``mode`` (``ember.eager``), ``recorder`` (the dispatch mode: routing, recording),
+Modules: ``mode`` (``ember.eager``), ``native`` (building and loading the native recorder), ``recorder`` (the dispatch mode: routing, recording),
 ``tensor`` (the wrapper), ``views`` (views, writes through them), ``replay`` (matching the last
 region), ``flush`` (where to cut, what a flush writes back), ``region`` (running a region),
 ``schema`` and ``ops`` (per-op facts, queued ops), ``fast_decomps``, ``state`` (plan cache,

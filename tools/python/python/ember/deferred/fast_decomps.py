@@ -79,9 +79,12 @@ def _native_batch_norm(op, x, weight, bias, running_mean, running_var, training,
     if running_mean is None or running_var is None:
         return op(aten._native_batch_norm_legit.no_stats, x, weight, bias, True, momentum, eps)
     out, mean, rstd, new_mean, new_var = op(aten._native_batch_norm_legit_functional.default, x, weight, bias, running_mean, running_var, True, momentum, eps)
-    rec = op.__self__  # `op` is the recorder's bound `_op`: the in-place copies go through its handler
-    rec.__torch_dispatch__(aten.copy_.default, (), (running_mean, new_mean), {})
-    rec.__torch_dispatch__(aten.copy_.default, (), (running_var, new_var), {})
+    rec = getattr(op, "__self__", None)
+    for dst, src in ((running_mean, new_mean), (running_var, new_var)):
+        if rec is None:
+            dst.copy_(src)  # the native recorder: through dispatch
+        else:
+            rec.__torch_dispatch__(aten.copy_.default, (), (dst, src), {})  # the Python recorder's own handler
     return out, mean, rstd
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import gc
+import os
+import warnings
 
 import torch
 import torch.optim.optimizer as _optim
 
 from .recorder import _Recorder
+from .state import EagerError
 
 #: (trace, trace_plan) of the last `ember.eager()` block that ended cleanly in defer mode: a new
 #: block starts by matching against it, so a loop that opens a block per epoch replays from its
@@ -23,9 +26,22 @@ class eager:
     """
 
     def __init__(self, mode: str = "defer") -> None:
-        self._rec = _Recorder(mode)
+        recorder = os.environ.get("EMBER_EAGER_RECORDER", "native")
+        if recorder not in ("native", "python"):
+            raise ValueError(f"EMBER_EAGER_RECORDER={recorder!r}: use 'native' or 'python'")
+        self._native = None
+        if mode == "defer" and recorder == "native":
+            try:
+                self._native = _Native()
+            except EagerError as e:
+                # No C++ compiler, or the build failed: the Python recorder (slower per op).
+                warnings.warn(f"{e}\nember.eager: recording with the Python recorder instead", stacklevel=2)
+        self._rec = None if self._native is not None else _Recorder(mode)
 
     def __enter__(self) -> "eager":
+        if self._native is not None:
+            self._native.__enter__()
+            return self
         # Recording allocates a few Python objects per op that live until the flush, so they
         # reach the oldest generation and trigger full collections over the whole heap (~150 ms
         # each with torch loaded). Objects alive at entry are moved out of the cycle collector's
@@ -50,6 +66,8 @@ class eager:
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._native is not None:
+            return self._native.__exit__(*exc)
         # Leaving the block is a sync point. After an exception the ops recorded before it still
         # run (as they would have in torch eager); the exception raised is the user's.
         global _last_trace
@@ -73,4 +91,71 @@ class eager:
 
     def flush(self) -> None:
         """Runs every deferred op now (a sync point)."""
-        self._rec.flush("user")
+        if self._native is not None:
+            self._native.ops.flush("user")
+        else:
+            self._rec.flush("user")
+
+
+#: Tensor methods that read memory directly (not through an ATen op): on a deferred tensor they
+#: flush first. Patched while a native block is open.
+_SYNC_METHODS = ("cpu", "numpy", "tolist", "__array__", "data_ptr", "untyped_storage", "__repr__", "__format__", "__dlpack__")
+
+
+class _Native:
+    """An `ember.eager()` block in defer mode on the native recorder (`native.cpp`)."""
+
+    depth = 0
+    saved: dict = {}
+
+    def __init__(self) -> None:
+        from . import native
+
+        self.ops = native.ops()
+
+    def __enter__(self) -> None:
+        ops = self.ops
+        self._froze = gc.get_freeze_count() == 0  # see `eager.__enter__`
+        if self._froze:
+            gc.freeze()
+        self._mkldnn = torch._C._get_mkldnn_enabled()
+        torch._C._set_mkldnn_enabled(False)  # see `eager.__enter__`
+        self._hook = _optim.register_optimizer_step_post_hook(lambda *a: ops.flush("optimizer step"))
+        if _Native.depth == 0:
+            for name in _SYNC_METHODS:
+                orig = getattr(torch.Tensor, name)
+                _Native.saved[name] = orig
+
+                def synced(t, *a, _orig=orig, _name=name, **k):
+                    # A sync point when `t` is deferred or written: everything queued runs, then
+                    # the method reads real memory with recording off (printing's own ops are
+                    # not recorded).
+                    if ops.needs_flush(t):
+                        ops.flush(_name)
+                    ops.leave()
+                    try:
+                        return _orig(t, *a, **k)
+                    finally:
+                        ops.enter(-1, False)
+
+                setattr(torch.Tensor, name, synced)
+        _Native.depth += 1
+        ops.enter(int(os.environ.get("EMBER_EAGER_CAP", "4096")), bool(os.environ.get("EMBER_EAGER_LOG")))
+
+    def __exit__(self, *exc) -> None:
+        try:
+            try:
+                self.ops.flush("exit")
+            except Exception:
+                if exc[0] is None:
+                    raise  # otherwise the block's own exception is the one to report
+        finally:
+            self.ops.leave()
+            self._hook.remove()
+            torch._C._set_mkldnn_enabled(self._mkldnn)
+            _Native.depth -= 1
+            if _Native.depth == 0:
+                for name, orig in _Native.saved.items():
+                    setattr(torch.Tensor, name, orig)
+            if self._froze:
+                gc.unfreeze()

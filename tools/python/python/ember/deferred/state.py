@@ -40,18 +40,34 @@ _counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "regions_replay
 
 
 def stats() -> dict[str, Any]:
-    """Plan-cache and recorder counters since the last ``reset_stats()``."""
+    """Plan-cache and recorder counters since the last ``reset_stats()``, of both recorders (the
+    native one records defer mode, the Python one the strict modes). ``flush_reasons`` and
+    ``eager_ops`` count the native recorder's flushes by reason and the ops it ran with torch
+    eager, by op."""
     hits, misses, compile_s, run_s, plans = _plan_cache().stats()
+    out = dict(_counters, regions_interpreted=0, flush_reasons={}, eager_ops={})
+    from . import native
+
+    if native._ops is not None:
+        o = native._ops
+        recorded, eager, flushes, written, interpreted, nh, nm, ncs, nrs, nplans, aliased, flush_s = o.stats()
+        out["ops_aliased"] += int(aliased)
+        out["flush_seconds"] = flush_s
+        out["ops_recorded"] += int(recorded)
+        out["ops_eager"] += int(eager)
+        out["flushes"] += int(flushes)
+        out["values_written"] += int(written)
+        out["regions_interpreted"] = int(interpreted)
+        hits, misses, compile_s, run_s, plans = hits + int(nh), misses + int(nm), compile_s + ncs, run_s + nrs, plans + int(nplans)
+        out["flush_reasons"] = _counts(o.flush_reasons())
+        out["eager_ops"] = _counts(o.eager_ops())
     total = hits + misses
-    return dict(
-        _counters,
-        hits=hits,
-        misses=misses,
-        hit_rate=(hits / total) if total else 1.0,
-        compile_seconds=compile_s,
-        run_seconds=run_s,
-        plans=plans,
-    )
+    out.update(hits=hits, misses=misses, hit_rate=(hits / total) if total else 1.0, compile_seconds=compile_s, run_seconds=run_s, plans=plans)
+    return out
+
+
+def _counts(text: str) -> dict[str, int]:
+    return {k: int(v) for k, v in (line.split("\t") for line in text.splitlines() if line)}
 
 
 def reset_stats(clear_plans: bool = False) -> None:
@@ -61,6 +77,10 @@ def reset_stats(clear_plans: bool = False) -> None:
         _counters[k] = 0
     if clear_plans:
         _plan_cache().clear()
+    from . import native
+
+    if native._ops is not None:
+        native._ops.reset_stats(clear_plans)
 
 
 #: Ops the CPU target could not lower (learned from regions), and ops already warned about.
