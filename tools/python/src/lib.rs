@@ -206,8 +206,56 @@ struct EagerPlans {
 struct PlanHandles {
     next: u64,
     /// handle -> (plan, input metas, output count)
-    plans: std::collections::HashMap<u64, (std::sync::Arc<CpuProgram>, Vec<ember_compiler::eager::Meta>, usize)>,
+    plans: std::collections::HashMap<u64, HandlePlan>,
     by_plan: std::collections::HashMap<usize, u64>,
+}
+
+type HandlePlan = (std::sync::Arc<CpuProgram>, Vec<ember_compiler::eager::Meta>, usize);
+
+impl PlanHandles {
+    /// The handle of a plan (a new one the first time the plan is seen).
+    fn handle(
+        &mut self,
+        program: std::sync::Arc<CpuProgram>,
+        inputs: &[ember_compiler::eager::Meta],
+        n_out: usize,
+    ) -> u64 {
+        let key = std::sync::Arc::as_ptr(&program) as usize;
+        if let Some(&n) = self.by_plan.get(&key) {
+            return n;
+        }
+        self.next += 1;
+        let n = self.next;
+        self.plans.insert(n, (program, inputs.to_vec(), n_out));
+        self.by_plan.insert(key, n);
+        n
+    }
+
+    fn get(&self, handle: u64) -> Option<HandlePlan> {
+        self.plans.get(&handle).cloned()
+    }
+
+    fn clear(&mut self) {
+        self.plans.clear();
+        self.by_plan.clear();
+    }
+}
+
+/// Runs a plan by handle on buffers whose count and input sizes are checked against it.
+fn run_handle_plan(
+    (program, inputs, n_out): &HandlePlan,
+    in_ptrs: &[(usize, usize)],
+    out_ptrs: &[(usize, usize)],
+) -> Result<(), String> {
+    if in_ptrs.len() != inputs.len() || out_ptrs.len() != *n_out {
+        return Err("eager region: buffer count does not match the plan's inputs and outputs".into());
+    }
+    for ((_, len), m) in in_ptrs.iter().zip(inputs) {
+        if *len != m.shape.iter().product::<i64>() as usize * m.dtype.byte_size() {
+            return Err("eager region: an input buffer's size does not match the plan".into());
+        }
+    }
+    eager_run_program(program, inputs, in_ptrs, out_ptrs)
 }
 
 /// Runs a loaded plan on caller-owned buffers (see `EagerPlans.run`).
@@ -378,18 +426,11 @@ impl EagerPlans {
             let t0 = std::time::Instant::now();
             eager_run_program(&program, &region.inputs, &in_ptrs, &out_ptrs).map_err(run_err)?;
             cache.stats.run_seconds += t0.elapsed().as_secs_f64();
-            let mut h = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-            let key = std::sync::Arc::as_ptr(&program) as usize;
-            let handle = match h.by_plan.get(&key) {
-                Some(&n) => n,
-                None => {
-                    h.next += 1;
-                    let n = h.next;
-                    h.plans.insert(n, (program, region.inputs.clone(), region.outputs.len()));
-                    h.by_plan.insert(key, n);
-                    n
-                }
-            };
+            let handle = self.handles.lock().unwrap_or_else(|e| e.into_inner()).handle(
+                program,
+                &region.inputs,
+                region.outputs.len(),
+            );
             Ok((hit, vec![], handle))
         })
     }
@@ -404,21 +445,11 @@ impl EagerPlans {
         out_ptrs: Vec<(usize, usize)>,
     ) -> PyResult<bool> {
         py.detach(|| {
-            let Some((program, inputs, n_out)) =
-                self.handles.lock().unwrap_or_else(|e| e.into_inner()).plans.get(&handle).cloned()
-            else {
+            let Some(plan) = self.handles.lock().unwrap_or_else(|e| e.into_inner()).get(handle) else {
                 return Ok(false);
             };
-            if in_ptrs.len() != inputs.len() || out_ptrs.len() != n_out {
-                return Err(err("eager region: buffer count does not match the plan's inputs and outputs"));
-            }
-            for ((_, len), m) in in_ptrs.iter().zip(&inputs) {
-                if *len != m.shape.iter().product::<i64>() as usize * m.dtype.byte_size() {
-                    return Err(err("eager region: an input buffer's size does not match the plan"));
-                }
-            }
             let t0 = std::time::Instant::now();
-            eager_run_program(&program, &inputs, &in_ptrs, &out_ptrs).map_err(run_err)?;
+            run_handle_plan(&plan, &in_ptrs, &out_ptrs).map_err(run_err)?;
             let mut cache = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             cache.stats.hits += 1;
             cache.stats.run_seconds += t0.elapsed().as_secs_f64();
@@ -442,9 +473,7 @@ impl EagerPlans {
     /// Forgets every plan and zeroes the stats.
     fn clear(&self) {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        let mut h = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-        h.plans.clear();
-        h.by_plan.clear();
+        self.handles.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }
 
@@ -467,12 +496,9 @@ struct NativeApi {
     clear: extern "C" fn(),
 }
 
-type NativePlan = (std::sync::Arc<CpuProgram>, Vec<ember_compiler::eager::Meta>, usize);
-
 struct NativePlans {
     cache: ember_compiler::eager::PlanCache,
-    plans: Vec<NativePlan>,
-    by_plan: std::collections::HashMap<usize, i64>,
+    handles: PlanHandles,
 }
 
 fn native_plans() -> std::sync::MutexGuard<'static, NativePlans> {
@@ -482,8 +508,7 @@ fn native_plans() -> std::sync::MutexGuard<'static, NativePlans> {
             let dir = std::env::temp_dir().join(format!("ember-native-{}", std::process::id()));
             std::sync::Mutex::new(NativePlans {
                 cache: ember_compiler::eager::PlanCache::new(dir),
-                plans: Vec::new(),
-                by_plan: Default::default(),
+                handles: PlanHandles::default(),
             })
         })
         .lock()
@@ -528,14 +553,7 @@ extern "C" fn native_compile(text: *const u8, len: usize, errbuf: *mut u8, cap: 
             Err(RegionError::Unsupported(ops)) => return Ok(Err(ops.join(","))),
             Err(RegionError::Failed(m)) => return Err(m),
         };
-        let key = std::sync::Arc::as_ptr(&program) as usize;
-        if let Some(&h) = p.by_plan.get(&key) {
-            return Ok(Ok(h));
-        }
-        p.plans.push((program, region.inputs.clone(), region.outputs.len()));
-        let h = p.plans.len() as i64;
-        p.by_plan.insert(key, h);
-        Ok(Ok(h))
+        Ok(Ok(p.handles.handle(program, &region.inputs, region.outputs.len()) as i64))
     });
     match r {
         Ok(Ok(h)) => h,
@@ -566,23 +584,11 @@ extern "C" fn native_run(
     let slice = |p: *const usize, n: usize| if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p, n) } };
     let (ip, il, op, ol) = (slice(in_ptrs, n_in), slice(in_lens, n_in), slice(out_ptrs, n_out), slice(out_lens, n_out));
     let r = no_unwind(|| {
-        let plan = {
-            let p = native_plans();
-            p.plans.get((handle - 1).max(0) as usize).cloned().ok_or_else(|| format!("unknown plan {handle}"))?
-        };
-        let (program, inputs, outs) = plan;
-        if n_in != inputs.len() || n_out != outs {
-            return Err("native region: buffer count does not match the plan".into());
-        }
-        for (len, m) in il.iter().zip(&inputs) {
-            if *len != m.shape.iter().product::<i64>() as usize * m.dtype.byte_size() {
-                return Err("native region: an input buffer's size does not match the plan".into());
-            }
-        }
+        let plan = native_plans().handles.get(handle as u64).ok_or_else(|| format!("unknown plan {handle}"))?;
         let ins: Vec<(usize, usize)> = ip.iter().copied().zip(il.iter().copied()).collect();
         let outs: Vec<(usize, usize)> = op.iter().copied().zip(ol.iter().copied()).collect();
         let t0 = std::time::Instant::now();
-        eager_run_program(&program, &inputs, &ins, &outs)?;
+        run_handle_plan(&plan, &ins, &outs)?;
         native_plans().cache.stats.run_seconds += t0.elapsed().as_secs_f64();
         Ok(())
     });
@@ -606,8 +612,7 @@ extern "C" fn native_stats(out: *mut f64) {
 extern "C" fn native_clear() {
     let mut p = native_plans();
     p.cache.clear();
-    p.plans.clear();
-    p.by_plan.clear();
+    p.handles.clear();
 }
 
 static NATIVE_API: NativeApi = NativeApi {

@@ -39,9 +39,6 @@ class eager:
         self._rec = None if self._native is not None else _Recorder(mode)
 
     def __enter__(self) -> "eager":
-        if self._native is not None:
-            self._native.__enter__()
-            return self
         # Recording allocates a few Python objects per op that live until the flush, so they
         # reach the oldest generation and trigger full collections over the whole heap (~150 ms
         # each with torch loaded). Objects alive at entry are moved out of the cycle collector's
@@ -49,11 +46,6 @@ class eager:
         self._froze = gc.get_freeze_count() == 0
         if self._froze:
             gc.freeze()
-        rec = self._rec
-        if rec.mode == "defer" and rec.trace is None and not rec.queue and _last_trace is not None:
-            rec.trace, rec.trace_plan = _last_trace
-            rec.rpos, rec.qbase, rec.qclean = 0, rec.next_vid, True
-        rec.__enter__()
         # With oneDNN on, an LSTM runs as one `mkldnn_rnn_layer` op (and its backward reads that
         # op's opaque workspace), which Ember cannot record; without it ATen runs its composite
         # LSTM (linear, sigmoid, tanh, in-place ops on gate chunks), which it records. Recorded
@@ -62,17 +54,25 @@ class eager:
         torch._C._set_mkldnn_enabled(False)
         # The end of an optimizer step is an iteration boundary: flush there, so every training
         # step is one region and replays one plan.
-        self._hook = _optim.register_optimizer_step_post_hook(lambda *a: self._rec.flush("optimizer step"))
+        self._hook = _optim.register_optimizer_step_post_hook(lambda *a: self._flush("optimizer step"))
+        if self._native is not None:
+            self._native.enter()
+            return self
+        rec = self._rec
+        if rec.mode == "defer" and rec.trace is None and not rec.queue and _last_trace is not None:
+            rec.trace, rec.trace_plan = _last_trace
+            rec.rpos, rec.qbase, rec.qclean = 0, rec.next_vid, True
+        rec.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._native is not None:
-            return self._native.__exit__(*exc)
         # Leaving the block is a sync point. After an exception the ops recorded before it still
         # run (as they would have in torch eager); the exception raised is the user's.
         global _last_trace
         try:
-            if exc[0] is None:
+            if self._native is not None:
+                self._native.exit(failed=exc[0] is not None)
+            elif exc[0] is None:
                 self._rec.flush("exit")
                 if self._rec.trace is not None:
                     _last_trace = (self._rec.trace, self._rec.trace_plan)
@@ -85,16 +85,17 @@ class eager:
         finally:
             self._hook.remove()
             torch._C._set_mkldnn_enabled(self._mkldnn)
-            self._rec.__exit__(*exc)
+            if self._rec is not None:
+                self._rec.__exit__(*exc)
             if self._froze:
                 gc.unfreeze()
 
+    def _flush(self, reason: str) -> None:
+        (self._native.ops if self._native is not None else self._rec).flush(reason)
+
     def flush(self) -> None:
         """Runs every deferred op now (a sync point)."""
-        if self._native is not None:
-            self._native.ops.flush("user")
-        else:
-            self._rec.flush("user")
+        self._flush("user")
 
 
 #: Tensor methods that read memory directly (not through an ATen op): on a deferred tensor they
@@ -113,14 +114,9 @@ class _Native:
 
         self.ops = native.ops()
 
-    def __enter__(self) -> None:
+    def enter(self) -> None:
+        """Opens the block: the sync methods patched (for the outermost block), recording on."""
         ops = self.ops
-        self._froze = gc.get_freeze_count() == 0  # see `eager.__enter__`
-        if self._froze:
-            gc.freeze()
-        self._mkldnn = torch._C._get_mkldnn_enabled()
-        torch._C._set_mkldnn_enabled(False)  # see `eager.__enter__`
-        self._hook = _optim.register_optimizer_step_post_hook(lambda *a: ops.flush("optimizer step"))
         if _Native.depth == 0:
             for name in _SYNC_METHODS:
                 orig = getattr(torch.Tensor, name)
@@ -142,20 +138,18 @@ class _Native:
         _Native.depth += 1
         ops.enter(int(os.environ.get("EMBER_EAGER_CAP", "4096")), bool(os.environ.get("EMBER_EAGER_LOG")))
 
-    def __exit__(self, *exc) -> None:
+    def exit(self, failed: bool) -> None:
+        """Closes the block: the queue flushed (a flush error is raised unless the block already
+        failed: its exception is the one to report), recording off, the methods restored."""
         try:
             try:
                 self.ops.flush("exit")
             except Exception:
-                if exc[0] is None:
-                    raise  # otherwise the block's own exception is the one to report
+                if not failed:
+                    raise
         finally:
             self.ops.leave()
-            self._hook.remove()
-            torch._C._set_mkldnn_enabled(self._mkldnn)
             _Native.depth -= 1
             if _Native.depth == 0:
                 for name, orig in _Native.saved.items():
                     setattr(torch.Tensor, name, orig)
-            if self._froze:
-                gc.unfreeze()

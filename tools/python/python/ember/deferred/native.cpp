@@ -150,12 +150,6 @@ struct OpInfo {
 // By operator: the handle a kernel is given is not always the same object.
 std::unordered_map<c10::OperatorHandle, OpInfo*> g_infos;
 
-bool is_tensor_type(const c10::TypePtr& t) {
-  auto k = t->kind();
-  if (k == c10::TypeKind::OptionalType) k = t->castRaw<c10::OptionalType>()->getElementType()->kind();
-  return k == c10::TypeKind::TensorType;
-}
-
 const c10::OperatorHandle* find_functional(const c10::FunctionSchema& s, bool inplace) {
   // `add_.Tensor` -> `add.Tensor`; `mul.out` -> the overload of `mul` with the same arguments but
   // `out`. Types are compared without alias annotations.
@@ -279,7 +273,6 @@ struct Value {
   std::vector<int64_t> sizes, strides;
   int64_t offset = 0;
   at::ScalarType dtype;
-  int input = -1;  // index into `inputs` for a region input
 };
 
 // One argument of a recorded op: its tag (the scheduler's, see `Region::from_json`) and value;
@@ -500,8 +493,7 @@ std::string region_json(const std::vector<int64_t>& rid, const std::vector<int64
 std::vector<at::Tensor> interpret() {
   auto& r = g_rec;
   std::vector<at::Tensor> val(r.values.size());
-  for (size_t v = 0; v < r.values.size(); v++)
-    if (r.values[v].input >= 0) val[v] = r.inputs[r.values[v].input];
+  for (size_t i = 0; i < r.input_vids.size(); i++) val[r.input_vids[i]] = r.inputs[i];
   Unrecorded off;
   for (const auto& op : r.ops) {
     torch::jit::Stack st;
@@ -682,14 +674,10 @@ void Recorder::flush(const char* reason) {
   else stats.misses++;
   if (plan.handle == 0) {
     std::vector<int64_t> rid(values.size(), -1);
-    int64_t n = 0;
-    for (auto& v : values)
-      if (v.input >= 0) n++;
-    int64_t next = n;
+    for (size_t i = 0; i < input_vids.size(); i++) rid[input_vids[i]] = (int64_t)i;
+    int64_t next = (int64_t)input_vids.size();
     for (auto& op : ops)
       for (auto o : op.outs) rid[o] = next++;
-    for (size_t v = 0; v < values.size(); v++)
-      if (values[v].input >= 0) rid[v] = values[v].input;
     auto text = region_json(rid, outputs);
     uint8_t err[4096];
     int64_t h = g_api->compile((const uint8_t*)text.data(), text.size(), err, sizeof err);
@@ -701,13 +689,8 @@ void Recorder::flush(const char* reason) {
     }
     else if (h < 0) {
       std::string ops_missing = (const char*)err;
-      for (auto* in : [&] {
-             std::vector<OpInfo*> l;
-             for (auto& op : ops) l.push_back(op.info);
-             return l;
-           }()) {
-        if (("," + ops_missing + ",").find("," + in->target + ",") != std::string::npos) in->unsupported = true;
-      }
+      for (auto& op : ops)
+        if (("," + ops_missing + ",").find("," + op.info->target + ",") != std::string::npos) op.info->unsupported = true;
       TORCH_WARN("ember.eager: `", ops_missing, "` has no Ember CPU lowering; it runs with torch eager");
     }
     plan.handle = h;
@@ -791,24 +774,49 @@ void key_tensor(uint64_t& h, const at::Tensor& t) {
   mix(h, (uint64_t)t.storage_offset());
 }
 
-int64_t (*transposed_input)(int64_t) = nullptr;
+int64_t record_transpose(int64_t base);
+
+// Whether any defined tensor among the arguments (lists included) satisfies `pred`.
+template <class F>
+bool any_tensor(c10::ArrayRef<c10::IValue> args, F pred) {
+  for (const auto& a : args) {
+    if (a.isTensor()) {
+      if (a.toTensor().defined() && pred(a.toTensor())) return true;
+    } else if (a.isTensorList()) {
+      for (const at::Tensor& t : a.toTensorList())
+        if (t.defined() && pred(t)) return true;
+    } else if (a.isOptionalTensorList()) {
+      for (std::optional<at::Tensor> t : a.toOptionalTensorList())
+        if (t.has_value() && t->defined() && pred(*t)) return true;
+    }
+  }
+  return false;
+}
+
+// The pending write to a real tensor's memory, if any, and whether `t` reads it as written (the
+// same tensor, or the same geometry) or is another alias of that memory.
+const Pending* pending_of(const at::Tensor& t, bool* same) {
+  auto& r = g_rec;
+  if (r.pending.empty() || !t.has_storage() || deferred_of(t)) return nullptr;
+  auto it = r.pending.find(t.storage().unsafeGetStorageImpl());
+  if (it == r.pending.end()) return nullptr;
+  const auto& p = it->second.target;
+  *same = p.unsafeGetTensorImpl() == t.unsafeGetTensorImpl() ||
+          (p.sizes() == t.sizes() && p.strides() == t.strides() && p.storage_offset() == t.storage_offset());
+  return &it->second;
+}
 
 // The value id a real tensor reads as: a pending write to its memory, or a region input.
 int64_t input_vid(const at::Tensor& t) {
   auto& r = g_rec;
-  if (!r.pending.empty() && t.has_storage()) {
-    auto it = r.pending.find(t.storage().unsafeGetStorageImpl());
-    if (it != r.pending.end()) {
-      const auto& p = it->second.target;
-      if (p.unsafeGetTensorImpl() == t.unsafeGetTensorImpl() ||
-          (p.sizes() == t.sizes() && p.strides() == t.strides() && p.storage_offset() == t.storage_offset()))
-        return it->second.vid;
-      r.flush("aliased read of a pending write");
-    }
+  bool same = false;
+  if (const Pending* p = pending_of(t, &same)) {
+    if (same) return p->vid;
+    r.flush("aliased read of a pending write");
   }
   auto it = r.input_of.find(t.unsafeGetTensorImpl());
   if (it != r.input_of.end()) return it->second;
-  if (t.dim() == 2 && t.size(0) > 1 && t.size(1) > 1 && t.stride(0) == 1 && t.stride(1) == t.size(0) && transposed_input) {
+  if (t.dim() == 2 && t.size(0) > 1 && t.size(1) > 1 && t.stride(0) == 1 && t.stride(1) == t.size(0)) {
     // A transposed real matrix (a Linear's `weight.t()`): its matrix and a recorded transpose,
     // which the region's GEMMs read in place, where a dense copy would cost a pass per flush.
     at::Tensor base;
@@ -817,13 +825,12 @@ int64_t input_vid(const at::Tensor& t) {
       base = t.t();
     }
     int64_t bv = input_vid(base);
-    int64_t v = transposed_input(bv);
+    int64_t v = record_transpose(bv);
     r.input_of[t.unsafeGetTensorImpl()] = v;
     r.inputs_kept.push_back(t);
     return v;
   }
   int64_t v = r.new_value(t.sizes(), t.strides(), t.storage_offset(), t.scalar_type());
-  r.values[v].input = (int)r.inputs.size();
   r.inputs.push_back(t);
   r.input_vids.push_back(v);
   r.input_of[t.unsafeGetTensorImpl()] = v;
@@ -858,9 +865,8 @@ void run_eager(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo* 
       TORCH_WARN("ember.eager: `", info->target, "` has no Ember CPU lowering; it runs with torch eager");
   }
   if (flush && !r.empty()) r.flush(info->target.c_str());
-  for (const auto& a : torch::jit::last(*stack, op.schema().arguments().size()))
-    TORCH_CHECK(!(a.isTensor() && deferred_of(a.toTensor())), "ember.eager: `", info->target,
-                "` reads a deferred tensor that no region computed (an earlier region failed)");
+  TORCH_CHECK(!any_tensor(torch::jit::last(*stack, op.schema().arguments().size()), deferred_of), "ember.eager: `",
+              info->target, "` reads a deferred tensor that no region computed (an earlier region failed)");
   Unrecorded off;
   op.callBoxed(stack);
 }
@@ -868,26 +874,14 @@ void run_eager(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo* 
 bool reads_deferred_or_pending(torch::jit::Stack* stack, size_t nargs, bool* writes_input, const OpInfo* info) {
   auto& r = g_rec;
   auto args = torch::jit::last(*stack, nargs);
-  bool any = false;
-  auto check = [&](const at::Tensor& t) {
-    if (!t.defined()) return;
-    if (deferred_of(t)) any = true;
-    else if (t.has_storage() && r.pending.count(t.storage().unsafeGetStorageImpl())) any = true;
-  };
-  for (const auto& a : args) {
-    if (a.isTensor()) check(a.toTensor());
-    else if (a.isTensorList())
-      for (const auto& t : a.toTensorList()) check(t);
-    else if (a.isOptionalTensorList())
-      for (std::optional<at::Tensor> t : a.toOptionalTensorList())
-        if (t.has_value()) check(*t);
-  }
   for (int w : info->writes) {
     const auto& a = args[w];
     if (a.isTensor() && a.toTensor().has_storage() && r.input_storages.count(a.toTensor().storage().unsafeGetStorageImpl()))
       *writes_input = true;
   }
-  return any;
+  return any_tensor(args, [&](const at::Tensor& t) {
+    return deferred_of(t) || (t.has_storage() && r.pending.count(t.storage().unsafeGetStorageImpl()));
+  });
 }
 
 void record(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo* info);
@@ -899,9 +893,10 @@ constexpr int kMaxWritesThroughViews = 16;
 // The root's multi-index (one int64 tensor per root dim, each shaped like the alias) of each
 // element of an alias of it, from their sizes, strides and offsets; null when the root's layout
 // is not dense (then the write goes through memory). Cached per layout pair.
-std::map<std::vector<int64_t>, std::shared_ptr<std::vector<at::Tensor>>> g_alias_indices;
+using Indices = c10::List<std::optional<at::Tensor>>;
+std::map<std::vector<int64_t>, std::shared_ptr<Indices>> g_alias_indices;
 
-std::shared_ptr<std::vector<at::Tensor>> alias_indices(const Deferred* root, const c10::TensorImpl* alias) {
+std::shared_ptr<Indices> alias_indices(const Deferred* root, const c10::TensorImpl* alias) {
   std::vector<int64_t> key;
   for (const c10::TensorImpl* t : {static_cast<const c10::TensorImpl*>(root), alias}) {
     key.push_back(t->dim());
@@ -945,7 +940,9 @@ std::shared_ptr<std::vector<at::Tensor>> alias_indices(const Deferred* root, con
       a[k] = 0;
     }
   }
-  return g_alias_indices[key] = std::make_shared<std::vector<at::Tensor>>(std::move(idx));
+  auto list = std::make_shared<Indices>();
+  for (auto& t : idx) list->push_back(std::move(t));
+  return g_alias_indices[key] = list;
 }
 
 at::Tensor as_tensor(c10::TensorImpl* t) { return at::Tensor(c10::intrusive_ptr<c10::TensorImpl>::reclaim_copy(t)); }
@@ -955,14 +952,7 @@ at::Tensor as_tensor(c10::TensorImpl* t) { return at::Tensor(c10::intrusive_ptr<
 // again from it (as torch's functionalization does), so all of them see the write.
 void write_through(Deferred* root, Deferred* target, const at::Tensor& value) {
   root->writes++;
-  c10::List<std::optional<at::Tensor>> idx;
-  at::Tensor root_new;
-  if (target == root) {
-    root_new = value;
-  } else {
-    for (const auto& t : *alias_indices(root, target)) idx.push_back(t);
-    root_new = at::index_put(as_tensor(root), idx, value, false);
-  }
+  at::Tensor root_new = target == root ? value : at::index_put(as_tensor(root), *alias_indices(root, target), value, false);
   root->vid = deferred_of(root_new)->vid;
   std::vector<c10::weak_intrusive_ptr<c10::TensorImpl>> keep;
   for (auto& w : root->aliases) {
@@ -981,9 +971,7 @@ void write_through(Deferred* root, Deferred* target, const at::Tensor& value) {
       g_rec.flush("write through an alias");
       return;
     }
-    c10::List<std::optional<at::Tensor>> l;
-    for (const auto& t : *ix) l.push_back(t);
-    ad->vid = deferred_of(at::index(root_new, l))->vid;
+    ad->vid = deferred_of(at::index(root_new, *ix))->vid;
   }
   root->aliases.swap(keep);
 }
@@ -1074,7 +1062,6 @@ void inplace(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo* in
 
 // `t_`, `unsqueeze_`, `transpose_`...: the functional view, then the target takes its metadata.
 void inplace_view(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo* info) {
-  auto& r = g_rec;
   size_t nargs = op.schema().arguments().size();
   at::Tensor target = torch::jit::peek(*stack, 0, nargs).toTensor();
   auto* d = deferred_of(target);
@@ -1113,7 +1100,6 @@ void inplace_view(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInf
   d->set_sizes_and_strides(value.sizes(), value.strides(), value.storage_offset());
   torch::jit::drop(*stack, nargs);
   stack->push_back(target);
-  (void)r;
 }
 
 constexpr int64_t kSmallIndex = 1 << 16;
@@ -1189,10 +1175,9 @@ void dispatch(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
   if (!recording) {
     // Outside a block nothing is deferred (leaving it flushes): the op runs as it is. Another
     // thread, while a block records, must not flush its queue.
-    if (g_owner != std::this_thread::get_id())
-      for (const auto& a : torch::jit::last(*stack, nargs))
-        TORCH_CHECK(!(a.isTensor() && deferred_of(a.toTensor())), "ember.eager: `", info->target,
-                    "` reads a deferred tensor on another thread than the block's; read it there first (`.cpu()`)");
+    TORCH_CHECK(g_owner == std::this_thread::get_id() || !any_tensor(torch::jit::last(*stack, nargs), deferred_of),
+                "ember.eager: `", info->target,
+                "` reads a deferred tensor on another thread than the block's; read it there first (`.cpu()`)");
     run_eager(op, stack, info, true);
     return;
   }
@@ -1287,28 +1272,9 @@ void dispatch(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit:
 // A read of memory with a pending write by another tensor (a view of it, its base) flushes
 // before the op's arguments become value ids, so they all belong to one region.
 void settle(c10::ArrayRef<c10::IValue> args) {
-  auto& r = g_rec;
-  if (r.pending.empty()) return;
-  auto check = [&](const at::Tensor& t) {
-    if (!t.defined() || deferred_of(t) || !t.has_storage()) return false;  // (undefined: a None)
-    auto it = r.pending.find(t.storage().unsafeGetStorageImpl());
-    if (it == r.pending.end()) return false;
-    const auto& p = it->second.target;
-    return !(p.unsafeGetTensorImpl() == t.unsafeGetTensorImpl() ||
-             (p.sizes() == t.sizes() && p.strides() == t.strides() && p.storage_offset() == t.storage_offset()));
-  };
-  for (const auto& a : args) {
-    bool hit = false;
-    if (a.isTensor()) hit = check(a.toTensor());
-    else if (a.isTensorList())
-      for (const auto& t : a.toTensorList()) hit = hit || check(t);
-    else if (a.isOptionalTensorList())
-      for (std::optional<at::Tensor> t : a.toOptionalTensorList()) hit = hit || (t.has_value() && check(*t));
-    if (hit) {
-      r.flush("aliased read of a pending write");
-      return;
-    }
-  }
+  bool same = false;
+  if (any_tensor(args, [&](const at::Tensor& t) { return pending_of(t, &same) && !same; }))
+    g_rec.flush("aliased read of a pending write");
 }
 
 // `transpose.int(base, 0, 1)` of a region value, recorded directly (see `input_vid`).
@@ -1354,7 +1320,6 @@ void record(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo* inf
   rec.args.resize(nargs);
   std::vector<int64_t> key_part;
   key_part.push_back((int64_t)info);
-  bool cacheable = true;
   for (size_t i = 0; i < nargs; i++) {
     const auto& a = args[i];
     // The real type: a ScalarType, Layout or MemoryFormat is an int to TorchScript.
@@ -1533,12 +1498,10 @@ void record(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo* inf
       key_part.push_back(-28);
     } else {
       // Anything else (a Generator, a Storage...): torch eager.
-      cacheable = false;
       run_eager(op, stack, info, true);
       return;
     }
   }
-  (void)cacheable;
   // Result metadata from the meta kernels, once per signature. With an `output_mask` the region
   // computes every result; the ones not asked for are returned undefined.
   int mask = info->mask_arg;
@@ -1670,7 +1633,6 @@ void register_kernels() {
 
 void init(int64_t api) {
   if (g_api) return;
-  transposed_input = &record_transpose;
   g_api = reinterpret_cast<const Api*>(api);
   register_kernels();
 }
