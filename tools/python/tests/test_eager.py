@@ -172,3 +172,21 @@ def test_deferred_tensors_on_another_thread_are_an_error() -> None:
         t.join()
     assert errors and "another thread" in errors[0], errors
     torch.testing.assert_close(y, x * 2)
+
+
+def test_unlowered_ops_are_remembered() -> None:
+    # The region with an op Ember cannot lower runs with torch eager once; later that op alone
+    # runs eagerly and the rest of each region compiles (one warning in all).
+    torch.manual_seed(0)
+    x = torch.randn(6, 5)
+    before = deferred.stats()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ember.eager():
+            got = [(torch.nn.functional.pdist(x * (i + 7)) + 1.0).cpu() for i in range(3)]
+    after = deferred.stats()
+    for i, g in enumerate(got):
+        torch.testing.assert_close(g, torch.nn.functional.pdist(x * (i + 7)) + 1.0)
+    assert len([w for w in caught if "_pdist_forward" in str(w.message)]) <= 1
+    ran = after["eager_ops"].get("aten._pdist_forward.default", 0) - before["eager_ops"].get("aten._pdist_forward.default", 0)
+    assert ran >= 2, (before["eager_ops"], after["eager_ops"])

@@ -267,6 +267,19 @@ const char* dtype_name(at::ScalarType t) {
   }
 }
 
+std::string short_target(const std::string& target) {
+  const std::string d = ".default";
+  return target.size() > d.size() && target.compare(target.size() - d.size(), d.size(), d) == 0 ? target.substr(0, target.size() - d.size())
+                                                                                                : target;
+}
+
+// Once per op, at the op's first eager run or its region's failed compile.
+void warn_unlowered(const std::string& target) {
+  static std::unordered_set<std::string> warned;
+  if (warned.insert(target).second)
+    TORCH_WARN("ember.eager: `", short_target(target), "` has no Ember CPU lowering; it runs with torch eager");
+}
+
 // ---- the region being recorded -----------------------------------------------------------------
 
 struct Value {
@@ -688,10 +701,14 @@ void Recorder::flush(const char* reason) {
       h = -1;
     }
     else if (h < 0) {
-      std::string ops_missing = (const char*)err;
+      // Remembered, so later occurrences run with torch eager and the rest of their regions
+      // compiles (the compiler names ops without a `.default` overload).
+      std::string missing = "," + std::string((const char*)err) + ",";
       for (auto& op : ops)
-        if (("," + ops_missing + ",").find("," + op.info->target + ",") != std::string::npos) op.info->unsupported = true;
-      TORCH_WARN("ember.eager: `", ops_missing, "` has no Ember CPU lowering; it runs with torch eager");
+        if (missing.find("," + short_target(op.info->target) + ",") != std::string::npos) {
+          op.info->unsupported = true;
+          warn_unlowered(op.info->target);
+        }
     }
     plan.handle = h;
   }
@@ -859,11 +876,7 @@ void run_eager(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo* 
   auto& r = g_rec;
   r.stats.ops_eager++;
   r.stats.eager_ops[info->target]++;
-  if ((info->warn || info->unsupported) && c10::impl::tls_is_dispatch_key_included(kKey)) {
-    static std::unordered_set<std::string> warned;
-    if (warned.insert(info->target).second)
-      TORCH_WARN("ember.eager: `", info->target, "` has no Ember CPU lowering; it runs with torch eager");
-  }
+  if ((info->warn || info->unsupported) && c10::impl::tls_is_dispatch_key_included(kKey)) warn_unlowered(info->target);
   if (flush && !r.empty()) r.flush(info->target.c_str());
   TORCH_CHECK(!any_tensor(torch::jit::last(*stack, op.schema().arguments().size()), deferred_of), "ember.eager: `",
               info->target, "` reads a deferred tensor that no region computed (an earlier region failed)");
