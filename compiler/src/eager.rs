@@ -1,5 +1,6 @@
 //! The eager scheduler's compiler half: regions of recorded eager ops, compiled once for the CPU
-//! target and replayed from a plan cache.
+//! target and replayed from a plan cache, or written as another target's artifact (which
+//! `ember.eager(target="tpu")` runs on PJRT and caches under the region's key).
 //!
 //! Python (`ember.eager`) records ATen ops as plain data (a [`Region`]: op, inputs by
 //! region-relative value id, result shapes and dtypes, non-tensor arguments) and decides where to
@@ -74,7 +75,7 @@ pub enum RegionError {
 impl std::fmt::Display for RegionError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RegionError::Unsupported(ops) => write!(f, "no CPU lowering for {}", ops.join(", ")),
+            RegionError::Unsupported(ops) => write!(f, "no lowering for {}", ops.join(", ")),
             RegionError::Failed(m) => f.write_str(m),
         }
     }
@@ -229,16 +230,23 @@ pub fn unlowered(region: &Region) -> Result<Vec<String>, String> {
     crate::artifact::unlowered_ops(m)
 }
 
-/// Compiles a region for this CPU. The artifact is written to `dir`, loaded, and removed (the
-/// loaded library stays mapped).
-pub fn compile_region(region: &Region, dir: &std::path::Path) -> Result<Program, RegionError> {
+/// Compiles a region into an artifact of `target` in `dir` (the region's inputs are the
+/// artifact's inputs, in order; it has no weights).
+pub fn write_region(region: &Region, target: &str, dir: &std::path::Path) -> Result<(), RegionError> {
     let text = region.to_export_json().map_err(RegionError::Failed)?;
     let import = || import_json(&text, None, "eager region").map_err(|e| RegionError::Failed(e.msg));
     let missing = crate::artifact::unlowered_ops(import()?.module).map_err(RegionError::Failed)?;
     if !missing.is_empty() {
         return Err(RegionError::Unsupported(missing));
     }
-    crate::compile(import()?, &crate::CompileOptions::new("cpu", dir)).map_err(RegionError::Failed)?;
+    crate::compile(import()?, &crate::CompileOptions::new(target, dir)).map_err(RegionError::Failed)?;
+    Ok(())
+}
+
+/// Compiles a region for this CPU. The artifact is written to `dir`, loaded, and removed (the
+/// loaded library stays mapped).
+pub fn compile_region(region: &Region, dir: &std::path::Path) -> Result<Program, RegionError> {
+    write_region(region, "cpu", dir)?;
     let p = Program::load(dir).map_err(RegionError::Failed);
     let _ = std::fs::remove_dir_all(dir);
     p

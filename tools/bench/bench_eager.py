@@ -22,6 +22,7 @@ cache hit rate is over the timed loops (steady state). Results are checked again
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import platform
 import statistics
@@ -71,12 +72,18 @@ def inference_case():
     block, (x0,) = cases.gpt2_block()
     block.eval()
 
-    def loop(ctx, iters=ITERS):
-        with torch.no_grad(), ctx():
-            x = x0
-            for _ in range(iters):
-                x = block(x)
-        return x.cpu()
+    def make(device="cpu"):
+        b = block if device == "cpu" else copy.deepcopy(block).to(device)
+        xd = x0.to(device)
+
+        def loop(ctx, iters=ITERS):
+            with torch.no_grad(), ctx():
+                x = xd
+                for _ in range(iters):
+                    x = b(x)
+            return x.cpu()
+
+        return loop
 
     def compiled():
         cb = torch.compile(block)
@@ -90,7 +97,7 @@ def inference_case():
 
         return loop
 
-    return lambda: loop, compiled
+    return make, compiled
 
 
 def training_case():
@@ -102,14 +109,17 @@ def training_case():
         return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
 
     torch.manual_seed(1)
-    x, y = torch.randn(64, 256), torch.randn(64, 256)
+    data = torch.randn(64, 256), torch.randn(64, 256)
 
-    def runner(step_fn_factory):
+    def runner(step_fn_factory, device="cpu"):
         # One model, optimizer and step function per variant (torch.compile keeps its graphs);
         # every loop starts from the same weights and an empty optimizer state.
         model, opt = make()
+        if device != "cpu":
+            model.to(device)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         init = [p.detach().clone() for p in model.parameters()]
-        step = step_fn_factory(model, opt)
+        step = step_fn_factory(model, opt, *(t.to(device) for t in data))
 
         def loop(ctx, iters=ITERS):
             with torch.no_grad():
@@ -119,11 +129,11 @@ def training_case():
             with ctx():
                 for _ in range(iters):
                     step()
-            return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+            return torch.cat([p.detach().cpu().reshape(-1) for p in model.parameters()])
 
         return loop
 
-    def plain(model, opt):
+    def plain(model, opt, x, y):
         def step():
             opt.zero_grad()
             F.mse_loss(model(x), y).backward()
@@ -133,21 +143,26 @@ def training_case():
 
     def compiled():
         # The whole step (forward, backward, optimizer) under torch.compile.
-        return runner(lambda model, opt: torch.compile(plain(model, opt)))
+        return runner(lambda model, opt, x, y: torch.compile(plain(model, opt, x, y)))
 
-    return lambda: runner(plain), compiled
+    return lambda device="cpu": runner(plain, device), compiled
 
 
 def elementwise_case():
     torch.manual_seed(0)
     chain, (x0,) = cases.elementwise20()
 
-    def loop(ctx, iters=ITERS):
-        with torch.no_grad(), ctx():
-            x = x0
-            for _ in range(iters):
-                x = chain(x)
-        return x.cpu()
+    def make(device="cpu"):
+        xd = x0.to(device)
+
+        def loop(ctx, iters=ITERS):
+            with torch.no_grad(), ctx():
+                x = xd
+                for _ in range(iters):
+                    x = chain(x)
+            return x.cpu()
+
+        return loop
 
     def compiled():
         cc = torch.compile(chain)
@@ -161,7 +176,7 @@ def elementwise_case():
 
         return loop
 
-    return lambda: loop, compiled
+    return make, compiled
 
 
 def per_op() -> dict:
@@ -303,6 +318,8 @@ def main() -> None:
             # The same mode on the Python recorder (a TorchDispatchMode), for the per-op cost.
             "Ember defer, Python recorder": Variant(loop_factory(), python_recorder, is_ember=True),
             "torch.compile": Variant(compiled_factory(), Null, compiled=True),
+            # Regions on PJRT (jax's CPU client here), weights and inputs on the ember device.
+            "Ember defer, tpu target": Variant(loop_factory("ember"), lambda: ember.eager(target="tpu"), is_ember=True),
         }
         for v in runs.values():
             v.warm_up()

@@ -1,7 +1,7 @@
 //! The eager scheduler's compiler half (`compiler/src/eager.rs`): regions of recorded ops become
 //! torch-dialect modules, compile once for the CPU, and replay from the plan cache.
 
-use ember_compiler::eager::{unlowered, Arg, Meta, PlanCache, QueuedOp, Region, RegionError};
+use ember_compiler::eager::{unlowered, write_region, Arg, Meta, PlanCache, QueuedOp, Region, RegionError};
 use ember_ir::DType;
 use ember_targets::cpu::TensorView;
 
@@ -138,6 +138,22 @@ fn eager_ops_without_a_lowering_are_named() {
         Err(RegionError::Unsupported(ops)) => assert_eq!(ops, vec!["aten.nonzero".to_string()]),
         other => panic!("expected Unsupported, got {:?}", other.map(|(_, hit)| hit)),
     }
+}
+
+#[test]
+fn eager_region_writes_a_tpu_artifact() {
+    // `ember.eager(target="tpu")`: the region's inputs are the artifact's, in order, no weights.
+    let dir = std::env::temp_dir().join(format!("ember-eager-test-tpu-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    write_region(&region(10), "tpu", &dir).map_err(|e| e.to_string()).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["target"], "tpu");
+    assert_eq!(manifest["inputs"].as_array().unwrap().len(), 3);
+    assert!(manifest["weights"].as_array().unwrap().is_empty());
+    let module = std::fs::read_to_string(dir.join("module.stablehlo.mlir")).unwrap();
+    assert!(module.contains("stablehlo.dot_general %arg0, %arg1"), "{module}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -457,6 +457,32 @@ impl EagerPlans {
         })
     }
 
+    /// The plan-cache key of a region (same form as `run`).
+    #[staticmethod]
+    fn key(ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>, outputs: Vec<usize>) -> PyResult<String> {
+        Ok(eager_region(ops, inputs, outputs)?.key())
+    }
+
+    /// Compiles a region (same form as `run`) into an artifact of `target` in `dir`. Returns the
+    /// ops without a lowering; when that list is not empty nothing was written.
+    #[staticmethod]
+    fn write(
+        py: Python<'_>,
+        ops: Vec<EagerOp<'_>>,
+        inputs: Vec<(Vec<i64>, String)>,
+        outputs: Vec<usize>,
+        target: &str,
+        dir: &str,
+    ) -> PyResult<Vec<String>> {
+        use ember_compiler::eager::RegionError;
+        let region = eager_region(ops, inputs, outputs)?;
+        match py.detach(|| ember_compiler::eager::write_region(&region, target, std::path::Path::new(dir))) {
+            Ok(()) => Ok(vec![]),
+            Err(RegionError::Unsupported(ops)) => Ok(ops),
+            Err(RegionError::Failed(m)) => Err(err(m)),
+        }
+    }
+
     /// Ops of a region (same form as `run`, no outputs) without a CPU lowering.
     #[staticmethod]
     fn unlowered(py: Python<'_>, ops: Vec<EagerOp<'_>>, inputs: Vec<(Vec<i64>, String)>) -> PyResult<Vec<String>> {

@@ -127,7 +127,7 @@ class _Flush:
             r = results[w._vid]
             if w._vid not in seen:
                 st = w.stride()
-                if r.stride() != st and r.numel() > 1 and _dense(w.shape, st):
+                if r.stride() != st and r.numel() > 1 and _dense(w.shape, st) and r.is_cpu:
                     # Regions write results dense; torch's layout (the meta kernel's strides,
                     # which the wrapper shows: channels-last, an elementwise op's on transposed
                     # inputs) is what views and stride-reading code of the user expect.
@@ -177,6 +177,8 @@ class _Flush:
         keep_vids = set(self.ext) | {v for op in rest for v in op.outs} | {p[2] for p in self.pending.values()}
         keep_vids |= {r()._vid for r in self.wrappers if r() is not None}
         self.metas = {v: m for v, m in self.metas.items() if v in keep_vids}
+        if self.dev_vids:
+            self.dev_vids &= keep_vids
         _counters["flushes"] += 1
         self._reset_heuristic(rest)
         # The region just flushed is what the next one is matched against, when it was recorded
@@ -194,6 +196,12 @@ class _Flush:
 def _assign(t: torch.Tensor, value: torch.Tensor, may_share: bool) -> None:
     """Writes a region's result into the real tensor an in-place op targeted. When nothing else
     shares its memory, the tensor takes over the result's memory instead of copying it."""
+    if not (t.is_cpu and value.is_cpu):
+        # The ember device's arrays are immutable: its copy shares them.
+        from .. import device
+
+        device._copy(value, t)
+        return
     st = t.untyped_storage()
     # 2 = `t` itself plus the `st` handle taken just above.
     if may_share and t.storage_offset() == 0 and t.is_contiguous() and st.nbytes() == value.nbytes and torch._C._storage_Use_Count(st._cdata) == 2:

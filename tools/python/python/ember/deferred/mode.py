@@ -18,25 +18,47 @@ from .state import EagerError
 _last_trace: tuple | None = None
 
 
+_TARGETS = ("cpu", "tpu", "trainium")
+
+
 class eager:
-    """``with ember.eager(mode="defer"):`` runs the block's PyTorch ops deferred and fused.
+    """``with ember.eager(mode="defer", target="cpu"):`` runs the block's PyTorch ops deferred
+    and fused.
 
     ``mode``: ``"defer"`` (record, fuse, compile once, replay), ``"strict"`` (op by op through
     Ember) or ``"strict_blocking"`` (op by op, synchronized, NaN/Inf checked after every op).
+
+    ``target``: ``"cpu"`` (regions compiled for this CPU, run in this process), ``"tpu"``
+    (regions compiled to StableHLO and run on PJRT: jax's CPU client here, a TPU where
+    ``$EMBER_XLA_PLATFORM`` names one) or ``"trainium"`` (its HLO, run the same way here). On
+    ``tpu`` and ``trainium``, ops on ember-device tensors (``model.to("ember")``) are recorded
+    too and their results stay on the device between regions; host tensors a region reads are
+    uploaded (once while unchanged).
     """
 
-    def __init__(self, mode: str = "defer") -> None:
+    def __init__(self, mode: str = "defer", target: str = "cpu") -> None:
+        if target not in _TARGETS:
+            known = [repr(t) for t in _TARGETS]
+            raise ValueError(f"ember.eager: unknown target {target!r} (use {', '.join(known[:-1])} or {known[-1]})")
         recorder = os.environ.get("EMBER_EAGER_RECORDER", "native")
         if recorder not in ("native", "python"):
             raise ValueError(f"EMBER_EAGER_RECORDER={recorder!r}: use 'native' or 'python'")
         self._native = None
-        if mode == "defer" and recorder == "native":
+        if target != "cpu":
+            from .. import device
+
+            if not device.register():
+                raise EagerError(f"ember.eager(target={target!r}) needs the ember device, but PrivateUse1 is taken by "
+                                 f"`{torch._C._get_privateuse1_backend_name()}`")
+        # The native recorder records CPU tensors on the Lazy key; regions for PJRT (and the
+        # strict modes) are recorded by the Python recorder.
+        if mode == "defer" and recorder == "native" and target == "cpu":
             try:
                 self._native = _Native()
             except EagerError as e:
                 # No C++ compiler, or the build failed: the Python recorder (slower per op).
                 warnings.warn(f"{e}\nember.eager: recording with the Python recorder instead", stacklevel=2)
-        self._rec = None if self._native is not None else _Recorder(mode)
+        self._rec = None if self._native is not None else _Recorder(mode, target)
 
     def __enter__(self) -> "eager":
         # Recording allocates a few Python objects per op that live until the flush, so they
@@ -59,8 +81,8 @@ class eager:
             self._native.enter()
             return self
         rec = self._rec
-        if rec.mode == "defer" and rec.trace is None and not rec.queue and _last_trace is not None:
-            rec.trace, rec.trace_plan = _last_trace
+        if rec.mode == "defer" and rec.trace is None and not rec.queue and _last_trace is not None and rec.target == _last_trace[2]:
+            rec.trace, rec.trace_plan, _ = _last_trace
             rec.rpos, rec.qbase, rec.qclean = 0, rec.next_vid, True
         rec.__enter__()
         return self
@@ -75,7 +97,7 @@ class eager:
             elif exc[0] is None:
                 self._rec.flush("exit")
                 if self._rec.trace is not None:
-                    _last_trace = (self._rec.trace, self._rec.trace_plan)
+                    _last_trace = (self._rec.trace, self._rec.trace_plan, self._rec.target)
             else:
                 try:
                     self._rec.flush("exit")

@@ -21,7 +21,7 @@ class _Ref:
 
 
 class _Op:
-    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "hidden", "file", "line", "sig", "expect", "root", "base")
+    __slots__ = ("func", "target", "pos", "kw", "spec", "ins", "outs", "descs", "native_outs", "hidden", "file", "line", "sig", "expect", "root", "base", "kwdev")
 
 
 def _shift(x, d: int):

@@ -24,6 +24,7 @@ _DTYPES = by_torch()
 aten = torch.ops.aten
 
 _LIFT_DTYPES = (torch.float32, torch.float64)
+_EMBER = torch.device("ember", 0)
 #: Real integer/bool tensors up to this many elements are computed with torch eager, not recorded.
 _SMALL_INDEX = 1 << 16
 
@@ -38,11 +39,18 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
         # op); this mode never runs under torch.compile, so it needs none.
         return False
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, target: str = "cpu") -> None:
         super().__init__()
         if mode not in ("defer", "strict", "strict_blocking"):
             raise ValueError(f"ember.eager: unknown mode {mode!r} (use 'defer', 'strict' or 'strict_blocking')")
         self.mode = mode
+        #: Where regions compile and run: "cpu" (in this process, on host memory) or "tpu" (on
+        #: PJRT), where ops on ember-device tensors are recorded too and their results stay there.
+        self.target = target
+        self.xla = target != "cpu"
+        #: Value ids whose tensors live on the ember device (`xla` only): a region's result is
+        #: there when the op that makes it reads one, or names that device.
+        self.dev_vids: set[int] = set()
         self.queue: list[_Op] = []
         self.next_vid = 0
         #: Real tensors the queue reads, by value id, and the value id of each by id().
@@ -108,8 +116,13 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
         if v is None:
             # The runtime reads dense inputs; `t` stays referenced (by ext_keep) so its id is stable.
             # The meta keeps t's strides: results take their layout from it as in torch eager.
-            dense = t if t.is_contiguous() else t.contiguous()
+            # (An ember tensor's value is read in order from the device, whatever its strides.)
             v = self._new_vid((tuple(t.shape), t.stride(), t.dtype))
+            if t.is_cpu:
+                dense = t if t.is_contiguous() else t.contiguous()
+            else:
+                dense = t
+                self.dev_vids.add(v)
             self.ext[v] = dense
             self.ext_of[id(t)] = v
             self.ext_keep.append(t)
@@ -195,7 +208,7 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
             return self._eager(func, s, args, kwargs, real=True)  # factories: cheap, and their values are real
         if not lists:
             for t in tensors:
-                if type(t) is not torch.Tensor or (t.numel() > 1 and (t.is_floating_point() or t.is_complex() or t.numel() > _SMALL_INDEX)):
+                if type(t) is not torch.Tensor or (t.numel() > 1 and (t.is_floating_point() or t.is_complex() or t.numel() > _SMALL_INDEX)) or not t.is_cpu:
                     break
             else:
                 # Bookkeeping on real scalars (an optimizer's step counter) and on small real
@@ -230,7 +243,7 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
         view, so both materialize onto the same memory. Nothing is recorded."""
         if x._alias is None:
             x._alias = [weakref.ref(x)]
-        w = _new_wrapper(DeferredTensor, self.metas[x._vid], x._vid, self, x._alias)
+        w = _new_wrapper(DeferredTensor, self.metas[x._vid], x._vid, self, x._alias, x.device)
         w._view = x._view
         self.wrappers.append(weakref.ref(w))
         _counters["ops_aliased"] += 1
@@ -264,7 +277,7 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
     def _like(self, func, args, kwargs):
         def placeholder(x):
             if isinstance(x, DeferredTensor):
-                return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype)
+                return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
             return x
 
         _counters["ops_eager"] += 1
@@ -371,6 +384,17 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
         # relative to the region's first id (with the metas of region inputs).
         expect: list = []
         base = self.qbase
+        kwdev = None
+        if "device" in kwargs and kwargs["device"] is not None:
+            # A result placed by name (`x.to("ember")`, `zeros_like(x, device=...)`): recorded
+            # where the region can put it, else run with torch eager.
+            dt = torch.device(kwargs["device"]).type
+            if dt == "cpu":
+                kwdev = False
+            elif dt == "ember" and self.xla:
+                kwdev = True
+            else:
+                return self._eager(func, s, args, kwargs)
         float_dtype = None
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, torch.Tensor) and a.dtype in _LIFT_DTYPES:
@@ -392,8 +416,8 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
             if lifted is not None or isinstance(v, torch.Tensor):
                 if lifted is not None:
                     vid = self._scalar_vid(v, float_dtype)
-                elif v.dtype not in _DTYPES or v.device.type != "cpu":
-                    return self._eager(func, s, args, kwargs)  # complex, half precision, devices: torch
+                elif v.dtype not in _DTYPES or not (v.is_cpu or self.xla and v.device.type == "ember"):
+                    return self._eager(func, s, args, kwargs)  # complex, other devices: torch
                 else:
                     vid = self._vid_of(v)
                 ins.append(vid)
@@ -441,7 +465,7 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
         elif cached is _EAGER:
             return self._eager(func, s, args, kwargs)
         op.pos, op.kw, op.spec, op.ins = pos, kw, spec, ins
-        op.root, op.base = op, base
+        op.root, op.base, op.kwdev = op, base, kwdev
         op.descs, op.native_outs, op.hidden = cached
         op.outs = [self._new_vid(d) for d in op.descs]
         if not self._lowers(op):
@@ -464,8 +488,14 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
                 view_of = (args[0], func, tuple(args[1:]), dict(kwargs))
         outs = []
         wrappers = self.wrappers
+        where = "cpu"
+        if self.xla:
+            dev = op.kwdev if op.kwdev is not None else any(v in self.dev_vids for v in op.ins)
+            if dev:
+                self.dev_vids.update(op.outs)
+                where = _EMBER
         for v, d in zip(op.outs, op.descs):
-            w = _new_wrapper(DeferredTensor, d, v, self, alias)
+            w = _new_wrapper(DeferredTensor, d, v, self, alias, where)
             wrappers.append(weakref.ref(w))
             outs.append(w)
         if op.hidden is not None:

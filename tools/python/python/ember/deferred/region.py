@@ -1,18 +1,31 @@
-"""A flushed region run by the Rust scheduler (or op by op with torch eager when it holds an op
-Ember cannot compile)."""
+"""A flushed region run by the Rust scheduler, or on PJRT for `target="tpu"` (or op by op with
+torch eager when it holds an op Ember cannot compile)."""
 
 from __future__ import annotations
 
+import functools
+import os
+import shutil
 import sys
+import time
 
 import torch
 
 from ..dtypes import by_torch
 from .ops import _Op, _Ref, _expand
 from .schema import _schema
-from .state import _DEBUG, EagerError, _counters, _lowered, _plan_cache, _warn
+from .state import _DEBUG, EagerError, _counters, _lowered, _plan_cache, _plan_cache_dir, _warn, _xla_plans, _xla_stats
 
 _DTYPES = by_torch()
+
+
+@functools.lru_cache(maxsize=4096)
+def _device_scalar(dtype: torch.dtype, value: str) -> torch.Tensor:
+    """A Python number a region reads (a learning rate, a bias correction) as an ember tensor,
+    uploaded once per value (`value`: `float.hex`, which tells -0.0 and NaN apart)."""
+    from .. import device
+
+    return device.wrap(device._put(torch.scalar_tensor(float.fromhex(value), dtype=dtype)), dtype)
 
 
 class _Region:
@@ -68,6 +81,8 @@ class _Region:
         (`trace_plan`), when `ops` are the trace's ops again."""
         if not ops:
             return {}
+        if self.xla:
+            return self._run_xla(ops, outputs, plan)
         ext, scalars = self.ext, self.scalars
         if plan is not None and all(self.qbase + d in ext or self.qbase + d in scalars for d in plan[1]):
             _, in_rel, handle = plan
@@ -108,23 +123,70 @@ class _Region:
         except ValueError as exc:
             raise EagerError(f"ember.eager: a deferred region failed: {exc}") from None
         if missing:
-            if _DEBUG:
-                print(f"ember.eager: region of {len(ops)} ops has no lowering for {missing}; running it with torch eager", file=sys.stderr)
-            # Learned once: later records decompose these ops, or run them with torch eager.
-            for op in ops:
-                t = op.target.removesuffix(".default")
-                if t in missing and op.target not in self.unsupported:
-                    self.unsupported[op.target] = f"{op.file}:{op.line}"
-                    if _schema(op.func).decomp is None:
-                        self._warn_unsupported(op)
-            return self._interpret(ops, outputs)
+            return self._unlowered(ops, outputs, missing)
         self.last_run = (tuple(v - self.qbase for v in inputs), handle)
+        return self._checked(ops, dict(zip(outputs, out_tensors)))
+
+    def _unlowered(self, ops: list[_Op], outputs: list[int], missing: list[str]) -> dict[int, torch.Tensor]:
+        if _DEBUG:
+            print(f"ember.eager: region of {len(ops)} ops has no lowering for {missing}; running it with torch eager", file=sys.stderr)
+        # Learned once: later records decompose these ops, or run them with torch eager.
+        for op in ops:
+            t = op.target.removesuffix(".default")
+            if t in missing and op.target not in self.unsupported:
+                self.unsupported[op.target] = f"{op.file}:{op.line}"
+                if _schema(op.func).decomp is None:
+                    self._warn_unsupported(op)
+        return self._interpret(ops, outputs)
+
+    def _checked(self, ops: list[_Op], results: dict[int, torch.Tensor]) -> dict[int, torch.Tensor]:
         if self.mode == "strict_blocking":
-            for v, t in zip(outputs, out_tensors):
+            for v, t in results.items():
                 if t.is_floating_point() and not bool(torch.isfinite(t).all()):
                     op = next(o for o in ops if v in o.outs)
                     raise EagerError(f"{op.file}:{op.line}: `{op.target}` produced NaN or Inf (ember.eager strict_blocking)")
-        return dict(zip(outputs, out_tensors))
+        return results
+
+    def _run_xla(self, ops: list[_Op], outputs: list[int], plan: tuple | None) -> dict[int, torch.Tensor]:
+        """Runs `ops` as one region of the tpu target on PJRT: inputs on the ember device are read
+        where they are (host ones uploaded), results on it stay there (`dev_vids`), the others
+        come back to the host. Programs are cached by region key, so the key is the plan handle."""
+        from ..backend import _XlaProgram
+
+        for v, (x, dtype) in self.scalars.items():
+            self.ext[v] = _device_scalar(dtype, float(x).hex())
+        self.scalars = {}
+        if plan is not None and all(self.qbase + d in self.ext for d in plan[1]):
+            inputs = [self.qbase + d for d in plan[1]]
+            key = plan[2]
+            _xla_stats["hits"] += 1
+            _counters["regions_replayed"] += 1
+        else:
+            native_ops, inputs, rel = self._native(ops)
+            in_meta = [(list(self.ext[v].shape), _DTYPES[self.ext[v].dtype]) for v in inputs]
+            out_rel = [rel[v] for v in outputs]
+            key = (self.target, _plan_cache().key(native_ops, in_meta, out_rel))
+            if key not in _xla_plans:
+                t0 = time.perf_counter()
+                d = os.path.join(_plan_cache_dir(), f"region-{len(_xla_plans)}-{time.monotonic_ns()}")
+                try:
+                    missing = _plan_cache().write(native_ops, in_meta, out_rel, self.target, d)
+                    if missing:
+                        return self._unlowered(ops, outputs, missing)
+                    _xla_plans[key] = _XlaProgram(d)
+                except ValueError as exc:
+                    raise EagerError(f"ember.eager: a deferred region failed to compile for {self.target}: {exc}") from None
+                finally:
+                    shutil.rmtree(d, ignore_errors=True)
+                _xla_stats["misses"] += 1
+                _xla_stats["compile_seconds"] += time.perf_counter() - t0
+            else:
+                _xla_stats["hits"] += 1
+        t0 = time.perf_counter()
+        outs = _xla_plans[key].run([self.ext[v] for v in inputs], [v in self.dev_vids for v in outputs])
+        _xla_stats["run_seconds"] += time.perf_counter() - t0
+        self.last_run = (tuple(v - self.qbase for v in inputs), key)
+        return self._checked(ops, dict(zip(outputs, outs)))
 
     def _warn_unsupported(self, op: _Op) -> None:
         if op.target not in self.warned:

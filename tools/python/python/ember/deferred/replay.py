@@ -46,7 +46,7 @@ class _Replay:
                     vid = v._vid
                     if vid - base != x[0]:
                         return None
-                elif isinstance(v, torch.Tensor) and v.is_cpu and v.dtype in _DTYPES:
+                elif isinstance(v, torch.Tensor) and (v.is_cpu or self.xla and v.device.type == "ember") and v.dtype in _DTYPES:
                     # (Reading it may flush, which replaces `metas`: a stale lookup misses.)
                     vid = self._input_vid(v) if type(v) is torch.Tensor else self._vid_of(v)
                     if vid - base != x[0] or (x[1] is not None and metas.get(vid) != x[1]):
@@ -76,7 +76,7 @@ class _Replay:
                         if t is not e:
                             return None
                         continue
-                    if not (isinstance(t, torch.Tensor) and t.is_cpu and t.dtype in _DTYPES):
+                    if not (isinstance(t, torch.Tensor) and (t.is_cpu or self.xla and t.device.type == "ember") and t.dtype in _DTYPES):
                         return None
                     vid = self._vid_of(t)
                     if vid - base != e[0] or (e[1] is not None and metas.get(vid) != e[1]):
@@ -94,7 +94,7 @@ class _Replay:
         descs = tr.descs
         op.func, op.target, op.file, op.line = func, tr.target, tr.file, tr.line
         op.pos = op.kw = op.spec = None
-        op.ins, op.root, op.base = ins, tr.root, base
+        op.ins, op.root, op.base, op.kwdev = ins, tr.root, base, tr.kwdev
         op.descs, op.native_outs, op.hidden, op.sig, op.expect = descs, tr.native_outs, tr.hidden, tr.sig, tr.expect
         n = self.next_vid
         op.outs = outs = list(range(n, n + len(descs)))

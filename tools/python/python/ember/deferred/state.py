@@ -24,13 +24,23 @@ def _native():
 _plans = None
 
 
+def _plan_cache_dir() -> str:
+    d = os.path.join(tempfile.gettempdir(), f"ember-eager-{os.getpid()}")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
 def _plan_cache():
     global _plans
     if _plans is None:
-        d = os.path.join(tempfile.gettempdir(), f"ember-eager-{os.getpid()}")
-        os.makedirs(d, exist_ok=True)
-        _plans = _native().EagerPlans(d)
+        _plans = _native().EagerPlans(_plan_cache_dir())
     return _plans
+
+
+#: Regions compiled for the tpu target ((target, region key) -> `backend._XlaProgram`), and their
+#: counters (added to the CPU plan cache's in `stats()`).
+_xla_plans: dict[tuple[str, str], Any] = {}
+_xla_stats = {"hits": 0, "misses": 0, "compile_seconds": 0.0, "run_seconds": 0.0}
 
 
 #: ops_replayed: recorded ops that matched the last region's op at their place (`_replay`);
@@ -45,6 +55,8 @@ def stats() -> dict[str, Any]:
     ``eager_ops`` count the native recorder's flushes by reason and the ops it ran with torch
     eager, by op."""
     hits, misses, compile_s, run_s, plans = _plan_cache().stats()
+    x = _xla_stats
+    hits, misses, compile_s, run_s, plans = hits + x["hits"], misses + x["misses"], compile_s + x["compile_seconds"], run_s + x["run_seconds"], plans + len(_xla_plans)
     out = dict(_counters, regions_interpreted=0, flush_reasons={}, eager_ops={})
     from . import native
 
@@ -77,6 +89,9 @@ def reset_stats(clear_plans: bool = False) -> None:
         _counters[k] = 0
     if clear_plans:
         _plan_cache().clear()
+        _xla_plans.clear()
+        for k in _xla_stats:
+            _xla_stats[k] = 0
     from . import native
 
     if native._ops is not None:
@@ -96,5 +111,5 @@ _EAGER = object()
 
 def _warn(target: str, file: str, line: int) -> None:
     """The one warning per op Ember cannot run, shown at the user's line that first issued it."""
-    msg = f"ember.eager: `{target}` has no Ember CPU lowering; it runs with torch eager (first at {file}:{line})"
+    msg = f"ember.eager: `{target}` has no Ember lowering; it runs with torch eager (first at {file}:{line})"
     warnings.warn_explicit(msg, UserWarning, file, line, module="ember.eager")

@@ -10,7 +10,8 @@ from torch.utils._python_dispatch import _disable_current_modes
 
 
 class DeferredTensor(torch.Tensor):
-    """A tensor whose value is a pending op result (or, after a flush, a real CPU tensor)."""
+    """A tensor whose value is a pending op result (or, after a flush, a real tensor: on the CPU,
+    or on the ember device in a `target="tpu"` block)."""
 
     _vid: int
     _real: torch.Tensor | None
@@ -30,8 +31,8 @@ class DeferredTensor(torch.Tensor):
     _writes = 0
 
     @staticmethod
-    def __new__(cls, desc: tuple, vid: int, rec: "_Recorder", alias: list | None = None):
-        r = torch.Tensor._make_wrapper_subclass(cls, desc[0], strides=desc[1], dtype=desc[2], device="cpu", requires_grad=False)
+    def __new__(cls, desc: tuple, vid: int, rec: "_Recorder", alias: list | None = None, device: str | torch.device = "cpu"):
+        r = torch.Tensor._make_wrapper_subclass(cls, desc[0], strides=desc[1], dtype=desc[2], device=device, requires_grad=False)
         r._vid = vid
         r._rec = rec
         if alias is not None:
@@ -89,7 +90,14 @@ _new_wrapper = DeferredTensor.__new__  # without type.__call__'s __init__ round
 
 
 def _storage_key(t: torch.Tensor) -> int:
-    return t.untyped_storage().data_ptr()
+    """What identifies `t`'s memory: its storage's address, or for an ember-device tensor (whose
+    storage holds no memory) its root storage state, which views share as CPU views share memory."""
+    p = t.untyped_storage().data_ptr()
+    if p == 0 and t.device.type == "ember":
+        from .. import device
+
+        return id(device._owner(t))
+    return p
 
 
 def _geometry(t: torch.Tensor) -> tuple:
