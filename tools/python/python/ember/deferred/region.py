@@ -152,6 +152,7 @@ class _Region:
         where they are (host ones uploaded), results on it stay there (`dev_vids`), the others
         come back to the host. Programs are cached by region key, so the key is the plan handle."""
         from ..backend import _XlaProgram
+        from ..xla import XlaError
 
         for v, (x, dtype) in self.scalars.items():
             self.ext[v] = _device_scalar(dtype, float(x).hex())
@@ -174,7 +175,7 @@ class _Region:
                     if missing:
                         return self._unlowered(ops, outputs, missing)
                     _xla_plans[key] = _XlaProgram(d)
-                except ValueError as exc:
+                except (ValueError, RuntimeError, XlaError) as exc:  # the compiler's, XLA's
                     raise EagerError(f"ember.eager: a deferred region failed to compile for {self.target}: {exc}") from None
                 finally:
                     shutil.rmtree(d, ignore_errors=True)
