@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -277,15 +279,16 @@ def test_large_regions_compile_in_several_llvm_modules(tmp_path, monkeypatch: py
 
 
 def test_log_explains_flushes_and_misses(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
-    # EMBER_EAGER_LOG=1: every flush with its reason, hit or miss, and where a missed region first
-    # differs from the nearest cached one.
+    # EMBER_EAGER_LOG=1: every flush with its reason, the user's line, hit or miss, and where a
+    # missed region first differs from the nearest cached one.
     monkeypatch.setenv("EMBER_EAGER_LOG", "1")
     x = torch.randn(8, 8)
     with ember.eager():
         for i in range(3):
             y = (x * 2 + 1).relu() if i != 2 else (x * 2 + 1).sigmoid()
             y.cpu()
+            line = inspect.currentframe().f_lineno - 1
     lines = [l for l in capfd.readouterr().err.splitlines() if l.startswith("ember.eager: flush")]
     assert len(lines) == 3, lines
-    assert "(cpu)" in lines[0] and "plan cache hit" in lines[1], lines
+    assert f"(cpu) at {__file__}:{line}:" in lines[0] and "plan cache hit" in lines[1], lines
     assert "differs at op 2 (`aten.sigmoid.default` here, `aten.relu.default` there)" in lines[2], lines

@@ -19,6 +19,8 @@
 // cannot compile, random ops, ops returning non-tensors (`.item()`) and factories run with torch
 // eager on real tensors, after a flush when they read deferred values.
 
+#include <Python.h>
+
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -606,8 +608,43 @@ std::pair<size_t, const OpInfo*> op_at(const std::vector<int64_t>& key, size_t p
   return {k, i < key.size() && key[i] != -7 ? reinterpret_cast<const OpInfo*>(key[i]) : nullptr};
 }
 
-// `EMBER_EAGER_LOG=1`: each flush, its reason, and on a cache miss where it first differs from
-// the nearest cached region (the longest common prefix of their keys).
+// Directories whose frames are machinery between the user's line and the recorder (torch's,
+// ember's), set by `init`.
+std::vector<std::string> g_internal_dirs;
+
+// The user's line that is running now (`file:line`: the innermost Python frame outside torch and
+// ember), or "" when the thread runs no Python. Only the flush log asks (torch's bindings release
+// the GIL around an op, so it is taken back here).
+std::string user_line() {
+  if (!Py_IsInitialized()) return "";
+  PyGILState_STATE gil = PyGILState_Ensure();
+  std::string out;
+  PyFrameObject* f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  while (f && out.empty()) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    PyObject* name = PyObject_GetAttrString((PyObject*)code, "co_filename");
+    const char* file = name ? PyUnicode_AsUTF8(name) : nullptr;
+    if (file) {
+      std::string fn = file;
+      bool internal = fn.starts_with("<frozen");
+      for (auto& d : g_internal_dirs) internal = internal || fn.starts_with(d);
+      if (!internal) out = fn + ":" + std::to_string(PyFrame_GetLineNumber(f));
+    }
+    PyErr_Clear();
+    Py_XDECREF(name);
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  PyGILState_Release(gil);
+  return out;
+}
+
+// `EMBER_EAGER_LOG=1`: each flush, its reason, the user's line, and on a cache miss where it first
+// differs from the nearest cached region (the longest common prefix of their keys).
 void Recorder::explain(const char* reason, const std::vector<int64_t>& full, size_t n_out) {
   auto it = plans.find(full);
   std::string what = it != plans.end() && it->second.handle != 0 ? "plan cache hit" : "miss";
@@ -630,8 +667,9 @@ void Recorder::explain(const char* reason, const std::vector<int64_t>& full, siz
       what += " (no region cached yet)";
     }
   }
-  fprintf(stderr, "ember.eager: flush (%s): %zu ops, %zu inputs, %zu outputs, %zu pending writes; %s\n", reason, ops.size(),
-          inputs.size(), n_out, pending.size(), what.c_str());
+  std::string line = user_line();
+  fprintf(stderr, "ember.eager: flush (%s) at %s: %zu ops, %zu inputs, %zu outputs, %zu pending writes; %s\n", reason,
+          line.empty() ? "an unknown line" : line.c_str(), ops.size(), inputs.size(), n_out, pending.size(), what.c_str());
 }
 
 void Recorder::flush(const char* reason) {
@@ -1644,9 +1682,10 @@ void register_kernels() {
   }
 }
 
-void init(int64_t api) {
+void init(int64_t api, std::vector<std::string> internal_dirs) {
   if (g_api) return;
   g_api = reinterpret_cast<const Api*>(api);
+  g_internal_dirs = std::move(internal_dirs);
   register_kernels();
 }
 
@@ -1721,7 +1760,7 @@ void reset_stats(bool clear_plans) {
 }  // namespace
 
 TORCH_LIBRARY(ember_native, m) {
-  m.def("init(int api) -> ()", &init);
+  m.def("init(int api, str[] internal_dirs) -> ()", &init);
   m.def("enter(int cap, bool log) -> ()", &enter);
   m.def("leave() -> ()", &leave);
   m.def("flush(str reason) -> ()", &flush);

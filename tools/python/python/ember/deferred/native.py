@@ -29,6 +29,7 @@ def _flags() -> list[str]:
     return (
         ["-O2", "-shared", "-fPIC", "-std=c++20", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-fvisibility=hidden"]
         + [f"-I{p}" for p in include_paths()]
+        + [f"-I{sysconfig.get_paths()['include']}"]
         + [f"-L{lib}", "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}"]
     )
 
@@ -124,6 +125,7 @@ def ops():
     if _failure is not None:
         raise _failure
     if _ops is None:
+        from .._source import _EMBER_DIR, _TORCH_DIR
         from .state import _native
 
         try:
@@ -133,7 +135,7 @@ def ops():
             raise
         torch.ops.load_library(str(path))
         o = torch.ops.ember_native
-        o.init(_native().eager_native_api())
+        o.init(_native().eager_native_api(), [_TORCH_DIR, _EMBER_DIR])
         _register_decompositions(o)
         _ops = o
     return _ops

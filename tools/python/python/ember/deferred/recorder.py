@@ -24,7 +24,6 @@ _DTYPES = by_torch()
 aten = torch.ops.aten
 
 _LIFT_DTYPES = (torch.float32, torch.float64)
-_EMBER = torch.device("ember", 0)
 #: Real integer/bool tensors up to this many elements are computed with torch eager, not recorded.
 _SMALL_INDEX = 1 << 16
 
@@ -51,6 +50,8 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
         #: Value ids whose tensors live on the ember device (`xla` only): a region's result is
         #: there when the op that makes it reads one, or names that device.
         self.dev_vids: set[int] = set()
+        #: The ember device (registered by `ember.eager` before a tpu block starts).
+        self.device = torch.device("ember", 0) if self.xla else None
         self.queue: list[_Op] = []
         self.next_vid = 0
         #: Real tensors the queue reads, by value id, and the value id of each by id().
@@ -493,7 +494,7 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
             dev = op.kwdev if op.kwdev is not None else any(v in self.dev_vids for v in op.ins)
             if dev:
                 self.dev_vids.update(op.outs)
-                where = _EMBER
+                where = self.device
         for v, d in zip(op.outs, op.descs):
             w = _new_wrapper(DeferredTensor, d, v, self, alias, where)
             wrappers.append(weakref.ref(w))
