@@ -100,6 +100,22 @@ fn eager_plan_cache_compiles_once_and_replays_bit_identically() {
             fixed.iter().map(|f| f.to_bits()).collect::<Vec<_>>(),
             out.iter().map(|f| f.to_bits()).collect::<Vec<_>>()
         );
+        // The eager scheduler's entry: the same fixed path, every length checked first.
+        let ins = [(xb.as_ptr() as usize, 128), (wb.as_ptr() as usize, 96), (sb.as_ptr() as usize, 4)];
+        let mut sized = vec![0f32; 12];
+        let o = sized.as_mut_ptr() as usize;
+        // SAFETY: as above; nothing runs when a length is refused.
+        let e = unsafe { p.run_fixed_sized(&ins[..2], &[(o, 48)]) }.unwrap_err();
+        assert!(e.contains("takes 3 inputs"), "{e}");
+        let e = unsafe { p.run_fixed_sized(&[ins[0], (ins[1].0, 92), ins[2]], &[(o, 48)]) }.unwrap_err();
+        assert!(e.contains("input 1 holds 92 bytes, the program reads 96"), "{e}");
+        let e = unsafe { p.run_fixed_sized(&ins, &[(o, 52)]) }.unwrap_err();
+        assert!(e.contains("output 0 holds 52 bytes, the program writes 48"), "{e}");
+        unsafe { p.run_fixed_sized(&ins, &[(o, 48)]) }.unwrap();
+        assert_eq!(
+            sized.iter().map(|f| f.to_bits()).collect::<Vec<_>>(),
+            out.iter().map(|f| f.to_bits()).collect::<Vec<_>>()
+        );
         for r in 0..4 {
             for c in 0..3 {
                 let dot: f32 = (0..8).map(|k| x[r * 8 + k] * w[k * 3 + c]).sum();

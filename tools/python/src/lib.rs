@@ -265,6 +265,10 @@ fn eager_run_program(
     in_ptrs: &[(usize, usize)],
     out_ptrs: &[(usize, usize)],
 ) -> Result<(), String> {
+    if program.is_fixed() {
+        // SAFETY: the caller passes live, contiguous buffers of the stated lengths (checked there).
+        return unsafe { program.run_fixed_sized(in_ptrs, out_ptrs) };
+    }
     let shapes: Vec<Vec<usize>> = inputs.iter().map(|m| m.shape.iter().map(|&d| d as usize).collect()).collect();
     let views: Vec<TensorView> = in_ptrs
         .iter()

@@ -263,6 +263,44 @@ impl Program {
         Ok(())
     }
 
+    /// `run_fixed` on buffers given with their byte lengths, each checked against the program's
+    /// (the eager scheduler's entry: its buffers are tensors it allocated from a region's metas,
+    /// and a region's program never has symbolic dims).
+    ///
+    /// # Safety
+    /// Each buffer must be live and hold its stated length; outputs writable, not overlapping an
+    /// input or another output.
+    pub unsafe fn run_fixed_sized(&self, inputs: &[(usize, usize)], outputs: &[(usize, usize)]) -> Result<(), String> {
+        let man = &self.manifest;
+        let fx = self.fixed.as_ref().ok_or("run_fixed_sized: the program has symbolic dims")?;
+        if inputs.len() != man.inputs.len() || outputs.len() != man.outputs.len() {
+            return Err(format!(
+                "the model takes {} inputs and {} outputs, got {} and {}",
+                man.inputs.len(),
+                man.outputs.len(),
+                inputs.len(),
+                outputs.len()
+            ));
+        }
+        for (i, (x, &(_, n))) in man.inputs.iter().zip(inputs).enumerate() {
+            if n != fx.nbytes[x.buf] {
+                return Err(format!("input {i} holds {n} bytes, the program reads {}", fx.nbytes[x.buf]));
+            }
+        }
+        for (i, (o, &(p, n))) in man.outputs.iter().zip(outputs).enumerate() {
+            if n != fx.nbytes[o.buf] {
+                return Err(format!("output {i} holds {n} bytes, the program writes {}", fx.nbytes[o.buf]));
+            }
+            if n > 0 && p % 16 != 0 {
+                return Err(format!("output {i}'s buffer {p:#x} is not 16-byte aligned"));
+            }
+        }
+        let ins: Vec<*const u8> = inputs.iter().map(|&(p, _)| p as *const u8).collect();
+        let outs: Vec<*mut u8> = outputs.iter().map(|&(p, _)| p as *mut u8).collect();
+        // SAFETY: the caller's contract, with every length checked above.
+        unsafe { self.run_fixed(&ins, &outs) }
+    }
+
     /// The fixed path's buffer table: weights' and arena slots' addresses, 0 for inputs and outputs.
     fn template(&self, arena: &mut Arena, nbytes: &[usize]) -> Result<Vec<usize>, String> {
         let man = &self.manifest;

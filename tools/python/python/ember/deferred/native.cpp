@@ -25,6 +25,7 @@
 #include <ATen/ScalarOps.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
 #include <chrono>
@@ -284,8 +285,12 @@ void warn_unlowered(const std::string& target) {
 
 // ---- the region being recorded -----------------------------------------------------------------
 
+// Small vectors inline (most tensors have up to 5 dims, most arguments one id): recording makes
+// several per op, and heap allocations were a large share of its cost.
+using Dims = c10::SmallVector<int64_t, 5>;
+
 struct Value {
-  std::vector<int64_t> sizes, strides;
+  Dims sizes, strides;
   int64_t offset = 0;
   at::ScalarType dtype;
 };
@@ -296,13 +301,13 @@ struct Arg {
   const char* tag = nullptr;
   c10::IValue v;     // as the region sees it
   c10::IValue orig;  // as the op was called (torch eager runs it so)
-  std::vector<int64_t> ids;  // -2 for a None in an optional-tensor list
+  c10::SmallVector<int64_t, 1> ids;  // -2 for a None in an optional-tensor list
 };
 
 struct Op {
   OpInfo* info;
   std::vector<Arg> args;
-  std::vector<int64_t> outs;
+  c10::SmallVector<int64_t, 1> outs;
   std::vector<bool> hidden;  // results the caller did not ask for (`output_mask`)
 };
 
@@ -335,8 +340,11 @@ struct Stats {
 struct Recorder {
   std::vector<Value> values;
   std::vector<Op> ops;
-  std::vector<at::Tensor> inputs;
+  std::vector<at::Tensor> inputs;  // undefined for a lifted Python number (`lifted`)
   std::vector<int64_t> input_vids;
+  // Python numbers read as rank-0 inputs: (input position, value). They become tensors only at
+  // the flush, packed into one buffer per dtype (a tensor per number cost ~0.3 µs each to record).
+  std::vector<std::pair<size_t, double>> lifted;
   std::vector<at::Tensor> inputs_kept;  // real tensors read through another input (their ids stay theirs)
   std::unordered_map<c10::TensorImpl*, int64_t> input_of;  // real tensor -> value id
   std::unordered_set<c10::StorageImpl*> input_storages;
@@ -344,6 +352,7 @@ struct Recorder {
   int64_t next_write = 0;
   std::vector<c10::weak_intrusive_ptr<c10::TensorImpl>> live;
   std::vector<int64_t> key;
+  std::vector<int64_t> key_scratch;  // `record`'s buffer for one op's part of `key`
   std::unordered_map<std::vector<int64_t>, Plan, VecHash> plans;
   std::unordered_map<uint64_t, std::vector<c10::IValue>> metas;
   Stats stats;
@@ -508,8 +517,9 @@ std::string region_json(const std::vector<int64_t>& rid, const std::vector<int64
 std::vector<at::Tensor> interpret() {
   auto& r = g_rec;
   std::vector<at::Tensor> val(r.values.size());
-  for (size_t i = 0; i < r.input_vids.size(); i++) val[r.input_vids[i]] = r.inputs[i];
   Unrecorded off;
+  for (size_t i = 0; i < r.input_vids.size(); i++) val[r.input_vids[i]] = r.inputs[i];
+  for (auto [i, x] : r.lifted) val[r.input_vids[i]] = at::scalar_tensor(x, at::TensorOptions().dtype(r.values[r.input_vids[i]].dtype));
   for (const auto& op : r.ops) {
     torch::jit::Stack st;
     for (size_t i = 0; i < op.args.size(); i++) {
@@ -551,6 +561,7 @@ void Recorder::reset() {
   ops.clear();
   inputs.clear();
   input_vids.clear();
+  lifted.clear();
   inputs_kept.clear();
   input_of.clear();
   input_storages.clear();
@@ -756,9 +767,26 @@ void Recorder::flush(const char* reason) {
     {
       Unrecorded off;
       for (size_t i = 0; i < inputs.size(); i++) {
+        if (!inputs[i].defined()) continue;  // lifted: below
         dense[i] = inputs[i].is_contiguous() ? inputs[i] : inputs[i].contiguous();
         ip[i] = (size_t)dense[i].data_ptr();
         il[i] = dense[i].nbytes();
+      }
+      for (at::ScalarType dt : {at::kFloat, at::kDouble}) {
+        size_t n = 0;
+        for (auto [i, x] : lifted) n += values[input_vids[i]].dtype == dt;
+        if (n == 0) continue;
+        at::Tensor buf = at::empty({(int64_t)n}, at::TensorOptions().dtype(dt));
+        size_t k = 0, es = buf.element_size();
+        for (auto [i, x] : lifted) {
+          if (values[input_vids[i]].dtype != dt) continue;
+          if (dt == at::kFloat) buf.data_ptr<float>()[k] = (float)x;
+          else buf.data_ptr<double>()[k] = x;
+          ip[i] = (size_t)buf.data_ptr() + k * es;
+          il[i] = es;
+          k++;
+        }
+        dense.push_back(buf);  // kept alive for the run
       }
       for (size_t i = 0; i < outputs.size(); i++) {
         const auto& v = values[outputs[i]];
@@ -1369,7 +1397,18 @@ void record(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo* inf
   Op rec;
   rec.info = info;
   rec.args.resize(nargs);
-  std::vector<int64_t> key_part;
+  // This op's part of the region key, in a buffer kept across ops (a re-entrant call, which
+  // recording never makes today, would get a fresh one).
+  struct Scratch {
+    std::vector<int64_t>& home;
+    std::vector<int64_t> v;
+    explicit Scratch(std::vector<int64_t>& h) : home(h) {
+      v.swap(home);
+      v.clear();
+    }
+    ~Scratch() { v.swap(home); }
+  } scratch(r.key_scratch);
+  auto& key_part = scratch.v;
   key_part.push_back((int64_t)info);
   for (size_t i = 0; i < nargs; i++) {
     const auto& a = args[i];
@@ -1395,13 +1434,16 @@ void record(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo* inf
         return;
       }
       if (t.unsafeGetTensorImpl()->is_wrapped_number() && t.scalar_type() != at::kBool) {
-        if (lift != at::ScalarType::Undefined) {
-          at::Tensor s;
-          {
-            Unrecorded off;
-            s = at::detail::scalar_tensor_static(t.item(), lift, at::kCPU);
-          }
-          int64_t v = input_vid(s);
+        if (lift != at::ScalarType::Undefined && (t.scalar_type() == at::kDouble || t.scalar_type() == at::kLong)) {
+          // A wrapped number is a CPU scalar of double or int64: read in place.
+          double x = t.scalar_type() == at::kDouble ? *static_cast<const double*>(t.const_data_ptr())
+                                                     : (double)*static_cast<const int64_t*>(t.const_data_ptr());
+          int64_t v = r.new_value({}, {}, 0, lift);
+          r.lifted.emplace_back(r.inputs.size(), x);
+          r.inputs.emplace_back();
+          r.input_vids.push_back(v);
+          r.key.insert(r.key.end(), {-3, (int64_t)lift, -4});  // as `input_vid` keys a rank-0 input
+          ra.orig = c10::IValue();  // not kept: its number is
           ra.tag = "t";
           ra.ids = {v};
           key_part.push_back(-11);
