@@ -67,23 +67,26 @@ class OneThread:
         torch.set_num_threads(2)
 
 
+def repeat_loop(f, x0):
+    """A loop of `x = f(x)` from `x0` under no_grad and the variant's context."""
+
+    def loop(ctx, iters=ITERS):
+        with torch.no_grad(), ctx():
+            x = x0
+            for _ in range(iters):
+                x = f(x)
+        return x.cpu()
+
+    return loop
+
+
 def inference_case():
     torch.manual_seed(0)
     block, (x0,) = cases.gpt2_block()
     block.eval()
 
     def make(device="cpu"):
-        b = block if device == "cpu" else copy.deepcopy(block).to(device)
-        xd = x0.to(device)
-
-        def loop(ctx, iters=ITERS):
-            with torch.no_grad(), ctx():
-                x = xd
-                for _ in range(iters):
-                    x = b(x)
-            return x.cpu()
-
-        return loop
+        return repeat_loop(block if device == "cpu" else copy.deepcopy(block).to(device), x0.to(device))
 
     def compiled():
         cb = torch.compile(block)
@@ -153,16 +156,7 @@ def elementwise_case():
     chain, (x0,) = cases.elementwise20()
 
     def make(device="cpu"):
-        xd = x0.to(device)
-
-        def loop(ctx, iters=ITERS):
-            with torch.no_grad(), ctx():
-                x = xd
-                for _ in range(iters):
-                    x = chain(x)
-            return x.cpu()
-
-        return loop
+        return repeat_loop(chain, x0.to(device))
 
     def compiled():
         cc = torch.compile(chain)
