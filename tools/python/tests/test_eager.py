@@ -190,3 +190,23 @@ def test_unlowered_ops_are_remembered() -> None:
     assert len([w for w in caught if "_pdist_forward" in str(w.message)]) <= 1
     ran = after["eager_ops"].get("aten._pdist_forward.default", 0) - before["eager_ops"].get("aten._pdist_forward.default", 0)
     assert ran >= 2, (before["eager_ops"], after["eager_ops"])
+
+
+def test_written_tensors_take_over_memory_only_when_unshared() -> None:
+    # At a flush a written tensor takes over its result's memory when nothing else sees it; a live
+    # result of the same value, or an alias of the target, keeps memory of its own.
+    x = torch.randn(4, 4)
+    p, q, r = torch.zeros(4, 4), torch.zeros(4, 4), torch.zeros(4, 4)
+    alias = p.detach()
+    with ember.eager():
+        y = x * 2
+        q.copy_(y)  # `y` stays live
+        p.add_(x)  # through memory `alias` shares
+        r.add_(x).mul_(3)  # nothing else sees r's result
+    y.add_(1)
+    torch.testing.assert_close(q, x * 2, rtol=0, atol=0)
+    torch.testing.assert_close(y, x * 2 + 1, rtol=0, atol=0)
+    torch.testing.assert_close(alias, x, rtol=0, atol=0)
+    torch.testing.assert_close(r, x * 3, rtol=0, atol=0)
+    r.sub_(1)
+    torch.testing.assert_close(r, x * 3 - 1, rtol=0, atol=0)
