@@ -278,10 +278,13 @@ def test_large_regions_compile_in_several_llvm_modules(tmp_path, monkeypatch: py
     assert ir.count("; ModuleID") >= 2 and ir.count("\ndefine") >= 32
 
 
-def test_log_explains_flushes_and_misses(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("recorder", ["native", "python"])
+def test_log_explains_flushes_and_misses(recorder: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
     # EMBER_EAGER_LOG=1: every flush with its reason, the user's line, hit or miss, and where a
-    # missed region first differs from the nearest cached one.
+    # missed region first differs from the nearest cached one; both recorders say it alike.
     monkeypatch.setenv("EMBER_EAGER_LOG", "1")
+    monkeypatch.setenv("EMBER_EAGER_RECORDER", recorder)
+    deferred.reset_stats(clear_plans=True)
     x = torch.randn(8, 8)
     with ember.eager():
         for i in range(3):

@@ -104,3 +104,18 @@ def test_strict_mode_on_the_device() -> None:
 def test_unknown_target_is_an_error() -> None:
     with pytest.raises(ValueError, match=r"unknown target 'gpu' \(use 'cpu', 'tpu' or 'trainium'\)"):
         ember.eager(target="gpu")
+
+
+def test_log_explains_device_flushes(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("EMBER_EAGER_LOG", "1")
+    deferred.reset_stats(clear_plans=True)
+    x = torch.randn(8, 8).to("ember")
+    with tpu():
+        for i in range(3):
+            y = (x * 2 + 1).relu() if i != 2 else (x * 2 + 1).sigmoid()
+            y.cpu()
+    lines = [l for l in capfd.readouterr().err.splitlines() if l.startswith("ember.eager: flush")]
+    assert len(lines) == 3, lines
+    assert f"(cpu) at {__file__}:" in lines[0] and "miss (no region cached yet)" in lines[0], lines
+    assert "plan cache hit" in lines[1], lines
+    assert "differs at op 2 (`aten.sigmoid.default` here, `aten.relu.default` there)" in lines[2], lines

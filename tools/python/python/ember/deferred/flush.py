@@ -3,14 +3,13 @@ heuristic, the queue cap) and what a flush writes back: live wrappers, views, pe
 
 from __future__ import annotations
 
-import sys
 
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from .._source import user_frame
 from .ops import _Op
-from .state import _DEBUG, EagerError, _counters
+from .state import EagerError, _counters
 from .tensor import _storage_key
 from .views import _chain, _dense
 
@@ -53,9 +52,8 @@ class _Flush:
     # -- flushing ---------------------------------------------------------------------------
 
     def flush(self, reason: str = "sync", upto: int | None = None) -> None:
-        if _DEBUG and self.queue:
-            file, line = user_frame()
-            print(f"ember.eager flush ({reason}) of {len(self.queue) if upto is None else upto} ops at {file}:{line}", file=sys.stderr)
+        if self.log:
+            self.log_at = (reason, user_frame())
         if not self.queue:
             self._reset_heuristic([])
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import weakref
 
 import torch
@@ -52,6 +53,10 @@ class _Recorder(_Views, _Replay, _Flush, _Region, TorchDispatchMode):
         self.dev_vids: set[int] = set()
         #: The ember device (registered by `ember.eager` before a tpu block starts).
         self.device = torch.device("ember", 0) if self.xla else None
+        #: `EMBER_EAGER_LOG=1`: each flush explained (`_Region._explain`), with the reason and
+        #: the user's line of the flush being run (`log_at`).
+        self.log = bool(os.environ.get("EMBER_EAGER_LOG"))
+        self.log_at: tuple = ("sync", ("<unknown>", 0))
         self.queue: list[_Op] = []
         self.next_vid = 0
         #: Real tensors the queue reads, by value id, and the value id of each by id().

@@ -14,7 +14,7 @@ import torch
 from ..dtypes import by_torch
 from .ops import _Op, _Ref, _expand
 from .schema import _schema
-from .state import _DEBUG, EagerError, _counters, _lowered, _plan_cache, _plan_cache_dir, _warn, _xla_plans, _xla_stats
+from .state import _DEBUG, EagerError, _counters, _keys_seen, _lowered, _plan_cache, _plan_cache_dir, _warn, _xla_plans, _xla_stats
 
 _DTYPES = by_torch()
 
@@ -110,6 +110,8 @@ class _Region:
             if ran:
                 _counters["regions_replayed"] += 1
                 self.last_run = plan[1:]
+                if self.log:
+                    self._explain(None, len(ops), len(in_rel), len(outputs))
                 return dict(zip(outputs, out_tensors))
         self._lift_scalars()
         native_ops, inputs, rel = self._native(ops)
@@ -118,6 +120,8 @@ class _Region:
         in_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in in_tensors]
         out_tensors = [torch.empty(self.metas[v][0], dtype=self.metas[v][2]) for v in outputs]
         out_ptrs = [(t.data_ptr(), t.numel() * t.element_size()) for t in out_tensors]
+        if self.log:
+            self._explain(_plan_cache().key(native_ops, in_meta, [rel[v] for v in outputs]), len(ops), len(inputs), len(outputs))
         try:
             hit, missing, handle = _plan_cache().run(native_ops, in_meta, [rel[v] for v in outputs], in_ptrs, out_ptrs)
         except ValueError as exc:
@@ -126,6 +130,40 @@ class _Region:
             return self._unlowered(ops, outputs, missing)
         self.last_run = (tuple(v - self.qbase for v in inputs), handle)
         return self._checked(ops, dict(zip(outputs, out_tensors)))
+
+    def _explain(self, key: str | None, n_ops: int, n_in: int, n_out: int) -> None:
+        """`EMBER_EAGER_LOG=1`: the flush, its reason and user's line, and whether its region's
+        plan is cached; on a miss, where its key first differs from the nearest cached one's (the
+        longest common prefix), as the native recorder says it. `key` None: a rerun by handle."""
+        reason, (file, line) = self.log_at
+        seen = _keys_seen.setdefault(self.target, set())
+        if key is None or key in seen:
+            what = "plan cache hit"
+        elif not seen:
+            what = "miss (no region cached yet)"
+        else:
+            def common(k: str) -> int:
+                return len(os.path.commonprefix([k, key]))
+
+            nearest = max(sorted(seen), key=common)
+            at = common(nearest)
+            bar = key.index("|")
+            if at <= bar:
+                what = "miss; the nearest cached region differs in its inputs (shapes or dtypes)"
+            else:
+                i = key.count("\n", bar + 1, at)
+
+                def op(k: str) -> str | None:
+                    lines = k[k.index("|") + 1 :].split("\n")
+                    return lines[i].split("(")[0] if i < len(lines) - 1 else None
+
+                here, there = op(key), op(nearest)
+                what = (f"miss; the nearest cached region differs at op {i} (`{here or 'the outputs'}` here, "
+                        f"`{there or 'the outputs'}` there{': its arguments or their shapes' if here and here == there else ''})")
+        if key is not None:
+            seen.add(key)
+        print(f"ember.eager: flush ({reason}) at {file}:{line}: {n_ops} ops, {n_in} inputs, {n_out} outputs, "
+              f"{len(self.pending)} pending writes; {what}", file=sys.stderr)
 
     def _unlowered(self, ops: list[_Op], outputs: list[int], missing: list[str]) -> dict[int, torch.Tensor]:
         if _DEBUG:
@@ -162,11 +200,15 @@ class _Region:
             key = plan[2]
             _xla_stats["hits"] += 1
             _counters["regions_replayed"] += 1
+            if self.log:
+                self._explain(None, len(ops), len(inputs), len(outputs))
         else:
             native_ops, inputs, rel = self._native(ops)
             in_meta = [(list(self.ext[v].shape), _DTYPES[self.ext[v].dtype]) for v in inputs]
             out_rel = [rel[v] for v in outputs]
             key = (self.target, _plan_cache().key(native_ops, in_meta, out_rel))
+            if self.log:
+                self._explain(key[1], len(ops), len(inputs), len(outputs))
             if key not in _xla_plans:
                 t0 = time.perf_counter()
                 d = os.path.join(_plan_cache_dir(), f"region-{len(_xla_plans)}-{time.monotonic_ns()}")

@@ -41,6 +41,9 @@ def _plan_cache():
 #: counters (added to the CPU plan cache's in `stats()`).
 _xla_plans: dict[tuple[str, str], Any] = {}
 _xla_stats = {"hits": 0, "misses": 0, "compile_seconds": 0.0, "run_seconds": 0.0}
+#: Region keys the Python recorder has compiled or run, per target, when `EMBER_EAGER_LOG` is
+#: set (the nearest one explains a miss).
+_keys_seen: dict[str, set[str]] = {}
 
 
 #: ops_replayed: recorded ops that matched the last region's op at their place (`_replay`);
@@ -90,6 +93,7 @@ def reset_stats(clear_plans: bool = False) -> None:
     if clear_plans:
         _plan_cache().clear()
         _xla_plans.clear()
+        _keys_seen.clear()
         for k in _xla_stats:
             _xla_stats[k] = 0
     from . import native

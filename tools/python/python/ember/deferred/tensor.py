@@ -40,30 +40,31 @@ class DeferredTensor(torch.Tensor):
             alias.append(weakref.ref(r))
         return r
 
-    def _materialize(self) -> torch.Tensor:
+    def _materialize(self, why: str = "sync") -> torch.Tensor:
         # After a flush the value is real, but an in-place op since (autograd accumulating into
-        # a gradient) may have left a pending write to that memory: it lands first.
+        # a gradient) may have left a pending write to that memory: it lands first. `why`: the
+        # flush's reason (the method reading the value, as the native recorder names it).
         rec = self._rec
         if self._real is None or (rec.pending and _storage_key(self._real) in rec.pending):
-            rec.flush("sync")
+            rec.flush(why)
         assert self._real is not None, "flush left a live deferred tensor unmaterialized"
         return self._real
 
     # Sync points that bypass the dispatcher.
     def numpy(self, *a, **k):
-        return self._materialize().numpy(*a, **k)
+        return self._materialize("numpy").numpy(*a, **k)
 
     def cpu(self, *a, **k):
-        return self._materialize().cpu(*a, **k)
+        return self._materialize("cpu").cpu(*a, **k)
 
     def tolist(self):
-        return self._materialize().tolist()
+        return self._materialize("tolist").tolist()
 
     def __array__(self, *a, **k):
-        return self._materialize().__array__(*a, **k)
+        return self._materialize("__array__").__array__(*a, **k)
 
     def __repr__(self, *, tensor_contents=None):
-        return repr(self._materialize())
+        return repr(self._materialize("__repr__"))
 
     # Saving (torch.save, pickle) and deep copies take the value: a plain tensor.
     def __reduce_ex__(self, protocol):
