@@ -37,8 +37,12 @@ def test_gpt2_training_on_the_device_matches_eager(target: str) -> None:
             x = ids.to("ember")
         opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
         ctx = (lambda: ember.eager(target=target)) if on_device else TorchEager
-        losses, caught = train_steps(ctx, opt, lambda: m(x, labels=x).loss, 4)
+        w = m.transformer.h[0].mlp.c_fc.weight
+        after = (lambda: ptrs.append(device._state(w).array.unsafe_buffer_pointer())) if on_device else None
+        losses, caught = train_steps(ctx, opt, lambda: m(x, labels=x).loss, 4, after_step=after)
         return torch.stack(losses), m, opt, caught
+
+    ptrs: list[int] = []
 
     deferred.reset_stats(clear_plans=True)
     down = device.stats["from_device_bytes"]
@@ -56,6 +60,8 @@ def test_gpt2_training_on_the_device_matches_eager(target: str) -> None:
     assert moved == 4 * 4, moved
     # One region per step, compiled once.
     assert (s["flushes"], s["misses"], s["hits"]) == (4, 1, 3), s
+    # Parameters are updated in their own device buffers (donated to the region's results).
+    assert ptrs[1:] == ptrs[:-1], ptrs
     assert not [w for w in caught if "ember" in str(w.message)], [str(w.message) for w in caught]
 
 
@@ -119,3 +125,21 @@ def test_log_explains_device_flushes(monkeypatch: pytest.MonkeyPatch, capfd: pyt
     assert f"(cpu) at {__file__}:" in lines[0] and "miss (no region cached yet)" in lines[0], lines
     assert "plan cache hit" in lines[1], lines
     assert "differs at op 2 (`aten.sigmoid.default` here, `aten.relu.default` there)" in lines[2], lines
+
+
+def test_a_shared_device_array_is_not_donated() -> None:
+    # `b.copy_(a)` on the device shares `a`'s array with `b` (arrays are immutable); an in-place
+    # write to `a` in a region that donates `a`'s buffer must leave `b`'s value readable.
+    torch.manual_seed(0)
+    a = torch.randn(64).to("ember")
+    want = a.cpu()
+    b = torch.empty(64, device="ember")
+    b.copy_(a)
+    copied = deferred.stats()["donations_copied"]
+    for _ in range(2):  # the second step runs the program compiled with the donation
+        with tpu():
+            a.mul_(2).add_(1)
+        want = want * 2 + 1
+    torch.testing.assert_close(a.cpu(), want)
+    torch.testing.assert_close(b.cpu(), (want - 3) / 4)
+    assert deferred.stats()["donations_copied"] > copied

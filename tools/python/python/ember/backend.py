@@ -803,7 +803,9 @@ class _XlaProgram:
     not seen. A cached tensor is held, so its memory cannot be reused by another tensor at the
     same address. Outputs come back to the host each call."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, donate: dict[int, int] | None = None) -> None:
+        """`donate`: input position -> output position whose result may take that input's device
+        buffer (`ember.eager`'s in-place writes; not for narrowed, padded or sharded artifacts)."""
         from . import xla
 
         self.artifact = xla.Artifact(directory)
@@ -811,6 +813,14 @@ class _XlaProgram:
         #: A padded artifact's largest bucket (`module`, which `compile` compiles): every size it
         #: takes runs padded to it (`_Buckets` compiles one artifact per bucket).
         self.bucket: dict[str, int] | None = buckets[-1]["symbols"] if buckets else None
+        ins = self.artifact.manifest["inputs"]
+        narrowed = self.artifact.narrowed
+        self.donate = {i: j for i, j in (donate or {}).items()
+                       if f"arg{ins[i]['arg']}" not in narrowed and f"out{j}" not in narrowed}
+        if self.donate and not buckets and not self.artifact.mesh:
+            self.artifact.text = xla.donating(self.artifact.text, {ins[i]["arg"]: j for i, j in self.donate.items()})
+        else:
+            self.donate = {}
         self.exe = self.artifact.compile()
         self.args = [None if a is None else self.exe.put(a, slot) for slot, a in enumerate(self.artifact.args)]
         stats["to_device_bytes"] += sum(a.nbytes for a in self.artifact.args if a is not None)

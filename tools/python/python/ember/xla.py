@@ -52,7 +52,7 @@ from .export import write_atomic, write_npz
 JAX_VERSION = "0.10.2"
 
 __all__ = [
-    "JAX_VERSION", "XlaError", "run_stablehlo", "verify", "serialize_portable", "deserialize_portable",
+    "JAX_VERSION", "XlaError", "run_stablehlo", "donating", "verify", "serialize_portable", "deserialize_portable",
     "to_hlo", "run_hlo", "load_artifact", "run_artifact", "compiled_hlo", "main",
 ]
 
@@ -297,6 +297,30 @@ def deserialize_portable(data: bytes) -> str:
 
     with _mlir_context():
         return str(xc._xla.mlir.deserialize_portable_artifact(data))
+
+
+def donating(text: str, aliases: dict[int, int]) -> str:
+    """StableHLO `text` with `@main`'s argument `a` donated to result `r` for each `a: r` in
+    `aliases` (`tf.aliasing_output`, as jax marks donated arguments): XLA may write that result
+    into the argument's buffer, and the argument's device array is deleted when the module runs."""
+    from jaxlib.mlir import ir
+
+    with _mlir_context():
+        module = ir.Module.parse(text)
+        main = next(op for op in module.body.operations
+                    if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main")
+        n = len(main.regions[0].blocks[0].arguments)
+        old = list(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes else [ir.DictAttr.get({})] * n
+        i32 = ir.IntegerType.get_signless(32)
+        attrs = []
+        for a, d in enumerate(old):
+            d = ir.DictAttr(d)
+            entries = {d[i].name: d[i].attr for i in range(len(d))}
+            if a in aliases:
+                entries["tf.aliasing_output"] = ir.IntegerAttr.get(i32, aliases[a])
+            attrs.append(ir.DictAttr.get(entries))
+        main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+        return str(module)
 
 
 def verify(text: str) -> None:

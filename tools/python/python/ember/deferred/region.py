@@ -165,6 +165,54 @@ class _Region:
         print(f"ember.eager: flush ({reason}) at {file}:{line}: {n_ops} ops, {n_in} inputs, {n_out} outputs, "
               f"{len(self.pending)} pending writes; {what}", file=sys.stderr)
 
+    def _donations(self, inputs: list[int], outputs: list[int]) -> dict[int, int]:
+        """Input position -> output position for each pending in-place write of a whole device
+        tensor the region reads (a parameter, an optimizer moment): the result may take the old
+        value's buffer, which nothing reads after the region (XLA's buffer donation, which
+        TorchTPU's deferred mode does not do)."""
+        from .. import device
+
+        in_pos = {v: i for i, v in enumerate(inputs)}
+        out_pos = {v: j for j, v in enumerate(outputs)}
+        donate: dict[int, int] = {}
+        for t, _, v in self.pending.values():
+            i, j = in_pos.get(self.ext_of.get(id(t), -1)), out_pos.get(v)
+            if i is None or j is None or j in donate.values() or self.ext[inputs[i]] is not t:
+                continue
+            shape, _, dtype = self.metas[v]
+            if device.is_ember(t) and device._whole(t) and tuple(t.shape) == tuple(shape) and t.dtype == dtype:
+                donate[i] = j
+        return donate
+
+    def _donatable(self, donate: dict[int, int], ins: list[torch.Tensor], outputs: list[int]) -> None:
+        """Checks each donation of a cached program against this run (the same write, a root read
+        once, its array held by nothing else: a root sharing it after a copy, say); where one does
+        not hold, the program is given a device copy of the input to consume instead."""
+        from .. import device
+
+        written = {id(t): v for t, _, v in self.pending.values()}
+        # Inputs passed as their root's own array (`device.array`; a view is gathered into a new
+        # one before the run): the donated array must not be another argument too.
+        passed: dict[int, int] = {}
+        for t in ins:
+            if device.is_ember(t) and device._whole(t):
+                a = device._state(t).array
+                if a is not None and tuple(a.shape) == tuple(t.shape):
+                    passed[id(a)] = passed.get(id(a), 0) + 1
+        for i, j in donate.items():
+            t = ins[i]
+            ok = written.get(id(t)) == outputs[j] and device.is_ember(t) and device._whole(t)
+            if ok:
+                arr = device._state(t).array
+                # The root's reference, `arr` and getrefcount's own argument.
+                ok = arr is not None and tuple(arr.shape) == tuple(t.shape) and passed.get(id(arr)) == 1 and sys.getrefcount(arr) <= 3
+                del arr
+            if not ok:
+                jax = device._jax()
+                with jax.enable_x64(True):
+                    ins[i] = device.wrap(jax.numpy.array(device.array(t), copy=True), t.dtype)
+                _counters["donations_copied"] += 1
+
     def _unlowered(self, ops: list[_Op], outputs: list[int], missing: list[str]) -> dict[int, torch.Tensor]:
         if _DEBUG:
             print(f"ember.eager: region of {len(ops)} ops has no lowering for {missing}; running it with torch eager", file=sys.stderr)
@@ -206,7 +254,8 @@ class _Region:
             native_ops, inputs, rel = self._native(ops)
             in_meta = [(list(self.ext[v].shape), _DTYPES[self.ext[v].dtype]) for v in inputs]
             out_rel = [rel[v] for v in outputs]
-            key = (self.target, _plan_cache().key(native_ops, in_meta, out_rel))
+            donate = self._donations(inputs, outputs)
+            key = (self.target, _plan_cache().key(native_ops, in_meta, out_rel), tuple(sorted(donate.items())))
             if self.log:
                 self._explain(key[1], len(ops), len(inputs), len(outputs))
             if key not in _xla_plans:
@@ -216,7 +265,7 @@ class _Region:
                     missing = _plan_cache().write(native_ops, in_meta, out_rel, self.target, d)
                     if missing:
                         return self._unlowered(ops, outputs, missing)
-                    _xla_plans[key] = _XlaProgram(d)
+                    _xla_plans[key] = _XlaProgram(d, donate)
                 except (ValueError, RuntimeError, XlaError) as exc:  # the compiler's, XLA's
                     raise EagerError(f"ember.eager: a deferred region failed to compile for {self.target}: {exc}") from None
                 finally:
@@ -225,8 +274,12 @@ class _Region:
                 _xla_stats["compile_seconds"] += time.perf_counter() - t0
             else:
                 _xla_stats["hits"] += 1
+        prog = _xla_plans[key]
+        ins = [self.ext[v] for v in inputs]
+        if prog.donate:
+            self._donatable(prog.donate, ins, outputs)
         t0 = time.perf_counter()
-        outs = _xla_plans[key].run([self.ext[v] for v in inputs], [v in self.dev_vids for v in outputs])
+        outs = prog.run(ins, [v in self.dev_vids for v in outputs])
         _xla_stats["run_seconds"] += time.perf_counter() - t0
         self.last_run = (tuple(v - self.qbase for v in inputs), key)
         return self._checked(ops, dict(zip(outputs, outs)))

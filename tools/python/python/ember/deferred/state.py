@@ -49,7 +49,10 @@ _keys_seen: dict[str, set[str]] = {}
 #: ops_replayed: recorded ops that matched the last region's op at their place (`_replay`);
 #: regions_replayed: regions run by the last region's plan handle, without conversion or key.
 #: ops_aliased: `detach`/`alias` of a deferred value, answered with another wrapper of it (`_same_value`).
-_counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "regions_replayed": 0, "ops_eager": 0, "ops_aliased": 0, "values_written": 0}
+#: donations_copied: tpu-target runs whose program donates an input's buffer that was not free to
+#: give (shared, or not the write it was compiled for), given a device copy instead.
+_counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "regions_replayed": 0, "ops_eager": 0, "ops_aliased": 0, "values_written": 0,
+             "donations_copied": 0}
 
 
 def stats() -> dict[str, Any]:
