@@ -5,17 +5,22 @@
 //! Python (`ember.eager`) records ATen ops as plain data (a [`Region`]: op, inputs by
 //! region-relative value id, result shapes and dtypes, non-tensor arguments) and decides where to
 //! cut; this module turns a region into a torch-dialect module through the torch.export
-//! frontend (so every argument is decoded exactly as for an exported graph), compiles it with the
+//! frontend's importer, handed the program in memory (so every argument is decoded exactly as
+//! for an exported graph, and each op is located at its user's line), compiles it with the
 //! CPU driver and caches the loaded program under the region's key. The key holds everything
 //! that changes the compiled code (op sequence, relative ids, shapes, dtypes, structural
 //! arguments) and nothing else: source lines are left out, and Python numbers that only scale
 //! values arrive as rank-0 input buffers, so a changing learning rate or step reuses the plan.
 
-use crate::frontend::{import_json, serde_dtype};
+use crate::frontend::export_schema::{
+    ExportedProgram, Graph, GraphModule, GraphSignature, NamedArgument, Node, SchemaVersion, TensorMeta,
+};
+use crate::frontend::{import_program, serde_dtype};
+use ember_ir::attr::Loc;
 use ember_ir::types::DType;
 use ember_targets::cpu::Program;
 use serde_json::json;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -118,16 +123,23 @@ impl Region {
         self.inputs.len() + self.ops.iter().map(|o| o.outs.len()).sum::<usize>()
     }
 
-    /// The region as a torch.export `model.json` (schema 8), so the frontend imports it.
-    pub fn to_export_json(&self) -> Result<String, String> {
+    /// The region as a torch.export program (schema 8) in memory, for the frontend's importer:
+    /// one argument decoder for exported graphs and eager regions, each node at its user's line.
+    pub fn to_program(&self) -> Result<ExportedProgram, String> {
         let n = self.value_count();
         let name = |v: usize| format!("v{v}");
-        let meta = |m: &Meta| json!({"dtype": dtype_code(m.dtype), "sizes": m.shape.iter().map(|&d| json!({"as_int": d})).collect::<Vec<_>>()});
-        let mut tensor_values = serde_json::Map::new();
+        let meta = |m: &Meta| TensorMeta {
+            dtype: dtype_code(m.dtype),
+            sizes: m.shape.iter().map(|&d| json!({"as_int": d})).collect(),
+            strides: vec![],
+            storage_offset: None,
+        };
+        let mut tensor_values = BTreeMap::new();
         let mut input_specs = Vec::new();
         for (i, m) in self.inputs.iter().enumerate() {
             tensor_values.insert(name(i), meta(m));
-            input_specs.push(json!({"user_input": {"arg": {"as_tensor": {"name": name(i)}}}}));
+            input_specs
+                .push(BTreeMap::from([("user_input".to_string(), json!({"arg": {"as_tensor": {"name": name(i)}}}))]));
         }
         let check = |v: usize, what: &str| {
             if v < n {
@@ -176,7 +188,7 @@ impl Region {
                     Arg::Str(s) => json!({"as_string": s}),
                     Arg::DType(d) => json!({"as_scalar_type": dtype_code(*d)}),
                 };
-                inputs.push(json!({"name": pname, "arg": arg, "kind": 2}));
+                inputs.push(NamedArgument { name: pname.clone(), arg, kind: Some(2) });
             }
             let mut outs = Vec::new();
             for m in &op.outs {
@@ -186,29 +198,30 @@ impl Region {
             }
             let outputs =
                 if outs.len() == 1 { vec![json!({"as_tensor": outs[0]})] } else { vec![json!({"as_tensors": outs})] };
-            let stack = format!("File \"{}\", line {}, in <eager>", op.file, op.line);
-            nodes.push(json!({
-                "target": format!("torch.ops.{}", op.target),
-                "name": format!("{}_{oi}", op.target.split('.').nth(1).unwrap_or("op")),
-                "inputs": inputs,
-                "outputs": outputs,
-                "metadata": {"stack_trace": stack},
-            }));
+            nodes.push(Node {
+                target: format!("torch.ops.{}", op.target),
+                name: Some(format!("{}_{oi}", op.target.split('.').nth(1).unwrap_or("op"))),
+                inputs,
+                outputs,
+                metadata: BTreeMap::new(),
+                source: Some(Loc::File { file: op.file.clone(), line: op.line, col: 0 }),
+            });
         }
         let mut output_specs = Vec::new();
         for &v in &self.outputs {
             check(v, "an output")?;
-            output_specs.push(json!({"user_output": {"arg": {"as_tensor": {"name": name(v)}}}}));
+            output_specs
+                .push(BTreeMap::from([("user_output".to_string(), json!({"arg": {"as_tensor": {"name": name(v)}}}))]));
         }
-        let ep = json!({
-            "graph_module": {
-                "graph": {"nodes": nodes, "tensor_values": tensor_values, "sym_int_values": {}},
-                "signature": {"input_specs": input_specs, "output_specs": output_specs},
+        Ok(ExportedProgram {
+            graph_module: GraphModule {
+                graph: Graph { nodes, tensor_values, sym_int_values: BTreeMap::new() },
+                signature: GraphSignature { input_specs, output_specs },
             },
-            "schema_version": {"major": crate::frontend::SCHEMA_MAJOR, "minor": 0},
-            "range_constraints": {},
-        });
-        Ok(ep.to_string())
+            range_constraints: BTreeMap::new(),
+            schema_version: SchemaVersion { major: crate::frontend::SCHEMA_MAJOR, minor: 0 },
+            torch_version: None,
+        })
     }
 }
 
@@ -225,16 +238,17 @@ pub fn unlowered(region: &Region) -> Result<Vec<String>, String> {
     // Every result is an output, so dead-code elimination keeps the ops to ask about.
     let mut all = region.clone();
     all.outputs = (region.inputs.len()..region.value_count()).collect();
-    let text = all.to_export_json()?;
-    let m = import_json(&text, None, "eager op").map_err(|e| e.msg)?.module;
+    let m = import_program(all.to_program()?, None, "eager op").map_err(|e| e.msg)?.module;
     crate::artifact::unlowered_ops(m)
 }
 
 /// Compiles a region into an artifact of `target` in `dir` (the region's inputs are the
 /// artifact's inputs, in order; it has no weights).
 pub fn write_region(region: &Region, target: &str, dir: &std::path::Path) -> Result<(), RegionError> {
-    let text = region.to_export_json().map_err(RegionError::Failed)?;
-    let import = || import_json(&text, None, "eager region").map_err(|e| RegionError::Failed(e.msg));
+    let import = || {
+        let ep = region.to_program().map_err(RegionError::Failed)?;
+        import_program(ep, None, "eager region").map_err(|e| RegionError::Failed(e.msg))
+    };
     let missing = crate::artifact::unlowered_ops(import()?.module).map_err(RegionError::Failed)?;
     if !missing.is_empty() {
         return Err(RegionError::Unsupported(missing));

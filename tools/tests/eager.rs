@@ -45,8 +45,8 @@ fn region(line: u32) -> Region {
 
 #[test]
 fn eager_region_imports_with_user_lines() {
-    let text = region(10).to_export_json().unwrap();
-    let m = ember_compiler::frontend::import_json(&text, None, "eager region").unwrap().module;
+    let ep = region(10).to_program().unwrap();
+    let m = ember_compiler::frontend::import_program(ep, None, "eager region").unwrap().module;
     insta::assert_snapshot!(m.to_string());
 }
 
@@ -176,7 +176,7 @@ fn eager_region_writes_a_tpu_artifact() {
 fn eager_bad_region_is_an_error_not_a_panic() {
     let mut r = region(1);
     r.ops[1].args[0].1 = Arg::Tensor(42);
-    let e = r.to_export_json().unwrap_err();
+    let e = r.to_program().err().unwrap();
     assert!(e.contains("value 42"), "{e}");
 }
 

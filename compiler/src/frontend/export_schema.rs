@@ -52,6 +52,10 @@ pub struct Node {
     pub metadata: BTreeMap<String, String>,
     #[serde(default)]
     pub name: Option<String>,
+    /// The user's line, when the program is built in memory (an eager region) rather than read
+    /// from a file whose nodes carry `stack_trace` metadata.
+    #[serde(skip)]
+    pub source: Option<ember_ir::attr::Loc>,
 }
 
 #[derive(Deserialize)]

@@ -9,7 +9,7 @@
 pub mod archive;
 mod asserts;
 mod complex;
-mod export_schema;
+pub mod export_schema;
 
 use archive::{Archive, Blob};
 use ember_ir::attr::{Attr, Loc};
@@ -109,6 +109,11 @@ pub fn import_json(text: &str, ar: Option<&Archive>, shown: &str) -> R<Imported>
     }
     let ep: ExportedProgram = serde_json::from_value(raw)
         .map_err(|e| ImportError::new(format!("`{shown}`: model.json does not match the torch.export schema: {e}")))?;
+    import_program(ep, ar, shown)
+}
+
+/// Imports a program already in the schema's form (an eager region builds one in memory).
+pub fn import_program(ep: ExportedProgram, ar: Option<&Archive>, shown: &str) -> R<Imported> {
     Importer::new(ep, ar, shown).run()
 }
 
@@ -555,7 +560,8 @@ impl<'a> Importer<'a> {
 
     fn node(&mut self, block: ember_ir::BlockId, node: &Node) -> R<()> {
         let node_name = node.name.clone().unwrap_or_else(|| node.target.clone());
-        let loc = Loc::named(&node_name, node.metadata.get("stack_trace").map(|s| source_loc(s)).unwrap_or_default());
+        let at_line = node.source.clone().or_else(|| node.metadata.get("stack_trace").map(|s| source_loc(s)));
+        let loc = Loc::named(&node_name, at_line.unwrap_or_default());
         let shown = self.shown.clone();
         let at = |msg: String| -> ImportError { ImportError::new(format!("`{shown}`: {}: {msg}", loc.describe())) };
         // Symbolic-int arithmetic: the values are already known as expressions.
