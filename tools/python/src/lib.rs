@@ -205,33 +205,25 @@ struct EagerPlans {
 #[derive(Default)]
 struct PlanHandles {
     next: u64,
-    /// handle -> (plan, input metas, output count)
-    plans: std::collections::HashMap<u64, HandlePlan>,
+    plans: std::collections::HashMap<u64, std::sync::Arc<CpuProgram>>,
     by_plan: std::collections::HashMap<usize, u64>,
 }
 
-type HandlePlan = (std::sync::Arc<CpuProgram>, Vec<ember_compiler::eager::Meta>, usize);
-
 impl PlanHandles {
     /// The handle of a plan (a new one the first time the plan is seen).
-    fn handle(
-        &mut self,
-        program: std::sync::Arc<CpuProgram>,
-        inputs: &[ember_compiler::eager::Meta],
-        n_out: usize,
-    ) -> u64 {
+    fn handle(&mut self, program: std::sync::Arc<CpuProgram>) -> u64 {
         let key = std::sync::Arc::as_ptr(&program) as usize;
         if let Some(&n) = self.by_plan.get(&key) {
             return n;
         }
         self.next += 1;
         let n = self.next;
-        self.plans.insert(n, (program, inputs.to_vec(), n_out));
+        self.plans.insert(n, program);
         self.by_plan.insert(key, n);
         n
     }
 
-    fn get(&self, handle: u64) -> Option<HandlePlan> {
+    fn get(&self, handle: u64) -> Option<std::sync::Arc<CpuProgram>> {
         self.plans.get(&handle).cloned()
     }
 
@@ -241,50 +233,15 @@ impl PlanHandles {
     }
 }
 
-/// Runs a plan by handle on buffers whose count and input sizes are checked against it.
-fn run_handle_plan(
-    (program, inputs, n_out): &HandlePlan,
-    in_ptrs: &[(usize, usize)],
-    out_ptrs: &[(usize, usize)],
-) -> Result<(), String> {
-    if in_ptrs.len() != inputs.len() || out_ptrs.len() != *n_out {
-        return Err("eager region: buffer count does not match the plan's inputs and outputs".into());
-    }
-    for ((_, len), m) in in_ptrs.iter().zip(inputs) {
-        if *len != m.shape.iter().product::<i64>() as usize * m.dtype.byte_size() {
-            return Err("eager region: an input buffer's size does not match the plan".into());
-        }
-    }
-    eager_run_program(program, inputs, in_ptrs, out_ptrs)
-}
-
-/// Runs a loaded plan on caller-owned buffers (see `EagerPlans.run`).
+/// Runs a region's plan (never symbolic) on caller-owned buffers (address, bytes): every count
+/// and length is checked against the program before anything runs.
 fn eager_run_program(
     program: &CpuProgram,
-    inputs: &[ember_compiler::eager::Meta],
     in_ptrs: &[(usize, usize)],
     out_ptrs: &[(usize, usize)],
 ) -> Result<(), String> {
-    if program.is_fixed() {
-        // SAFETY: the caller passes live, contiguous buffers of the stated lengths (checked there).
-        return unsafe { program.run_fixed_sized(in_ptrs, out_ptrs) };
-    }
-    let shapes: Vec<Vec<usize>> = inputs.iter().map(|m| m.shape.iter().map(|&d| d as usize).collect()).collect();
-    let views: Vec<TensorView> = in_ptrs
-        .iter()
-        .zip(inputs)
-        .zip(&shapes)
-        // SAFETY: the Python caller passes live, contiguous buffers of `len` bytes (an empty
-        // tensor's address may be null, so it gets an empty slice instead).
-        .map(|(((ptr, len), m), shape)| TensorView {
-            dtype: m.dtype,
-            shape,
-            data: if *len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(*ptr as *const u8, *len) } },
-        })
-        .collect();
-    let outs: Vec<(*mut u8, usize)> = out_ptrs.iter().map(|&(p, n)| (p as *mut u8, n)).collect();
-    // SAFETY: the caller allocates each output as a fresh contiguous tensor of that length.
-    unsafe { program.run_into(&views, &outs) }.map(|_| ())
+    // SAFETY: the caller passes live, contiguous buffers of the stated lengths, the outputs fresh.
+    unsafe { program.run_fixed_sized(in_ptrs, out_ptrs) }
 }
 
 fn eager_arg(tag: &str, v: &Bound<'_, PyAny>) -> PyResult<ember_compiler::eager::Arg> {
@@ -428,13 +385,9 @@ impl EagerPlans {
                 Err(RegionError::Failed(m)) => return Err(err(m)),
             };
             let t0 = std::time::Instant::now();
-            eager_run_program(&program, &region.inputs, &in_ptrs, &out_ptrs).map_err(run_err)?;
+            eager_run_program(&program, &in_ptrs, &out_ptrs).map_err(run_err)?;
             cache.stats.run_seconds += t0.elapsed().as_secs_f64();
-            let handle = self.handles.lock().unwrap_or_else(|e| e.into_inner()).handle(
-                program,
-                &region.inputs,
-                region.outputs.len(),
-            );
+            let handle = self.handles.lock().unwrap_or_else(|e| e.into_inner()).handle(program);
             Ok((hit, vec![], handle))
         })
     }
@@ -453,7 +406,7 @@ impl EagerPlans {
                 return Ok(false);
             };
             let t0 = std::time::Instant::now();
-            run_handle_plan(&plan, &in_ptrs, &out_ptrs).map_err(run_err)?;
+            eager_run_program(&plan, &in_ptrs, &out_ptrs).map_err(run_err)?;
             let mut cache = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             cache.stats.hits += 1;
             cache.stats.run_seconds += t0.elapsed().as_secs_f64();
@@ -583,7 +536,7 @@ extern "C" fn native_compile(text: *const u8, len: usize, errbuf: *mut u8, cap: 
             Err(RegionError::Unsupported(ops)) => return Ok(Err(ops.join(","))),
             Err(RegionError::Failed(m)) => return Err(m),
         };
-        Ok(Ok(p.handles.handle(program, &region.inputs, region.outputs.len()) as i64))
+        Ok(Ok(p.handles.handle(program) as i64))
     });
     match r {
         Ok(Ok(h)) => h,
@@ -618,7 +571,7 @@ extern "C" fn native_run(
         let ins: Vec<(usize, usize)> = ip.iter().copied().zip(il.iter().copied()).collect();
         let outs: Vec<(usize, usize)> = op.iter().copied().zip(ol.iter().copied()).collect();
         let t0 = std::time::Instant::now();
-        run_handle_plan(&plan, &ins, &outs)?;
+        eager_run_program(&plan, &ins, &outs)?;
         native_plans().cache.stats.run_seconds += t0.elapsed().as_secs_f64();
         Ok(())
     });

@@ -361,20 +361,10 @@ def _traced(t) -> bool:
 _constants: dict = {}
 
 
-class _Unrecorded:
-    """Builds a cached constant outside the native eager recorder (a region would compute it
-    only in the loop's first iteration, so iterations would differ)."""
+def _paused():
+    from .deferred.native import paused
 
-    def __enter__(self):
-        from .deferred import native
-
-        self.ops = native._ops if native._ops is not None and native._ops.recording() else None
-        if self.ops is not None:
-            self.ops.leave()
-
-    def __exit__(self, *exc):
-        if self.ops is not None:
-            self.ops.enter(-1, False)
+    return paused()
 
 
 def scalar(value: float, like) -> torch.Tensor:
@@ -383,7 +373,7 @@ def scalar(value: float, like) -> torch.Tensor:
         return torch.scalar_tensor(value, dtype=like.dtype)
     key = ("scalar", value, like.dtype)
     if key not in _constants:
-        with _Unrecorded():
+        with _paused():  # built once, outside a region
             _constants[key] = torch.tensor(value, dtype=like.dtype)
     return _constants[key]
 
@@ -393,7 +383,7 @@ def causal_mask(L: int, S: int, like) -> torch.Tensor:
     key = ("causal", L, S, like.dtype, like.device)
     if not _traced(like) and key in _constants:
         return _constants[key]
-    with _Unrecorded() if not _traced(like) else contextlib.nullcontext():
+    with _paused() if not _traced(like) else contextlib.nullcontext():
         keep = torch.ones(L, S, dtype=torch.bool, device=like.device).tril()
         mask = torch.zeros(L, S, dtype=like.dtype, device=like.device).masked_fill(keep.logical_not(), float("-inf"))
     if not _traced(like):

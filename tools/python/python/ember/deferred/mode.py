@@ -9,6 +9,7 @@ import warnings
 import torch
 import torch.optim.optimizer as _optim
 
+from .native import paused
 from .recorder import _Recorder
 from .state import EagerError
 
@@ -150,11 +151,8 @@ class _Native:
                     # not recorded).
                     if ops.needs_flush(t):
                         ops.flush(_name)
-                    ops.leave()
-                    try:
+                    with paused():
                         return _orig(t, *a, **k)
-                    finally:
-                        ops.enter(-1, False)
 
                 setattr(torch.Tensor, name, synced)
         _Native.depth += 1

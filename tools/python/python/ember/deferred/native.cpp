@@ -444,16 +444,24 @@ void json_meta(std::ostringstream& o, const Value& v) {
   o << "],\"" << dtype_name(v.dtype) << "\"]";
 }
 
+// `[item(0),item(1),...]`.
+template <class F>
+void json_list(std::ostringstream& o, size_t n, F item) {
+  o << "[";
+  for (size_t j = 0; j < n; j++) {
+    if (j) o << ",";
+    item(j);
+  }
+  o << "]";
+}
+
 // Region ids: inputs first, then every op's results in order (`Region::from_json`).
 std::string region_json(const std::vector<int64_t>& rid, const std::vector<int64_t>& outputs) {
   auto& r = g_rec;
   std::ostringstream o;
-  o << "{\"inputs\":[";
-  for (size_t i = 0; i < r.input_vids.size(); i++) {
-    if (i) o << ",";
-    json_meta(o, r.values[r.input_vids[i]]);
-  }
-  o << "],\"ops\":[";
+  o << "{\"inputs\":";
+  json_list(o, r.input_vids.size(), [&](size_t i) { json_meta(o, r.values[r.input_vids[i]]); });
+  o << ",\"ops\":[";
   for (size_t k = 0; k < r.ops.size(); k++) {
     const auto& op = r.ops[k];
     const auto& args = op.info->op->schema().arguments();
@@ -468,48 +476,33 @@ std::string region_json(const std::vector<int64_t>& rid, const std::vector<int64
       if (t == "n") o << "null";
       else if (t == "t") o << rid[a.ids[0]];
       else if (t == "ts" || t == "ots") {
-        o << "[";
-        for (size_t j = 0; j < a.ids.size(); j++) {
-          if (j) o << ",";
+        json_list(o, a.ids.size(), [&](size_t j) {
           if (a.ids[j] < 0) o << "null";
           else o << rid[a.ids[j]];
-        }
-        o << "]";
+        });
       } else if (t == "i") o << a.v.toInt();
       else if (t == "f") json_float(o, a.v.toDouble());
       else if (t == "b") o << (a.v.toBool() ? "true" : "false");
       else if (t == "is") {
-        o << "[";
         auto l = a.v.toIntVector();
-        for (size_t j = 0; j < l.size(); j++) o << (j ? "," : "") << l[j];
-        o << "]";
+        json_list(o, l.size(), [&](size_t j) { o << l[j]; });
       } else if (t == "fs") {
-        o << "[";
         auto l = a.v.toDoubleVector();
-        for (size_t j = 0; j < l.size(); j++) {
-          if (j) o << ",";
-          json_float(o, l[j]);
-        }
-        o << "]";
+        json_list(o, l.size(), [&](size_t j) { json_float(o, l[j]); });
       } else if (t == "bs") {
-        o << "[";
         auto l = a.v.toBoolList();
-        for (size_t j = 0; j < l.size(); j++) o << (j ? "," : "") << (l.get(j) ? "true" : "false");
-        o << "]";
+        json_list(o, l.size(), [&](size_t j) { o << (l.get(j) ? "true" : "false"); });
       } else if (t == "s") o << "\"" << json_escape(a.v.toStringRef()) << "\"";
       else if (t == "dt") o << "\"" << dtype_name(a.v.toScalarType()) << "\"";
       o << "]";
     }
-    o << "],[";
-    for (size_t j = 0; j < op.outs.size(); j++) {
-      if (j) o << ",";
-      json_meta(o, r.values[op.outs[j]]);
-    }
-    o << "]]";
+    o << "],";
+    json_list(o, op.outs.size(), [&](size_t j) { json_meta(o, r.values[op.outs[j]]); });
+    o << "]";
   }
-  o << "],\"outputs\":[";
-  for (size_t i = 0; i < outputs.size(); i++) o << (i ? "," : "") << rid[outputs[i]];
-  o << "]}";
+  o << "],\"outputs\":";
+  json_list(o, outputs.size(), [&](size_t i) { o << rid[outputs[i]]; });
+  o << "}";
   return o.str();
 }
 
@@ -1805,17 +1798,16 @@ std::vector<double> stats() {
           st.flush_seconds};
 }
 
-std::string flush_reasons() {
+// `name\tcount` lines (`state._counts` reads them).
+std::string counts_text(const std::unordered_map<std::string, int64_t>& counts) {
   std::ostringstream o;
-  for (auto& [k, v] : g_rec.stats.flush_reasons) o << k << "\t" << v << "\n";
+  for (auto& [k, v] : counts) o << k << "\t" << v << "\n";
   return o.str();
 }
 
-std::string eager_ops() {
-  std::ostringstream o;
-  for (auto& [k, v] : g_rec.stats.eager_ops) o << k << "\t" << v << "\n";
-  return o.str();
-}
+std::string flush_reasons() { return counts_text(g_rec.stats.flush_reasons); }
+
+std::string eager_ops() { return counts_text(g_rec.stats.eager_ops); }
 
 void reset_stats(bool clear_plans) {
   g_rec.stats = Stats();

@@ -4,6 +4,7 @@ C++ compiler against the installed torch's headers, loaded as a torch op library
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -100,16 +101,26 @@ def _fast_kernel(func, fast):
         out = fast(_call, *args, **kwargs)
         if out is NotImplemented:
             # A form the decomposition leaves to torch: run it eagerly on real values.
-            o = ops()
-            o.flush(func.name())
-            o.leave()
-            try:
+            ops().flush(func.name())
+            with paused():
                 return func(*args, **kwargs)
-            finally:
-                o.enter(-1, False)
         return out
 
     return kernel
+
+
+@contextlib.contextmanager
+def paused():
+    """Recording off for the enclosed code (reading real memory, building a cached constant that
+    a region would otherwise compute only in a loop's first iteration), back on after."""
+    o = _ops if _ops is not None and _ops.recording() else None
+    if o is not None:
+        o.leave()
+    try:
+        yield
+    finally:
+        if o is not None:
+            o.enter(-1, False)
 
 
 def _call(func, *args, **kwargs):

@@ -184,13 +184,13 @@ class _Region:
                 donate[i] = j
         return donate
 
-    def _donatable(self, donate: dict[int, int], ins: list[torch.Tensor], outputs: list[int]) -> None:
-        """Checks each donation of a cached program against this run (the same write, a root read
-        once, its array held by nothing else: a root sharing it after a copy, say); where one does
-        not hold, the program is given a device copy of the input to consume instead."""
+    def _donatable(self, donate: dict[int, int], inputs: list[int], ins: list[torch.Tensor], outputs: list[int]) -> None:
+        """Checks a cached program's donations against this run (`_donations` of this run, each
+        donated array passed once and held by nothing else: a root sharing it after a copy, say);
+        where one does not hold, the program consumes a device copy of the input instead."""
         from .. import device
 
-        written = {id(t): v for t, _, v in self.pending.values()}
+        now = self._donations(inputs, outputs)
         # Inputs passed as their root's own array (`device.array`; a view is gathered into a new
         # one before the run): the donated array must not be another argument too.
         passed: dict[int, int] = {}
@@ -201,7 +201,7 @@ class _Region:
                     passed[id(a)] = passed.get(id(a), 0) + 1
         for i, j in donate.items():
             t = ins[i]
-            ok = written.get(id(t)) == outputs[j] and device.is_ember(t) and device._whole(t)
+            ok = now.get(i) == j
             if ok:
                 arr = device._state(t).array
                 # The root's reference, `arr` and getrefcount's own argument.
@@ -277,7 +277,7 @@ class _Region:
         prog = _xla_plans[key]
         ins = [self.ext[v] for v in inputs]
         if prog.donate:
-            self._donatable(prog.donate, ins, outputs)
+            self._donatable(prog.donate, inputs, ins, outputs)
         t0 = time.perf_counter()
         outs = prog.run(ins, [v in self.dev_vids for v in outputs])
         _xla_stats["run_seconds"] += time.perf_counter() - t0

@@ -57,7 +57,8 @@ _counters = {"flushes": 0, "ops_recorded": 0, "ops_replayed": 0, "regions_replay
 
 def stats() -> dict[str, Any]:
     """Plan-cache and recorder counters since the last ``reset_stats()``, of both recorders (the
-    native one records defer mode, the Python one the strict modes). ``flush_reasons`` and
+    native one records defer mode on the CPU, the Python one the strict modes and the tpu and
+    trainium targets). ``flush_reasons`` and
     ``eager_ops`` count the native recorder's flushes by reason and the ops it ran with torch
     eager, by op."""
     hits, misses, compile_s, run_s, plans = _plan_cache().stats()
