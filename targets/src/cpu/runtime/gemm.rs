@@ -2,7 +2,7 @@
 //! and f16/bf16 products accumulated in f32. Which library runs a product is a speed choice made
 //! here; the numerics each must match are torch's.
 
-use super::blas::{BlasOperand, HOST_BLAS};
+use super::blas::{self, BlasOperand, HOST_BLAS};
 use super::pool;
 use super::Program;
 use crate::cpu::plan::GemmStep;
@@ -89,7 +89,12 @@ impl Program {
         }
         let threads = pool::threads();
         let fits_i32 = [m, n, k].iter().all(|&d| d <= i32::MAX as usize);
-        if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32) {
+        // Where the crate's kernels are wider, it takes products with a row-major rhs. Not a
+        // transposed rhs (nn.Linear's `x @ W.T`: 1.0–1.5x MKL's time, packing included), nor a
+        // short contraction into a large output (an MLP's weight gradient, 4096×256·256×4096:
+        // 1.07–1.11x, where 2048×512·512×2048 took 0.93x and 512×256·256×2048 0.90x).
+        let crate_first = rcs == 1 && blas::crate_kernels_wider() && (k >= 512 || m * n < 1 << 22);
+        if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32 && !crate_first) {
             if let (Some(a), Some(b)) = (BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n)) {
                 let (batch, lbs, rbs) = (&batch, &lbs, &rbs);
                 let part = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
@@ -187,7 +192,12 @@ impl Program {
             }
         };
         let one = |bi: usize, par: gemm::Parallelism| part(bi, 0..m, 0..n, par);
-        if nb > 1 && threads > 1 && (nb.is_multiple_of(threads) || nb >= 4 * threads) {
+        // Waking the pool costs more than it saves below `small` multiply-adds: inside torch (a
+        // host BLAS registered) 2^20 (tiny GPT-2's LM head: 42 µs split, 19 on this thread; its
+        // 8 attention products of 16×16×16 wake torch's OpenMP team, whose spinning then slows
+        // the next kernels), else 2^18.
+        let small = if HOST_BLAS.get().is_some() { 1 << 20 } else { 64 * 64 * 64 };
+        if nb > 1 && threads > 1 && nb * m * n * k >= small && (nb.is_multiple_of(threads) || nb >= 4 * threads) {
             // Many small products (attention's per-head GEMMs): one per task, no split inside,
             // so the pool synchronizes once instead of once per product.
             pool::for_each(nb, &|bi| one(bi, gemm::Parallelism::None));
@@ -196,7 +206,7 @@ impl Program {
             // spinning ones: blocks of the product, one per team thread.
             split_over_pool(nb, m, n, threads, &|| {}, |bi, r, c| part(bi, r, c, gemm::Parallelism::None));
         } else {
-            let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+            let par = if m * n * k >= small { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
             (0..nb).for_each(|bi| one(bi, par));
         }
         drop(pack);
