@@ -210,6 +210,8 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("convolution",                          |cx, _| window::convolution(cx)),
     ("max_pool2d_with_indices",              |cx, _| window::max_pool(cx)),
     ("max_pool3d_with_indices",              |cx, _| window::max_pool(cx)),
+    ("max_pool2d_with_indices_backward",     |cx, _| scatter::max_pool_backward(cx, 2)),
+    ("max_pool3d_with_indices_backward",     |cx, _| scatter::max_pool_backward(cx, 3)),
     ("avg_pool2d",                           |cx, _| window::avg_pool(cx)),
     ("avg_pool3d",                           |cx, _| window::avg_pool(cx)),
     ("_adaptive_avg_pool2d",                 |cx, _| window::adaptive_avg_pool(cx)),

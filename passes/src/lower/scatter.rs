@@ -130,6 +130,31 @@ fn scatter_along(cx: &mut Cx, x: Value, index: Value, src: Value, d: usize, kind
     Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
 }
 
+/// max_pool{2,3}d_with_indices_backward(grad_output, self, ..., indices): each output's gradient
+/// added at its window's argmax, which `indices` holds as a flat position in the input plane, so
+/// one scatter-add into the input's shape with its pooled dims flattened (overlapping windows
+/// whose argmax coincides add up, as torch's kernel accumulates).
+pub fn max_pool_backward(cx: &mut Cx, spatial: usize) -> Lowered {
+    let grad = cx.arg("grad_output")?;
+    let x = cx.arg("self")?;
+    let indices = cx.arg("indices")?;
+    let (xt, gt) = (cx.tt(x), cx.tt(grad));
+    if !xt.is_static() || !gt.is_static() || xt.rank() < spatial || gt.rank() != xt.rank() {
+        return Ok(None);
+    }
+    let lead = xt.rank() - spatial;
+    let plane = |dims: &[SymExpr]| -> Vec<SymExpr> {
+        let n: i64 = dims[lead..].iter().map(|d| d.as_const().unwrap_or(0)).product();
+        dims[..lead].iter().cloned().chain([c(n)]).collect()
+    };
+    let zeros = cx.constf(0.0, xt.dtype, &plane(&xt.dims))?;
+    let index = cx.reshape(indices, &plane(&gt.dims))?;
+    let src = cx.reshape(grad, &plane(&gt.dims))?;
+    let src = cx.convert(src, xt.dtype)?;
+    let Some(r) = scatter_along(cx, zeros, index, src, lead, "sum", true)? else { return Ok(None) };
+    Ok(Some(vec![cx.reshape(r[0], &xt.dims)?]))
+}
+
 /// index_reduce(self, dim, index, source, reduce, include_self): `source`'s slice i along `dim`
 /// combined into `self`'s slice index[i] (prod, mean, amax, amin), as scatter_reduce with the
 /// 1-D index broadcast over `source`'s other dims. A scalar `self` is a 1-element vector.

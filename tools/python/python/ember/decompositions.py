@@ -10,8 +10,8 @@ where the op returns its log-sum-exp. In a training graph autograd saves that ou
 without checking its shape: every gradient below an attention layer comes out silently wrong
 (a transformers GPT-2 trained under ``torch.compile`` got |ember − eager| > |grad| from the last
 block's ``c_attn`` down). ``table()`` replaces it with one that returns the log-sum-exp, and
-decomposes the backward from it; it also decomposes the backward ops core ATen keeps
-(max pooling; convolution off the CPU) and the optimizers' `_foreach_*` ops into ops Ember lowers,
+decomposes the backward from it; it also decomposes the convolution's backward off the CPU
+(which core ATen keeps) and the optimizers' `_foreach_*` ops into ops Ember lowers,
 and `nll_loss`'s backward as a one-hot select rather than torch's scatter.
 """
 
@@ -46,13 +46,11 @@ def table(target: str = "cpu") -> dict:
     t = core_aten()
     t[_FLASH] = functools.partial(sdpa_cpu, _call)
     t[_FLASH_BACKWARD] = functools.partial(sdpa_cpu_backward, _call)
-    # Core ATen keeps these (Ember has no lowering of its own for them). On the CPU the
+    # Core ATen keeps it (Ember has no lowering of its own for it). On the CPU the
     # convolution's backward runs with torch's kernel instead (backend._EXTERN).
     if target != "cpu":
         t[aten.convolution_backward.default] = functools.partial(convolution_backward, _call)
     t[aten.nll_loss_backward.default] = functools.partial(nll_loss_backward, _call)
-    t[aten.max_pool2d_with_indices_backward.default] = functools.partial(max_pool_backward(2), _call)
-    t[aten.max_pool3d_with_indices_backward.default] = functools.partial(max_pool_backward(3), _call)
     for name in dir(aten):
         if name.startswith("_foreach_") and not name.endswith("_"):
             packet = getattr(aten, name)
@@ -286,21 +284,6 @@ def nll_loss_backward(op, grad, x, target, weight, reduction, ignore_index, tota
     if weight is not None:
         neg = op(aten.mul.Tensor, neg, op(aten.unsqueeze.default, weight, 0))
     return op(aten.where.self, hit, neg, scalar(0.0, x))
-
-
-def max_pool_backward(spatial: int):
-    """Max pooling's gradient over `spatial` trailing dims: each output's gradient added at its
-    window's argmax (`indices`, a flat position in the input plane), one scatter-add over the
-    flattened spatial dims."""
-
-    def backward(op, grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
-        lead = x.dim() - spatial
-        shape = list(x.shape[:lead])
-        zeros = torch.zeros(shape + [math.prod(x.shape[lead:])], dtype=x.dtype, device=x.device)
-        flat = op(aten.scatter_add.default, zeros, lead, op(aten.reshape.default, indices, shape + [-1]), op(aten.reshape.default, grad, shape + [-1]))
-        return op(aten.reshape.default, flat, list(x.shape))
-
-    return backward
 
 
 _FOREACH_BINARY = {"add", "sub", "mul", "div"}

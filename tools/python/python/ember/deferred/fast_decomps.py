@@ -208,6 +208,4 @@ _FAST = {
     "aten.tensor_split.sections": _tensor_split,
     "aten.tensor_split.indices": _tensor_split,
     "aten._weight_norm_interface_backward.default": _weight_norm_backward,
-    "aten.max_pool2d_with_indices_backward.default": decompositions.max_pool_backward(2),
-    "aten.max_pool3d_with_indices_backward.default": decompositions.max_pool_backward(3),
 }
