@@ -1,6 +1,6 @@
 //! Constants (`ten.constant`), ranges (`ten.iota`), dtype conversions and identities.
 
-use super::build::{Cx, Lowered};
+use super::build::{c, Cx, Lowered};
 use ember_ir::attr::Attr;
 use ember_ir::dialect::ten::TenOp;
 use ember_ir::DType;
@@ -13,7 +13,9 @@ pub fn fill(cx: &mut Cx, name: &str) -> Lowered {
         "full" | "full_like" => cx.attr("fill_value"),
         "scalar_tensor" => cx.attr("s"),
         "fill.Scalar" => cx.attr("value"),
-        "zeros" | "zeros_like" | "empty.memory_format" | "empty_strided" | "empty_permuted" => Some(Attr::Int(0)),
+        "zeros" | "zeros_like" | "empty.memory_format" | "empty_strided" | "empty_permuted" | "new_empty_strided" => {
+            Some(Attr::Int(0))
+        }
         _ => Some(Attr::Int(1)),
     };
     let value = value.ok_or_else(|| cx.err("missing fill value"))?;
@@ -72,4 +74,47 @@ pub fn dropout(cx: &mut Cx) -> Lowered {
     let x = cx.arg("input")?;
     let mask = cx.out(1)?;
     Ok(Some(vec![x, cx.constant(&Attr::Bool(true), DType::Bool, &mask.dims)?]))
+}
+
+/// tril_indices/triu_indices(row, col, offset): the [2, N] (row, column) positions of the
+/// triangle (c - r <= offset, or >= for triu) in row-major order. Every position of the
+/// [row, col] grid goes to its rank among the kept ones (a running count of the mask), the
+/// others out of range, where the scatter skips them.
+pub fn tri_indices(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let (rows, cols, offset) = (cx.int("row")?, cx.int("col")?, cx.int_or("offset", 0)?);
+    let n = match t.dims.as_slice() {
+        [_, n] => n.as_const().ok_or_else(|| cx.err("the number of indices must be static"))?,
+        _ => return Err(cx.err("the result must be [2, N]")),
+    };
+    if n == 0 || rows <= 0 || cols <= 0 {
+        return Ok(Some(vec![cx.constant(&Attr::Int(0), t.dtype, &t.dims)?]));
+    }
+    let (grid, flat, out) = ([c(rows), c(cols)], [c(rows * cols)], [c(n)]);
+    let iota = |cx: &mut Cx, dim: i64| {
+        cx.emit(
+            TenOp::Iota,
+            vec![],
+            vec![("shape", Attr::dims(grid.to_vec())), ("dim", Attr::Int(dim)), ("dtype", Attr::DType(DType::I64))],
+        )
+    };
+    let (r, col) = (iota(cx, 0)?, iota(cx, 1)?);
+    let diff = cx.binary(TenOp::Sub, col, r)?;
+    let k = cx.constant(&Attr::Int(offset), DType::I64, &grid)?;
+    let keep = cx.compare(if name == "tril_indices" { "LE" } else { "GE" }, diff, k)?;
+    let keep = cx.reshape(keep, &flat)?;
+    let ones = cx.convert(keep, DType::I64)?;
+    let rank = cx.emit(TenOp::Cumsum, vec![ones], vec![("dim", Attr::Int(0))])?;
+    let rank = cx.binary_scalar(TenOp::Sub, rank, 1.0)?;
+    let skip = cx.constant(&Attr::Int(n), DType::I64, &flat)?;
+    let at = cx.select(keep, rank, skip)?;
+    let mut parts = vec![];
+    for v in [r, col] {
+        let v = cx.reshape(v, &flat)?;
+        let base = cx.constant(&Attr::Int(0), DType::I64, &out)?;
+        let v = cx.emit(TenOp::Scatter, vec![base, at, v], vec![("kind", Attr::Str("set".into()))])?;
+        parts.push(cx.reshape(v, &[c(1), c(n)])?);
+    }
+    let both = cx.emit(TenOp::Concat, parts, vec![("dim", Attr::Int(0))])?;
+    Ok(Some(vec![cx.convert(both, t.dtype)?]))
 }

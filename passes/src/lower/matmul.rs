@@ -1,4 +1,4 @@
-//! mm, bmm, addmm and addbmm as `ten.dot_general`.
+//! mm, bmm, addmm, addmv and addbmm as `ten.dot_general`.
 
 use super::build::{Cx, Lowered};
 use ember_ir::attr::Attr;
@@ -84,5 +84,21 @@ pub fn addbmm(cx: &mut Cx) -> Lowered {
     let lhs = cx.reshape(lhs, &[t1.dims[1].clone(), bk.clone()])?;
     let rhs = cx.reshape(b2, &[bk, t2.dims[2].clone()])?;
     let p = dot(cx, lhs, rhs, &[], 1, 0, true)?;
+    scale_and_add(cx, p, &t)
+}
+
+/// addmv: beta·self + alpha·(mat @ vec), the vector as a one-column matrix.
+pub fn addmv(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let (mat, vec) = (cx.arg("mat")?, cx.arg("vec")?);
+    let (mt, vt) = (cx.tt(mat), cx.tt(vec));
+    if mt.rank() != 2 || vt.rank() != 1 {
+        return Err(cx.err("addmv takes a 2-d mat and a 1-d vec"));
+    }
+    let mat = cx.convert(mat, t.dtype)?;
+    let vec = cx.convert(vec, t.dtype)?;
+    let col = cx.reshape(vec, &[vt.dims[0].clone(), ember_ir::SymExpr::Const(1)])?;
+    let p = dot(cx, mat, col, &[], 1, 0, true)?;
+    let p = cx.reshape(p, &t.dims)?;
     scale_and_add(cx, p, &t)
 }

@@ -225,6 +225,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("bmm",                                  matmul::matmul),
     ("addmm",                                matmul::matmul),
     ("addbmm",                               |cx, _| matmul::addbmm(cx)),
+    ("addmv",                                |cx, _| matmul::addmv(cx)),
     // Layout: reshapes, transposes, broadcasts, slices, concatenation, gathers.
     ("view",                                 |cx, _| shape::reshape(cx)),
     ("view_copy",                            |cx, _| shape::reshape(cx)),
@@ -281,6 +282,9 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("scalar_tensor",                        create::fill),
     ("zeros",                                create::fill),
     ("zeros_like",                           create::fill),
+    ("new_empty_strided",                    create::fill),
+    ("tril_indices",                         create::tri_indices),
+    ("triu_indices",                         create::tri_indices),
     ("ones",                                 create::fill),
     ("ones_like",                            create::fill),
     ("fill.Scalar",                          create::fill),
