@@ -262,6 +262,8 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("topk",                                 shape::sort),
     ("as_strided",                           |cx, _| shape::as_strided(cx)),
     ("as_strided_copy",                      |cx, _| shape::as_strided(cx)),
+    ("as_strided_scatter",                   |cx, _| shape::as_strided_scatter(cx)),
+    ("put",                                  |cx, _| shape::put(cx)),
     ("unfold",                               |cx, _| shape::unfold(cx)),
     ("diagonal",                             |cx, _| shape::diagonal(cx)),
     ("diagonal_copy",                        |cx, _| shape::diagonal(cx)),

@@ -530,6 +530,12 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
 
 /// The elements of `flat` at `offset + sum_k iota_k * strides[k]` over a result of `dims`.
 fn gather_strided(cx: &mut Cx, flat: Value, dims: &[SymExpr], strides: &[i64], offset: i64) -> Result<Value, String> {
+    let lin = strided_positions(cx, dims, strides, offset)?;
+    cx.emit(TenOp::Gather, vec![flat, lin], vec![("dim", Attr::Int(0))])
+}
+
+/// `offset + sum_k iota_k * strides[k]` over `dims`: the row-major positions a strided view reads.
+fn strided_positions(cx: &mut Cx, dims: &[SymExpr], strides: &[i64], offset: i64) -> Result<Value, String> {
     let mut lin = cx.constf(offset as f64, DType::I64, dims)?;
     for (k, &s) in strides.iter().enumerate() {
         if s == 0 || dims[k] == c(1) {
@@ -547,7 +553,75 @@ fn gather_strided(cx: &mut Cx, flat: Value, dims: &[SymExpr], strides: &[i64], o
         let term = if s != 1 { cx.binary_scalar(TenOp::Mul, io, s as f64)? } else { io };
         lin = cx.emit(TenOp::Add, vec![lin, term], vec![])?;
     }
-    cx.emit(TenOp::Gather, vec![flat, lin], vec![("dim", Attr::Int(0))])
+    Ok(lin)
+}
+
+/// as_strided_scatter(self, src, size, stride, storage_offset): `self` with `src` written where
+/// as_strided(size, stride, storage_offset) of it reads (`strided_positions` into its row-major
+/// elements). Only for a function input, whose storage is row-major; a computed `self`, whose
+/// storage torch may lay out otherwise, stays a torch op.
+pub fn as_strided_scatter(cx: &mut Cx) -> Lowered {
+    let (x, src) = (cx.arg("self")?, cx.arg("src")?);
+    let (xt, st) = (cx.tt(x), cx.tt(src));
+    if !xt.is_static() || !st.is_static() || cx.m.defining_op(x).is_some() {
+        return Ok(None);
+    }
+    let Some(strides) = cx
+        .attr("stride")
+        .and_then(|a| a.as_dims())
+        .and_then(|v| v.iter().map(SymExpr::as_const).collect::<Option<Vec<i64>>>())
+    else {
+        return Ok(None);
+    };
+    let offset = match cx.attr("storage_offset").map(|a| a.as_sym().and_then(|s| s.as_const())) {
+        Some(Some(o)) => o,
+        Some(None) => return Ok(None),
+        None => 0,
+    };
+    let dims = st.static_shape().unwrap_or_default();
+    if strides.len() != dims.len() {
+        return Err(cx.err(&format!("{} strides for {} sizes", strides.len(), dims.len())));
+    }
+    let numel = xt.static_shape().unwrap_or_default().iter().product::<i64>();
+    let last = dims.iter().zip(&strides).fold(0i64, |a, (&d, &s)| a.saturating_add((d - 1).max(0).saturating_mul(s)));
+    if st.numel() == c(0) {
+        return Ok(Some(vec![x]));
+    }
+    if offset < 0 || strides.iter().any(|&s| s < 0) || offset.saturating_add(last) >= numel {
+        return Err(cx.err(&format!("as_strided_scatter reads past the {numel} elements of `self`")));
+    }
+    let lin = strided_positions(cx, &st.dims, &strides, offset)?;
+    let flat = cx.reshape(x, &[c(numel)])?;
+    let src = cx.convert(src, xt.dtype)?;
+    let r = cx.emit(TenOp::Scatter, vec![flat, lin, src], vec![("kind", Attr::Str("set".into()))])?;
+    Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
+}
+
+/// put(self, index, source, accumulate): `source` written (added with `accumulate`) at the
+/// elements `index` names in `self`'s row-major order, negative indices from the end.
+pub fn put(cx: &mut Cx) -> Lowered {
+    let (x, index, source) = (cx.arg("self")?, cx.arg("index")?, cx.arg("source")?);
+    let (xt, it) = (cx.tt(x), cx.tt(index));
+    if !xt.is_static() || !it.is_static() || !cx.tt(source).is_static() {
+        return Ok(None);
+    }
+    let (numel, n) = (xt.numel(), it.numel());
+    if n == c(0) {
+        return Ok(Some(vec![x]));
+    }
+    let flat = cx.reshape(x, &[numel.clone()])?;
+    let idx = cx.reshape(index, &[n.clone()])?;
+    let idx = cx.convert(idx, DType::I64)?;
+    let zero = cx.constf(0.0, DType::I64, &[n.clone()])?;
+    let neg = cx.compare("LT", idx, zero)?;
+    let size = cx.constant(&Attr::Int(numel.as_const().unwrap_or(0)), DType::I64, &[n.clone()])?;
+    let wrapped = cx.binary(TenOp::Add, idx, size)?;
+    let idx = cx.select(neg, wrapped, idx)?;
+    let src = cx.reshape(source, &[n])?;
+    let src = cx.convert(src, xt.dtype)?;
+    let kind = if cx.bool_or("accumulate", false) { "sum" } else { "set" };
+    let r = cx.emit(TenOp::Scatter, vec![flat, idx, src], vec![("kind", Attr::Str(kind.into()))])?;
+    Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
 }
 
 /// unfold(self, dimension, size, step): windows of `size` every `step` along `dimension`, as
