@@ -609,7 +609,7 @@ pub fn put(cx: &mut Cx) -> Lowered {
     if n == c(0) {
         return Ok(Some(vec![x]));
     }
-    let flat = cx.reshape(x, &[numel.clone()])?;
+    let flat = cx.reshape(x, std::slice::from_ref(&numel))?;
     let idx = cx.reshape(index, &[n.clone()])?;
     let idx = cx.convert(idx, DType::I64)?;
     let zero = cx.constf(0.0, DType::I64, &[n.clone()])?;
