@@ -610,14 +610,15 @@ pub fn put(cx: &mut Cx) -> Lowered {
         return Ok(Some(vec![x]));
     }
     let flat = cx.reshape(x, std::slice::from_ref(&numel))?;
-    let idx = cx.reshape(index, &[n.clone()])?;
+    let vshape = [n];
+    let idx = cx.reshape(index, &vshape)?;
     let idx = cx.convert(idx, DType::I64)?;
-    let zero = cx.constf(0.0, DType::I64, &[n.clone()])?;
+    let zero = cx.constf(0.0, DType::I64, &vshape)?;
     let neg = cx.compare("LT", idx, zero)?;
-    let size = cx.constant(&Attr::Int(numel.as_const().unwrap_or(0)), DType::I64, &[n.clone()])?;
+    let size = cx.constant(&Attr::Int(numel.as_const().unwrap_or(0)), DType::I64, &vshape)?;
     let wrapped = cx.binary(TenOp::Add, idx, size)?;
     let idx = cx.select(neg, wrapped, idx)?;
-    let src = cx.reshape(source, &[n])?;
+    let src = cx.reshape(source, &vshape)?;
     let src = cx.convert(src, xt.dtype)?;
     let kind = if cx.bool_or("accumulate", false) { "sum" } else { "set" };
     let r = cx.emit(TenOp::Scatter, vec![flat, idx, src], vec![("kind", Attr::Str(kind.into()))])?;
