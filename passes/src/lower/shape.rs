@@ -472,6 +472,16 @@ pub fn diagonal(cx: &mut Cx) -> Lowered {
     Ok(Some(vec![v]))
 }
 
+/// The `stride` and `storage_offset` attributes of an as_strided-style op, when static.
+fn static_view(cx: &Cx) -> Option<(Vec<i64>, i64)> {
+    let strides = cx.attr("stride")?.as_dims()?.iter().map(SymExpr::as_const).collect::<Option<Vec<i64>>>()?;
+    let offset = match cx.attr("storage_offset") {
+        Some(a) => a.as_sym()?.as_const()?,
+        None => 0,
+    };
+    Some((strides, offset))
+}
+
 /// as_strided(self, size, stride, storage_offset): one `ten.gather` from `self`'s storage at
 /// `offset + sum_k iota_k * stride_k`. A function input's storage is its row-major elements
 /// (Ember's inputs are dense). A computed value's storage is laid out as eager laid it out, which
@@ -496,18 +506,7 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
         };
         order
     };
-    let Some(strides) = cx
-        .attr("stride")
-        .and_then(|a| a.as_dims())
-        .and_then(|v| v.iter().map(SymExpr::as_const).collect::<Option<Vec<i64>>>())
-    else {
-        return Ok(None);
-    };
-    let offset = match cx.attr("storage_offset").map(|a| a.as_sym().and_then(|s| s.as_const())) {
-        Some(Some(o)) => o,
-        Some(None) => return Ok(None),
-        None => 0,
-    };
+    let Some((strides, offset)) = static_view(cx) else { return Ok(None) };
     if strides.len() != t.rank() {
         return Err(cx.err(&format!("{} strides for {} sizes", strides.len(), t.rank())));
     }
@@ -566,18 +565,7 @@ pub fn as_strided_scatter(cx: &mut Cx) -> Lowered {
     if !xt.is_static() || !st.is_static() || cx.m.defining_op(x).is_some() {
         return Ok(None);
     }
-    let Some(strides) = cx
-        .attr("stride")
-        .and_then(|a| a.as_dims())
-        .and_then(|v| v.iter().map(SymExpr::as_const).collect::<Option<Vec<i64>>>())
-    else {
-        return Ok(None);
-    };
-    let offset = match cx.attr("storage_offset").map(|a| a.as_sym().and_then(|s| s.as_const())) {
-        Some(Some(o)) => o,
-        Some(None) => return Ok(None),
-        None => 0,
-    };
+    let Some((strides, offset)) = static_view(cx) else { return Ok(None) };
     let dims = st.static_shape().unwrap_or_default();
     if strides.len() != dims.len() {
         return Err(cx.err(&format!("{} strides for {} sizes", strides.len(), dims.len())));
