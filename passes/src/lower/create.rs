@@ -90,7 +90,8 @@ pub fn tri_indices(cx: &mut Cx, name: &str) -> Lowered {
     if n == 0 || rows <= 0 || cols <= 0 {
         return Ok(Some(vec![cx.constant(&Attr::Int(0), t.dtype, &t.dims)?]));
     }
-    let (grid, flat, out) = ([c(rows), c(cols)], [c(rows * cols)], [c(n)]);
+    let cells = rows.checked_mul(cols).ok_or_else(|| cx.err(&format!("a {rows}x{cols} grid overflows")))?;
+    let (grid, flat, out) = ([c(rows), c(cols)], [c(cells)], [c(n)]);
     let iota = |cx: &mut Cx, dim: i64| {
         cx.emit(
             TenOp::Iota,

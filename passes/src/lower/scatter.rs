@@ -143,13 +143,15 @@ pub fn max_pool_backward(cx: &mut Cx, spatial: usize) -> Lowered {
         return Ok(None);
     }
     let lead = xt.rank() - spatial;
-    let plane = |dims: &[SymExpr]| -> Vec<SymExpr> {
-        let n: i64 = dims[lead..].iter().map(|d| d.as_const().unwrap_or(0)).product();
-        dims[..lead].iter().cloned().chain([c(n)]).collect()
+    let plane = |cx: &Cx, dims: &[SymExpr]| -> Result<Vec<SymExpr>, String> {
+        let n = dims[lead..].iter().try_fold(1i64, |a, d| a.checked_mul(d.as_const()?));
+        let n = n.ok_or_else(|| cx.err("the pooled planes' size overflows"))?;
+        Ok(dims[..lead].iter().cloned().chain([c(n)]).collect())
     };
-    let zeros = cx.constf(0.0, xt.dtype, &plane(&xt.dims))?;
-    let index = cx.reshape(indices, &plane(&gt.dims))?;
-    let src = cx.reshape(grad, &plane(&gt.dims))?;
+    let (xp, gp) = (plane(cx, &xt.dims)?, plane(cx, &gt.dims)?);
+    let zeros = cx.constf(0.0, xt.dtype, &xp)?;
+    let index = cx.reshape(indices, &gp)?;
+    let src = cx.reshape(grad, &gp)?;
     let src = cx.convert(src, xt.dtype)?;
     let Some(r) = scatter_along(cx, zeros, index, src, lead, "sum", true)? else { return Ok(None) };
     Ok(Some(vec![cx.reshape(r[0], &xt.dims)?]))
