@@ -115,6 +115,54 @@ pub fn remainder(cx: &mut Cx) -> Lowered {
     Ok(Some(vec![cx.select(fix, rb, r)?]))
 }
 
+/// bitwise_left_shift / bitwise_right_shift as torch's CPU kernels define them, with no shift
+/// op: 2^b is the product of 2^(2^k) over the set bits k of b, a << b is a·2^b (wrapping, as the
+/// kernel's unsigned shift), a >> b is ⌊a / 2^b⌋ (the truncated quotient, one less where a
+/// negative a leaves a remainder). A b below 0 or of at least the width gives 0 (left) or
+/// a >> (width - 1) for a signed type, 0 for uint8 (right).
+pub fn shift(cx: &mut Cx, left: bool) -> Lowered {
+    let (a, b) = operands_as_result(cx)?;
+    let t = cx.tt(a);
+    if !t.dtype.is_int() || t.dtype == DType::Bool {
+        return Ok(None);
+    }
+    let bits = 8 * t.dtype.byte_size() as i64;
+    let signed = t.dtype != DType::U8;
+    // The largest in-range shift: a signed right shift keeps the sign bit.
+    let max = if left || !signed { bits } else { bits - 1 };
+    let zero = cx.splat_like(0.0, b)?;
+    let one = cx.splat_like(1.0, b)?;
+    let mut pow = one;
+    for k in 0..bits.trailing_zeros() {
+        let bit = cx.constant(&Attr::Int(1 << k), t.dtype, &t.dims)?;
+        let set = cx.emit(TenOp::And, vec![b, bit], vec![])?;
+        let set = cx.compare("NE", set, zero)?;
+        // 2^(2^k) for k < 6; in i64 the last factor, 2^32, fits.
+        let factor = cx.constant(&Attr::Int(1i64 << (1i64 << k)), t.dtype, &t.dims)?;
+        let f = cx.select(set, factor, one)?;
+        pow = cx.emit(TenOp::Mul, vec![pow, f], vec![])?;
+    }
+    let neg_b = cx.compare("LT", b, zero)?;
+    let limit = cx.constant(&Attr::Int(max), t.dtype, &t.dims)?;
+    let big = cx.compare("GE", b, limit)?;
+    let out_of_range = cx.emit(TenOp::Or, vec![neg_b, big], vec![])?;
+    let (value, fallback) = if left {
+        (cx.emit(TenOp::Mul, vec![a, pow], vec![])?, zero)
+    } else {
+        let q = cx.emit(TenOp::Div, vec![a, pow], vec![])?;
+        let r = cx.emit(TenOp::Rem, vec![a, pow], vec![])?;
+        let (r_nonzero, a_neg) = (cx.compare("NE", r, zero)?, cx.compare("LT", a, zero)?);
+        let down = cx.emit(TenOp::And, vec![r_nonzero, a_neg], vec![])?;
+        let q1 = cx.emit(TenOp::Sub, vec![q, one], vec![])?;
+        let floor = cx.select(down, q1, q)?;
+        // Past the width: the sign (-1 or 0) for signed types, 0 for uint8.
+        let minus = cx.splat_like(-1.0, a)?;
+        let sign = if signed { cx.select(a_neg, minus, zero)? } else { zero };
+        (floor, sign)
+    };
+    Ok(Some(vec![cx.select(out_of_range, fallback, value)?]))
+}
+
 /// pow with a scalar exponent: 1 is the identity, small integers products (x^3 = x*x*x, as in
 /// GELU's tanh form; a pow call per element would not vectorize), 0.5 a square root.
 pub fn pow_scalar(cx: &mut Cx) -> Lowered {
