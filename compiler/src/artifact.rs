@@ -118,6 +118,9 @@ pub struct Io {
     /// For a result that is a functionalized in-place update rather than a user output:
     /// `input NAME` or `buffer NAME`, the value NAME holds after the call.
     pub mutates: Option<String>,
+    /// A complex input or output, whose `dtype` and `dims` are those of its real view (a trailing
+    /// dim of 2): `.npz` files hold it as complex64/complex128.
+    pub complex: bool,
 }
 
 /// `@main`'s arguments split into user inputs and weights, with every weight packed into one
@@ -149,6 +152,7 @@ pub fn pack(
             dtype: t.dtype.mlir_name().into(),
             dims: t.dim_strings(),
             mutates: None,
+            complex: attrs.contains_key(crate::frontend::COMPLEX_ATTR),
         };
         if let Some(Attr::Str(name)) = attrs.get("ember.input") {
             p.inputs.push(io(name));
@@ -190,7 +194,15 @@ pub fn pack(
         let mutates = of("ember.input_mutation")
             .map(|n| format!("input {n}"))
             .or_else(|| of("ember.buffer_mutation").map(|n| format!("buffer {n}")));
-        p.outputs.push(Io { index: i, name, dtype: t.dtype.mlir_name().into(), dims: t.dim_strings(), mutates });
+        let complex = ra.is_some_and(|a| a.contains_key(crate::frontend::COMPLEX_ATTR));
+        p.outputs.push(Io {
+            index: i,
+            name,
+            dtype: t.dtype.mlir_name().into(),
+            dims: t.dim_strings(),
+            mutates,
+            complex,
+        });
     }
     Ok(p)
 }

@@ -62,9 +62,18 @@ impl Target for Cpu {
         let mut arrays = crate::npz::read_npz(inputs)?;
         let mut args = Vec::new();
         for (i, info) in prog.manifest.inputs.iter().enumerate() {
-            let t = arrays.remove(&format!("arg{i}")).ok_or_else(|| {
-                format!("`{}` has no array `arg{i}` for input {i} (`{}`)", inputs.display(), info.name)
+            let key = format!("arg{i}");
+            let t = arrays.remove(&key).ok_or_else(|| {
+                format!("`{}` has no array `{key}` for input {i} (`{}`)", inputs.display(), info.name)
             })?;
+            if arrays.complex.contains(&key) != info.complex {
+                let (want, got) = if info.complex { ("complex", "real") } else { ("real", "complex") };
+                return Err(format!(
+                    "`{}`: `{key}` is {got}, but input {i} (`{}`) is {want}",
+                    inputs.display(),
+                    info.name
+                ));
+            }
             args.push(t);
         }
         let mut outs = prog.run(&args).map_err(|e| format!("`{}`: {e}", inputs.display()))?;
@@ -90,7 +99,8 @@ impl Target for Cpu {
         }
         let mutates: Vec<Option<String>> = prog.manifest.outputs.iter().map(|o| o.mutates.clone()).collect();
         let named: Vec<(String, _)> = crate::artifact::output_array_names(&mutates).into_iter().zip(outs).collect();
-        crate::npz::write_npz(outputs, &named)?;
+        let complex = named.iter().zip(&prog.manifest.outputs).filter(|(_, o)| o.complex).map(|((n, _), _)| n.clone());
+        crate::npz::write_npz(outputs, &named, &complex.collect())?;
         Ok(Ran { notes, exit_code: 0 })
     }
 }
@@ -149,6 +159,7 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
         dtype: x.dtype.clone(),
         dims: x.dims.clone(),
         mutates: x.mutates.clone(),
+        complex: x.complex,
     };
     let mut manifest = Manifest {
         format_version: format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR),

@@ -2,7 +2,7 @@
 
 use ember_ir::types::DType;
 use ember_targets::cpu::HostTensor;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
 
@@ -30,13 +30,44 @@ fn from_descr(s: &str) -> Option<DType> {
     DType::ALL.into_iter().find(|&d| descr(d).map(norm) == Some(norm(s)))
 }
 
-pub fn read_npz(path: &Path) -> Result<BTreeMap<String, HostTensor>, String> {
+/// The complex dtypes numpy writes, by the dtype of their parts.
+fn complex_descr(part: DType) -> Option<&'static str> {
+    match part {
+        DType::F32 => Some("<c8"),
+        DType::F64 => Some("<c16"),
+        _ => None,
+    }
+}
+
+/// The arrays of an `.npz` file, by name. A complex64/complex128 array is its real view: f32/f64
+/// (real, imaginary) pairs in a trailing dim of 2, the bytes numpy stores (and how Ember's
+/// artifacts take complex inputs and return complex outputs); `complex` names those arrays.
+#[derive(Debug, Default)]
+pub struct Npz {
+    pub arrays: BTreeMap<String, HostTensor>,
+    pub complex: BTreeSet<String>,
+}
+
+impl std::ops::Deref for Npz {
+    type Target = BTreeMap<String, HostTensor>;
+    fn deref(&self) -> &Self::Target {
+        &self.arrays
+    }
+}
+
+impl std::ops::DerefMut for Npz {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.arrays
+    }
+}
+
+pub fn read_npz(path: &Path) -> Result<Npz, String> {
     let shown = path.display();
     let f = std::fs::File::open(path).map_err(|e| format!("cannot open `{shown}`: {e}"))?;
     let file_len = f.metadata().map_err(|e| format!("cannot read `{shown}`: {e}"))?.len();
     let mut z = zip::ZipArchive::new(&f).map_err(|e| format!("`{shown}` is not an .npz file: {e}"))?;
     crate::zip_entry::check_unique_names(&f, z.len()).map_err(|e| format!("`{shown}` {e}"))?;
-    let mut out = BTreeMap::new();
+    let mut out = Npz::default();
     for i in 0..z.len() {
         let mut entry = z.by_index(i).map_err(|e| format!("`{shown}`: {e}"))?;
         let name = entry.name().strip_suffix(".npy").unwrap_or(entry.name()).to_string();
@@ -49,9 +80,16 @@ pub fn read_npz(path: &Path) -> Result<BTreeMap<String, HostTensor>, String> {
         if h.fortran_order {
             return Err(format!("`{shown}`: `{name}` is Fortran-ordered; save it C-contiguous (np.ascontiguousarray)"));
         }
-        let dtype = from_descr(&h.descr)
+        let part = [DType::F32, DType::F64].into_iter().find(|&d| complex_descr(d) == Some(h.descr.as_str()));
+        let dtype = part
+            .or_else(|| from_descr(&h.descr))
             .ok_or_else(|| format!("`{shown}`: `{name}` has dtype `{}`, which Ember does not read", h.descr))?;
-        let nbytes = h.shape.iter().try_fold(dtype.byte_size(), |n, &d| n.checked_mul(d));
+        let mut shape = h.shape;
+        if part.is_some() {
+            shape.push(2);
+            out.complex.insert(name.clone());
+        }
+        let nbytes = shape.iter().try_fold(dtype.byte_size(), |n, &d| n.checked_mul(d));
         let data = &bytes[h.data_start..];
         if nbytes != Some(data.len()) {
             let need =
@@ -59,11 +97,15 @@ pub fn read_npz(path: &Path) -> Result<BTreeMap<String, HostTensor>, String> {
             return Err(format!(
                 "`{shown}`: `{name}` holds {} bytes of data, but a {} array of shape {:?} needs {need}",
                 data.len(),
-                dtype.torch_name(),
-                h.shape
+                match part {
+                    Some(DType::F32) => "complex64",
+                    Some(_) => "complex128",
+                    None => dtype.torch_name(),
+                },
+                &shape[..shape.len() - part.is_some() as usize]
             ));
         }
-        out.insert(name, HostTensor { dtype, shape: h.shape, data: data.to_vec() });
+        out.insert(name, HostTensor { dtype, shape, data: data.to_vec() });
     }
     Ok(out)
 }
@@ -174,12 +216,19 @@ fn py_str(tok: &str) -> Option<String> {
     tok.strip_prefix(q)?.strip_suffix(q).map(str::to_string)
 }
 
-fn npy_bytes(t: &HostTensor) -> Result<Vec<u8>, String> {
-    let d = descr(t.dtype).ok_or_else(|| format!("cannot write {} to .npy", t.dtype.torch_name()))?;
-    let shape = match t.shape.len() {
+fn npy_bytes(t: &HostTensor, complex: bool) -> Result<Vec<u8>, String> {
+    let (d, dims) = if complex {
+        let d = complex_descr(t.dtype).filter(|_| t.shape.last() == Some(&2)).ok_or_else(|| {
+            format!("cannot write {} {:?} as complex: not (real, imaginary) pairs", t.dtype.torch_name(), t.shape)
+        })?;
+        (d, &t.shape[..t.shape.len() - 1])
+    } else {
+        (descr(t.dtype).ok_or_else(|| format!("cannot write {} to .npy", t.dtype.torch_name()))?, &t.shape[..])
+    };
+    let shape = match dims.len() {
         0 => "()".to_string(),
-        1 => format!("({},)", t.shape[0]),
-        _ => format!("({})", t.shape.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")),
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")),
     };
     let mut header = format!("{{'descr': '{d}', 'fortran_order': False, 'shape': {shape}, }}");
     // Magic (6) + version (2) + length (2) + header + '\n' is a multiple of 64.
@@ -194,8 +243,9 @@ fn npy_bytes(t: &HostTensor) -> Result<Vec<u8>, String> {
     Ok(v)
 }
 
-/// Writes arrays in the given order, atomically.
-pub fn write_npz(path: &Path, arrays: &[(String, HostTensor)]) -> Result<(), String> {
+/// Writes arrays in the given order, atomically; those named in `complex` (real views, as
+/// `read_npz` gives them) as complex64/complex128.
+pub fn write_npz(path: &Path, arrays: &[(String, HostTensor)], complex: &BTreeSet<String>) -> Result<(), String> {
     let mut buf = std::io::Cursor::new(Vec::new());
     {
         let mut w = zip::ZipWriter::new(&mut buf);
@@ -204,7 +254,7 @@ pub fn write_npz(path: &Path, arrays: &[(String, HostTensor)]) -> Result<(), Str
             .last_modified_time(zip::DateTime::default());
         for (name, t) in arrays {
             w.start_file(format!("{name}.npy"), opts).map_err(|e| e.to_string())?;
-            w.write_all(&npy_bytes(t)?).map_err(|e| e.to_string())?;
+            w.write_all(&npy_bytes(t, complex.contains(name))?).map_err(|e| e.to_string())?;
         }
         w.finish().map_err(|e| e.to_string())?;
     }

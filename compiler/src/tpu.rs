@@ -184,6 +184,7 @@ fn compile(
         dims: x.dims.clone(),
         sharding,
         mutates: x.mutates.clone(),
+        complex: x.complex,
     };
     let inputs = packed.inputs.iter().map(|x| io(x, arg_spec(x.index))).collect();
     let outputs = packed.outputs.iter().map(|x| io(x, plan.map(|p| p.results[x.index].clone()))).collect();

@@ -634,6 +634,7 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
         dims: x.dims.clone(),
         sharding: None,
         mutates: x.mutates.clone(),
+        complex: x.complex,
     };
     let manifest = Manifest {
         format_version: format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR),

@@ -20,11 +20,12 @@ fuzz_target!(|data: &[u8]| {
     let (input, output) = scratch();
     std::fs::write(input, data).expect("write the scratch npz");
     let Ok(arrays) = ember_compiler::npz::read_npz(input) else { return };
-    let list: Vec<(String, _)> = arrays.into_iter().collect();
-    ember_compiler::npz::write_npz(output, &list).expect("write back arrays that were read");
+    let list: Vec<(String, _)> = arrays.arrays.into_iter().collect();
+    ember_compiler::npz::write_npz(output, &list, &arrays.complex).expect("write back arrays that were read");
     let back = ember_compiler::npz::read_npz(output).expect("read back an npz Ember wrote");
     assert_eq!(back.len(), list.len(), "array count changed in a round trip");
-    for ((n, t), (n2, t2)) in list.iter().zip(&back) {
+    assert_eq!(back.complex, arrays.complex, "complex arrays changed in a round trip");
+    for ((n, t), (n2, t2)) in list.iter().zip(back.iter()) {
         assert_eq!(
             (n, t.dtype, &t.shape, &t.data),
             (n2, t2.dtype, &t2.shape, &t2.data),

@@ -66,6 +66,10 @@ pub struct Weight {
     pub data: Option<Blob>,
 }
 
+/// The argument or result attribute of a complex user input or output: its type is the real
+/// view, (real, imaginary) pairs in a trailing dim of 2, which is how torch and numpy store it.
+pub const COMPLEX_ATTR: &str = "ember.complex";
+
 pub struct Imported {
     pub module: Module,
     /// By fully qualified name (`fc1.weight`), in argument order of `@main`.
@@ -243,12 +247,11 @@ impl<'a> Importer<'a> {
         Err(self.err(format!("{what}: unreadable size `{v}`")))
     }
 
-    /// The type of a real tensor: graph inputs and outputs (complex ones are refused).
+    /// The type of a node's result that must be real (complex nodes are complex.rs's).
     fn tensor_type(&self, meta: &TensorMeta, what: &str) -> R<TensorType> {
         match self.value_type(meta, what)? {
             (_, true) => Err(self.err(format!(
-                "{what} is complex: Ember computes complex values inside a graph, but the graph's inputs and outputs \
-                 must be real; pass and return them as `torch.view_as_real(x)`"
+                "{what} is complex, which this op does not produce in Ember (an Ember bug: please report it with the model)"
             ))),
             (t, false) => Ok(t),
         }
@@ -348,14 +351,15 @@ impl<'a> Importer<'a> {
                 .get(&name)
                 .cloned()
                 .ok_or_else(|| self.err(format!("input `{name}` has no entry in tensor_values")))?;
-            let (ty, pairs) = match wkind {
-                Some(_) => self.value_type(&meta, &format!("input `{name}`"))?,
-                None => (self.tensor_type(&meta, &format!("input `{name}`"))?, false),
-            };
+            let (ty, pairs) = self.value_type(&meta, &format!("input `{name}`"))?;
+            let mut attrs = Attrs::new();
             if pairs {
                 complex_args.push(arg_types.len());
+                // A complex user input arrives as its real view (view_as_real's pairs, the same bytes).
+                if wkind.is_none() {
+                    attrs.insert(COMPLEX_ATTR.into(), Attr::Bool(true));
+                }
             }
-            let mut attrs = Attrs::new();
             match wkind {
                 Some(k) => {
                     let fq = body.get(fq_key).and_then(|v| v.as_str()).unwrap_or(&name).to_string();
@@ -420,7 +424,11 @@ impl<'a> Importer<'a> {
                 .get(name)
                 .cloned()
                 .ok_or_else(|| self.err(format!("output `{name}` has no entry in tensor_values")))?;
-            out_types.push(Type::Tensor(self.tensor_type(&meta, &format!("output `{name}`"))?));
+            let (ty, pairs) = self.value_type(&meta, &format!("output `{name}`"))?;
+            if pairs {
+                res_attrs[out_types.len()].insert(COMPLEX_ATTR.into(), Attr::Bool(true));
+            }
+            out_types.push(Type::Tensor(ty));
         }
         let (f, entry) = self.m.add_func("main", arg_types, out_types, arg_attrs);
         if res_attrs.iter().any(|a| !a.is_empty()) {

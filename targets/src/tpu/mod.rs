@@ -90,6 +90,10 @@ pub struct IoInfo {
     /// Outputs only: `input NAME` / `buffer NAME` for a functionalized in-place update.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutates: Option<String>,
+    /// Complex (complex64/complex128 in `.npz` files): `dtype` and `dims` are its real view's,
+    /// (real, imaginary) pairs in a trailing dim of 2.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub complex: bool,
 }
 
 /// A weight (parameter, buffer or constant): argument `arg`, `bytes` bytes at `offset` in

@@ -436,20 +436,29 @@ fn multi_dim_reductions_vectorize_their_innermost_loop() {
 /// back bit-exact, a numpy-written `|V2` array (the bundled tiny_llama_bf16 reference) reads as
 /// bfloat16, and f16 stays `<f2`.
 #[test]
-fn npz_bf16_and_f16_round_trip() {
+fn npz_bf16_f16_and_complex_round_trip() {
     use ember_ir::DType;
     let bits: Vec<u16> = vec![0x3F80, 0xC000, 0x7FC0, 0xFF80, 0x0001, 0x0000];
     let data: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
     let arrays = vec![
         ("b".to_string(), HostTensor { dtype: DType::BF16, shape: vec![2, 3], data: data.clone() }),
         ("h".to_string(), HostTensor { dtype: DType::F16, shape: vec![6], data: data.clone() }),
+        // complex64 [3]: its real view [3, 2].
+        (
+            "c".to_string(),
+            HostTensor { dtype: DType::F32, shape: vec![3, 2], data: [data.clone(), data.clone()].concat() },
+        ),
     ];
     let path = std::env::temp_dir().join(format!("ember-npz-bf16-{}.npz", std::process::id()));
-    ember_compiler::npz::write_npz(&path, &arrays).unwrap();
+    let complex = std::collections::BTreeSet::from(["c".to_string()]);
+    ember_compiler::npz::write_npz(&path, &arrays, &complex).unwrap();
     let raw = std::fs::read(&path).unwrap();
     let has = |s: &str| raw.windows(s.len()).any(|w| w == s.as_bytes());
-    assert!(has("'descr': '<V2'") && has("'descr': '<f2'"));
+    assert!(
+        has("'descr': '<V2'") && has("'descr': '<f2'") && has("'descr': '<c8', 'fortran_order': False, 'shape': (3,)")
+    );
     let back = ember_compiler::npz::read_npz(&path).unwrap();
+    assert_eq!(back.complex, complex);
     std::fs::remove_file(&path).unwrap();
     for (name, t) in &arrays {
         assert_eq!((back[name].dtype, &back[name].shape, &back[name].data), (t.dtype, &t.shape, &t.data), "{name}");

@@ -410,6 +410,13 @@ fn complex_ops_match_eager() {
     assert_archive_matches_eager("complex_ops");
 }
 
+/// Complex graph inputs and outputs (complex64 and complex128), taken and returned as their
+/// real views (`testdata/cpu/complex_io.py` generates the archive and its references).
+#[test]
+fn complex_io_matches_eager() {
+    assert_archive_matches_eager("complex_io");
+}
+
 /// Reductions that keep the last dim (bias and LayerNorm weight gradients, a middle dim under
 /// kept outer dims, max/min with a NaN, prod, int64, a kept dim under 8) over a symbolic batch
 /// (`testdata/cpu/column_ops.py`), at the archive's size.

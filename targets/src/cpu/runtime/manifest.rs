@@ -20,6 +20,10 @@ pub struct IoInfo {
     /// `input NAME` / `buffer NAME` for a functionalized in-place update (not a user output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutates: Option<String>,
+    /// Complex (complex64/complex128 in `.npz` files): `dtype` and `dims` are its real view's,
+    /// (real, imaginary) pairs in a trailing dim of 2.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub complex: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -254,7 +254,8 @@ def write_npz(path: Path, arrays: dict[str, Any]) -> None:
     with zipfile.ZipFile(buf_zip, "w", compression=zipfile.ZIP_STORED) as zf:
         for key, arr in arrays.items():
             buf = io.BytesIO()
-            np.lib.format.write_array(buf, savable(np.asarray(arr)), allow_pickle=False)
+            # C order always: a transposed result (an FFT's) would be saved Fortran-ordered.
+            np.lib.format.write_array(buf, savable(np.ascontiguousarray(arr)), allow_pickle=False)
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
             info.external_attr = 0o644 << 16
             zf.writestr(info, buf.getvalue())
@@ -293,7 +294,8 @@ def _max_abs_diff(a: list[Any], b: list[Any]) -> float | None:
         if x.shape != y.shape:
             return None
         if x.size:
-            diff = max(diff, float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))))
+            wide = np.complex128 if np.iscomplexobj(x) or np.iscomplexobj(y) else np.float64
+            diff = max(diff, float(np.max(np.abs(x.astype(wide) - y.astype(wide)))))
     return diff
 
 

@@ -636,8 +636,31 @@ def run_artifact(
 ) -> list[np.ndarray]:
     """Runs a tpu artifact on `inputs` (user-input order); returns the outputs in order."""
     art = Artifact(directory, portable)
-    call, args, finish = art.prepare(inputs, platform)
-    return art.widen(finish(call(args)))
+    specs = art.manifest["inputs"]
+    if len(inputs) != len(specs):
+        raise XlaError(f"the model takes {len(specs)} inputs, got {len(inputs)}")
+    call, args, finish = art.prepare([_real_view(i, s, a) for i, (s, a) in enumerate(zip(specs, inputs))], platform)
+    return [_complex_view(s, o) for s, o in zip(art.manifest["outputs"], art.widen(finish(call(args))))]
+
+
+def _real_view(i: int, spec: dict, a: np.ndarray) -> np.ndarray:
+    """User input `i` as the artifact takes it: a complex one (manifest `complex`) as its real
+    view, (real, imaginary) pairs in a trailing dim of 2 (the same bytes)."""
+    a = np.asarray(a)
+    if bool(spec.get("complex")) != np.iscomplexobj(a):
+        want, got = ("complex", "real") if spec.get("complex") else ("real", "complex")
+        raise XlaError(f"input {i} (`{spec['name']}`) is {want}, got a {got} array ({a.dtype})")
+    if not spec.get("complex"):
+        return a
+    return np.ascontiguousarray(a).view(a.real.dtype).reshape(*a.shape, 2)
+
+
+def _complex_view(spec: dict, o: np.ndarray) -> np.ndarray:
+    """An output as the model returns it: a complex one from its real view."""
+    if not spec.get("complex"):
+        return o
+    o = np.ascontiguousarray(o)
+    return o.view(np.complex64 if o.dtype == np.float32 else np.complex128).reshape(o.shape[:-1])
 
 
 def _run_cli(ns: argparse.Namespace) -> None:
@@ -651,7 +674,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
         key = f"arg{i}"
         if key not in npz.files:
             raise XlaError(f"`{ns.inputs}` has no array `{key}` for input {i} (`{spec['name']}`)")
-        inputs.append(npz[key])
+        inputs.append(_real_view(i, spec, npz[key]))
     call, args, finish = art.prepare(inputs, ns.platform)
     outs = call(args)
     if ns.repeat > 1:
@@ -665,7 +688,7 @@ def _run_cli(ns: argparse.Namespace) -> None:
             f"median {times[len(times) // 2]:.4f} ms over {ns.repeat} runs (min {times[0]:.4f}, max {times[-1]:.4f})",
             file=sys.stderr,
         )
-    outs = art.widen(finish(outs))
+    outs = [_complex_view(s, o) for s, o in zip(art.manifest["outputs"], art.widen(finish(outs)))]
     write_npz(ns.outputs, dict(zip(output_array_names(art.manifest["outputs"]), outs)))
 
 

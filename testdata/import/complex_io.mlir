@@ -1,0 +1,1 @@
+// RUN: import cpu/complex_io.pt2
