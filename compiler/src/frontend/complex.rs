@@ -39,6 +39,7 @@ pub fn pair_type(mut dims: Vec<SymExpr>, part: DType) -> TensorType {
 pub const SUPPORTED: &[&str] = &[
     "_assert_tensor_metadata",
     "_conj",
+    "_conj_physical",
     "_fft_c2c",
     "_fft_c2r",
     "_fft_r2c",
@@ -54,6 +55,7 @@ pub const SUPPORTED: &[&str] = &[
     "clone",
     "complex",
     "conj_physical",
+    "constant_pad_nd",
     "detach",
     "div.Scalar",
     "div.Tensor",
@@ -294,7 +296,7 @@ impl Importer<'_> {
                 let (re, im) = self.parts(at, z)?;
                 one(self.bin(at, "atan2", im, re)?)
             }
-            "_conj" | "conj_physical" => {
+            "_conj" | "conj_physical" | "_conj_physical" => {
                 let z = self.complex_operand(at, "self")?;
                 let (re, im) = self.parts(at, z)?;
                 let im = self.emit(at, "neg", vec![vec![im]], vec![])?;
@@ -384,6 +386,31 @@ impl Importer<'_> {
                     self.attr(at, key)?.and_then(|a| a.as_dims()).ok_or_else(|| format!("missing `{key}`"))?;
                 dims.push(SymExpr::Const(2));
                 one(self.emit(at, name, vec![vec![z]], vec![(key, Attr::dims(dims))])?)
+            }
+            "constant_pad_nd" => {
+                // The pair dim is the last, which `pad` lists first; the value pads the real part
+                // and the imaginary part gets 0.
+                let z = self.complex_operand(at, "self")?;
+                let pad =
+                    self.attr(at, "pad")?.and_then(|a| a.as_ints().map(<[i64]>::to_vec)).ok_or("missing `pad`")?;
+                let value = self.real_attr(at, "value")?.and_then(|a| a.as_float()).unwrap_or(0.0);
+                if value == 0.0 {
+                    return one(self.emit(
+                        at,
+                        name,
+                        vec![vec![z]],
+                        vec![("pad", Attr::Ints([&[0, 0][..], &pad].concat()))],
+                    )?);
+                }
+                let (re, im) = self.parts(at, z)?;
+                let re = self.emit(
+                    at,
+                    name,
+                    vec![vec![re]],
+                    vec![("pad", Attr::Ints(pad.clone())), ("value", Attr::Float(value))],
+                )?;
+                let im = self.emit(at, name, vec![vec![im]], vec![("pad", Attr::Ints(pad))])?;
+                one(self.pair(at, re, im)?)
             }
             "unsqueeze" => {
                 let z = self.complex_operand(at, "self")?;
