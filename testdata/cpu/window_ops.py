@@ -6,7 +6,8 @@
         -o testdata/cpu/window_ops.pt2
 
 writes window_ops.pt2 and window_ops.npz (inputs arg0.., eager outputs out0..). The inputs
-include ties and NaNs for the arg-reductions and max pooling (values and indices); `tools/tests/cpu.rs`
+include ties and NaNs for the arg-reductions and max pooling (values and indices; adaptive max
+pooling with ties only: with two NaNs in one window torch's index is the last, Ember's the first); `tools/tests/cpu.rs`
 (`window_ops_match_eager`) compiles the archive for the CPU and compares.
 """
 
@@ -67,6 +68,11 @@ class WindowOps(torch.nn.Module):
             *F.max_pool2d(t.reshape(1, 1, 3, 5), 2, ceil_mode=True, return_indices=True),
             *F.max_pool1d(s.reshape(2, 3, 4), 2, return_indices=True),
             *F.max_pool3d(x[:, :, None].expand(2, 3, 2, 7, 7) * 1.0, (2, 3, 2), stride=(1, 2, 2), padding=(0, 1, 1), return_indices=True),
+            # adaptive max pooling: windows that overlap (7 -> 4, 5), ties (rounded values keep the first)
+            *F.adaptive_max_pool2d(x, (3, 2), return_indices=True),
+            *F.adaptive_max_pool2d(torch.round(x), (4, 5), return_indices=True),
+            *F.adaptive_max_pool1d(s.reshape(2, 3, 4), 3, return_indices=True),
+            *F.adaptive_max_pool3d(x[:, :, None].expand(2, 3, 2, 7, 7) * 1.0, (1, 3, 4), return_indices=True),
         )
 
 

@@ -37,6 +37,8 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.abs", "(Tensor self) -> Tensor", Same, "Elementwise |x|. abs([-1., 2.]) = [1., 2.]"),
     op("torch.aten.acos", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise arc cosine. acos([1.]) = [0.]"),
     op("torch.aten.acosh", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise inverse hyperbolic cosine. acosh([1.]) = [0.]"),
+    op("torch.aten.adaptive_max_pool2d", "(Tensor self, int[2] output_size) -> (Tensor, Tensor)", AdaptiveMaxPool, "(max values, int64 flat indices) over torch's adaptive windows [floor(i*S/O), ceil((i+1)*S/O)) of the last two dims. adaptive_max_pool2d([[[[1., 3.], [2., 0.]]]], [1, 1]) = ([[[[3.]]]], [[[[1]]]])"),
+    op("torch.aten.adaptive_max_pool3d", "(Tensor self, int[3] output_size) -> (Tensor, Tensor)", AdaptiveMaxPool, "(max values, int64 flat indices) over torch's adaptive windows of the last three dims, as adaptive_max_pool2d."),
     op("torch.aten.add.Scalar", "(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", Binary, "Elementwise self + alpha*other with broadcasting and type promotion. add([1., 2.], [10.]) = [11., 12.]"),
     op("torch.aten.add.Tensor", "(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", Binary, "Elementwise self + alpha*other with broadcasting and type promotion. add([1., 2.], [10.]) = [11., 12.]"),
     op("torch.aten.addbmm", "(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", Trust, "beta*self + alpha*sum_b(batch1[b] @ batch2[b]) -> [M,N]. addbmm(zeros(1,1), ones(2,1,3), ones(2,3,1)) = [[6.]]"),

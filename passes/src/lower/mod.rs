@@ -220,6 +220,8 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("avg_pool3d",                           |cx, _| window::avg_pool(cx)),
     ("_adaptive_avg_pool2d",                 |cx, _| window::adaptive_avg_pool(cx)),
     ("_adaptive_avg_pool3d",                 |cx, _| window::adaptive_avg_pool(cx)),
+    ("adaptive_max_pool2d",                  |cx, _| window::adaptive_max_pool(cx)),
+    ("adaptive_max_pool3d",                  |cx, _| window::adaptive_max_pool(cx)),
     ("constant_pad_nd",                      |cx, _| window::constant_pad(cx)),
     ("upsample_bilinear2d.vec",              |cx, _| window::upsample_bilinear(cx)),
     ("upsample_nearest2d.vec",               |cx, _| window::upsample_nearest(cx)),

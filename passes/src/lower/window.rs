@@ -1,4 +1,4 @@
-//! Sliding-window ops: convolution, max/avg pooling, adaptive average pooling, constant padding,
+//! Sliding-window ops: convolution, max/avg pooling, adaptive average and max pooling, constant padding,
 //! bilinear/nearest resampling and grid sampling.
 //!
 //! Padding is `ten.pad`; windows are `ten.windows` (`[.., S] -> [.., K, O]`, an index remap).
@@ -487,6 +487,94 @@ pub fn adaptive_avg_pool(cx: &mut Cx) -> Lowered {
     }
     let y = cx.convert(y, t.dtype)?;
     Ok(Some(vec![cx.reshape(y, &t.dims)?]))
+}
+
+/// adaptive_max_pool{2,3}d: each spatial dim gathered into torch's windows [floor(i*S/O),
+/// ceil((i+1)*S/O)), padded to the longest with the lowest value, then one max (and argmax)
+/// over the windows' elements in row-major order: the first maximum, as torch's scan keeps
+/// (with several NaNs in one window torch keeps the last, this the first, as `max_pool`).
+/// Indices are flat positions in the input's spatial plane.
+pub fn adaptive_max_pool(cx: &mut Cx) -> Lowered {
+    let (t, ti) = (cx.out(0)?, cx.out(1)?);
+    let idx_result = cx.m.op(cx.op).results[1];
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let osz = cx.dims_attr("output_size")?;
+    let sp = osz.len();
+    if xt.rank() < sp {
+        return Err(cx.err("output_size is longer than the input rank"));
+    }
+    let lead = xt.rank() - sp;
+    let (mut y, mut starts, mut kmaxes, mut sizes) = (x, Vec::new(), Vec::new(), Vec::new());
+    for (i, o) in osz.iter().enumerate() {
+        let (Some(sv), Some(ov)) = (xt.dims[lead + i].as_const(), o.as_const()) else {
+            return Err(cx.err("adaptive max pooling needs static spatial and output sizes"));
+        };
+        if ov <= 0 || sv <= 0 {
+            return Err(cx.err("adaptive max pooling sizes must be positive"));
+        }
+        // Dim lead + i is now at lead + 2i: each earlier one became (window, element).
+        let d = lead + 2 * i;
+        let kmax = (0..ov).map(|j| ((j + 1) * sv + ov - 1) / ov - j * sv / ov).max().unwrap_or(1);
+        let j = cx.emit(
+            TenOp::Iota,
+            vec![],
+            vec![("shape", Attr::dims(vec![c(ov)])), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
+        )?;
+        let js = cx.binary_scalar(TenOp::Mul, j, sv as f64)?;
+        let start = cx.binary_scalar(TenOp::Div, js, ov as f64)?;
+        let j1 = cx.binary_scalar(TenOp::Add, js, (sv + ov - 1) as f64)?;
+        let end = cx.binary_scalar(TenOp::Div, j1, ov as f64)?;
+        let len = cx.emit(TenOp::Sub, vec![end, start], vec![])?;
+        let win = [c(ov), c(kmax)];
+        let m = cx.emit(
+            TenOp::Iota,
+            vec![],
+            vec![("shape", Attr::dims(win.to_vec())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))],
+        )?;
+        let start_b = cx.bcast_in_dim(start, &win, &[0])?;
+        let idx = cx.emit(TenOp::Add, vec![start_b, m], vec![])?;
+        let idx = cx.binary_scalar(TenOp::Min, idx, (sv - 1) as f64)?;
+        let len_b = cx.bcast_in_dim(len, &win, &[0])?;
+        let valid = cx.compare("LT", m, len_b)?;
+        let gathered = cx.emit(TenOp::Gather, vec![y, idx], vec![("dim", Attr::Int(d as i64))])?;
+        let gt = cx.tt(gathered);
+        let valid = cx.bcast_in_dim(valid, &gt.dims, &[d, d + 1])?;
+        let low = cx.constant(&lowest(t.dtype), t.dtype, &gt.dims)?;
+        y = cx.select(valid, gathered, low)?;
+        starts.push(start);
+        kmaxes.push(kmax);
+        sizes.push(sv);
+    }
+    // [lead.., O1, K1, O2, K2, ..] -> [lead.., O1, O2, .., K1·K2·..]
+    let perm: Vec<usize> =
+        (0..lead).chain((0..sp).map(|i| lead + 2 * i)).chain((0..sp).map(|i| lead + 2 * i + 1)).collect();
+    let y = transpose(cx, y, &perm)?;
+    let mut flat_dims = t.dims.clone();
+    flat_dims.push(c(kmaxes.iter().product()));
+    let y = cx.reshape(y, &flat_dims)?;
+    let values = cx.reduce(y, "max", &[t.rank()])?;
+    if cx.m.uses(idx_result).is_empty() {
+        return Ok(Some(vec![values, cx.constant(&Attr::Int(0), DType::I64, &ti.dims)?]));
+    }
+    // The winner's digit i in its window plus window i's start is its input position along dim i.
+    let k = cx.reduce(y, "argmax", &[t.rank()])?;
+    let mut flat: Option<Value> = None;
+    for i in 0..sp {
+        let inner: i64 = kmaxes[i + 1..].iter().product();
+        let digit = cx.binary_scalar(TenOp::Div, k, inner as f64)?;
+        let digit = cx.binary_scalar(TenOp::Rem, digit, kmaxes[i] as f64)?;
+        let start = cx.bcast_in_dim(starts[i], &ti.dims, &[lead + i])?;
+        let pos = cx.emit(TenOp::Add, vec![start, digit], vec![])?;
+        flat = Some(match flat {
+            None => pos,
+            Some(f) => {
+                let f = cx.binary_scalar(TenOp::Mul, f, sizes[i] as f64)?;
+                cx.emit(TenOp::Add, vec![f, pos], vec![])?
+            }
+        });
+    }
+    Ok(Some(vec![values, flat.expect("pooling has a spatial dim")]))
 }
 
 /// constant_pad_nd: `ten.pad` with (before, after) pairs from the last dim backwards.

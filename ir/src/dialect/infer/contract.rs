@@ -95,7 +95,7 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
                 one(tt(dims, t.dtype))
             }
         }
-        AdaptiveAvgPool => {
+        AdaptiveAvgPool | AdaptiveMaxPool => {
             let t = cx.t("self")?;
             let o = cx.dims("output_size")?;
             if t.rank() < o.len() {
@@ -103,7 +103,11 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             }
             let mut dims = t.dims[..t.rank() - o.len()].to_vec();
             dims.extend(o);
-            one(tt(dims, t.dtype))
+            if rule == AdaptiveMaxPool {
+                Ok(vec![tt(dims.clone(), t.dtype), tt(dims, DType::I64)])
+            } else {
+                one(tt(dims, t.dtype))
+            }
         }
         Upsample => {
             let t = cx.t("input")?;

@@ -106,6 +106,8 @@ pub enum Rule {
     MaxPool,
     AvgPool,
     AdaptiveAvgPool,
+    /// (values, int64 indices) of an adaptive max pool.
+    AdaptiveMaxPool,
     Upsample,
     /// (values, int64 indices), same shape (sort).
     Sort,
@@ -457,8 +459,8 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
         | GroupNorm | BatchNorm | Sort | TopK | ReduceDims | Scan | ArgSort | LayerNormBackward => {
             reduce::infer(rule, cx)
         }
-        Matmul | Convolution | MaxPool | AvgPool | AdaptiveAvgPool | Upsample | DotGeneral | Windows
-        | ConvolutionBackward => contract::infer(rule, cx),
+        Matmul | Convolution | MaxPool | AvgPool | AdaptiveAvgPool | AdaptiveMaxPool | Upsample | DotGeneral
+        | Windows | ConvolutionBackward => contract::infer(rule, cx),
         IndexSelect | Gather | MaskedLike | Embedding | Index | TakeDim | ScatterFlat | EmbeddingBackward => {
             index::infer(rule, cx)
         }

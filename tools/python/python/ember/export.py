@@ -254,8 +254,9 @@ def write_npz(path: Path, arrays: dict[str, Any]) -> None:
     with zipfile.ZipFile(buf_zip, "w", compression=zipfile.ZIP_STORED) as zf:
         for key, arr in arrays.items():
             buf = io.BytesIO()
-            # C order always: a transposed result (an FFT's) would be saved Fortran-ordered.
-            np.lib.format.write_array(buf, savable(np.ascontiguousarray(arr)), allow_pickle=False)
+            # C order always: a transposed result (an FFT's) would be saved Fortran-ordered
+            # (not np.ascontiguousarray, which makes a 0-d array 1-d).
+            np.lib.format.write_array(buf, savable(np.asarray(arr, order="C")), allow_pickle=False)
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
             info.external_attr = 0o644 << 16
             zf.writestr(info, buf.getvalue())
