@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Eager references for sort, argsort, msort and topk on the CPU target (and on XLA through the
-tpu target): ascending and descending along every dim, ties (stable order), NaN and infinities,
-integers, topk largest and smallest.
+"""Eager references for sort, argsort, msort, topk, median, nanmedian and kthvalue on the CPU
+target (and on XLA through the tpu target): ascending and descending along every dim, ties
+(stable order), NaN and infinities, integers, topk largest and smallest.
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
         ~/.cache/ember/venv/bin/python -m ember.export testdata/cpu/sort_ops.py:make \\
@@ -15,7 +15,7 @@ import torch
 
 
 class SortOps(torch.nn.Module):
-    def forward(self, x, ties, n):
+    def forward(self, x, ties, n, m):
         outs = []
         for t in (x, ties, n):
             for dim in range(t.dim()):
@@ -27,6 +27,12 @@ class SortOps(torch.nn.Module):
         for largest in (True, False):
             v, i = torch.topk(x, 3, dim=1, largest=largest)
             outs += [v, i]
+        # Order statistics: a NaN makes the median NaN (its index the first NaN's); nanmedian
+        # skips NaNs (all-NaN rows give NaN); kthvalue counts NaN as largest. Ties only where
+        # torch's quickselect and a stable order agree on the index.
+        outs += [*torch.median(m, 1), *torch.nanmedian(m, 1, keepdim=True), torch.median(m), torch.nanmedian(m)]
+        outs += [*torch.kthvalue(m[[0, 1, 4]], 2, 1), *torch.kthvalue(m, 5, 1), *torch.kthvalue(x, 3, 0)]
+        outs += [*torch.median(n, 1), *torch.median(x, 2), torch.median(n), torch.nanmedian(ties)]
         return tuple(outs)
 
 
@@ -40,4 +46,8 @@ def make():
     ties = torch.randint(0, 3, (6, 9), generator=g).float()
     ties[2, 2] = -0.0
     n = torch.randint(-5, 5, (3, 11), generator=g)
-    return SortOps(), (x, ties, n)
+    nan = float("nan")
+    m = torch.tensor(
+        [[3.0, 1.0, 2.0, 1.0, 2.0], [nan, 1.0, nan, 0.0, 5.0], [nan] * 5, [2.0] * 5, [1.0, nan, 0.0, nan, 2.0]]
+    )
+    return SortOps(), (x, ties, n, m)

@@ -698,3 +698,84 @@ pub fn sort(cx: &mut Cx, name: &str) -> Lowered {
     let values = cx.emit(TenOp::Gather, vec![flat, linear], vec![("dim", Attr::Int(0))])?;
     Ok(Some(vec![values, idx]))
 }
+
+/// kthvalue, median.dim, nanmedian.dim, and median/nanmedian over every element: one stable
+/// ascending `ten.argsort` (NaN last) and each row's element at one position of that order:
+/// kthvalue's k - 1; median's (n - 1) / 2, or where the row has a NaN its first NaN (torch gives
+/// NaN and that index); nanmedian's (c - 1) / 2 of its c non-NaN values ((n - 1) / 2 when all
+/// are NaN). With ties the index is one of the tied elements' (torch's quickselect may pick
+/// another: its docs promise no particular one).
+pub fn order_statistic(cx: &mut Cx, name: &str) -> Lowered {
+    let x0 = cx.arg("self")?;
+    let xt0 = cx.tt(x0);
+    let per_row = name.ends_with(".dim") || name == "kthvalue";
+    let outs: Vec<TensorType> = (0..cx.m.op(cx.op).results.len()).map(|i| cx.out(i)).collect::<Result<_, _>>()?;
+    if static_strides(&xt0.dims).is_none() || !xt0.is_static() {
+        return Ok(None);
+    }
+    if xt0.rank() == 0 {
+        if name == "kthvalue" && cx.int("k")? != 1 {
+            return Err(cx.err("kthvalue of a scalar takes k = 1"));
+        }
+        let v = cx.reshape(x0, &outs[0].dims)?;
+        let mut r = vec![v];
+        if per_row {
+            r.push(cx.constant(&Attr::Int(0), DType::I64, &outs[1].dims)?);
+        }
+        return Ok(Some(r));
+    }
+    let (x, d) = if per_row {
+        (x0, norm_dim(cx.int_or("dim", -1)?, xt0.rank()).map_err(|e| cx.err(&e))?)
+    } else {
+        (cx.reshape(x0, &[xt0.numel()])?, 0)
+    };
+    let xt = cx.tt(x);
+    let n = xt.dims[d].as_const().expect("static");
+    if n == 0 {
+        return Err(cx.err(&format!("`{name}` of an empty dim: torch raises")));
+    }
+    let mut kept = xt.dims.clone();
+    kept[d] = c(1);
+    let pos = if name == "kthvalue" {
+        let k = cx.int("k")?;
+        if !(1..=n).contains(&k) {
+            return Err(cx.err(&format!("kthvalue's k = {k} is outside [1, {n}]: torch raises")));
+        }
+        cx.constant(&Attr::Int(k - 1), DType::I64, &kept)?
+    } else {
+        let mid = cx.constant(&Attr::Int((n - 1) / 2), DType::I64, &kept)?;
+        if xt.dtype.is_float() {
+            // c: the row's non-NaN count.
+            let num = cx.compare("EQ", x, x)?;
+            let num = cx.convert(num, DType::I64)?;
+            let cnt = cx.reduce(num, "sum", &[d])?;
+            let cnt = cx.reshape(cnt, &kept)?;
+            let full = cx.constant(&Attr::Int(n), DType::I64, &kept)?;
+            if name.starts_with("nanmedian") {
+                let half = cx.binary_scalar(TenOp::Sub, cnt, 1.0)?;
+                let half = cx.binary_scalar(TenOp::Div, half, 2.0)?;
+                let zero = cx.constant(&Attr::Int(0), DType::I64, &kept)?;
+                let some = cx.compare("GT", cnt, zero)?;
+                cx.select(some, half, mid)?
+            } else {
+                let clean = cx.compare("EQ", cnt, full)?;
+                cx.select(clean, mid, cnt)?
+            }
+        } else {
+            mid
+        }
+    };
+    let order =
+        cx.emit(TenOp::Argsort, vec![x], vec![("dim", Attr::Int(d as i64)), ("descending", Attr::Bool(false))])?;
+    let flat_order = cx.reshape(order, &[xt.numel()])?;
+    let Some(at) = linear_along(cx, &xt.dims, pos, d)? else { return Ok(None) };
+    let idx = cx.emit(TenOp::Gather, vec![flat_order, at], vec![("dim", Attr::Int(0))])?;
+    let Some(src) = linear_along(cx, &xt.dims, idx, d)? else { return Ok(None) };
+    let flat = cx.reshape(x, &[xt.numel()])?;
+    let values = cx.emit(TenOp::Gather, vec![flat, src], vec![("dim", Attr::Int(0))])?;
+    let mut r = vec![cx.reshape(values, &outs[0].dims)?];
+    if per_row {
+        r.push(cx.reshape(idx, &outs[1].dims)?);
+    }
+    Ok(Some(r))
+}

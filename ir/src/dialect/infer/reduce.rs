@@ -40,7 +40,7 @@ pub(super) fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
         }
         ReduceValuesIndices => {
             let t = cx.t("self")?;
-            let d = norm_dim(cx.int("dim")?, t.rank().max(1))?;
+            let d = norm_dim(cx.int_or("dim", -1)?, t.rank().max(1))?;
             let keep = cx.bool_or("keepdim", false);
             let mut shape = t.dims.clone();
             if t.rank() > 0 {
