@@ -33,6 +33,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten._pdist_forward", "(Tensor self, float p=2.) -> Tensor", Trust, "Pairwise p-norm distances between rows of self [N, M] -> [N*(N-1)/2]."),
     op("torch.aten._softmax", "(Tensor self, int dim, bool half_to_float) -> Tensor", Softmax, "Softmax along `dim`. _softmax([0., 0.], 0, false) = [0.5, 0.5]"),
     op("torch.aten._to_copy", "(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor", SameWithDtype, "Copy converted to `dtype` (placement args dropped). _to_copy([1.7], dtype=i64) = [1]"),
+    op("torch.aten._trilinear", "(Tensor i1, Tensor i2, Tensor i3, int[] expand1, int[] expand2, int[] expand3, int[] sumdim, int unroll_dim=1) -> Tensor", Trust, "Each input unsqueezed at its `expand` dims, the three multiplied and summed over `sumdim` (nn.functional.bilinear: _trilinear(x1, W, x2, [1, 3], [0], [1, 2], [2, 3]))."),
     op("torch.aten._unsafe_view", "(Tensor self, SymInt[] size) -> Tensor", View, "Same elements in a new shape `size` (one entry may be -1). view(arange(6), [2, 3]) has shape [2, 3]"),
     op("torch.aten.abs", "(Tensor self) -> Tensor", Same, "Elementwise |x|. abs([-1., 2.]) = [1., 2.]"),
     op("torch.aten.acos", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise arc cosine. acos([1.]) = [0.]"),

@@ -1,4 +1,4 @@
-//! mm, bmm, addmm, addmv and addbmm as `ten.dot_general`.
+//! mm, bmm, addmm, addmv and addbmm as `ten.dot_general`; _trilinear as a broadcast product and sum.
 
 use super::build::{Cx, Lowered};
 use ember_ir::attr::Attr;
@@ -101,4 +101,52 @@ pub fn addmv(cx: &mut Cx) -> Lowered {
     let p = dot(cx, mat, col, &[], 1, 0, true)?;
     let p = cx.reshape(p, &t.dims)?;
     scale_and_add(cx, p, &t)
+}
+
+/// _trilinear (nn.functional.bilinear's op), as ATen defines it: each input unsqueezed at its
+/// `expand` dims to the full rank, the three multiplied (broadcast) and summed over `sumdim`
+/// (`unroll_dim` only chooses ATen's loop order).
+pub fn trilinear(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let ints = |cx: &Cx, n: &str| -> Result<Vec<i64>, String> {
+        cx.attr(n).and_then(|a| a.as_ints().map(<[i64]>::to_vec)).ok_or_else(|| cx.err(&format!("missing `{n}`")))
+    };
+    let ins = [cx.arg("i1")?, cx.arg("i2")?, cx.arg("i3")?];
+    let expands = [ints(cx, "expand1")?, ints(cx, "expand2")?, ints(cx, "expand3")?];
+    let sumdim = ints(cx, "sumdim")?;
+    let total = cx.tt(ins[0]).rank() + expands[0].len();
+    let mut shaped = Vec::new();
+    for (x, expand) in ins.iter().zip(&expands) {
+        let xt = cx.tt(*x);
+        if xt.rank() + expand.len() != total || expand.iter().any(|&d| d < 0 || d as usize >= total) {
+            return Err(cx.err("_trilinear's inputs and expand dims disagree on the rank"));
+        }
+        let mut it = xt.dims.iter();
+        let dims: Vec<ember_ir::SymExpr> = (0..total as i64)
+            .map(|k| if expand.contains(&k) { super::build::c(1) } else { it.next().cloned().expect("rank checked") })
+            .collect();
+        let x = cx.convert(*x, t.dtype)?;
+        shaped.push(cx.reshape(x, &dims)?);
+    }
+    let full: Vec<ember_ir::SymExpr> = (0..total)
+        .map(|k| {
+            let sizes = shaped.iter().map(|&v| cx.tt(v).dims[k].clone());
+            sizes.clone().find(|d| *d != super::build::c(1)).unwrap_or(super::build::c(1))
+        })
+        .collect();
+    let map: Vec<usize> = (0..total).collect();
+    let mut prod = None;
+    for v in shaped {
+        let v = cx.bcast_in_dim(v, &full, &map)?;
+        prod = Some(match prod {
+            None => v,
+            Some(p) => cx.emit(TenOp::Mul, vec![p, v], vec![])?,
+        });
+    }
+    let dims: Vec<usize> = sumdim.iter().map(|&d| d as usize).collect();
+    if dims.iter().any(|&d| d >= total) {
+        return Err(cx.err("_trilinear's sumdim is outside the rank"));
+    }
+    let sum = cx.reduce(prod.expect("three inputs"), "sum", &dims)?;
+    Ok(Some(vec![cx.reshape(sum, &t.dims)?]))
 }

@@ -204,6 +204,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("histc",                                |cx, _| reduce::histc(cx)),
     ("cumprod",                              |cx, _| reduce::cumsum(cx, TenOp::Cumprod)),
     ("_cdist_forward",                       |cx, _| reduce::cdist(cx)),
+    ("_pdist_forward",                       |cx, _| reduce::pdist(cx)),
     ("argmax",                               reduce::arg_reduction),
     ("argmin",                               reduce::arg_reduction),
     ("max",                                  reduce::reduction),
@@ -228,6 +229,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("grid_sampler_2d",                      |cx, _| window::grid_sampler(cx)),
     // Matrix products.
     ("mm",                                   matmul::matmul),
+    ("_trilinear",                           |cx, _| matmul::trilinear(cx)),
     ("bmm",                                  matmul::matmul),
     ("addmm",                                matmul::matmul),
     ("addbmm",                               |cx, _| matmul::addbmm(cx)),

@@ -357,6 +357,53 @@ pub fn cdist(cx: &mut Cx) -> Lowered {
     Ok(Some(vec![cx.reshape(out, &t.dims)?]))
 }
 
+/// _pdist_forward(x [N, M], p): the p-norm distance of every pair i < j in row-major order:
+/// cdist's forms over the [N, N, M] differences, then the upper triangle compacted, each kept
+/// position sent to its rank (a running count of the mask) as tril_indices does.
+pub fn pdist(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let p = cx.attr("p").and_then(|a| a.as_float()).ok_or_else(|| cx.err("`p` must be a float"))?;
+    if p < 0.0 {
+        return Err(cx.err("pdist only supports non-negative p"));
+    }
+    let xt = cx.tt(x);
+    let [n, m] = xt.dims.as_slice() else { return Err(cx.err("pdist takes a [N, M] input")) };
+    let Some(n) = n.as_const() else { return Err(cx.err("pdist needs a static number of rows")) };
+    let pairs = n * (n - 1) / 2;
+    if pairs == 0 {
+        return Ok(Some(vec![cx.constant(&Attr::Int(0), t.dtype, &t.dims)?]));
+    }
+    let acc = acc_dtype(t.dtype);
+    let xa = cx.convert(x, acc)?;
+    let full = [c(n), c(n), m.clone()];
+    let x1 = cx.bcast_in_dim(xa, &full, &[0, 2])?;
+    let x2 = cx.bcast_in_dim(xa, &full, &[1, 2])?;
+    let d = cx.emit(TenOp::Sub, vec![x1, x2], vec![])?;
+    let dist = p_norm(cx, d, p, &[2], acc)?;
+    let (grid, flat) = ([c(n), c(n)], [c(n * n)]);
+    let iota = |cx: &mut Cx, dim: i64| {
+        cx.emit(
+            TenOp::Iota,
+            vec![],
+            vec![("shape", Attr::dims(grid.to_vec())), ("dim", Attr::Int(dim)), ("dtype", Attr::DType(DType::I64))],
+        )
+    };
+    let (i, j) = (iota(cx, 0)?, iota(cx, 1)?);
+    let keep = cx.compare("GT", j, i)?;
+    let keep = cx.reshape(keep, &flat)?;
+    let ones = cx.convert(keep, DType::I64)?;
+    let rank = cx.emit(TenOp::Cumsum, vec![ones], vec![("dim", Attr::Int(0))])?;
+    let rank = cx.binary_scalar(TenOp::Sub, rank, 1.0)?;
+    let skip = cx.constant(&Attr::Int(pairs), DType::I64, &flat)?;
+    let at = cx.select(keep, rank, skip)?;
+    let vals = cx.reshape(dist, &flat)?;
+    let base = cx.constant(&Attr::Float(0.0), acc, &[c(pairs)])?;
+    let out = cx.emit(TenOp::Scatter, vec![base, at, vals], vec![("kind", Attr::Str("set".into()))])?;
+    let out = cx.convert(out, t.dtype)?;
+    Ok(Some(vec![cx.reshape(out, &t.dims)?]))
+}
+
 /// Training-mode batch norm: batch statistics over every dim but channels (dim 1), the biased
 /// variance to normalize, and for the functional forms the new running stats
 /// (1 - momentum)·running + momentum·batch, the variance unbiased (n/(n-1)) as torch updates it.
