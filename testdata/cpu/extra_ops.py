@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Eager references for fmax/fmin, copysign, round(decimals), dist, addbmm, searchsorted,
 bucketize, cumprod (NaN, zeros, negatives, int64), max/min of every element, training-mode batch norm (the functional forms' running-stat outputs included),
-pdist and bilinear (_trilinear)
+nonzero_static, pdist and bilinear (_trilinear)
 on the CPU target and on XLA, and an input updated in place (a user-input-mutation output).
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
@@ -37,6 +37,8 @@ class ExtraOps(torch.nn.Module):
             torch.cumprod(a, dim=1), torch.cumprod(b1, dim=0), torch.cumprod(seq[:, :6].round().long(), dim=1),
             # max/min of every element (NaN-propagating; int64)
             torch.max(a), torch.max(b1), torch.min(b1), torch.max(seq[:, :6].round().long()), torch.min(seq.round().long()),
+            # nonzero_static: padded past the count (NaN is nonzero), truncated, a custom fill
+            torch.nonzero_static(a, size=30), torch.nonzero_static(b1 > 0, size=3, fill_value=7),
             # pdist (every p form; a repeated row gives 0) and bilinear (_trilinear)
             *(torch.nn.functional.pdist(torch.cat([feats, feats[:1]]), p) for p in (0.0, 1.0, 2.0, 3.0, float("inf"))),
             torch.nn.functional.bilinear(feats[:, :3], seq[:8, :5].repeat(2, 1)[:8], img[:, :, :, :5].reshape(6, 5, 5)[:, :3], seq[0, :6]),

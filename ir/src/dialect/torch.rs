@@ -199,6 +199,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.neg", "(Tensor self) -> Tensor", Same, "Elementwise -x. neg([1.]) = [-1.]"),
     op("torch.aten.new_empty_strided", "(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", Trust, "Uninitialized tensor of `size` (Ember fills it with zeros). new_empty_strided(x, [2], [1]) = [0., 0.]"),
     op("torch.aten.nonzero", "(Tensor self) -> Tensor", Trust, "Coordinates of nonzero elements, int64 [count, rank]; the count depends on the data. nonzero([0, 3]) = [[1]]"),
+    op("torch.aten.nonzero_static", "(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor", Trust, "[size, rank] int64 positions of the first `size` nonzero elements (row-major), later rows `fill_value`. nonzero_static([0., 3., 4.], size=3) = [[1], [2], [-1]]"),
     op("torch.aten.ones", "(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor", Empty, "Ones of `size` (non-core). ones([2]) = [1., 1.]"),
     op("torch.aten.ones_like", "(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor", SameWithDtype, "Ones shaped like `self` (non-core). ones_like(zeros(2)) = [1., 1.]"),
     op("torch.aten.permute", "(Tensor(a) self, int[] dims) -> Tensor(a)", Permute, "Reorder dims by `dims`. permute(ones(2, 3, 4), [2, 0, 1]) has shape [4, 2, 3]"),

@@ -119,3 +119,57 @@ pub fn tri_indices(cx: &mut Cx, name: &str) -> Lowered {
     let both = cx.emit(TenOp::Concat, parts, vec![("dim", Attr::Int(0))])?;
     Ok(Some(vec![cx.convert(both, t.dtype)?]))
 }
+
+/// nonzero_static(self, size, fill_value): the [size, rank] positions of the first `size`
+/// nonzero elements in row-major order, the rows past the count `fill_value`. Every element
+/// goes to its rank among the nonzero ones (a running count of the mask) or out of range,
+/// where the scatter skips it, as tril_indices does.
+pub fn nonzero_static(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let size = cx.int("size")?;
+    let fill = cx.int_or("fill_value", -1)?;
+    if size < 0 {
+        return Err(cx.err(&format!("nonzero_static's size {size} is negative")));
+    }
+    let dims: Vec<i64> = xt
+        .dims
+        .iter()
+        .map(|d| d.as_const())
+        .collect::<Option<_>>()
+        .ok_or_else(|| cx.err("nonzero_static needs static input sizes"))?;
+    let n: i64 = dims.iter().product();
+    if size == 0 || xt.rank() == 0 && n == 0 {
+        return Ok(Some(vec![cx.constant(&Attr::Int(fill), t.dtype, &t.dims)?]));
+    }
+    let flat = [c(n)];
+    let xf = cx.reshape(x, &flat)?;
+    let keep = cx.truthy(xf)?;
+    let ones = cx.convert(keep, DType::I64)?;
+    let rank = cx.emit(TenOp::Cumsum, vec![ones], vec![("dim", Attr::Int(0))])?;
+    let rank = cx.binary_scalar(TenOp::Sub, rank, 1.0)?;
+    let skip = cx.constant(&Attr::Int(size), DType::I64, &flat)?;
+    let at = cx.select(keep, rank, skip)?;
+    let p = cx.emit(
+        TenOp::Iota,
+        vec![],
+        vec![("shape", Attr::dims(flat.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
+    )?;
+    let mut cols = Vec::new();
+    let mut stride = n;
+    for &d in &dims {
+        stride /= d.max(1);
+        let q = cx.binary_scalar(TenOp::Div, p, stride.max(1) as f64)?;
+        let coord = cx.binary_scalar(TenOp::Rem, q, d.max(1) as f64)?;
+        let base = cx.constant(&Attr::Int(fill), DType::I64, &[c(size)])?;
+        let col = cx.emit(TenOp::Scatter, vec![base, at, coord], vec![("kind", Attr::Str("set".into()))])?;
+        cols.push(cx.reshape(col, &[c(size), c(1)])?);
+    }
+    let out = if cols.is_empty() {
+        cx.constant(&Attr::Int(fill), DType::I64, &t.dims)?
+    } else {
+        cx.emit(TenOp::Concat, cols, vec![("dim", Attr::Int(1))])?
+    };
+    Ok(Some(vec![cx.convert(out, t.dtype)?]))
+}

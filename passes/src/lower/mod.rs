@@ -298,6 +298,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("zeros",                                create::fill),
     ("zeros_like",                           create::fill),
     ("new_empty_strided",                    create::fill),
+    ("nonzero_static",                       |cx, _| create::nonzero_static(cx)),
     ("tril_indices",                         create::tri_indices),
     ("triu_indices",                         create::tri_indices),
     ("ones",                                 create::fill),
