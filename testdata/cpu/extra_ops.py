@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Eager references for fmax/fmin, copysign, round(decimals), dist, addbmm, searchsorted,
 bucketize, cumprod (NaN, zeros, negatives, int64), max/min of every element, training-mode batch norm (the functional forms' running-stat outputs included),
-nonzero_static, pdist and bilinear (_trilinear)
+segment_reduce, nonzero_static, pdist and bilinear (_trilinear)
 on the CPU target and on XLA, and an input updated in place (a user-input-mutation output).
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
@@ -37,6 +37,12 @@ class ExtraOps(torch.nn.Module):
             torch.cumprod(a, dim=1), torch.cumprod(b1, dim=0), torch.cumprod(seq[:, :6].round().long(), dim=1),
             # max/min of every element (NaN-propagating; int64)
             torch.max(a), torch.max(b1), torch.min(b1), torch.max(seq[:, :6].round().long()), torch.min(seq.round().long()),
+            # segment_reduce: every kind, with and without `initial`, an empty segment, a NaN
+            # (a[0, 0]), offsets starting past 0, 2-D data (segments along dim 0)
+            *(torch.segment_reduce(a[0], r, lengths=torch.tensor([2, 0, 3, 1]), initial=i)
+              for r in ("sum", "prod", "mean", "max", "min") for i in (None, 1.5)),
+            torch.segment_reduce(a[1], "mean", offsets=torch.tensor([1, 3, 3, 6])),
+            torch.segment_reduce(b.T.contiguous(), "max", lengths=torch.tensor([1, 2, 3])),
             # nonzero_static: padded past the count (NaN is nonzero), truncated, a custom fill
             torch.nonzero_static(a, size=30), torch.nonzero_static(b1 > 0, size=3, fill_value=7),
             # pdist (every p form; a repeated row gives 0) and bilinear (_trilinear)

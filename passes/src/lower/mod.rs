@@ -286,6 +286,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("scatter.reduce",                       scatter::scatter_dim),
     ("scatter_add",                          scatter::scatter_dim),
     ("scatter_reduce.two",                   scatter::scatter_dim),
+    ("segment_reduce",                       |cx, _| scatter::segment_reduce(cx)),
     ("index_put",                            |cx, _| scatter::index_put(cx)),
     ("index_reduce",                         |cx, _| scatter::index_reduce(cx)),
     ("slice_scatter",                        scatter::view_scatter),

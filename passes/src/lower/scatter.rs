@@ -130,6 +130,100 @@ fn scatter_along(cx: &mut Cx, x: Value, index: Value, src: Value, d: usize, kind
     Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
 }
 
+/// segment_reduce(data, reduce, lengths | offsets, axis, initial): each position along `axis`
+/// scattered into its segment, the count of segment ends at or before it (positions before the
+/// first offset or past the last end are out of range, which the scatter skips: torch raises
+/// for lengths that do not cover the axis unless `unsafe`, and no target checks values at run
+/// time). The base is `initial` (or the reduction's identity); mean is the base plus the sum
+/// over the count, and `initial` (or NaN) where a segment is empty, as torch computes it.
+/// Not lowered: per-row (rank > 1) lengths or offsets, `indices`, integer data.
+pub fn segment_reduce(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let data = cx.arg("data")?;
+    let dt = cx.tt(data);
+    if !t.dtype.is_float() || !dt.is_static() || !t.is_static() {
+        return Ok(None);
+    }
+    let axis = norm_dim(cx.int_or("axis", 0)?, dt.rank()).map_err(|e| cx.err(&e))?;
+    let kind = match cx.str_attr("reduce").as_deref() {
+        Some(k @ ("sum" | "prod" | "max" | "min" | "mean")) => k.to_string(),
+        r => return Err(cx.err(&format!("unknown reduce `{}`", r.unwrap_or("")))),
+    };
+    if cx.operand("indices").is_some() {
+        return Err(cx.err("segment_reduce by `indices` is not supported"));
+    }
+    let (ends, first) = match (cx.operand("lengths"), cx.operand("offsets")) {
+        (Some(l), None) if cx.tt(l).rank() == 1 => {
+            let l = cx.convert(l, DType::I64)?;
+            (cx.emit(TenOp::Cumsum, vec![l], vec![("dim", Attr::Int(0))])?, None)
+        }
+        (None, Some(o)) if cx.tt(o).rank() == 1 => {
+            let o = cx.convert(o, DType::I64)?;
+            let n = cx.tt(o).dims[0].as_const().unwrap_or(0);
+            if n < 1 {
+                return Err(cx.err("segment_reduce's offsets must hold at least one entry"));
+            }
+            let slice = |cx: &mut Cx, start: i64, len: i64| {
+                cx.emit(
+                    TenOp::Slice,
+                    vec![o],
+                    vec![
+                        ("start", Attr::dims(vec![c(start)])),
+                        ("shape", Attr::dims(vec![c(len)])),
+                        ("step", Attr::Ints(vec![1])),
+                    ],
+                )
+            };
+            (slice(cx, 1, n - 1)?, Some(slice(cx, 0, 1)?))
+        }
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(cx.err("segment_reduce with per-row (rank > 1) lengths or offsets is not supported"))
+        }
+        _ => return Err(cx.err("segment_reduce takes exactly one of `lengths` and `offsets`")),
+    };
+    let segs = t.dims[axis].as_const().expect("static");
+    let n = dt.dims[axis].as_const().expect("static");
+    let grid = [c(n), c(segs)];
+    let i = cx.emit(
+        TenOp::Iota,
+        vec![],
+        vec![("shape", Attr::dims(grid.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
+    )?;
+    let ends_b = cx.bcast_in_dim(ends, &grid, &[1])?;
+    let done = cx.compare("LE", ends_b, i)?;
+    let done = cx.convert(done, DType::I64)?;
+    let mut seg = cx.reduce(done, "sum", &[1])?;
+    if let Some(first) = first {
+        let pos = cx.emit(
+            TenOp::Iota,
+            vec![],
+            vec![("shape", Attr::dims(vec![c(n)])), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
+        )?;
+        let first = cx.bcast_in_dim(first, &[c(n)], &[0])?;
+        let before = cx.compare("LT", pos, first)?;
+        let out = cx.constant(&Attr::Int(segs), DType::I64, &[c(n)])?;
+        seg = cx.select(before, out, seg)?;
+    }
+    let index = cx.bcast_in_dim(seg, &dt.dims, &[axis])?;
+    let data = cx.convert(data, t.dtype)?;
+    let initial = cx.attr("initial").and_then(|a| a.as_float());
+    let combine = if kind == "mean" { "sum" } else { kind.as_str() };
+    let base_value = initial.map(Attr::Float).unwrap_or_else(|| identity(combine, t.dtype));
+    let base = cx.constant(&base_value, t.dtype, &t.dims)?;
+    let Some(r) = scatter_along(cx, base, index, data, axis, combine, true)? else { return Ok(None) };
+    if kind != "mean" {
+        return Ok(Some(r));
+    }
+    let zeros = cx.constf(0.0, t.dtype, &t.dims)?;
+    let ones = cx.constf(1.0, t.dtype, &dt.dims)?;
+    let Some(count) = scatter_along(cx, zeros, index, ones, axis, "sum", true)? else { return Ok(None) };
+    let mean = cx.emit(TenOp::Div, vec![r[0], count[0]], vec![])?;
+    let zero = cx.splat_like(0.0, count[0])?;
+    let empty = cx.compare("EQ", count[0], zero)?;
+    let fill = cx.constf(initial.unwrap_or(f64::NAN), t.dtype, &t.dims)?;
+    Ok(Some(vec![cx.select(empty, fill, mean)?]))
+}
+
 /// max_pool{2,3}d_with_indices_backward(grad_output, self, ..., indices): each output's gradient
 /// added at its window's argmax, which `indices` holds as a flat position in the input plane, so
 /// one scatter-add into the input's shape with its pooled dims flattened (overlapping windows
