@@ -254,7 +254,9 @@ def write_npz(path: Path, arrays: dict[str, Any]) -> None:
     with zipfile.ZipFile(buf_zip, "w", compression=zipfile.ZIP_STORED) as zf:
         for key, arr in arrays.items():
             buf = io.BytesIO()
-            np.lib.format.write_array(buf, savable(np.asarray(arr)), allow_pickle=False)
+            # C order: eager returns some results column-major (LAPACK's factors), which
+            # `write_array` would record as Fortran-ordered and Ember's strict reader refuses.
+            np.lib.format.write_array(buf, savable(np.asarray(arr, order="C")), allow_pickle=False)
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
             info.external_attr = 0o644 << 16
             zf.writestr(info, buf.getvalue())
