@@ -9,6 +9,7 @@ fn is_pure(name: &str) -> bool {
     !matches!(
         name,
         "torch.aten._assert_tensor_metadata"
+            | "torch.aten._linalg_check_errors"
             | "torch.aten.rand"
             | "torch.aten.randn"
             | "torch.aten.randperm"

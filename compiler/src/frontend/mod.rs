@@ -328,6 +328,10 @@ impl<'a> Importer<'a> {
                 "buffer" => (Some(WeightKind::Buffer), "buffer_name"),
                 "tensor_constant" => (Some(WeightKind::Constant), "tensor_constant_name"),
                 "user_input" => (None, ""),
+                // An effect token orders `with_effects` calls (torch.export threads one through
+                // `_linalg_check_errors`): the graph is pure apart from those calls, which stay in
+                // program order, so the token carries nothing a target needs.
+                "token" => continue,
                 other => {
                     return Err(
                         self.err(format!("input {i} is a `{other}` input, which Ember does not support (only tensors, parameters, buffers and constants)"))
@@ -382,6 +386,9 @@ impl<'a> Importer<'a> {
         let mut res_attrs = Vec::new();
         for (i, spec) in out_specs.iter().enumerate() {
             let (kind, body) = spec.iter().next().ok_or_else(|| self.err(format!("output spec {i} is empty")))?;
+            if kind == "token" {
+                continue;
+            }
             let arg = body.get("arg").ok_or_else(|| self.err(format!("output spec {i} has no `arg`")))?;
             let name = arg
                 .pointer("/as_tensor/name")
@@ -590,6 +597,11 @@ impl<'a> Importer<'a> {
         }
         if node.target == "torch.ops.aten._assert_scalar.default" {
             return self.assert_scalar(node).map_err(at);
+        }
+        if node.target == "torch.ops.higher_order.with_effects" {
+            let inner =
+                effect_call(node).ok_or_else(|| at("`with_effects` without an operator and a token output".into()))?;
+            return self.node(block, &inner);
         }
         let short = node.target.strip_prefix("torch.ops.").unwrap_or(&node.target);
         let short = short.strip_suffix(".default").unwrap_or(short);
@@ -867,4 +879,24 @@ fn row_major_strides(shape: &[i64]) -> Vec<i64> {
         strides[i] = strides[i + 1].saturating_mul(shape[i + 1]);
     }
     strides
+}
+
+/// `with_effects(token, op, args..)` → (token, op's results..) is the call of `op` itself, in
+/// program order (an op without results is effectful to every pass), its token dropped.
+fn effect_call(node: &Node) -> Option<Node> {
+    let op = node.inputs.get(1)?.arg.get("as_operator")?.as_str()?;
+    if node.outputs.is_empty() || node.inputs.len() < 2 {
+        return None;
+    }
+    Some(Node {
+        target: op.to_string(),
+        inputs: node.inputs[2..]
+            .iter()
+            .map(|a| NamedArgument { name: a.name.clone(), arg: a.arg.clone(), kind: a.kind })
+            .collect(),
+        outputs: node.outputs[1..].iter().filter(|o| o.get("as_none").is_none()).cloned().collect(),
+        metadata: node.metadata.clone(),
+        name: node.name.clone(),
+        source: node.source.clone(),
+    })
 }

@@ -16,6 +16,10 @@
 /// row r of the operand (the tpu target's padded buckets may then gather along it).
 pub const ROWS_ALIGNED: &str = "ember.rows_aligned";
 
+/// On a linalg op whose `info` result `_linalg_check_errors` checked: the torch API whose error
+/// the target raises at run time when an info is non-zero (torch raises it there too).
+pub const CHECK_ERRORS: &str = "ember.check_errors";
+
 use super::infer::Rule::*;
 use super::{op, OpDef};
 
@@ -42,6 +46,8 @@ pub enum Class {
     Sort,
     /// Sliding windows (`ten.windows`).
     Window,
+    /// Matrix factorizations and solves over the trailing two dims (the CPU runtime calls faer).
+    Linalg,
     /// Values computed from indices alone: constants and iotas.
     Free,
 }
@@ -164,6 +170,7 @@ ten_table! {
     Atan2      "ten.atan2"       Binary      Transcendental false Op("atan2"),             "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Four-quadrant arctangent of lhs / rhs (lhs is y, rhs is x), same shapes. ten.atan2([1.], [-1.]) = [2.356]";
     Broadcast  "ten.broadcast"   Layout      Simple         true  Custom,                  "(Tensor x, *, SymInt[] shape, int[] dims) -> Tensor", BroadcastInDim, "Operand dim i maps to result dim dims[i] (size 1 or equal); other dims repeat. ten.broadcast([1., 2.], shape=[3, 2], dims=[1])";
     Ceil       "ten.ceil"        Unary       Simple         false Op("ceil"),              "(Tensor x) -> Tensor", Elementwise, "Round up. ten.ceil([1.2]) = [2.]";
+    Cholesky   "ten.cholesky"    Linalg      Simple         false Custom,                  "(Tensor x, *, bool upper) -> (Tensor factor, Tensor info)", Cholesky, "Cholesky factor of each symmetric positive-definite [.., n, n] matrix (L with A = L·Lᵀ, or U = Lᵀ when `upper`; only that triangle of x is read) and int32 info: 0, or the order of the first leading minor that is not positive-definite (LAPACK potrf)";
     Compare    "ten.compare"     Elementwise Simple         false Custom,                  "(Tensor lhs, Tensor rhs, *, str direction) -> Tensor", CompareStrict, "Elementwise EQ/NE/LT/LE/GT/GE, bool result. ten.compare([1.], [2.], \"LT\") = [true]";
     Concat     "ten.concat"      Layout      Simple         false Custom,                  "(Tensor[] inputs, *, int dim) -> Tensor", Cat, "Concatenate along `dim`. ten.concat([1.], [2.], dim=0) = [1., 2.]";
     Constant   "ten.constant"    Free        Simple         false Custom,                  "(*, Scalar value, SymInt[] shape, ScalarType dtype) -> Tensor", Splat, "A tensor of `shape` filled with `value`. ten.constant(0., [2], f32) = [0., 0.]";
@@ -173,13 +180,18 @@ ten_table! {
     Cumsum     "ten.cumsum"      Scan        Simple         false Custom,                  "(Tensor x, *, int dim) -> Tensor", Scan, "Running (inclusive) sum along `dim`, same type (ints wrap like their dtype). ten.cumsum([1, 2, 3], 0) = [1, 3, 6]";
     Div        "ten.div"         Binary      Divide         false Op("divide"),            "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs / rhs (integers truncate toward zero). ten.div([1.], [4.]) = [0.25]";
     DotGeneral "ten.dot_general" Contraction Simple         false Custom,                  "(Tensor lhs, Tensor rhs, *, int[] lhs_batch, int[] rhs_batch, int[] lhs_contract, int[] rhs_contract, ScalarType? dtype=None) -> Tensor", DotGeneral, "Batched contraction; result dims: batch, lhs free, rhs free, in the operands' dtype or `dtype` (f32 of f16/bf16 operands: the accumulator, unrounded). mm is lhs_contract=[1], rhs_contract=[0]";
+    Eigh       "ten.eigh"        Linalg      Simple         false Custom,                  "(Tensor x, *, bool upper) -> (Tensor eigenvalues, Tensor eigenvectors)", Eigh, "Eigenvalues (ascending) and orthonormal eigenvectors (columns) of each symmetric [.., n, n] matrix, reading its lower (or `upper`) triangle";
     Erf        "ten.erf"         Unary       Transcendental false Custom,                  "(Tensor x) -> Tensor", Elementwise, "Gauss error function. ten.erf([0.]) = [0.]";
     Exp        "ten.exp"         Unary       Transcendental false Op("exponential"),       "(Tensor x) -> Tensor", Elementwise, "e^x. ten.exp([0.]) = [1.]";
     Floor      "ten.floor"       Unary       Simple         false Op("floor"),             "(Tensor x) -> Tensor", Elementwise, "Round down. ten.floor([1.8]) = [1.]";
     Gather     "ten.gather"      Gather      Simple         false Custom,                  "(Tensor x, Tensor index, *, int dim) -> Tensor", TakeDim, "Slices of `x` along `dim` picked by each entry of `index` (index_select / embedding): result dims are x[:dim] + index + x[dim+1:]";
+    Geqrf      "ten.geqrf"       Linalg      Simple         false Custom,                  "(Tensor x) -> (Tensor a, Tensor tau)", Geqrf, "LAPACK geqrf of each [.., m, n] matrix: R on and above the diagonal, the Householder vectors (unit first entry implied) below it, and their scales tau [.., min(m, n)] (H = I - tau·v·vᵀ)";
+    HouseholderProduct "ten.householder_product" Linalg Simple false Custom,               "(Tensor v, Tensor tau) -> Tensor", HouseholderProduct, "LAPACK orgqr: the first n columns of H₁·H₂·…·H_k for Householder vectors below the diagonal of each [.., m, n] v (n <= m) and scales tau [.., k] (k <= n)";
     Iota       "ten.iota"        Free        Simple         false Custom,                  "(*, SymInt[] shape, int dim, ScalarType dtype) -> Tensor", Iota, "Each element's index along `dim`. ten.iota([3], 0, i64) = [0, 1, 2]";
     Log        "ten.log"         Unary       Transcendental false Op("log"),               "(Tensor x) -> Tensor", Elementwise, "Natural log. ten.log([1.]) = [0.]";
     Log1p      "ten.log1p"       Unary       Transcendental false Op("log_plus_one"),      "(Tensor x) -> Tensor", Elementwise, "log(1 + x). ten.log1p([0.]) = [0.]";
+    Lu         "ten.lu"          Linalg      Simple         false Custom,                  "(Tensor x) -> (Tensor lu, Tensor pivots, Tensor info)", Lu, "LU with partial pivoting of each [.., m, n] matrix as LAPACK getrf: L (unit, below the diagonal) and U packed, int32 1-based row interchanges [.., min(m, n)], int32 info (0 or the first exactly zero pivot, 1-based)";
+    LuSolve    "ten.lu_solve"    Linalg      Simple         false Custom,                  "(Tensor lu, Tensor pivots, Tensor b, *, bool adjoint) -> Tensor", LuSolve, "Solves A·x = b (Aᵀ·x = b when `adjoint`) for each [.., n, k] b from `ten.lu`'s factors of A";
     Max        "ten.max"         Binary      Simple         false Op("maximum"),           "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Elementwise max, NaN-propagating. ten.max([1.], [2.]) = [2.]";
     Min        "ten.min"         Binary      Simple         false Op("minimum"),           "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Elementwise min, NaN-propagating. ten.min([1.], [2.]) = [1.]";
     Mul        "ten.mul"         Binary      Simple         false Op("multiply"),          "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs * rhs. ten.mul([2.], [3.]) = [6.]";
@@ -188,6 +200,7 @@ ten_table! {
     Or         "ten.or"          Binary      Simple         false Op("or"),                "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Bitwise/logical OR. ten.or([true], [false]) = [true]";
     Pad        "ten.pad"         Layout      Simple         true  Custom,                  "(Tensor x, *, SymInt[] low, SymInt[] high, Scalar value) -> Tensor", PadEdges, "Add `low[i]` elements before and `high[i]` after dim i, filled with `value` (negative amounts crop). ten.pad([1., 2.], [1], [0], 0.) = [0., 1., 2.]";
     Pow        "ten.pow"         Binary      Transcendental false Op("power"),             "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs ^ rhs. ten.pow([2.], [3.]) = [8.]";
+    Qr         "ten.qr"          Linalg      Simple         false Custom,                  "(Tensor x, *, bool complete) -> (Tensor q, Tensor r)", Qr, "Householder QR of each [.., m, n] matrix with LAPACK's signs (geqrf, orgqr): Q [.., m, k] and R [.., k, n], k = min(m, n), or Q [.., m, m] and R [.., m, n] when `complete`";
     Reduce     "ten.reduce"      Reduction   Simple         false Custom,                  "(Tensor x, *, str kind, int[] dims) -> Tensor", ReduceDims, "Reduce `dims` away with kind sum/max/min/prod/or/and, or argmax/argmin (int64 row-major index within `dims` of the first extreme; NaN is the extreme). ten.reduce([[1., 2.]], \"sum\", [1]) = [3.]";
     Rem        "ten.rem"         Binary      Divide         false Op("remainder"),         "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "C-style remainder (sign of lhs). ten.rem([-3.], [2.]) = [-1.]";
     Reshape    "ten.reshape"     Layout      Simple         true  Custom,                  "(Tensor x, *, SymInt[] shape) -> Tensor", Reshape, "Same elements in row-major order, new shape. ten.reshape(x[6], [2, 3])";
@@ -202,9 +215,11 @@ ten_table! {
     Slice      "ten.slice"       Layout      Simple         true  Custom,                  "(Tensor x, *, SymInt[] start, SymInt[] shape, int[] step) -> Tensor", SliceStrided, "Elements start + i*step per dim, `shape` of them. ten.slice([0, 1, 2, 3], [1], [2], [2]) = [1, 3]";
     Sqrt       "ten.sqrt"        Unary       Divide         false Op("sqrt"),              "(Tensor x) -> Tensor", Elementwise, "Square root. ten.sqrt([4.]) = [2.]";
     Sub        "ten.sub"         Binary      Simple         false Op("subtract"),          "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "lhs - rhs. ten.sub([3.], [1.]) = [2.]";
+    Svd        "ten.svd"         Linalg      Simple         false Custom,                  "(Tensor x, *, bool full_matrices) -> (Tensor u, Tensor s, Tensor vh)", Svd, "Singular value decomposition x = U·diag(S)·Vh of each [.., m, n] matrix, S descending; U [.., m, k], Vh [.., k, n] (k = min(m, n)), square when `full_matrices`";
     Tan        "ten.tan"         Unary       Transcendental false Op("tan"),               "(Tensor x) -> Tensor", Elementwise, "Tangent. ten.tan([0.]) = [0.]";
     Tanh       "ten.tanh"        Unary       Transcendental false Op("tanh"),              "(Tensor x) -> Tensor", Elementwise, "Hyperbolic tangent. ten.tanh([0.]) = [0.]";
     Transpose  "ten.transpose"   Layout      Simple         true  Custom,                  "(Tensor x, *, int[] dims) -> Tensor", Permute, "Result dim i is operand dim dims[i]. ten.transpose(x[2, 3], [1, 0]) has shape [3, 2]";
+    TriangularSolve "ten.triangular_solve" Linalg Simple    false Custom,                  "(Tensor a, Tensor b, *, bool upper, bool unitriangular) -> Tensor", TriangularSolve, "Solves a·x = b for each [.., n, n] triangular a (lower, or `upper`; the other triangle is not read; a diagonal of ones when `unitriangular`) and [.., n, k] b";
     Trunc      "ten.trunc"       Unary       Simple         false Custom,                  "(Tensor x) -> Tensor", Elementwise, "Round toward zero. ten.trunc([-1.7]) = [-1.]";
     Windows    "ten.windows"     Window      Simple         true  Custom,                  "(Tensor x, *, int[] kernel, int[] stride, int[] dilation) -> Tensor", Windows, "Sliding windows over the trailing len(kernel) dims: [.., S_i] -> [.., K_i, O_i] with O_i = (S_i - d_i*(K_i-1) - 1)/s_i + 1 and result[.., k_i, o_i] = x[.., o_i*s_i + k_i*d_i]. ten.windows([1., 2., 3.], [2], [1], [1]) = [[1., 2.], [2., 3.]]";
     Xor        "ten.xor"         Binary      Simple         false Op("xor"),               "(Tensor lhs, Tensor rhs) -> Tensor", Elementwise, "Bitwise/logical XOR. ten.xor([true], [true]) = [false]";

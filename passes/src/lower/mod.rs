@@ -11,6 +11,7 @@
 mod build;
 mod create;
 mod elementwise;
+mod linalg;
 mod matmul;
 mod reduce;
 mod scatter;
@@ -227,6 +228,30 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("upsample_bilinear2d.vec",              |cx, _| window::upsample_bilinear(cx)),
     ("upsample_nearest2d.vec",               |cx, _| window::upsample_nearest(cx)),
     ("grid_sampler_2d",                      |cx, _| window::grid_sampler(cx)),
+    // torch.linalg: factorizations and solves (`ten` linalg ops) and formulas over them.
+    ("linalg_cholesky_ex",                   |cx, _| linalg::cholesky_ex(cx)),
+    ("linalg_lu_factor_ex",                  |cx, _| linalg::lu_factor_ex(cx)),
+    ("linalg_lu_solve",                      |cx, _| linalg::lu_solve(cx)),
+    ("linalg_inv_ex",                        |cx, _| linalg::inv_ex(cx)),
+    ("_linalg_solve_ex",                     |cx, _| linalg::solve_ex(cx)),
+    ("_linalg_check_errors",                 |cx, _| linalg::check_errors(cx)),
+    ("_linalg_det",                          |cx, _| linalg::det(cx, false)),
+    ("_linalg_slogdet",                      |cx, _| linalg::det(cx, true)),
+    ("_linalg_svd",                          |cx, _| linalg::svd(cx)),
+    ("_linalg_eigh",                         |cx, _| linalg::eigh(cx)),
+    ("linalg_qr",                            |cx, _| linalg::qr(cx)),
+    ("linalg_solve_triangular",              |cx, _| linalg::solve_triangular(cx)),
+    ("triangular_solve",                     |cx, _| linalg::triangular_solve(cx)),
+    ("cholesky_solve",                       |cx, _| linalg::cholesky_solve(cx)),
+    ("cholesky_inverse",                     |cx, _| linalg::cholesky_inverse(cx)),
+    ("linalg_pinv.atol_rtol_tensor",         |cx, _| linalg::pinv(cx)),
+    ("geqrf",                                |cx, _| linalg::geqrf(cx)),
+    ("linalg_householder_product",           |cx, _| linalg::householder_product(cx)),
+    ("ormqr",                                |cx, _| linalg::ormqr(cx)),
+    ("linalg_lu",                            |cx, _| linalg::linalg_lu(cx)),
+    ("lu_unpack",                            |cx, _| linalg::lu_unpack(cx)),
+    ("linalg_polar",                         |cx, _| linalg::polar(cx)),
+    ("linalg_matrix_sqrth",                  |cx, _| linalg::matrix_sqrth(cx)),
     // Matrix products.
     ("mm",                                   matmul::matmul),
     ("_trilinear",                           |cx, _| matmul::trilinear(cx)),

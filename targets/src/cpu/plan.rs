@@ -12,7 +12,7 @@
 //! (a running sum per line), so are `ten.scatter` results (a copy, then sequential updates), and so are computed inputs of `ten.windows`, which reads each element
 //! up to kernel-size times.
 
-use ember_ir::dialect::ten::{Class, Cost, TenOp};
+use ember_ir::dialect::ten::{Class, Cost, TenOp, CHECK_ERRORS};
 use ember_ir::module::{Module, OpId, Value, ValueDef};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::DType;
@@ -86,6 +86,70 @@ pub enum Step {
         dim: usize,
         descending: bool,
     },
+    /// A `ten` linalg op over dense buffers, one matrix of the batch at a time (run by the
+    /// runtime on faer: a factorization has no loop nest to generate).
+    Linalg(LinalgStep),
+}
+
+/// Which factorization or solve a `Step::Linalg` runs (the `ten` op and its attributes).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub enum LinalgKind {
+    Cholesky { upper: bool },
+    Lu,
+    LuSolve { adjoint: bool },
+    TriangularSolve { upper: bool, unitriangular: bool },
+    Qr { complete: bool },
+    Eigh { upper: bool },
+    Svd { full_matrices: bool },
+    Geqrf,
+    HouseholderProduct,
+}
+
+impl LinalgKind {
+    /// The `ten` op's name without its dialect.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LinalgKind::Cholesky { .. } => "cholesky",
+            LinalgKind::Lu => "lu",
+            LinalgKind::LuSolve { .. } => "lu_solve",
+            LinalgKind::TriangularSolve { .. } => "triangular_solve",
+            LinalgKind::Qr { .. } => "qr",
+            LinalgKind::Eigh { .. } => "eigh",
+            LinalgKind::Svd { .. } => "svd",
+            LinalgKind::Geqrf => "geqrf",
+            LinalgKind::HouseholderProduct => "householder_product",
+        }
+    }
+    fn of(m: &Module, op: OpId) -> Option<LinalgKind> {
+        let d = m.op(op);
+        let flag = |n: &str| d.attrs.get(n).and_then(|a| a.as_bool()).unwrap_or(false);
+        Some(match d.ten()? {
+            TenOp::Cholesky => LinalgKind::Cholesky { upper: flag("upper") },
+            TenOp::Lu => LinalgKind::Lu,
+            TenOp::LuSolve => LinalgKind::LuSolve { adjoint: flag("adjoint") },
+            TenOp::TriangularSolve => {
+                LinalgKind::TriangularSolve { upper: flag("upper"), unitriangular: flag("unitriangular") }
+            }
+            TenOp::Qr => LinalgKind::Qr { complete: flag("complete") },
+            TenOp::Eigh => LinalgKind::Eigh { upper: flag("upper") },
+            TenOp::Svd => LinalgKind::Svd { full_matrices: flag("full_matrices") },
+            TenOp::Geqrf => LinalgKind::Geqrf,
+            TenOp::HouseholderProduct => LinalgKind::HouseholderProduct,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LinalgStep {
+    pub kind: LinalgKind,
+    /// Operand buffers, dense row-major, in the op's operand order.
+    pub ins: Vec<usize>,
+    /// Result buffers in the op's result order.
+    pub outs: Vec<usize>,
+    /// Raise torch's error for this API when an `info` result is non-zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
 }
 
 pub struct Plan {
@@ -191,6 +255,16 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
                 }
             }
             Some(Class::Reduction | Class::Scan | Class::Scatter) => want(d.results[0], &mut materialize),
+            Some(Class::Linalg) => {
+                for &r in &d.results {
+                    want(r, &mut materialize);
+                }
+                for &o in &d.operands {
+                    if m.defining_op(o).is_some() {
+                        want(o, &mut materialize);
+                    }
+                }
+            }
             Some(Class::Sort) => {
                 want(d.results[0], &mut materialize);
                 if m.defining_op(d.operands[0]).is_some() {
@@ -286,6 +360,21 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         kernels.push(kd);
     };
     for &op in &ops {
+        if let Some(kind) = LinalgKind::of(m, op) {
+            flush(&mut group, outer, &mut kernels, &mut steps, &buf_of, &mut layouts);
+            let d = m.op(op);
+            let mut outs = Vec::new();
+            for &r in &d.results {
+                let t = m.ty(r).tensor().unwrap();
+                outs.push(buffers.len());
+                buf_of.insert(r, buffers.len());
+                buffers.push(Buffer { dtype: dtype_name(t.dtype), dims: t.dim_strings(), kind: BufKind::Temp });
+            }
+            let ins = d.operands.iter().map(|o| buf_of[o]).collect();
+            let check = d.attrs.get(CHECK_ERRORS).and_then(|a| a.as_str()).map(str::to_string);
+            steps.push(Step::Linalg(LinalgStep { kind, ins, outs, check }));
+            continue;
+        }
         let r = m.op(op).results[0];
         if !materialize.contains(&r) || buf_of.contains_key(&r) {
             continue;
@@ -354,6 +443,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
             Step::Kernel { args, .. } => args.iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
             Step::Gemm(g) => [g.lhs.buf, g.rhs.buf].iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
             Step::Sort { src, .. } => *read_elsewhere.entry(*src).or_default() += 1,
+            Step::Linalg(l) => l.ins.iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
         }
     }
     for k in &mut kernels {

@@ -454,6 +454,47 @@ fn sort_ops_match_eager() {
     assert_archive_matches_eager("sort_ops");
 }
 
+/// torch.linalg against eager in float32 and float64 over batches: Cholesky (info of a matrix
+/// that is not positive-definite), LU (square, wide, tall, singular; P/L/U), LU, triangular and
+/// Cholesky solves from both sides, inv, det and slogdet of a singular matrix, QR, geqrf/orgqr/
+/// ormqr, eigh and SVD (values, and products of their vectors), pinv, matrix_rank, cond and
+/// norms (`testdata/cpu/linalg_ops.py`).
+#[test]
+fn linalg_ops_match_eager() {
+    assert_archive_matches_eager("linalg_ops");
+}
+
+/// Where torch raises (a matrix that is not positive-definite for cholesky, a singular one for
+/// inv), the linalg step raises torch's error at run time, naming the batch element; a batch
+/// that factorizes runs.
+#[test]
+fn linalg_errors_raise_at_run_time() {
+    let t = "tensor<2x3x3xf32>";
+    let program = |name: &str, op: &str| {
+        let text = format!(
+            "module {{\n  func.func @main(%a: {t} {{ember.input = \"a\"}}) -> {t} {{\n    {op}\n    return %0#0 : {t}\n  }}\n}}\n"
+        );
+        compile_text(&text, name)
+    };
+    let chol = program("linalg_cholesky_check", &format!(
+        "%0:2 = \"torch.aten.linalg_cholesky_ex\"(%a) {{upper = false, check_errors = false}} : ({t}) -> ({t}, tensor<2xi32>)\n    \"torch.aten._linalg_check_errors\"(%0#1) {{api_name = \"linalg.cholesky\", is_matrix = true}} : (tensor<2xi32>) -> ()"
+    ));
+    let inv = program(
+        "linalg_inv_check",
+        &format!("%0:2 = \"torch.aten.linalg_inv_ex\"(%a) {{check_errors = true}} : ({t}) -> ({t}, tensor<2xi32>)"),
+    );
+    let eye = [1., 0., 0., 0., 1., 0., 0., 0., 1.];
+    let good = f32_nd(&[2, 3, 3], &[eye, [4., 2., 0., 2., 5., 0., 0., 0., 1.]].concat());
+    assert!(chol.run(std::slice::from_ref(&good)).is_ok());
+    assert!(inv.run(std::slice::from_ref(&good)).is_ok());
+    let not_pd = f32_nd(&[2, 3, 3], &[eye, [1., 2., 0., 2., 1., 0., 0., 0., 1.]].concat());
+    let e = chol.run(&[not_pd]).unwrap_err();
+    assert!(e.contains("linalg.cholesky: (Batch element 1): The factorization could not be completed because the input is not positive-definite (the leading minor of order 2"), "{e}");
+    let singular = f32_nd(&[2, 3, 3], &[eye, [1., 2., 3., 2., 4., 6., 1., 0., 1.]].concat());
+    let e = inv.run(&[singular]).unwrap_err();
+    assert!(e.contains("linalg.inv_ex: (Batch element 1): The diagonal element 3 is zero"), "{e}");
+}
+
 /// unfold along every kind of dim, index_reduce (prod, mean, amax without self, amin) with a
 /// repeated index, hypot at ±inf, NaN, zeros and magnitudes whose squares overflow or underflow,
 /// ldexp, exp2, narrow_copy, unbind_copy and as_strided_copy (`testdata/cpu/gather_ops.py`).

@@ -14,6 +14,7 @@ mod contract;
 mod create;
 mod elementwise;
 mod index;
+mod linalg;
 mod reduce;
 mod shape;
 /// How an op's result types follow from its operands and attributes.
@@ -164,6 +165,24 @@ pub enum Rule {
     ScatterFlat,
     /// Broadcast of `self` and `mask`, dtype of `self` (masked_scatter, masked_fill).
     MaskedLike,
+    /// `ten.cholesky`: (the factor, int32 info per matrix).
+    Cholesky,
+    /// `ten.eigh`: (eigenvalues [.., n], eigenvectors [.., n, n]).
+    Eigh,
+    /// `ten.lu`: (packed LU [.., m, n], int32 pivots [.., min(m, n)], int32 info [..]).
+    Lu,
+    /// `ten.lu_solve`: the type of `b`.
+    LuSolve,
+    /// `ten.triangular_solve`: the type of `b`.
+    TriangularSolve,
+    /// `ten.qr`: (Q, R), reduced or `complete`.
+    Qr,
+    /// `ten.svd`: (U, S, Vh), thin or `full_matrices`.
+    Svd,
+    /// `ten.geqrf`: (the operand's type, tau [.., min(m, n)]).
+    Geqrf,
+    /// `ten.householder_product`: the type of `v`.
+    HouseholderProduct,
     /// No inference: result types come from the importer's metadata and are trusted. Used only for
     /// data-dependent shapes (nonzero) and ops whose rule is not written yet; `dialect::trusted_ops`
     /// lists them.
@@ -465,5 +484,8 @@ pub fn infer(rule: Rule, cx: &InferCtx) -> R<Vec<Type>> {
             index::infer(rule, cx)
         }
         Full | Empty | Randperm | Arange | ScalarTensor => create::infer(rule, cx),
+        Cholesky | Eigh | Lu | LuSolve | TriangularSolve | Qr | Svd | Geqrf | HouseholderProduct => {
+            linalg::infer(rule, cx)
+        }
     }
 }

@@ -513,7 +513,16 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             | OtherOp::Cumsum
             | OtherOp::Cumprod
             | OtherOp::Scatter
-            | OtherOp::Argsort => Err(format!("`{ten}` cannot be inlined into a CPU kernel")),
+            | OtherOp::Argsort
+            | OtherOp::Cholesky
+            | OtherOp::Eigh
+            | OtherOp::Geqrf
+            | OtherOp::HouseholderProduct
+            | OtherOp::Lu
+            | OtherOp::LuSolve
+            | OtherOp::Qr
+            | OtherOp::Svd
+            | OtherOp::TriangularSolve => Err(format!("`{ten}` cannot be inlined into a CPU kernel")),
         }
     }
 }

@@ -17,6 +17,7 @@ mod gemm;
 pub use gemm::onednn_loaded;
 mod blas;
 pub use blas::{host_blas, set_host_blas, HostBlas};
+mod linalg;
 mod pool;
 pub use pool::{host_openmp, set_host_openmp};
 
@@ -95,6 +96,13 @@ impl Arena {
                 }
                 Step::Gemm(g) => (g.out, vec![g.lhs.buf, g.rhs.buf]),
                 Step::Sort { out, src, .. } => (*out, vec![*src]),
+                Step::Linalg(l) => {
+                    for &o in &l.outs[1..] {
+                        first[o] = first[o].min(i);
+                        last[o] = last[o].max(i);
+                    }
+                    (l.outs[0], l.ins.clone())
+                }
             };
             first[out] = first[out].min(i);
             last[out] = last[out].max(i);
@@ -190,7 +198,7 @@ impl Program {
                         unsafe { lib.get(name.as_bytes()) }.map_err(|e| format!("kernels.so lacks `{name}`: {e}"))?;
                     Some(*f)
                 }
-                Step::Gemm(_) | Step::Sort { .. } => None,
+                Step::Gemm(_) | Step::Sort { .. } | Step::Linalg(_) => None,
             });
         }
         let weights = if manifest.weights.is_empty() {
@@ -219,7 +227,7 @@ impl Program {
                     parse_dims(&g.rhs.dims)?,
                     parse_dims(&g.rhs.strides)?,
                 ])),
-                Step::Kernel { .. } | Step::Sort { .. } => Ok(None),
+                Step::Kernel { .. } | Step::Sort { .. } | Step::Linalg(_) => Ok(None),
             })
             .collect::<Result<_, String>>()?;
         let gemm_consts = gemm_exprs

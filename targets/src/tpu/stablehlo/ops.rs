@@ -117,6 +117,19 @@ impl<'a> Emitter<'a> {
             Form::Other(o) => o,
         };
         Ok(match other {
+            OtherOp::Cholesky
+            | OtherOp::Eigh
+            | OtherOp::Geqrf
+            | OtherOp::HouseholderProduct
+            | OtherOp::Lu
+            | OtherOp::LuSolve
+            | OtherOp::Qr
+            | OtherOp::Svd
+            | OtherOp::TriangularSolve => {
+                return Err(format!(
+                    "`{ten}` has no StableHLO form yet: the tpu target does not run linalg factorizations (the cpu target does)"
+                ))
+            }
             OtherOp::Compare => {
                 let dir = attrs.get("direction").and_then(|a| a.as_str()).ok_or("missing attribute `direction`")?;
                 if !matches!(dir, "EQ" | "NE" | "LT" | "LE" | "GT" | "GE") {

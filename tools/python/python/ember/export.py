@@ -254,7 +254,8 @@ def write_npz(path: Path, arrays: dict[str, Any]) -> None:
     with zipfile.ZipFile(buf_zip, "w", compression=zipfile.ZIP_STORED) as zf:
         for key, arr in arrays.items():
             buf = io.BytesIO()
-            # C order always: a transposed result (an FFT's) would be saved Fortran-ordered
+            # C order always: eager returns some results column-major (LAPACK's factors, FFTs),
+            # which `write_array` would record as Fortran-ordered and Ember's reader refuses
             # (not np.ascontiguousarray, which makes a 0-d array 1-d).
             np.lib.format.write_array(buf, savable(np.asarray(arr, order="C")), allow_pickle=False)
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
