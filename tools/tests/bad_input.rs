@@ -213,6 +213,21 @@ fn bad_inputs_give_clear_errors() {
         }),
     ));
 
+    // A tensor assertion (`_assert_async.msg`) the import cannot prove is refused: one_hot's
+    // `argmax < 3` over 4 classes.
+    let async_asserts = read_entries(&testdata().join("import/async_asserts.pt2"));
+    cases.push((
+        "unprovable_async_assert",
+        Box::new(move |p: &Path| {
+            let mut e = async_asserts.clone();
+            edit_model(&mut e, |j| {
+                let lt = nodes(j).iter_mut().find(|n| n["target"] == "torch.ops.aten.lt.Scalar").unwrap();
+                lt["inputs"][1]["arg"] = serde_json::json!({"as_int": 3});
+            });
+            write_zip(p, &e)
+        }),
+    ));
+
     for (name, make) in &cases {
         let file = dir.join(format!("{name}.pt2"));
         make(&file);

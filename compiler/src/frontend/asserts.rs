@@ -91,6 +91,23 @@ impl Importer<'_> {
         Err(unproven(&what, &format!("`{a}` is within [{al}, {ah}] and `{b}` within [{bl}, {bh}]")))
     }
 
+    /// `_assert_async.msg(cond, msg)` (one_hot's checks that classes are in range, written over
+    /// the data as `logical_not(any(logical_not(x >= 0)))`): nothing when the value range of
+    /// `cond` says it is always true, else an error, as for `_assert_scalar`.
+    pub(super) fn assert_async(&self, node: &Node) -> R<()> {
+        let name = node.inputs.first().and_then(|a| a.arg.pointer("/as_tensor/name")).and_then(|n| n.as_str());
+        let msg = node.inputs.get(1).and_then(|a| a.arg.get("as_string")).and_then(|s| s.as_str()).unwrap_or("?");
+        let range = name.and_then(|n| self.values.get(n)).and_then(|v| self.ranges.get(v)).copied();
+        if range == Some((1, 1)) {
+            return Ok(());
+        }
+        Err(format!(
+            "the runtime assertion `{msg}` cannot be proven at compile time (the value ranges of its \
+             operands are not known to satisfy it); no Ember target checks conditions at run time, so the \
+             graph is refused rather than run unchecked"
+        ))
+    }
+
     fn sym_operand(&self, j: &Json) -> Option<SymExpr> {
         if let Some(i) = j.get("as_int").and_then(|v| v.as_i64()) {
             return Some(SymExpr::Const(i));
@@ -123,7 +140,7 @@ impl Importer<'_> {
         for (i, &r) in o.results.iter().enumerate() {
             let Some(t) = self.m.ty(r).tensor() else { continue };
             let range = match t.dtype {
-                DType::Bool => Some((0, 1)),
+                DType::Bool => Some(self.range_rule(&o.name, &o.operands, &o.attrs, i).unwrap_or((0, 1))),
                 d if d.is_int() => self.range_rule(&o.name, &o.operands, &o.attrs, i),
                 _ => None,
             };
@@ -149,6 +166,39 @@ impl Importer<'_> {
             | "slice.Tensor" | "select.int" | "unsqueeze" | "squeeze.dim" | "squeeze.dims" | "max" | "min" | "amax"
             | "amin" => first,
             "max.dim" | "min.dim" if result == 0 => first,
+            // A comparison with a constant is constant where the operand's range is on one side.
+            "ge.Scalar" | "gt.Scalar" | "le.Scalar" | "lt.Scalar" => {
+                let (lo, hi) = first?;
+                let k = attrs.get("other").and_then(Attr::as_int)?;
+                let (always, never) = match op {
+                    "ge.Scalar" => (lo >= k, hi < k),
+                    "gt.Scalar" => (lo > k, hi <= k),
+                    "le.Scalar" => (hi <= k, lo > k),
+                    _ => (hi < k, lo >= k),
+                };
+                Some(if always {
+                    (1, 1)
+                } else if never {
+                    (0, 0)
+                } else {
+                    (0, 1)
+                })
+            }
+            "logical_not" => first.map(|(lo, hi)| (1 - hi, 1 - lo)),
+            // Over at least one element, any of values all in a range is in that range.
+            "any" | "any.dim" | "any.dims" => {
+                let t = self.m.ty(operands[0]).tensor()?;
+                let n = t.dims.iter().try_fold(1i64, |n, d| n.checked_mul(d.as_const()?))?;
+                first.filter(|_| n > 0)
+            }
+            "argmax" | "argmin" => {
+                let t = self.m.ty(operands[0]).tensor()?;
+                let n = match attrs.get("dim").and_then(Attr::as_int) {
+                    Some(d) => t.dims.get(if d < 0 { d + t.rank() as i64 } else { d } as usize)?.as_const()?,
+                    None => t.dims.iter().try_fold(1i64, |n, d| n.checked_mul(d.as_const()?))?,
+                };
+                (n > 0).then_some((0, n - 1))
+            }
             "sum.dim_IntList" => {
                 let (lo, hi) = first?;
                 let t = self.m.ty(operands[0]).tensor()?;

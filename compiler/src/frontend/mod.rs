@@ -598,6 +598,9 @@ impl<'a> Importer<'a> {
         if node.target == "torch.ops.aten._assert_scalar.default" {
             return self.assert_scalar(node).map_err(at);
         }
+        if node.target == "torch.ops.aten._assert_async.msg" {
+            return self.assert_async(node).map_err(at);
+        }
         if node.target == "torch.ops.higher_order.with_effects" {
             let inner =
                 effect_call(node).ok_or_else(|| at("`with_effects` without an operator and a token output".into()))?;

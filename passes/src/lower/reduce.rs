@@ -563,11 +563,12 @@ pub fn searchsorted(cx: &mut Cx, name: &str) -> Lowered {
     Ok(Some(vec![cx.reduce(cnt, "sum", &[r - 1])?]))
 }
 
-/// histc(self, bins, min, max) with min < max: each element's bin is
-/// `trunc((x - min) / (max - min) * bins)` in the input dtype (torch's CPU kernel, same order of
-/// operations), `max` itself in the last bin; a one-hot of [numel, bins] over the elements inside
-/// [min, max] (NaN is in no bin) is summed. The data-dependent range of min == max stays a torch
-/// op.
+/// histc(self, bins, min, max): each element's bin is `trunc((x - min) / (max - min) * bins)`
+/// in the input dtype (torch's CPU kernel, same order of operations), capped at the last bin
+/// (`max` itself, or a quotient rounding up to `bins`); a one-hot of [numel, bins] over the
+/// elements inside [min, max] (NaN is in no bin) is summed. min == max means the data's own
+/// range (its min and max, widened by 1 each way when equal, as torch's
+/// `histc_select_outer_bin_edges`), computed as splats of the reduced values.
 pub fn histc(cx: &mut Cx) -> Lowered {
     let x = cx.arg("self")?;
     let xt = cx.tt(x);
@@ -575,27 +576,52 @@ pub fn histc(cx: &mut Cx) -> Lowered {
     let bins = cx.int_or("bins", 100)?;
     let bound = |k: &str, d: f64| cx.attr(k).map_or(Some(d), |a| a.as_float());
     let (Some(lo), Some(hi)) = (bound("min", 0.0), bound("max", 0.0)) else { return Ok(None) };
-    if lo.partial_cmp(&hi) != Some(std::cmp::Ordering::Less) || bins < 1 || !xt.dtype.is_float() || !xt.is_static() {
+    if lo > hi || lo.is_nan() || hi.is_nan() || bins < 1 || !xt.dtype.is_float() || !xt.is_static() {
         return Ok(None);
     }
     let n = xt.numel();
     let flat = cx.reshape(x, std::slice::from_ref(&n))?;
-    let bottom = cx.constf(lo, xt.dtype, std::slice::from_ref(&n))?;
-    let top = cx.constf(hi, xt.dtype, std::slice::from_ref(&n))?;
+    let nv = std::slice::from_ref(&n);
+    let (bottom, top) = if lo < hi || n == c(0) {
+        let (lo, hi) = if lo < hi { (lo, hi) } else { (lo - 1.0, hi + 1.0) };
+        (cx.constf(lo, xt.dtype, nv)?, cx.constf(hi, xt.dtype, nv)?)
+    } else {
+        data_range(cx, flat, 1.0)?
+    };
     let above = cx.compare("GE", flat, bottom)?;
     let below = cx.compare("LE", flat, top)?;
     let inside = cx.binary(TenOp::And, above, below)?;
-    let shifted = cx.binary_scalar(TenOp::Sub, flat, lo)?;
-    let scaled = cx.binary_scalar(TenOp::Div, shifted, hi - lo)?;
+    let shifted = cx.emit(TenOp::Sub, vec![flat, bottom], vec![])?;
+    let width = cx.emit(TenOp::Sub, vec![top, bottom], vec![])?;
+    let scaled = cx.emit(TenOp::Div, vec![shifted, width], vec![])?;
     let scaled = cx.binary_scalar(TenOp::Mul, scaled, bins as f64)?;
     // Only elements inside reach the conversion: NaN or a huge value has no integer.
-    let zero = cx.constf(0.0, xt.dtype, std::slice::from_ref(&n))?;
+    let zero = cx.constf(0.0, xt.dtype, nv)?;
     let scaled = cx.select(inside, scaled, zero)?;
     let pos = cx.convert(scaled, DType::I64)?;
-    let last = cx.constf((bins - 1) as f64, DType::I64, std::slice::from_ref(&n))?;
-    let at_max = cx.compare("EQ", flat, top)?;
-    let pos = cx.select(at_max, last, pos)?;
-    let grid = [n.clone(), c(bins)];
+    let pos = cx.binary_scalar(TenOp::Min, pos, (bins - 1) as f64)?;
+    one_hot_sum(cx, pos, inside, None, bins, t.dtype)
+}
+
+/// The min and max of the 1-D `flat` as splats of its shape, each moved `widen` outwards when
+/// they are equal (torch's rule for an empty range).
+fn data_range(cx: &mut Cx, flat: Value, widen: f64) -> Result<(Value, Value), String> {
+    let shape = cx.tt(flat).dims;
+    let lo = cx.reduce(flat, "min", &[0])?;
+    let hi = cx.reduce(flat, "max", &[0])?;
+    let same = cx.compare("EQ", lo, hi)?;
+    let lo_w = cx.binary_scalar(TenOp::Sub, lo, widen)?;
+    let hi_w = cx.binary_scalar(TenOp::Add, hi, widen)?;
+    let lo = cx.select(same, lo_w, lo)?;
+    let hi = cx.select(same, hi_w, hi)?;
+    Ok((cx.bcast(lo, &shape)?, cx.bcast(hi, &shape)?))
+}
+
+/// Sum over the elements (dim 0) of a one-hot of [n, bins] at `pos` where `inside` holds, each
+/// hit counting 1 or its `weight`, as `dtype`.
+fn one_hot_sum(cx: &mut Cx, pos: Value, inside: Value, weight: Option<Value>, bins: i64, dtype: DType) -> Lowered {
+    let n = cx.tt(pos).dims[0].clone();
+    let grid = [n, c(bins)];
     let iota = cx.emit(
         TenOp::Iota,
         vec![],
@@ -605,6 +631,136 @@ pub fn histc(cx: &mut Cx) -> Lowered {
     let inside = cx.bcast_in_dim(inside, &grid, &[0])?;
     let hit = cx.compare("EQ", iota, pos)?;
     let hit = cx.binary(TenOp::And, hit, inside)?;
-    let ones = cx.convert(hit, t.dtype)?;
+    let ones = match weight {
+        None => cx.convert(hit, dtype)?,
+        Some(w) => {
+            let w = cx.convert(w, dtype)?;
+            let w = cx.bcast_in_dim(w, &grid, &[0])?;
+            let z = cx.splat_like(0.0, w)?;
+            cx.select(hit, w, z)?
+        }
+    };
     Ok(Some(vec![cx.reduce(ones, "sum", &[0])?]))
+}
+
+/// histogram.bin_ct / histogram.bins_tensor (self, bins, range | bin edges, weight, density) ->
+/// (hist, bin_edges). bin_ct's edges are torch's linspace over `range` (or the data's min and
+/// max, widened by 0.5 each way when equal) in the input dtype: `start + step·i` for the first
+/// half, `end - step·(bins - i)` for the rest, `step = (end - start) / bins`. An element's bin
+/// is the number of edges at or below it, minus one, capped at the last (whose right edge is
+/// closed): the binary search torch's kernel does for given edges and the linear estimate plus
+/// local search it does for linspace edges agree on it. Elements outside [first, last] edge
+/// count nowhere; density divides by the total and each bin's width.
+pub fn histogram(cx: &mut Cx, name: &str) -> Lowered {
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let (t, et) = (cx.out(0)?, cx.out(1)?);
+    if !xt.dtype.is_float() || !xt.is_static() || t.dtype != xt.dtype {
+        return Ok(None);
+    }
+    let Some(bins) = t.dims.first().and_then(|d| d.as_const()) else { return Ok(None) };
+    if bins < 1 || et.dims != [c(bins + 1)] {
+        return Err(cx.err("expected one dimension of bins"));
+    }
+    let n = xt.numel();
+    let flat = cx.reshape(x, std::slice::from_ref(&n))?;
+    let edges = if name == "histogram.bins_tensor" {
+        let b = cx.arg("bins")?;
+        let b = cx.reshape(b, &[c(bins + 1)])?;
+        cx.convert(b, xt.dtype)?
+    } else {
+        let range = match cx.attr("range") {
+            Some(Attr::Floats(v)) if v.len() == 2 => Some((v[0], v[1])),
+            Some(Attr::Ints(v)) if v.len() == 2 => Some((v[0] as f64, v[1] as f64)),
+            None | Some(Attr::Unit) => None,
+            Some(a) => return Err(cx.err(&format!("`range` must be two floats, found `{a}`"))),
+        };
+        let one = [c(1)];
+        let (lo, hi) = match range {
+            Some((lo, hi)) => {
+                let (lo, hi) = if lo == hi { (lo - 0.5, hi + 0.5) } else { (lo, hi) };
+                (cx.constf(lo, xt.dtype, &one)?, cx.constf(hi, xt.dtype, &one)?)
+            }
+            None if n == c(0) => (cx.constf(-0.5, xt.dtype, &one)?, cx.constf(0.5, xt.dtype, &one)?),
+            None => {
+                let (lo, hi) = data_range(cx, flat, 0.5)?;
+                let first = |cx: &mut Cx, v: Value| {
+                    cx.emit(
+                        TenOp::Slice,
+                        vec![v],
+                        vec![
+                            ("start", Attr::Ints(vec![0])),
+                            ("shape", Attr::Ints(vec![1])),
+                            ("step", Attr::Ints(vec![1])),
+                        ],
+                    )
+                };
+                (first(cx, lo)?, first(cx, hi)?)
+            }
+        };
+        let es = [c(bins + 1)];
+        let width = cx.emit(TenOp::Sub, vec![hi, lo], vec![])?;
+        let step = cx.binary_scalar(TenOp::Div, width, bins as f64)?;
+        let (lo, hi, step) = (cx.bcast(lo, &es)?, cx.bcast(hi, &es)?, cx.bcast(step, &es)?);
+        let i = cx.emit(
+            TenOp::Iota,
+            vec![],
+            vec![("shape", Attr::dims(es.to_vec())), ("dim", Attr::Int(0)), ("dtype", Attr::DType(xt.dtype))],
+        )?;
+        let up = cx.emit(TenOp::Mul, vec![step, i], vec![])?;
+        let up = cx.emit(TenOp::Add, vec![lo, up], vec![])?;
+        let last = cx.splat_like(bins as f64, i)?;
+        let left = cx.emit(TenOp::Sub, vec![last, i], vec![])?;
+        let down = cx.emit(TenOp::Mul, vec![step, left], vec![])?;
+        let down = cx.emit(TenOp::Sub, vec![hi, down], vec![])?;
+        let half = cx.splat_like(((bins + 1) / 2) as f64, i)?;
+        let first_half = cx.compare("LT", i, half)?;
+        cx.select(first_half, up, down)?
+    };
+    let nv = std::slice::from_ref(&n);
+    if n == c(0) {
+        return Ok(Some(vec![cx.constf(0.0, t.dtype, &t.dims)?, edges]));
+    }
+    let grid = [n.clone(), c(bins + 1)];
+    let eb = cx.bcast_in_dim(edges, &grid, &[1])?;
+    let xb = cx.bcast_in_dim(flat, &grid, &[0])?;
+    let reached = cx.compare("LE", eb, xb)?;
+    let reached = cx.convert(reached, DType::I64)?;
+    let pos = cx.reduce(reached, "sum", &[1])?;
+    let pos = cx.binary_scalar(TenOp::Sub, pos, 1.0)?;
+    let pos = cx.binary_scalar(TenOp::Min, pos, (bins - 1) as f64)?;
+    let edge = |cx: &mut Cx, k: i64| -> Result<Value, String> {
+        let e = cx.emit(
+            TenOp::Slice,
+            vec![edges],
+            vec![("start", Attr::Ints(vec![k])), ("shape", Attr::Ints(vec![1])), ("step", Attr::Ints(vec![1]))],
+        )?;
+        cx.bcast(e, nv)
+    };
+    let (bottom, top) = (edge(cx, 0)?, edge(cx, bins)?);
+    let above = cx.compare("GE", flat, bottom)?;
+    let below = cx.compare("LE", flat, top)?;
+    let inside = cx.emit(TenOp::And, vec![above, below], vec![])?;
+    let weight = match cx.operand("weight") {
+        Some(w) => Some(cx.reshape(w, nv)?),
+        None => None,
+    };
+    let Some(h) = one_hot_sum(cx, pos, inside, weight, bins, t.dtype)? else { return Ok(None) };
+    let mut hist = h[0];
+    if cx.bool_or("density", false) {
+        let total = cx.reduce(hist, "sum", &[0])?;
+        let total = cx.bcast(total, &t.dims)?;
+        hist = cx.emit(TenOp::Div, vec![hist, total], vec![])?;
+        let slice = |cx: &mut Cx, k: i64| {
+            cx.emit(
+                TenOp::Slice,
+                vec![edges],
+                vec![("start", Attr::Ints(vec![k])), ("shape", Attr::Ints(vec![bins])), ("step", Attr::Ints(vec![1]))],
+            )
+        };
+        let (a, b) = (slice(cx, 0)?, slice(cx, 1)?);
+        let widths = cx.emit(TenOp::Sub, vec![b, a], vec![])?;
+        hist = cx.emit(TenOp::Div, vec![hist, widths], vec![])?;
+    }
+    Ok(Some(vec![hist, edges]))
 }

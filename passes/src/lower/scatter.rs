@@ -2,11 +2,11 @@
 //! positions computed like the gathers' (`shape::linear_along`, `shape::adjacent_index`), then a
 //! reshape back. Inputs with symbolic dims stay torch ops (the positions need static strides).
 
-use super::build::{c, norm_dim, Cx, Lowered};
+use super::build::{self, c, norm_dim, Cx, Lowered};
 use super::shape::{adjacent_index, linear_along};
 use ember_ir::attr::Attr;
 use ember_ir::dialect::ten::TenOp;
-use ember_ir::{DType, SymExpr, Value};
+use ember_ir::{DType, SymExpr, TensorType, Value};
 
 /// The identity of a scatter kind as a splat of `dtype` (what an excluded `self` is replaced by).
 fn identity(kind: &str, dtype: DType) -> Attr {
@@ -491,4 +491,238 @@ pub fn view_scatter(cx: &mut Cx, name: &str) -> Lowered {
     let flat = cx.reshape(x, &[xt.numel()])?;
     let r = scatter(cx, flat, lin, src, "set")?;
     Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
+}
+
+/// _embedding_bag / _embedding_bag_forward_only(weight, indices, offsets, mode, ...,
+/// per_sample_weights, include_last_offset, padding_idx) -> (out, offset2bag, bag_size,
+/// max_indices), as torch's CPU kernel returns each of them. Index i's bag is the count of the
+/// first B offsets (B bags) at or before it, minus one (offset2bag); sum and mean scatter each
+/// (weighted) row at the count over every offset instead, so with include_last_offset the rows
+/// past the last offset drop out of the sum while the bag size, and so mean's divisor and max's
+/// candidates, still count them (torch computes sizes from offset2bag, sums from the offsets).
+/// Rows at `padding_idx` count nowhere. Max follows the kernel's running `x > best`: a bag's
+/// first row wins where it is NaN, otherwise the largest non-NaN value, the first such row's
+/// index. Sum mode returns zeros for bag_size and max_indices, mean its bag sizes for both;
+/// where the export recorded an empty offset2bag (sum without padding_idx), it is empty.
+pub fn embedding_bag(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let (w, idx, off) = (cx.arg("weight")?, cx.arg("indices")?, cx.arg("offsets")?);
+    let (wt, it, ot) = (cx.tt(w), cx.tt(idx), cx.tt(off));
+    if !t.dtype.is_float() || wt.rank() != 2 || it.rank() != 1 || ot.rank() != 1 {
+        return Ok(None);
+    }
+    let (Some(ws), Some(is), Some(os), Some(ts)) =
+        (wt.static_shape(), it.static_shape(), ot.static_shape(), t.static_shape())
+    else {
+        return Ok(None);
+    };
+    let mode = cx.int_or("mode", 0)?;
+    if !(0..=2).contains(&mode) {
+        return Err(cx.err(&format!("unknown mode {mode}")));
+    }
+    let psw = cx.operand("per_sample_weights");
+    if psw.is_some() && mode != 0 {
+        return Err(cx.err("per_sample_weights is only defined for mode 'sum'"));
+    }
+    let ilo = cx.bool_or("include_last_offset", false);
+    let pad = cx.int_or("padding_idx", -1)?;
+    let (l, d, n_off, bags) = (is[0], ws[1], os[0], ts[0]);
+    if bags != n_off - i64::from(ilo) || ts[1] != d {
+        return Err(cx.err(&format!("{n_off} offsets do not make the {bags} bags of the result")));
+    }
+    let acc = build::acc_dtype(t.dtype);
+    let (o2b_t, size_t, maxi_t) = (cx.out(1)?, cx.out(2)?, cx.out(3)?);
+    if l == 0 {
+        let mut r = vec![cx.constf(0.0, t.dtype, &t.dims)?];
+        for want in [&o2b_t, &size_t, &maxi_t] {
+            r.push(cx.constant(&Attr::Int(0), want.dtype, &want.dims)?);
+        }
+        return Ok(Some(r));
+    }
+    let i64s = |cx: &mut Cx, v: i64, shape: &[SymExpr]| cx.constant(&Attr::Int(v), DType::I64, shape);
+    let iota = |cx: &mut Cx, shape: &[SymExpr], dim: i64| {
+        cx.emit(
+            TenOp::Iota,
+            vec![],
+            vec![("shape", Attr::dims(shape.to_vec())), ("dim", Attr::Int(dim)), ("dtype", Attr::DType(DType::I64))],
+        )
+    };
+    let idx = cx.convert(idx, DType::I64)?;
+    let off = cx.convert(off, DType::I64)?;
+    // Per index: [offsets[j] <= i] over the offsets j.
+    let grid = [c(l), c(n_off)];
+    let pos = iota(cx, &grid, 0)?;
+    let ob = cx.bcast_in_dim(off, &grid, &[1])?;
+    let started = cx.compare("LE", ob, pos)?;
+    let started = cx.convert(started, DType::I64)?;
+    let count_upto = |cx: &mut Cx, k: i64| -> Result<Value, String> {
+        let s = if k == n_off {
+            started
+        } else {
+            cx.emit(
+                TenOp::Slice,
+                vec![started],
+                vec![
+                    ("start", Attr::Ints(vec![0, 0])),
+                    ("shape", Attr::Ints(vec![l, k])),
+                    ("step", Attr::Ints(vec![1, 1])),
+                ],
+            )?
+        };
+        let s = cx.reduce(s, "sum", &[1])?;
+        cx.binary_scalar(TenOp::Sub, s, 1.0)
+    };
+    let bag = count_upto(cx, bags)?;
+    let seg = if ilo { count_upto(cx, n_off)? } else { bag };
+    let valid = if pad >= 0 {
+        let p = i64s(cx, pad, &[c(l)])?;
+        Some(cx.compare("NE", idx, p)?)
+    } else {
+        None
+    };
+    let lds = [c(l), c(d)];
+    let rows = cx.emit(TenOp::Gather, vec![w, idx], vec![("dim", Attr::Int(0))])?;
+    let mut rows = cx.convert(rows, acc)?;
+    if let Some(p) = psw {
+        let p = cx.convert(p, acc)?;
+        let p = cx.bcast_in_dim(p, &lds, &[0])?;
+        rows = cx.emit(TenOp::Mul, vec![rows, p], vec![])?;
+    }
+    // Flat positions seg * D + column in the [bags * D] output; seg -1 or `bags` fall outside.
+    let col = iota(cx, &lds, 1)?;
+    let at = |cx: &mut Cx, s: Value| -> Result<Value, String> {
+        let s = cx.bcast_in_dim(s, &lds, &[0])?;
+        let s = cx.binary_scalar(TenOp::Mul, s, d as f64)?;
+        cx.emit(TenOp::Add, vec![s, col], vec![])
+    };
+    // Per bag, how many valid indices offset2bag puts in it.
+    let ones = match valid {
+        Some(v) => cx.convert(v, DType::I64)?,
+        None => i64s(cx, 1, &[c(l)])?,
+    };
+    let zeros_b = i64s(cx, 0, &[c(bags)])?;
+    let size = scatter(cx, zeros_b, bag, ones, "sum")?;
+    let flat = [c(bags * d)];
+    let (out, max_idx) = if mode == 2 {
+        let lin = at(cx, bag)?;
+        let nan = cx.emit(TenOp::Compare, vec![rows, rows], vec![("direction", Attr::Str("NE".into()))])?;
+        let mut skip = nan;
+        if let Some(v) = valid {
+            let v = cx.bcast_in_dim(v, &lds, &[0])?;
+            let inv = cx.unary(TenOp::Not, v)?;
+            skip = cx.emit(TenOp::Or, vec![skip, inv], vec![])?;
+        }
+        let low = cx.splat_like(f64::NEG_INFINITY, rows)?;
+        let cand = cx.select(skip, low, rows)?;
+        let base = cx.constf(f64::NEG_INFINITY, acc, &flat)?;
+        let best = scatter(cx, base, lin, cand, "max")?;
+        // The first valid row of each bag: where its value is NaN, it is the result.
+        let far = i64s(cx, l, &[c(l)])?;
+        let p1 = iota(cx, &[c(l)], 0)?;
+        let p1 = match valid {
+            Some(v) => cx.select(v, p1, far)?,
+            None => p1,
+        };
+        let lfill = i64s(cx, l, &[c(bags)])?;
+        let first = scatter(cx, lfill, bag, p1, "min")?;
+        let first_c = cx.binary_scalar(TenOp::Min, first, (l - 1) as f64)?;
+        let bd = [c(bags), c(d)];
+        let first_rows = cx.emit(TenOp::Gather, vec![rows, first_c], vec![("dim", Attr::Int(0))])?;
+        let first_nan =
+            cx.emit(TenOp::Compare, vec![first_rows, first_rows], vec![("direction", Attr::Str("NE".into()))])?;
+        let best = cx.reshape(best, &bd)?;
+        let value = cx.select(first_nan, first_rows, best)?;
+        // The first row holding the best value, or the first row when it is NaN.
+        let best_flat = cx.reshape(best, &flat)?;
+        let lin_c = cx.binary_scalar(TenOp::Max, lin, 0.0)?;
+        let lin_c = cx.binary_scalar(TenOp::Min, lin_c, (bags * d - 1) as f64)?;
+        let mine = cx.emit(TenOp::Gather, vec![best_flat, lin_c], vec![("dim", Attr::Int(0))])?;
+        let hit = cx.compare("EQ", cand, mine)?;
+        let not_skip = cx.unary(TenOp::Not, skip)?;
+        let hit = cx.emit(TenOp::And, vec![hit, not_skip], vec![])?;
+        let pl = iota(cx, &lds, 0)?;
+        let farl = i64s(cx, l, &lds)?;
+        let pl = cx.select(hit, pl, farl)?;
+        let lfill = i64s(cx, l, &flat)?;
+        let arg = scatter(cx, lfill, lin, pl, "min")?;
+        let arg = cx.reshape(arg, &bd)?;
+        let first_b = cx.bcast_in_dim(first, &bd, &[0])?;
+        let arg = cx.select(first_nan, first_b, arg)?;
+        let arg_c = cx.binary_scalar(TenOp::Min, arg, (l - 1) as f64)?;
+        let arg_flat = cx.reshape(arg_c, &flat)?;
+        let which = cx.emit(TenOp::Gather, vec![idx, arg_flat], vec![("dim", Attr::Int(0))])?;
+        let which = cx.reshape(which, &bd)?;
+        let size_b = cx.bcast_in_dim(size, &bd, &[0])?;
+        let zero = i64s(cx, 0, &bd)?;
+        let empty = cx.compare("EQ", size_b, zero)?;
+        let zf = cx.constf(0.0, acc, &bd)?;
+        let value = cx.select(empty, zf, value)?;
+        let which = cx.select(empty, zero, which)?;
+        (value, Some(which))
+    } else {
+        if let Some(v) = valid {
+            let v = cx.bcast_in_dim(v, &lds, &[0])?;
+            let z = cx.splat_like(0.0, rows)?;
+            rows = cx.select(v, rows, z)?;
+        }
+        let lin = at(cx, seg)?;
+        let base = cx.constf(0.0, acc, &flat)?;
+        let sum = scatter(cx, base, lin, rows, "sum")?;
+        let mut out = cx.reshape(sum, &[c(bags), c(d)])?;
+        if mode == 1 {
+            let one = i64s(cx, 1, &[c(bags)])?;
+            let n = cx.emit(TenOp::Max, vec![size, one], vec![])?;
+            let n = cx.convert(n, acc)?;
+            let n = cx.bcast_in_dim(n, &t.dims, &[0])?;
+            out = cx.emit(TenOp::Div, vec![out, n], vec![])?;
+        }
+        (out, None)
+    };
+    let out = cx.convert(out, t.dtype)?;
+    // Each auxiliary result in the shape the export recorded, or an error if it is not torch's.
+    let aux = |cx: &mut Cx, want: &TensorType, v: Option<Value>, what: &str| -> Result<Value, String> {
+        let v = match v {
+            Some(v) if want.numel() != c(0) => v,
+            _ => return cx.constant(&Attr::Int(0), want.dtype, &want.dims),
+        };
+        if cx.tt(v).dims != want.dims {
+            return Err(cx.err(&format!("the recorded {what} has shape {:?}, not torch's", want.dims)));
+        }
+        cx.convert(v, want.dtype)
+    };
+    let o2b = aux(cx, &o2b_t, Some(bag), "offset2bag")?;
+    let sizes = aux(cx, &size_t, (mode != 0).then_some(size), "bag_size")?;
+    let maxi = aux(cx, &maxi_t, if mode == 2 { max_idx } else { (mode == 1).then_some(size) }, "max_indices")?;
+    Ok(Some(vec![out, o2b, sizes, maxi]))
+}
+
+/// masked_scatter(self, mask, source): the k-th true element of the broadcast mask (row-major)
+/// takes source's k-th element (row-major), its rank a running count of the mask; the others
+/// keep `self`. One gather of the flattened source at the ranks, then a select. A source with
+/// fewer elements than the mask has true ones, which torch raises for, reads its last element
+/// there (no target checks values at run time).
+pub fn masked_scatter(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let (x, mask, src) = (cx.arg("self")?, cx.arg("mask")?, cx.arg("source")?);
+    let st = cx.tt(src);
+    let (Some(n), Some(ns)) = (t.numel().as_const(), st.numel().as_const()) else { return Ok(None) };
+    let x = cx.coerce(x, t.dtype, &t.dims)?;
+    let mask = cx.truthy(mask)?;
+    let mask = cx.bcast(mask, &t.dims)?;
+    if n == 0 || ns == 0 {
+        return Ok(Some(vec![x]));
+    }
+    let flat = [c(n)];
+    let m = cx.reshape(mask, &flat)?;
+    let k = cx.convert(m, DType::I64)?;
+    let k = cx.emit(TenOp::Cumsum, vec![k], vec![("dim", Attr::Int(0))])?;
+    let k = cx.binary_scalar(TenOp::Sub, k, 1.0)?;
+    let k = cx.binary_scalar(TenOp::Max, k, 0.0)?;
+    let k = cx.binary_scalar(TenOp::Min, k, (ns - 1) as f64)?;
+    let s = cx.reshape(src, &[c(ns)])?;
+    let s = cx.convert(s, t.dtype)?;
+    let v = cx.emit(TenOp::Gather, vec![s, k], vec![("dim", Attr::Int(0))])?;
+    let xf = cx.reshape(x, &flat)?;
+    let r = cx.select(m, v, xf)?;
+    Ok(Some(vec![cx.reshape(r, &t.dims)?]))
 }

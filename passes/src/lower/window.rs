@@ -731,38 +731,55 @@ pub fn upsample_nearest(cx: &mut Cx) -> Lowered {
     Ok(Some(vec![y]))
 }
 
-/// grid_sampler_2d with bilinear or nearest interpolation and zeros or border padding (f32,
-/// static shapes), as torch's CPU kernel: grid coordinates unnormalized to pixels
-/// (`(g + 1) / 2 * (size - 1)` with align_corners, else `((g + 1) * size - 1) / 2`), clipped to
-/// [0, size - 1] for border padding; bilinear reads the four neighbours `floor`, `floor + 1`
-/// weighted `(1 - t) / t` per axis, nearest the `round`-half-even one; neighbours outside the
-/// input read 0. Each read is one `ten.gather` from the flattened input at
-/// `((n * C + c) * H + y) * W + x`. Reflection padding and bicubic stay a torch op.
+/// grid_sampler_2d/3d with bilinear (trilinear) or nearest interpolation and zeros, border or
+/// reflection padding (f32, static shapes), as torch's CPU kernels: grid coordinates
+/// unnormalized to pixels (`(g + 1) / 2 * (size - 1)` with align_corners, else
+/// `((g + 1) * size - 1) / 2`), clipped to [0, size - 1] for border padding, reflected first for
+/// reflection padding (the 2-D kernel's vectorized form, `min(e, T - e)` of the distance folded
+/// into one double span `T`); bilinear reads the 2^k neighbours `floor`, `floor + 1` weighted
+/// `(1 - t) / t` per axis (in each kernel's product and summation order), nearest the
+/// `round`-half-even one; neighbours outside the input read 0. Each read is one `ten.gather`
+/// from the flattened input at `(n * C + c) * S + Σ i_d · stride_d`. Bicubic stays a torch op.
 pub fn grid_sampler(cx: &mut Cx) -> Lowered {
     let t = cx.out(0)?;
     let (x, grid) = (cx.arg("input")?, cx.arg("grid")?);
     let (xt, gt) = (cx.tt(x), cx.tt(grid));
     let (mode, padding, align) =
         (cx.int("interpolation_mode")?, cx.int("padding_mode")?, cx.bool_or("align_corners", false));
-    if t.dtype != DType::F32 || gt.dtype != DType::F32 || mode > 1 || padding > 1 || xt.rank() != 4 || gt.rank() != 4 {
+    let sd = xt.rank().saturating_sub(2);
+    if t.dtype != DType::F32
+        || gt.dtype != DType::F32
+        || mode > 1
+        || padding > 2
+        || !(sd == 2 || sd == 3)
+        || gt.rank() != sd + 2
+    {
         return Ok(None);
     }
     let (Some(xs), Some(gs)) = (xt.static_shape(), gt.static_shape()) else { return Ok(None) };
-    let (n, ch, h, w) = (xs[0], xs[1], xs[2], xs[3]);
-    let (ho, wo) = (gs[1], gs[2]);
+    if gs[sd + 1] != sd as i64 {
+        return Ok(None);
+    }
+    let (n, ch) = (xs[0], xs[1]);
+    // Per grid component k (0 = x over the last spatial dim, 1 = y, 2 = z over the first).
+    let sizes: Vec<i64> = (0..sd).map(|k| xs[1 + sd - k]).collect();
+    let plane: i64 = xs[2..].iter().product();
     if xs.iter().chain(&gs).any(|&d| d == 0) {
         return Ok(Some(vec![cx.constf(0.0, t.dtype, &t.dims)?]));
     }
-    let pshape = [c(n), c(ho), c(wo)];
-    // Pixel coordinate along grid component `k` (0 = x over W, 1 = y over H).
-    let coord = |cx: &mut Cx, k: i64, size: i64| -> Result<Value, String> {
+    let pshape: Vec<SymExpr> = gs[..=sd].iter().map(|&d| c(d)).collect();
+    let mut gslice = gs.clone();
+    gslice[sd + 1] = 1;
+    let coord = |cx: &mut Cx, k: usize, size: i64| -> Result<Value, String> {
+        let mut start = vec![0i64; sd + 2];
+        start[sd + 1] = k as i64;
         let g = cx.emit(
             TenOp::Slice,
             vec![grid],
             vec![
-                ("start", Attr::Ints(vec![0, 0, 0, k])),
-                ("shape", Attr::Ints(vec![n, ho, wo, 1])),
-                ("step", Attr::Ints(vec![1; 4])),
+                ("start", Attr::Ints(start)),
+                ("shape", Attr::Ints(gslice.clone())),
+                ("step", Attr::Ints(vec![1; sd + 2])),
             ],
         )?;
         let g = cx.reshape(g, &pshape)?;
@@ -775,15 +792,35 @@ pub fn grid_sampler(cx: &mut Cx) -> Lowered {
             let s = cx.binary_scalar(TenOp::Sub, s, 1.0)?;
             cx.binary_scalar(TenOp::Div, s, 2.0)?
         };
-        if padding == 1 {
+        if padding == 2 {
+            // Reflect about -0.5 and size - 0.5 (about 0 and size - 1 with align_corners).
+            let (low, span) = if align { (0.0, 2 * (size - 1)) } else { (-0.5, 2 * size) };
+            p = if span == 0 {
+                cx.splat_like(0.0, p)?
+            } else {
+                let shifted = cx.binary_scalar(TenOp::Sub, p, low)?;
+                let a = cx.unary(TenOp::Abs, shifted)?;
+                let flips = cx.binary_scalar(TenOp::Div, a, span as f64)?;
+                let flips = cx.unary(TenOp::Trunc, flips)?;
+                let back = cx.binary_scalar(TenOp::Mul, flips, span as f64)?;
+                let extra = cx.emit(TenOp::Sub, vec![a, back], vec![])?;
+                let top = cx.splat_like(span as f64, extra)?;
+                let mirrored = cx.emit(TenOp::Sub, vec![top, extra], vec![])?;
+                let r = cx.emit(TenOp::Min, vec![extra, mirrored], vec![])?;
+                cx.binary_scalar(TenOp::Add, r, low)?
+            };
+        }
+        if padding >= 1 {
             p = cx.binary_scalar(TenOp::Max, p, 0.0)?;
             p = cx.binary_scalar(TenOp::Min, p, (size - 1) as f64)?;
         }
         Ok(p)
     };
-    let ix = coord(cx, 0, w)?;
-    let iy = coord(cx, 1, h)?;
-    let flat = cx.reshape(x, &[c(n * ch * h * w)])?;
+    let mut pix = Vec::with_capacity(sd);
+    for (k, &size) in sizes.iter().enumerate() {
+        pix.push(coord(cx, k, size)?);
+    }
+    let flat = cx.reshape(x, &[c(n * ch * plane)])?;
     let oshape = t.dims.clone();
     let io_n = cx.emit(
         TenOp::Iota,
@@ -797,13 +834,16 @@ pub fn grid_sampler(cx: &mut Cx) -> Lowered {
     )?;
     let nc = cx.binary_scalar(TenOp::Mul, io_n, ch as f64)?;
     let nc = cx.emit(TenOp::Add, vec![nc, io_c], vec![])?;
-    let base = cx.binary_scalar(TenOp::Mul, nc, (h * w) as f64)?;
-    // The input value at integer-valued f32 pixel coordinates (xc, yc), 0 outside the input.
-    let read = |cx: &mut Cx, xc: Value, yc: Value| -> Result<Value, String> {
-        let xi = cx.convert(xc, DType::I64)?;
-        let yi = cx.convert(yc, DType::I64)?;
+    let base = cx.binary_scalar(TenOp::Mul, nc, plane as f64)?;
+    let spread: Vec<usize> = std::iter::once(0).chain(2..sd + 2).collect();
+    // The input value at integer-valued f32 pixel coordinates (one per component), 0 outside.
+    let read = |cx: &mut Cx, at: &[Value]| -> Result<Value, String> {
+        let mut idx = Vec::with_capacity(sd);
+        for &v in at {
+            idx.push(cx.convert(v, DType::I64)?);
+        }
         let mut inside: Option<Value> = None;
-        for (v, size) in [(xi, w), (yi, h)] {
+        for (&v, &size) in idx.iter().zip(&sizes) {
             let zero = cx.splat_like(0.0, v)?;
             let lo = cx.compare("GE", v, zero)?;
             let top = cx.splat_like(size as f64, v)?;
@@ -814,40 +854,183 @@ pub fn grid_sampler(cx: &mut Cx) -> Lowered {
                 None => both,
             });
         }
-        let inside = inside.expect("two axes");
-        let zero = cx.splat_like(0.0, xi)?;
-        let pos = cx.binary_scalar(TenOp::Mul, yi, w as f64)?;
-        let pos = cx.emit(TenOp::Add, vec![pos, xi], vec![])?;
+        let inside = inside.expect("two or three axes");
+        let zero = cx.splat_like(0.0, idx[0])?;
+        let mut pos = idx[sd - 1];
+        for k in (0..sd - 1).rev() {
+            pos = cx.binary_scalar(TenOp::Mul, pos, sizes[k] as f64)?;
+            pos = cx.emit(TenOp::Add, vec![pos, idx[k]], vec![])?;
+        }
         let pos = cx.select(inside, pos, zero)?;
-        let pos = cx.bcast_in_dim(pos, &oshape, &[0, 2, 3])?;
+        let pos = cx.bcast_in_dim(pos, &oshape, &spread)?;
         let pos = cx.emit(TenOp::Add, vec![base, pos], vec![])?;
         let v = cx.emit(TenOp::Gather, vec![flat, pos], vec![("dim", Attr::Int(0))])?;
-        let inside = cx.bcast_in_dim(inside, &oshape, &[0, 2, 3])?;
+        let inside = cx.bcast_in_dim(inside, &oshape, &spread)?;
         let z = cx.splat_like(0.0, v)?;
         cx.select(inside, v, z)
     };
     if mode == 1 {
-        let xr = cx.unary(TenOp::Round, ix)?;
-        let yr = cx.unary(TenOp::Round, iy)?;
-        return Ok(Some(vec![read(cx, xr, yr)?]));
+        let mut at = Vec::with_capacity(sd);
+        for &p in &pix {
+            at.push(cx.unary(TenOp::Round, p)?);
+        }
+        return Ok(Some(vec![read(cx, &at)?]));
     }
-    let (xw, yn) = (cx.unary(TenOp::Floor, ix)?, cx.unary(TenOp::Floor, iy)?);
-    let xe = cx.binary_scalar(TenOp::Add, xw, 1.0)?;
-    let ys = cx.binary_scalar(TenOp::Add, yn, 1.0)?;
-    let tw = cx.emit(TenOp::Sub, vec![ix, xw], vec![])?;
-    let te = cx.emit(TenOp::Sub, vec![xe, ix], vec![])?;
-    let tn = cx.emit(TenOp::Sub, vec![iy, yn], vec![])?;
-    let ts = cx.emit(TenOp::Sub, vec![ys, iy], vec![])?;
+    let mut lo = Vec::with_capacity(sd);
+    for &p in &pix {
+        lo.push(cx.unary(TenOp::Floor, p)?);
+    }
+    let mut hi = Vec::with_capacity(sd);
+    for &f in &lo {
+        hi.push(cx.binary_scalar(TenOp::Add, f, 1.0)?);
+    }
+    // (weight of the lower neighbour, weight of the upper one) per component.
+    let mut wts = Vec::with_capacity(sd);
+    for k in 0..sd {
+        let w_hi = cx.emit(TenOp::Sub, vec![pix[k], lo[k]], vec![])?;
+        let w_lo = cx.emit(TenOp::Sub, vec![hi[k], pix[k]], vec![])?;
+        wts.push((w_lo, w_hi));
+    }
+    // The 2-D kernel multiplies y's weight by x's, the 3-D one x·y·z.
+    let order: Vec<usize> = if sd == 2 { vec![1, 0] } else { vec![0, 1, 2] };
     let mut out: Option<Value> = None;
-    for (xc, yc, a, b) in [(xw, yn, ts, te), (xe, yn, ts, tw), (xw, ys, tn, te), (xe, ys, tn, tw)] {
-        let wgt = cx.emit(TenOp::Mul, vec![a, b], vec![])?;
-        let wgt = cx.bcast_in_dim(wgt, &oshape, &[0, 2, 3])?;
-        let v = read(cx, xc, yc)?;
+    for corner in 0..1usize << sd {
+        let upper = |k: usize| corner >> k & 1 == 1;
+        let at: Vec<Value> = (0..sd).map(|k| if upper(k) { hi[k] } else { lo[k] }).collect();
+        let mut wgt: Option<Value> = None;
+        for &k in &order {
+            let w = if upper(k) { wts[k].1 } else { wts[k].0 };
+            wgt = Some(match wgt {
+                Some(a) => cx.emit(TenOp::Mul, vec![a, w], vec![])?,
+                None => w,
+            });
+        }
+        let wgt = cx.bcast_in_dim(wgt.expect("two or three axes"), &oshape, &spread)?;
+        let v = read(cx, &at)?;
         let term = cx.emit(TenOp::Mul, vec![v, wgt], vec![])?;
         out = Some(match out {
             Some(o) => cx.emit(TenOp::Add, vec![o, term], vec![])?,
             None => term,
         });
     }
-    Ok(Some(vec![out.expect("four neighbours")]))
+    Ok(Some(vec![out.expect("2^k neighbours")]))
+}
+
+/// _upsample_bilinear2d_aa: torch's separable antialiased resize, one weight matrix
+/// [out, in] per resized spatial dim (width first, then height; a dim whose size does not
+/// change is copied, as torch's kernel skips it) applied as one `ten.dot_general`. The weights
+/// are the CPU kernel's, computed from iotas as it computes them (f32, the few steps it takes
+/// in f64 in f64): with the scale of upsample_bilinear2d and `support = max(scale, 1)`, output
+/// i reads inputs [trunc(c - support + 0.5), trunc(c + support + 0.5)) clipped to the input,
+/// `c = scale·(i + 0.5)`, each weighted by the triangle filter `max(0, 1 - |(j - c + 0.5) /
+/// max(scale, 1)|)` and normalized by the window's total. Half floats compute in f32.
+/// Symbolic spatial sizes stay a torch op.
+pub fn upsample_bilinear_aa(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    if xt.rank() != 4 || !t.dtype.is_float() {
+        return Ok(None);
+    }
+    let (Some(ins), Some(outs)) = (xt.static_shape(), t.static_shape()) else { return Ok(None) };
+    if ins[..2] != outs[..2] {
+        return Err(cx.err("the batch and channel dims must be kept"));
+    }
+    let align = cx.bool_or("align_corners", false);
+    let factors = [cx.attr("scales_h").and_then(|a| a.as_float()), cx.attr("scales_w").and_then(|a| a.as_float())];
+    let acc = acc_dtype(t.dtype);
+    let mut y = cx.convert(x, acc)?;
+    if ins == outs {
+        return Ok(Some(vec![cx.convert(y, t.dtype)?]));
+    }
+    if outs.contains(&0) || ins.contains(&0) {
+        return Ok(Some(vec![cx.constf(0.0, t.dtype, &t.dims)?]));
+    }
+    for dim in [3usize, 2] {
+        let (n_in, n_out) = (ins[dim], outs[dim]);
+        if n_in == n_out {
+            continue;
+        }
+        // torch's area_pixel_compute_scale in f32.
+        let scale = if align {
+            if n_out > 1 {
+                (n_in - 1) as f32 / (n_out - 1) as f32
+            } else {
+                0.0
+            }
+        } else {
+            match factors[dim - 2].filter(|&s| s > 0.0) {
+                Some(s) => (1.0 / s) as f32,
+                None => n_in as f32 / n_out as f32,
+            }
+        };
+        let support = if scale >= 1.0 { scale } else { 1.0 };
+        let invscale = if scale >= 1.0 { 1.0 / scale } else { 1.0 };
+        let max_size = (support.ceil() as i64) * 2 + 1;
+        let grid = [c(n_out), c(n_in)];
+        let iota = |cx: &mut Cx, d: i64| {
+            cx.emit(
+                TenOp::Iota,
+                vec![],
+                vec![("shape", Attr::dims(grid.to_vec())), ("dim", Attr::Int(d)), ("dtype", Attr::DType(DType::F32))],
+            )
+        };
+        let (i, j) = (iota(cx, 0)?, iota(cx, 1)?);
+        let center = cx.binary_scalar(TenOp::Add, i, 0.5)?;
+        let center = cx.binary_scalar(TenOp::Mul, center, scale as f64)?;
+        // (int64) of (c ∓ support) + 0.5, the sum in f64.
+        let bound = |cx: &mut Cx, op: TenOp| -> Result<Value, String> {
+            let b = cx.binary_scalar(op, center, support as f64)?;
+            let b = cx.convert(b, DType::F64)?;
+            let b = cx.binary_scalar(TenOp::Add, b, 0.5)?;
+            let b = cx.unary(TenOp::Trunc, b)?;
+            cx.convert(b, DType::F32)
+        };
+        let lo = bound(cx, TenOp::Sub)?;
+        let lo = cx.binary_scalar(TenOp::Max, lo, 0.0)?;
+        let hi = bound(cx, TenOp::Add)?;
+        let hi = cx.binary_scalar(TenOp::Min, hi, n_in as f64)?;
+        let size = cx.emit(TenOp::Sub, vec![hi, lo], vec![])?;
+        let size = cx.binary_scalar(TenOp::Max, size, 0.0)?;
+        let size = cx.binary_scalar(TenOp::Min, size, max_size as f64)?;
+        let end = cx.emit(TenOp::Add, vec![lo, size], vec![])?;
+        let from = cx.compare("GE", j, lo)?;
+        let until = cx.compare("LT", j, end)?;
+        let inside = cx.emit(TenOp::And, vec![from, until], vec![])?;
+        let arg = cx.emit(TenOp::Sub, vec![j, center], vec![])?;
+        let arg = cx.convert(arg, DType::F64)?;
+        let arg = cx.binary_scalar(TenOp::Add, arg, 0.5)?;
+        let arg = cx.binary_scalar(TenOp::Mul, arg, invscale as f64)?;
+        let arg = cx.convert(arg, DType::F32)?;
+        let arg = cx.unary(TenOp::Abs, arg)?;
+        let one = cx.splat_like(1.0, arg)?;
+        let w = cx.emit(TenOp::Sub, vec![one, arg], vec![])?;
+        let w = cx.binary_scalar(TenOp::Max, w, 0.0)?;
+        let zero = cx.splat_like(0.0, w)?;
+        let w = cx.select(inside, w, zero)?;
+        let total = cx.reduce_bcast(w, "sum", &[1])?;
+        let nonzero = cx.compare("NE", total, zero)?;
+        let normed = cx.emit(TenOp::Div, vec![w, total], vec![])?;
+        let w = cx.select(nonzero, normed, w)?;
+        let w = cx.convert(w, acc)?;
+        // The resized dim last and the others merged: one [rows, in] x [out, in]ᵀ GEMM.
+        let perm: &[usize] = if dim == 2 { &[0, 1, 3, 2] } else { &[0, 1, 2, 3] };
+        let moved = transpose(cx, y, perm)?;
+        let mt = cx.tt(moved).dims;
+        let rows = mt[..3].iter().map(|d| d.as_const().expect("static")).product::<i64>();
+        let flat = cx.reshape(moved, &[c(rows), c(n_in)])?;
+        let r = cx.emit(
+            TenOp::DotGeneral,
+            vec![flat, w],
+            vec![
+                ("lhs_batch", ints(&[])),
+                ("rhs_batch", ints(&[])),
+                ("lhs_contract", ints(&[1])),
+                ("rhs_contract", ints(&[1])),
+            ],
+        )?;
+        let r = cx.reshape(r, &[mt[0].clone(), mt[1].clone(), mt[2].clone(), c(n_out)])?;
+        y = transpose(cx, r, perm)?;
+    }
+    Ok(Some(vec![cx.convert(y, t.dtype)?]))
 }

@@ -503,6 +503,17 @@ fn gather_ops_match_eager() {
     assert_archive_matches_eager("gather_ops");
 }
 
+/// grid_sampler_3d in every mode, padding and alignment, grid_sampler_2d's reflection padding
+/// (grids reaching past the input), antialiased bilinear resize (down, up, align_corners, an
+/// unchanged dim), embedding_bag's four results in sum, mean and max mode (empty bags,
+/// padding_idx, include_last_offset, per_sample_weights, ties, NaN, -inf), masked_scatter with
+/// a broadcast mask, histc over the data's range and histogram (bin counts, edges, weights,
+/// density) (`testdata/cpu/misc_ops.py`).
+#[test]
+fn misc_ops_match_eager() {
+    assert_archive_matches_eager("misc_ops");
+}
+
 /// fmax/fmin and copysign with NaN and signed zeros, round(decimals) both ways, dist for
 /// p = 2, 1, inf, 0, 3, addbmm, searchsorted/bucketize (exact hits, NaN, right side, int32) and
 /// training batch norm with its running-stat outputs (`testdata/cpu/extra_ops.py`).

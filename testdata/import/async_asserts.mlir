@@ -1,0 +1,1 @@
+// RUN: import import/async_asserts.pt2
