@@ -369,10 +369,23 @@ STATIC_MODELS = sorted(p for p in TESTDATA.glob("models/*.pt2") if "dynamic" not
 )
 
 
+# Archives the trainium target refuses, with the reason (checked against the error): Neuron has
+# no fp64 (a complex128 input, float64 linalg, the f64 steps of torch's antialiased resize
+# weights), and no linalg factorizations yet.
+REFUSED: dict[str, str] = {
+    "complex_io": "Neuron devices have no fp64",
+    "linalg_ops": "Neuron devices have no fp64",
+    "misc_ops": "Neuron devices have no fp64",
+}
+
+
 @pytest.mark.parametrize("model", STATIC_MODELS, ids=lambda p: p.stem)
 def test_model_hlo_matches_eager(model: Path, tmp_path: Path) -> None:
     out = tmp_path / "trn"
     r = ember("compile", str(model), "--target", "trainium", "-o", str(out))
+    if model.stem in REFUSED:
+        assert r.returncode == 2 and REFUSED[model.stem] in r.stderr, r.stderr
+        pytest.xfail(f"{model.stem}: {REFUSED[model.stem]}")
     assert r.returncode == 0, r.stderr
     for f in ["model.hlo_module.pb", "model.hlo.txt", "model.neuron.hlo_module.pb", "manifest.json", "build_on_neuron_host.py"]:
         assert (out / f).exists(), f
