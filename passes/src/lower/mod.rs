@@ -15,6 +15,7 @@ mod matmul;
 mod reduce;
 mod scatter;
 mod shape;
+mod special;
 mod window;
 
 use build::Cx;
@@ -173,6 +174,22 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("hypot",                                ew::binary_special),
     ("ldexp.Tensor",                         ew::binary_special),
     ("round.decimals",                       |cx, _| ew::round_decimals(cx)),
+    // Special functions and integer number theory (`special.rs`).
+    ("digamma",                              special::gamma_family),
+    ("polygamma",                            special::gamma_family),
+    ("special_zeta",                         special::gamma_family),
+    ("special_zeta.self_scalar",             |cx, _| special::gamma_family(cx, "special_zeta")),
+    ("special_zeta.other_scalar",            |cx, _| special::gamma_family(cx, "special_zeta")),
+    ("i0",                                   special::bessel_i),
+    ("special_i0e",                          special::bessel_i),
+    ("special_i1",                           special::bessel_i),
+    ("special_i1e",                          special::bessel_i),
+    ("erfc",                                 special::erf_family),
+    ("special_erfcx",                        special::erf_family),
+    ("special_log_ndtr",                     special::erf_family),
+    ("special_spherical_bessel_j0",          |cx, _| special::spherical_bessel_j0(cx)),
+    ("gcd",                                  special::gcd_lcm),
+    ("lcm",                                  special::gcd_lcm),
     // Reductions and normalizations.
     ("sum",                                  reduce::reduction),
     ("sum.dim_IntList",                      reduce::reduction),
@@ -203,6 +220,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("cumsum",                               |cx, _| reduce::cumsum(cx, TenOp::Cumsum)),
     ("histc",                                |cx, _| reduce::histc(cx)),
     ("cumprod",                              |cx, _| reduce::cumsum(cx, TenOp::Cumprod)),
+    ("logcumsumexp",                         |cx, _| special::logcumsumexp(cx)),
     ("_cdist_forward",                       |cx, _| reduce::cdist(cx)),
     ("argmax",                               reduce::arg_reduction),
     ("argmin",                               reduce::arg_reduction),

@@ -1,0 +1,843 @@
+//! Special functions (digamma, polygamma, Hurwitz zeta, modified Bessel functions, erfc and its
+//! scaled forms), integer gcd/lcm and logcumsumexp, as formulas over `ten` ops.
+//!
+//! Each follows the algorithm of torch's CPU kernel (ATen's `native/Math.h`, Cephes) closely
+//! enough to give its results, special values included. Loops whose trip count depends on the
+//! data are unrolled to their bound, each step applied only where the kernel's loop would still
+//! run (a `done` mask), so the result is the kernel's and not an approximation of it.
+
+// The coefficient tables keep Cephes' digits as printed in ATen, so they can be checked against
+// the source line by line; the extra digits round to the same f64.
+#![allow(clippy::excessive_precision)]
+
+use super::build::{acc_dtype, norm_dim, Cx, Lowered};
+use super::elementwise::operands_as_result;
+use ember_ir::attr::Attr;
+use ember_ir::dialect::ten::TenOp;
+use ember_ir::{DType, SymExpr, Value};
+use std::f64::consts::PI;
+
+fn k(cx: &mut Cx, v: f64, like: Value) -> Result<Value, String> {
+    cx.splat_like(v, like)
+}
+
+fn add(cx: &mut Cx, a: Value, b: Value) -> Result<Value, String> {
+    cx.emit(TenOp::Add, vec![a, b], vec![])
+}
+
+fn sub(cx: &mut Cx, a: Value, b: Value) -> Result<Value, String> {
+    cx.emit(TenOp::Sub, vec![a, b], vec![])
+}
+
+fn mul(cx: &mut Cx, a: Value, b: Value) -> Result<Value, String> {
+    cx.emit(TenOp::Mul, vec![a, b], vec![])
+}
+
+fn div(cx: &mut Cx, a: Value, b: Value) -> Result<Value, String> {
+    cx.emit(TenOp::Div, vec![a, b], vec![])
+}
+
+fn and(cx: &mut Cx, a: Value, b: Value) -> Result<Value, String> {
+    cx.emit(TenOp::And, vec![a, b], vec![])
+}
+
+fn or(cx: &mut Cx, a: Value, b: Value) -> Result<Value, String> {
+    cx.emit(TenOp::Or, vec![a, b], vec![])
+}
+
+/// `x <dir> v` for a number v.
+fn cmp_k(cx: &mut Cx, dir: &str, x: Value, v: f64) -> Result<Value, String> {
+    let kv = k(cx, v, x)?;
+    cx.compare(dir, x, kv)
+}
+
+/// `v / x` for a number v.
+fn k_div(cx: &mut Cx, v: f64, x: Value) -> Result<Value, String> {
+    let kv = k(cx, v, x)?;
+    div(cx, kv, x)
+}
+
+/// Cephes' `polevl`: c[0]·xⁿ + … + c[n] by Horner's rule.
+fn polevl(cx: &mut Cx, x: Value, c: &[f64]) -> Result<Value, String> {
+    let mut r = k(cx, c[0], x)?;
+    for &ci in &c[1..] {
+        r = mul(cx, r, x)?;
+        r = cx.binary_scalar(TenOp::Add, r, ci)?;
+    }
+    Ok(r)
+}
+
+/// Cephes' `p1evl`: polevl with a leading coefficient 1 left out of `c`.
+fn p1evl(cx: &mut Cx, x: Value, c: &[f64]) -> Result<Value, String> {
+    let mut r = cx.binary_scalar(TenOp::Add, x, c[0])?;
+    for &ci in &c[1..] {
+        r = mul(cx, r, x)?;
+        r = cx.binary_scalar(TenOp::Add, r, ci)?;
+    }
+    Ok(r)
+}
+
+/// Cephes' `chbevl`: the Chebyshev series `c` at x (Clenshaw's recurrence).
+fn chbevl(cx: &mut Cx, x: Value, c: &[f64]) -> Result<Value, String> {
+    let mut b0 = k(cx, c[0], x)?;
+    let mut b1 = k(cx, 0.0, x)?;
+    let mut b2 = b1;
+    for &ci in &c[1..] {
+        b2 = b1;
+        b1 = b0;
+        let t = mul(cx, x, b1)?;
+        let t = sub(cx, t, b2)?;
+        b0 = cx.binary_scalar(TenOp::Add, t, ci)?;
+    }
+    let d = sub(cx, b0, b2)?;
+    cx.binary_scalar(TenOp::Mul, d, 0.5)
+}
+
+/// A float constant as the kernel of dtype `dt` holds it (f32 kernels round their literals).
+fn lit(v: f64, dt: DType) -> f64 {
+    if dt == DType::F64 {
+        v
+    } else {
+        v as f32 as f64
+    }
+}
+
+// ---- digamma, trigamma, polygamma, zeta -------------------------------------------------------
+
+/// ψ(x) as torch's `calc_digamma`: the reflection ψ(1 - x) - π/tan(πr) (r the fractional part,
+/// in f64 as the kernel computes it) below 0, the recurrence ψ(x) = ψ(x + 1) - 1/x up to 10 (at
+/// most 10 steps from x > 0, so unrolled), then the asymptotic series; ∓inf at ±0, NaN at the
+/// negative integers.
+fn digamma(cx: &mut Cx, x: Value) -> Result<Value, String> {
+    const A: [f64; 7] = [
+        8.33333333333333333333E-2,
+        -2.10927960927960927961E-2,
+        7.57575757575757575758E-3,
+        -4.16666666666666666667E-3,
+        3.96825396825396825397E-3,
+        -8.33333333333333333333E-3,
+        8.33333333333333333333E-2,
+    ];
+    let dt = cx.tt(x).dtype;
+    let neg = cmp_k(cx, "LT", x, 0.0)?;
+    let tr = cx.unary(TenOp::Trunc, x)?;
+    let whole = cx.compare("EQ", tr, x)?;
+    // π / tan(π r) in f64, r = x - trunc(x) exact.
+    let x64 = cx.convert(x, DType::F64)?;
+    let t64 = cx.unary(TenOp::Trunc, x64)?;
+    let r = sub(cx, x64, t64)?;
+    let pr = cx.binary_scalar(TenOp::Mul, r, PI)?;
+    let tan = cx.unary(TenOp::Tan, pr)?;
+    let refl = k_div(cx, PI, tan)?;
+    let refl = cx.convert(refl, dt)?;
+    let one = k(cx, 1.0, x)?;
+    let one_minus = sub(cx, one, x)?;
+    let mut y = cx.select(neg, one_minus, x)?;
+    let mut res = k(cx, 0.0, x)?;
+    for _ in 0..10 {
+        let lt = cmp_k(cx, "LT", y, 10.0)?;
+        let inv = k_div(cx, 1.0, y)?;
+        let r2 = sub(cx, res, inv)?;
+        res = cx.select(lt, r2, res)?;
+        let y2 = cx.binary_scalar(TenOp::Add, y, 1.0)?;
+        y = cx.select(lt, y2, y)?;
+    }
+    let yy = mul(cx, y, y)?;
+    let z = k_div(cx, 1.0, yy)?;
+    let p = polevl(cx, z, &A)?;
+    let p = mul(cx, z, p)?;
+    let huge = cmp_k(cx, "LT", y, 1.0e17)?;
+    let zero = k(cx, 0.0, x)?;
+    let p = cx.select(huge, p, zero)?;
+    let ly = cx.unary(TenOp::Log, y)?;
+    let asym = add(cx, res, ly)?;
+    let h = k_div(cx, 0.5, y)?;
+    let asym = sub(cx, asym, h)?;
+    let asym = sub(cx, asym, p)?;
+    let at10 = cmp_k(cx, "EQ", y, 10.0)?;
+    let psi10 = cx.binary_scalar(TenOp::Add, res, lit(2.25175258906672110764, dt))?;
+    let v = cx.select(at10, psi10, asym)?;
+    let reflected = sub(cx, v, refl)?;
+    let v = cx.select(neg, reflected, v)?;
+    let nan = k(cx, f64::NAN, x)?;
+    let pole = and(cx, neg, whole)?;
+    let v = cx.select(pole, nan, v)?;
+    // ±0: copysign(inf, -x), the sign of a zero read through 1/x.
+    let inv = k_div(cx, 1.0, x)?;
+    let neg_zero = cmp_k(cx, "LT", inv, 0.0)?;
+    let (pinf, ninf) = (k(cx, f64::INFINITY, x)?, k(cx, f64::NEG_INFINITY, x)?);
+    let z0 = cx.select(neg_zero, pinf, ninf)?;
+    let is_zero = cmp_k(cx, "EQ", x, 0.0)?;
+    cx.select(is_zero, z0, v)
+}
+
+/// ψ'(x) as torch's `trigamma`: a fixed six steps of the recurrence and the asymptotic series,
+/// the reflection π²/sin²(πx) - ψ'(1 - x) below 1/2 (with the kernel's sin(π·x), so its values
+/// near the poles are the kernel's).
+fn trigamma(cx: &mut Cx, x: Value) -> Result<Value, String> {
+    let dt = cx.tt(x).dtype;
+    let pi = lit(PI, dt);
+    let lt = cmp_k(cx, "LT", x, 0.5)?;
+    let px = cx.binary_scalar(TenOp::Mul, x, pi)?;
+    let s = cx.unary(TenOp::Sin, px)?;
+    let s2 = mul(cx, s, s)?;
+    let refl = k_div(cx, -lit(pi * pi, dt), s2)?;
+    let zero = k(cx, 0.0, x)?;
+    let mut res = cx.select(lt, refl, zero)?;
+    let one = k(cx, 1.0, x)?;
+    let one_minus = sub(cx, one, x)?;
+    let mut y = cx.select(lt, one_minus, x)?;
+    for _ in 0..6 {
+        let yy = mul(cx, y, y)?;
+        let inv = k_div(cx, 1.0, yy)?;
+        res = add(cx, res, inv)?;
+        y = cx.binary_scalar(TenOp::Add, y, 1.0)?;
+    }
+    let yy = mul(cx, y, y)?;
+    let ixx = k_div(cx, 1.0, yy)?;
+    // 1 + 1/(2y) + ixx·(1/6 - ixx·(1/30 - ixx/42))
+    let t = cx.binary_scalar(TenOp::Mul, ixx, lit(1.0 / 42.0, dt))?;
+    let c30 = k(cx, lit(1.0 / 30.0, dt), x)?;
+    let t = sub(cx, c30, t)?;
+    let t = mul(cx, ixx, t)?;
+    let c6 = k(cx, lit(1.0 / 6.0, dt), x)?;
+    let t = sub(cx, c6, t)?;
+    let t = mul(cx, ixx, t)?;
+    let y2 = cx.binary_scalar(TenOp::Mul, y, 2.0)?;
+    let h = k_div(cx, 1.0, y2)?;
+    let h = cx.binary_scalar(TenOp::Add, h, 1.0)?;
+    let t = add(cx, h, t)?;
+    let t = div(cx, t, y)?;
+    let res = add(cx, res, t)?;
+    let neg = cx.unary(TenOp::Neg, res)?;
+    cx.select(lt, neg, res)
+}
+
+/// Cephes' Hurwitz ζ(x, q) for q > 0 (f64), as torch's `zeta`: q⁻ˣ plus nine more terms (the
+/// loop runs exactly nine times for q > 0), then the Euler–Maclaurin tail at w = q + 9 with its
+/// twelve fixed coefficients; both loops stop early where a term is below MACHEP of the sum,
+/// which the `done` mask reproduces.
+fn zeta_pos(cx: &mut Cx, x: Value, q: Value) -> Result<Value, String> {
+    const MACHEP: f64 = 1.11022302462515654042E-16;
+    const A: [f64; 12] = [
+        12.0,
+        -720.0,
+        30240.0,
+        -1209600.0,
+        47900160.0,
+        -1.8924375803183791606e9,
+        7.47242496e10,
+        -2.950130727918164224e12,
+        1.1646782814350067249e14,
+        -4.5979787224074726105e15,
+        1.8152105401943546773e17,
+        -7.1661652561756670113e18,
+    ];
+    let nx = cx.unary(TenOp::Neg, x)?;
+    let mut s = cx.emit(TenOp::Pow, vec![q, nx], vec![])?;
+    let mut a = q;
+    let mut b = k(cx, 0.0, q)?;
+    let dims = cx.tt(q).dims;
+    let mut done = cx.constant(&Attr::Bool(false), DType::Bool, &dims)?;
+    let tiny = |cx: &mut Cx, s: Value, t: Value| -> Result<Value, String> {
+        // -MACHEP·s < t < MACHEP·s
+        let hi = cx.binary_scalar(TenOp::Mul, s, MACHEP)?;
+        let lo = cx.binary_scalar(TenOp::Mul, s, -MACHEP)?;
+        let c1 = cx.compare("LT", lo, t)?;
+        let c2 = cx.compare("LT", t, hi)?;
+        cx.emit(TenOp::And, vec![c1, c2], vec![])
+    };
+    for _ in 0..9 {
+        a = cx.binary_scalar(TenOp::Add, a, 1.0)?;
+        b = cx.emit(TenOp::Pow, vec![a, nx], vec![])?;
+        let s2 = add(cx, s, b)?;
+        s = cx.select(done, s, s2)?;
+        let stop = tiny(cx, s, b)?;
+        done = or(cx, done, stop)?;
+    }
+    let w = a;
+    let bw = mul(cx, b, w)?;
+    let xm1 = cx.binary_scalar(TenOp::Sub, x, 1.0)?;
+    let t = div(cx, bw, xm1)?;
+    let s2 = add(cx, s, t)?;
+    let hb = cx.binary_scalar(TenOp::Mul, b, 0.5)?;
+    let s2 = sub(cx, s2, hb)?;
+    s = cx.select(done, s, s2)?;
+    let mut a = k(cx, 1.0, q)?;
+    let mut kk = 0.0;
+    for &ai in &A {
+        let xk = cx.binary_scalar(TenOp::Add, x, kk)?;
+        a = mul(cx, a, xk)?;
+        b = div(cx, b, w)?;
+        let ab = mul(cx, a, b)?;
+        let t = cx.binary_scalar(TenOp::Div, ab, ai)?;
+        let s2 = add(cx, s, t)?;
+        s = cx.select(done, s, s2)?;
+        let r = div(cx, t, s)?;
+        let r = cx.unary(TenOp::Abs, r)?;
+        let stop = cmp_k(cx, "LT", r, MACHEP)?;
+        done = or(cx, done, stop)?;
+        kk += 1.0;
+        let xk = cx.binary_scalar(TenOp::Add, x, kk)?;
+        a = mul(cx, a, xk)?;
+        b = div(cx, b, w)?;
+        kk += 1.0;
+    }
+    Ok(s)
+}
+
+/// Hurwitz ζ(x, q) in f64 with torch's special values: inf at x = 1, NaN below 1, inf at the
+/// integers q ≤ 0, NaN for q < 0 and x not an integer. For q < 0 (x an integer) the kernel sums
+/// from q up past 9, a data-dependent number of terms; with p = -q and f = p - ⌊p⌋ the same sum
+/// is (-1)ˣ(ζ(x, f) - ζ(x, p + 1)) + ζ(x, 1 - f), the terms below 0 mirrored onto f + j, so
+/// three evaluations at positive q give it.
+fn zeta(cx: &mut Cx, x: Value, q: Value) -> Result<Value, String> {
+    let zero = k(cx, 0.0, q)?;
+    let q_pos = cmp_k(cx, "GT", q, 0.0)?;
+    let one = k(cx, 1.0, q)?;
+    // Keep every evaluation's q positive (the selects below pick the meaningful ones).
+    let qp = cx.select(q_pos, q, one)?;
+    let direct = zeta_pos(cx, x, qp)?;
+    let p = cx.unary(TenOp::Neg, q)?;
+    let fl = cx.unary(TenOp::Floor, p)?;
+    let f = sub(cx, p, fl)?;
+    let f_ok = cmp_k(cx, "GT", f, 0.0)?;
+    let f = cx.select(f_ok, f, one)?;
+    let p1 = cx.binary_scalar(TenOp::Add, p, 1.0)?;
+    let p1 = cx.select(q_pos, one, p1)?;
+    let one_minus_f = sub(cx, one, f)?;
+    let omf_ok = cmp_k(cx, "GT", one_minus_f, 0.0)?;
+    let one_minus_f = cx.select(omf_ok, one_minus_f, one)?;
+    let zf = zeta_pos(cx, x, f)?;
+    let zp = zeta_pos(cx, x, p1)?;
+    let zr = zeta_pos(cx, x, one_minus_f)?;
+    let d = sub(cx, zf, zp)?;
+    // (-1)^x for an integer x: x - 2⌊x/2⌋ is 1 for odd x.
+    let h = cx.binary_scalar(TenOp::Mul, x, 0.5)?;
+    let h = cx.unary(TenOp::Floor, h)?;
+    let h = cx.binary_scalar(TenOp::Mul, h, 2.0)?;
+    let odd = sub(cx, x, h)?;
+    let odd = cmp_k(cx, "EQ", odd, 1.0)?;
+    let nd = cx.unary(TenOp::Neg, d)?;
+    let d = cx.select(odd, nd, d)?;
+    let mirrored = add(cx, d, zr)?;
+    // x = inf: the terms (q + k)⁻ˣ with |q + k| < 1 are inf, so the kernel's sum is (the
+    // mirrored form would take inf - inf).
+    let inf = k(cx, f64::INFINITY, q)?;
+    let x_inf = cx.compare("EQ", x, inf)?;
+    let q_neg = cmp_k(cx, "LT", q, 0.0)?;
+    let x_inf = and(cx, x_inf, q_neg)?;
+    let mirrored = cx.select(x_inf, inf, mirrored)?;
+    let v = cx.select(q_pos, direct, mirrored)?;
+    // Special values, innermost first so the kernel's earlier checks win.
+    let nan = k(cx, f64::NAN, q)?;
+    let xf = cx.unary(TenOp::Floor, x)?;
+    let x_frac = cx.compare("NE", x, xf)?;
+    let q_nonpos = cx.compare("LE", q, zero)?;
+    let bad = and(cx, q_nonpos, x_frac)?;
+    let v = cx.select(bad, nan, v)?;
+    let qf = cx.unary(TenOp::Floor, q)?;
+    let q_whole = cx.compare("EQ", q, qf)?;
+    let pole = and(cx, q_nonpos, q_whole)?;
+    let v = cx.select(pole, inf, v)?;
+    let below = cmp_k(cx, "LT", x, 1.0)?;
+    let v = cx.select(below, nan, v)?;
+    let at1 = cmp_k(cx, "EQ", x, 1.0)?;
+    cx.select(at1, inf, v)
+}
+
+/// digamma, polygamma (n = 0 digamma, n = 1 trigamma, else (-1)ⁿ⁺¹ n! ζ(n + 1, x) with ζ in
+/// f64, as the kernel's accumulation type) and special_zeta.
+pub fn gamma_family(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let dt = acc_dtype(t.dtype);
+    let out = match name {
+        "digamma" => {
+            let x = cx.arg("self")?;
+            let x = cx.coerce(x, dt, &t.dims)?;
+            digamma(cx, x)?
+        }
+        "polygamma" => {
+            let n = cx.int("n")?;
+            let x = cx.arg("self")?;
+            let x = cx.coerce(x, dt, &t.dims)?;
+            match n {
+                0 => digamma(cx, x)?,
+                1 => trigamma(cx, x)?,
+                n if (2..=30).contains(&n) => {
+                    let x64 = cx.convert(x, DType::F64)?;
+                    let order = k(cx, (n + 1) as f64, x64)?;
+                    let z = zeta(cx, order, x64)?;
+                    let z = cx.convert(z, dt)?;
+                    let fact: f64 = (1..=n).map(|i| i as f64).product();
+                    let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
+                    cx.binary_scalar(TenOp::Mul, z, lit(sign * fact, dt))?
+                }
+                _ => return Ok(None),
+            }
+        }
+        "special_zeta" => {
+            let (x, q) = operands_as_result(cx)?;
+            let (x, q) = (cx.convert(x, DType::F64)?, cx.convert(q, DType::F64)?);
+            zeta(cx, x, q)?
+        }
+        _ => return Err(cx.err("no lowering for this special function")),
+    };
+    Ok(Some(vec![cx.convert(out, t.dtype)?]))
+}
+
+// ---- modified Bessel functions of the first kind ----------------------------------------------
+
+const I0E_A: [f64; 30] = [
+    -4.41534164647933937950E-18,
+    3.33079451882223809783E-17,
+    -2.43127984654795469359E-16,
+    1.71539128555513303061E-15,
+    -1.16853328779934516808E-14,
+    7.67618549860493561688E-14,
+    -4.85644678311192946090E-13,
+    2.95505266312963983461E-12,
+    -1.72682629144155570723E-11,
+    9.67580903537323691224E-11,
+    -5.18979560163526290666E-10,
+    2.65982372468238665035E-9,
+    -1.30002500998624804212E-8,
+    6.04699502254191894932E-8,
+    -2.67079385394061173391E-7,
+    1.11738753912010371815E-6,
+    -4.41673835845875056359E-6,
+    1.64484480707288970893E-5,
+    -5.75419501008210370398E-5,
+    1.88502885095841655729E-4,
+    -5.76375574538582365885E-4,
+    1.63947561694133579842E-3,
+    -4.32430999505057594430E-3,
+    1.05464603945949983183E-2,
+    -2.37374148058994688156E-2,
+    4.93052842396707084878E-2,
+    -9.49010970480476444210E-2,
+    1.71620901522208775349E-1,
+    -3.04682672343198398683E-1,
+    6.76795274409476084995E-1,
+];
+
+const I0E_B: [f64; 25] = [
+    -7.23318048787475395456E-18,
+    -4.83050448594418207126E-18,
+    4.46562142029675999901E-17,
+    3.46122286769746109310E-17,
+    -2.82762398051658348494E-16,
+    -3.42548561967721913462E-16,
+    1.77256013305652638360E-15,
+    3.81168066935262242075E-15,
+    -9.55484669882830764870E-15,
+    -4.15056934728722208663E-14,
+    1.54008621752140982691E-14,
+    3.85277838274214270114E-13,
+    7.18012445138366623367E-13,
+    -1.79417853150680611778E-12,
+    -1.32158118404477131188E-11,
+    -3.14991652796324136454E-11,
+    1.18891471078464383424E-11,
+    4.94060238822496958910E-10,
+    3.39623202570838634515E-9,
+    2.26666899049817806459E-8,
+    2.04891858946906374183E-7,
+    2.89137052083475648297E-6,
+    6.88975834691682398426E-5,
+    3.36911647825569408990E-3,
+    8.04490411014108831608E-1,
+];
+
+const I1E_A: [f64; 29] = [
+    2.77791411276104639959E-18,
+    -2.11142121435816608115E-17,
+    1.55363195773620046921E-16,
+    -1.10559694773538630805E-15,
+    7.60068429473540693410E-15,
+    -5.04218550472791168711E-14,
+    3.22379336594557470981E-13,
+    -1.98397439776494371520E-12,
+    1.17361862988909016308E-11,
+    -6.66348972350202774223E-11,
+    3.62559028155211703701E-10,
+    -1.88724975172282928790E-9,
+    9.38153738649577178388E-9,
+    -4.44505912879632808065E-8,
+    2.00329475355213526229E-7,
+    -8.56872026469545474066E-7,
+    3.47025130813767847674E-6,
+    -1.32731636560394358279E-5,
+    4.78156510755005422638E-5,
+    -1.61760815825896745588E-4,
+    5.12285956168575772895E-4,
+    -1.51357245063125314899E-3,
+    4.15642294431288815669E-3,
+    -1.05640848946261981558E-2,
+    2.47264490306265168283E-2,
+    -5.29459812080949914269E-2,
+    1.02643658689847095384E-1,
+    -1.76416518357834055153E-1,
+    2.52587186443633654823E-1,
+];
+
+const I1E_B: [f64; 25] = [
+    7.51729631084210481353E-18,
+    4.41434832307170791151E-18,
+    -4.65030536848935832153E-17,
+    -3.20952592199342395980E-17,
+    2.96262899764595013876E-16,
+    3.30820231092092828324E-16,
+    -1.88035477551078244854E-15,
+    -3.81440307243700780478E-15,
+    1.04202769841288027642E-14,
+    4.27244001671195135429E-14,
+    -2.10154184277266431302E-14,
+    -4.08355111109219731823E-13,
+    -7.19855177624590851209E-13,
+    2.03562854414708950722E-12,
+    1.41258074366137813316E-11,
+    3.25260358301548823856E-11,
+    -1.89749581235054123450E-11,
+    -5.58974346219658380687E-10,
+    -3.83538038596423702205E-9,
+    -2.63146884688951950684E-8,
+    -2.51223623787020892529E-7,
+    -3.88256480887769039346E-6,
+    -1.10588938762623716291E-4,
+    -9.76109749136146840777E-3,
+    7.78576235018280120474E-1,
+];
+
+/// i0, i0e, i1, i1e as torch's `calc_i0`/`calc_i0e`/`calc_i1`/`calc_i1e`: Cephes' Chebyshev
+/// series of e⁻ˣ·I(x) on [0, 8] and of e⁻ˣ·√x·I(x) beyond, in |x|; i1 and i1e are odd. The f32
+/// kernels of i1/i1e use the tables' last 17 and 7 coefficients (the others are below f32's
+/// precision), so f32 does too.
+pub fn bessel_i(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let dt = acc_dtype(t.dtype);
+    let x0 = cx.arg("self")?;
+    let x0 = cx.coerce(x0, dt, &t.dims)?;
+    let first = name.contains("i0");
+    let short = dt != DType::F64;
+    let (a, b): (&[f64], &[f64]) = match (first, short) {
+        (true, _) => (&I0E_A, &I0E_B),
+        (false, false) => (&I1E_A, &I1E_B),
+        (false, true) => (&I1E_A[12..], &I1E_B[18..]),
+    };
+    let a: Vec<f64> = a.iter().map(|&v| lit(v, dt)).collect();
+    let b: Vec<f64> = b.iter().map(|&v| lit(v, dt)).collect();
+    let x = cx.unary(TenOp::Abs, x0)?;
+    let near = cmp_k(cx, "LE", x, 8.0)?;
+    let y = cx.binary_scalar(TenOp::Div, x, 2.0)?;
+    let y = cx.binary_scalar(TenOp::Sub, y, 2.0)?;
+    let ca = chbevl(cx, y, &a)?;
+    let y = k_div(cx, 32.0, x)?;
+    let y = cx.binary_scalar(TenOp::Sub, y, 2.0)?;
+    let cb = chbevl(cx, y, &b)?;
+    let scaled = !name.ends_with('e');
+    let ex = cx.unary(TenOp::Exp, x)?;
+    let sq = cx.unary(TenOp::Sqrt, x)?;
+    let (lo, hi) = if first {
+        // exp(x)·A, exp(x)·B/√x (i0); A, B/√x (i0e)
+        let lo = if scaled { mul(cx, ex, ca)? } else { ca };
+        let hi = if scaled { mul(cx, ex, cb)? } else { cb };
+        (lo, div(cx, hi, sq)?)
+    } else {
+        // exp(x)·x·A, (exp(x)·B)/√x (i1); A·x, B/√x (i1e)
+        let lo = if scaled {
+            let e = mul(cx, ex, x)?;
+            mul(cx, e, ca)?
+        } else {
+            mul(cx, ca, x)?
+        };
+        let hi = if scaled { mul(cx, ex, cb)? } else { cb };
+        (lo, div(cx, hi, sq)?)
+    };
+    let mut out = cx.select(near, lo, hi)?;
+    if !first {
+        let neg = cmp_k(cx, "LT", x0, 0.0)?;
+        let n = cx.unary(TenOp::Neg, out)?;
+        out = cx.select(neg, n, out)?;
+    }
+    Ok(Some(vec![cx.convert(out, t.dtype)?]))
+}
+
+// ---- erfc, erfcx, log_ndtr ---------------------------------------------------------------------
+
+const ERFC_P: [f64; 9] = [
+    2.46196981473530512524E-10,
+    5.64189564831068821977E-1,
+    7.46321056442269912687E0,
+    4.86371970985681366614E1,
+    1.96520832956077098242E2,
+    5.26445194995477358631E2,
+    9.34528527171957607540E2,
+    1.02755188689515710272E3,
+    5.57535335369399327526E2,
+];
+const ERFC_Q: [f64; 8] = [
+    1.32281951154744992508E1,
+    8.67072140885989742329E1,
+    3.54937778887819891062E2,
+    9.75708501743205489753E2,
+    1.82390916687909736289E3,
+    2.24633760818710981792E3,
+    1.65666309194161350182E3,
+    5.57535340817727675546E2,
+];
+const ERFC_R: [f64; 6] = [
+    5.64189583547755073984E-1,
+    1.27536670759978104416E0,
+    5.01905042251180477414E0,
+    6.16021097993053585195E0,
+    7.40974269950448939160E0,
+    2.97886665372100240670E0,
+];
+const ERFC_S: [f64; 6] = [
+    2.26052863220117276590E0,
+    9.39603524938001434673E0,
+    1.20489539808096656605E1,
+    1.70814450747565897222E1,
+    9.60896809063285878198E0,
+    3.36907645100081516050E0,
+];
+
+/// erfcx(x) = e^(x²)·erfc(x) for x ≥ 1 (f64): Cephes' rational approximations of erfc are
+/// e^(-x²) times P/Q (x < 8) or R/S, so the quotient is erfcx itself, with no exponential to
+/// overflow; past 50 torch's continued fraction (the polynomials' powers would overflow).
+fn erfcx_pos(cx: &mut Cx, x: Value) -> Result<Value, String> {
+    let p = polevl(cx, x, &ERFC_P)?;
+    let q = p1evl(cx, x, &ERFC_Q)?;
+    let mid = div(cx, p, q)?;
+    let r = polevl(cx, x, &ERFC_R)?;
+    let s = p1evl(cx, x, &ERFC_S)?;
+    let far = div(cx, r, s)?;
+    // ispi·(x²(x² + 4.5) + 2) / (x·(x²(x² + 5) + 3.75)), ispi/x past 5e7.
+    const ISPI: f64 = 0.56418958354775628694807945156;
+    let x2 = mul(cx, x, x)?;
+    let n = cx.binary_scalar(TenOp::Add, x2, 4.5)?;
+    let n = mul(cx, x2, n)?;
+    let n = cx.binary_scalar(TenOp::Add, n, 2.0)?;
+    let n = cx.binary_scalar(TenOp::Mul, n, ISPI)?;
+    let d = cx.binary_scalar(TenOp::Add, x2, 5.0)?;
+    let d = mul(cx, x2, d)?;
+    let d = cx.binary_scalar(TenOp::Add, d, 3.75)?;
+    let d = mul(cx, x, d)?;
+    let cf = div(cx, n, d)?;
+    let one_term = k_div(cx, ISPI, x)?;
+    let lt8 = cmp_k(cx, "LT", x, 8.0)?;
+    let v = cx.select(lt8, mid, far)?;
+    let gt50 = cmp_k(cx, "GT", x, 50.0)?;
+    let v = cx.select(gt50, cf, v)?;
+    let gt5e7 = cmp_k(cx, "GT", x, 5e7)?;
+    cx.select(gt5e7, one_term, v)
+}
+
+/// erfcx on every x (f64): e^(x²)(1 - erf x) for |x| < 1 (no cancellation there), the scaled
+/// rational forms from 1 up, 2e^(x²) - erfcx(-x) below -1 (inf where e^(x²) overflows, as torch).
+fn erfcx(cx: &mut Cx, x: Value) -> Result<Value, String> {
+    let ax = cx.unary(TenOp::Abs, x)?;
+    let one = k(cx, 1.0, x)?;
+    let axc = cx.emit(TenOp::Max, vec![ax, one], vec![])?;
+    let pos = erfcx_pos(cx, axc)?;
+    let x2 = mul(cx, x, x)?;
+    let e = cx.unary(TenOp::Exp, x2)?;
+    let erf = cx.unary(TenOp::Erf, x)?;
+    let c = sub(cx, one, erf)?;
+    let small = mul(cx, e, c)?;
+    let e2 = cx.binary_scalar(TenOp::Mul, e, 2.0)?;
+    let neg = sub(cx, e2, pos)?;
+    let is_small = cmp_k(cx, "LT", ax, 1.0)?;
+    let is_neg = cmp_k(cx, "LT", x, 0.0)?;
+    let v = cx.select(is_neg, neg, pos)?;
+    let v = cx.select(is_small, small, v)?;
+    let nan = cx.compare("NE", x, x)?;
+    cx.select(nan, x, v)
+}
+
+/// erfc (f64): 1 - erf x for |x| < 1, e^(-x²)·erfcx(|x|) beyond (2 minus it for x < 0), 0 or 2
+/// once e^(-x²) underflows (Cephes' MAXLOG test).
+fn erfc(cx: &mut Cx, x: Value) -> Result<Value, String> {
+    const MAXLOG: f64 = 7.09782712893383996843E2;
+    let ax = cx.unary(TenOp::Abs, x)?;
+    let one = k(cx, 1.0, x)?;
+    let axc = cx.emit(TenOp::Max, vec![ax, one], vec![])?;
+    let pos = erfcx_pos(cx, axc)?;
+    let x2 = mul(cx, x, x)?;
+    let nx2 = cx.unary(TenOp::Neg, x2)?;
+    let z = cx.unary(TenOp::Exp, nx2)?;
+    let y = mul(cx, z, pos)?;
+    let is_neg = cmp_k(cx, "LT", x, 0.0)?;
+    let two = k(cx, 2.0, x)?;
+    let y2 = sub(cx, two, y)?;
+    let y = cx.select(is_neg, y2, y)?;
+    let zero = k(cx, 0.0, x)?;
+    let under_v = cx.select(is_neg, two, zero)?;
+    let under = cmp_k(cx, "GT", x2, MAXLOG)?;
+    let y = cx.select(under, under_v, y)?;
+    let erf = cx.unary(TenOp::Erf, x)?;
+    let small = sub(cx, one, erf)?;
+    let is_small = cmp_k(cx, "LT", ax, 1.0)?;
+    let y = cx.select(is_small, small, y)?;
+    let nan = cx.compare("NE", x, x)?;
+    cx.select(nan, x, y)
+}
+
+/// erfc, special_erfcx and special_log_ndtr, in f64 and rounded once (torch's kernels are
+/// accurate to about an ulp; 1 - erf(x) is not, past 1). log_ndtr is torch's
+/// `calc_log_ndtr`: log(erfcx(-t)/2) - t² below x = -1, log1p(-erfc(t)/2) above, t = x/√2.
+pub fn erf_family(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let x = cx.coerce(x, acc_dtype(t.dtype), &t.dims)?;
+    let x = cx.convert(x, DType::F64)?;
+    let out = match name {
+        "erfc" => erfc(cx, x)?,
+        "special_erfcx" => erfcx(cx, x)?,
+        "special_log_ndtr" => {
+            let tt = cx.binary_scalar(TenOp::Mul, x, std::f64::consts::FRAC_1_SQRT_2)?;
+            let nt = cx.unary(TenOp::Neg, tt)?;
+            let ex = erfcx(cx, nt)?;
+            let ex = cx.binary_scalar(TenOp::Mul, ex, 0.5)?;
+            let l = cx.unary(TenOp::Log, ex)?;
+            let t2 = mul(cx, tt, tt)?;
+            let lo = sub(cx, l, t2)?;
+            let ec = erfc(cx, tt)?;
+            let ec = cx.binary_scalar(TenOp::Mul, ec, -0.5)?;
+            let hi = cx.unary(TenOp::Log1p, ec)?;
+            let below = cmp_k(cx, "LT", x, -1.0)?;
+            cx.select(below, lo, hi)?
+        }
+        _ => return Err(cx.err("no lowering for this function")),
+    };
+    Ok(Some(vec![cx.convert(out, t.dtype)?]))
+}
+
+/// special_spherical_bessel_j0 as torch's kernel: sin(x)/x, its Taylor polynomial below 1/2,
+/// 0 at ±inf.
+pub fn spherical_bessel_j0(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let dt = acc_dtype(t.dtype);
+    let x = cx.arg("x")?;
+    let x = cx.coerce(x, dt, &t.dims)?;
+    let x2 = mul(cx, x, x)?;
+    // 1 + x²(-1/6 + x²(1/120 + x²(-1/5040 + x²(1/362880 + x²(-1/39916800 + x²/6227020800)))))
+    let cs = [1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0, -1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0, 1.0];
+    let mut p = k(cx, lit(cs[0], dt), x)?;
+    for &ci in &cs[1..] {
+        p = mul(cx, x2, p)?;
+        p = cx.binary_scalar(TenOp::Add, p, lit(ci, dt))?;
+    }
+    let s = cx.unary(TenOp::Sin, x)?;
+    let q = div(cx, s, x)?;
+    let ax = cx.unary(TenOp::Abs, x)?;
+    let small = cmp_k(cx, "LT", ax, 0.5)?;
+    let v = cx.select(small, p, q)?;
+    let inf = cmp_k(cx, "EQ", ax, f64::INFINITY)?;
+    let zero = k(cx, 0.0, x)?;
+    let v = cx.select(inf, zero, v)?;
+    Ok(Some(vec![cx.convert(v, t.dtype)?]))
+}
+
+// ---- gcd, lcm ---------------------------------------------------------------------------------
+
+/// gcd/lcm as torch's `calc_gcd` (Euclid on |a|, |b|: while a ≠ 0, (a, b) = (b mod a, a)) and
+/// lcm's `|a / g · b|` (0 where g = 0), wrapping as the kernel's integer arithmetic. Euclid's
+/// step count is data-dependent but bounded by Lamé's theorem: n steps need b ≥ F(n + 2), so
+/// the loop is unrolled to the first Fibonacci index past the dtype's range (94 steps for int64),
+/// each step applied where a ≠ 0.
+pub fn gcd_lcm(cx: &mut Cx, name: &str) -> Lowered {
+    let (a, b) = operands_as_result(cx)?;
+    let dt = cx.tt(a).dtype;
+    if !dt.is_int() || dt == DType::Bool {
+        return Ok(None);
+    }
+    let (a0, b0) = (a, b);
+    let (mut a, mut b) = if dt == DType::U8 { (a, b) } else { (cx.unary(TenOp::Abs, a)?, cx.unary(TenOp::Abs, b)?) };
+    let bits = 8 * dt.byte_size() as u32;
+    let max = if dt == DType::U8 { 255u128 } else { 1u128 << (bits - 1) };
+    let (mut f0, mut f1, mut steps) = (0u128, 1u128, 0);
+    while f1 <= max {
+        (f0, f1) = (f1, f0 + f1);
+        steps += 1;
+    }
+    // One step more for an unordered pair (its first step swaps) and one for |MIN|, which stays
+    // negative.
+    steps += 2;
+    let zero = k(cx, 0.0, a)?;
+    let one = k(cx, 1.0, a)?;
+    for _ in 0..steps {
+        let live = cx.compare("NE", a, zero)?;
+        // A zero divisor is replaced (its lane keeps its values): integer division by 0 traps.
+        let d = cx.select(live, a, one)?;
+        let r = cx.emit(TenOp::Rem, vec![b, d], vec![])?;
+        b = cx.select(live, a, b)?;
+        a = cx.select(live, r, a)?;
+    }
+    let out = if name == "gcd" {
+        b
+    } else {
+        // g is -1 only from |MIN| (gcd(MIN, 5) is -1 in the kernel too): MIN / -1 traps, so
+        // that quotient is the wrapping negation.
+        let g0 = cx.compare("EQ", b, zero)?;
+        let minus = k(cx, -1.0, a)?;
+        let gm = cx.compare("EQ", b, minus)?;
+        let odd = or(cx, g0, gm)?;
+        let g = cx.select(odd, one, b)?;
+        // int8/int16 arithmetic is C's int: |a / g · b| is taken before the result wraps to the
+        // dtype (uint8's abs is the identity on the wrapped value).
+        let wide = if matches!(dt, DType::I8 | DType::I16) { DType::I32 } else { dt };
+        let (a0, b0, g) = (cx.convert(a0, wide)?, cx.convert(b0, wide)?, cx.convert(g, wide)?);
+        let q = div(cx, a0, g)?;
+        let nq = cx.unary(TenOp::Neg, a0)?;
+        let q = cx.select(gm, nq, q)?;
+        let l = mul(cx, q, b0)?;
+        let l = if dt == DType::U8 { l } else { cx.unary(TenOp::Abs, l)? };
+        let l = cx.convert(l, dt)?;
+        cx.select(g0, zero, l)?
+    };
+    Ok(Some(vec![out]))
+}
+
+// ---- logcumsumexp -----------------------------------------------------------------------------
+
+/// logcumsumexp along a static dim as a Hillis–Steele scan: ⌈log₂ n⌉ steps, each the log-add of
+/// the running value and itself shifted by 2ᵏ (padded with -inf, the log-add identity), so
+/// every output is log-added from exactly its prefix. The log-add is torch's helper:
+/// max + log1p(exp(min - max)), or x itself where both are the same infinity.
+pub fn logcumsumexp(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let rank = cx.tt(x).rank();
+    let dt = acc_dtype(t.dtype);
+    let mut x = cx.convert(x, dt)?;
+    if rank == 0 {
+        return Ok(Some(vec![cx.convert(x, t.dtype)?]));
+    }
+    let d = norm_dim(cx.int("dim")?, rank).map_err(|e| cx.err(&e))?;
+    let SymExpr::Const(n) = t.dims[d] else {
+        return Ok(None);
+    };
+    let mut shift = 1;
+    while shift < n {
+        let mut low = vec![SymExpr::Const(0); rank];
+        let mut high = low.clone();
+        low[d] = SymExpr::Const(shift);
+        high[d] = SymExpr::Const(-shift);
+        let prev = super::window::pad(cx, x, low, high, Attr::Float(f64::NEG_INFINITY))?;
+        let hi = cx.emit(TenOp::Max, vec![x, prev], vec![])?;
+        let lo = cx.emit(TenOp::Min, vec![x, prev], vec![])?;
+        let dlt = sub(cx, lo, hi)?;
+        let e = cx.unary(TenOp::Exp, dlt)?;
+        let l = cx.unary(TenOp::Log1p, e)?;
+        let v = add(cx, l, hi)?;
+        let same = cx.compare("EQ", lo, hi)?;
+        let inf = cx.unary(TenOp::Abs, lo)?;
+        let inf = cmp_k(cx, "EQ", inf, f64::INFINITY)?;
+        let keep = and(cx, same, inf)?;
+        x = cx.select(keep, x, v)?;
+        shift *= 2;
+    }
+    Ok(Some(vec![cx.convert(x, t.dtype)?]))
+}
