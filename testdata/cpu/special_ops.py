@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Eager references for the special functions of `passes/src/lower/special.rs`: digamma,
 polygamma (n = 0..4), Hurwitz zeta, i0/i0e/i1/i1e, erfc/erfcx/log_ndtr, spherical_bessel_j0,
-gcd/lcm and logcumsumexp.
+gcd/lcm, logcumsumexp, nextafter and frexp.
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
         ~/.cache/ember/venv/bin/python -m ember.export testdata/cpu/special_ops.py:make \\
@@ -24,7 +24,7 @@ while FIB[-1] < 2**63:
 
 
 class SpecialOps(torch.nn.Module):
-    def forward(self, x, zx, zq, e, big, g64a, g64b, g32a, g32b, g16a, g16b, g8a, g8b, u8a, u8b, c):
+    def forward(self, x, zx, zq, e, big, g64a, g64b, g32a, g32b, g16a, g16b, g8a, g8b, u8a, u8b, c, na, nb, da, db):
         outs = [torch.digamma(x)]
         outs += [torch.polygamma(n, x) for n in range(1, 5)]
         outs += [torch.special.zeta(zx, zq), torch.special.zeta(zx, 2.5), torch.special.zeta(3.0, zq)]
@@ -39,6 +39,7 @@ class SpecialOps(torch.nn.Module):
                 a, b = torch.clamp(a, min=low), torch.clamp(b, min=low)
             outs += [torch.lcm(a, b)]
         outs += [torch.logcumsumexp(c, 0), torch.logcumsumexp(c, 1), torch.digamma(x.double())]
+        outs += [torch.nextafter(na, nb), *torch.frexp(na), torch.nextafter(da, db), *torch.frexp(da)]
         return tuple(outs)
 
 
@@ -80,5 +81,20 @@ def make():
     c[6, 9] = float("nan")
     c[7, 2] = 1e4
     c[8, :] = -1e4
-    args = (x, zx, zq, e, big, *[t for p in gs for t in p], *u8, c)
+    # nextafter/frexp: zeros of both signs, subnormals (the smallest, the largest), the smallest
+    # normal, powers of 2 (where the step toward 0 halves), the largest float, ±inf, NaN.
+    tiny, sub_max, normal = 1.401298464324817e-45, 1.1754942106924411e-38, 1.1754943508222875e-38
+    fmax = 3.4028234663852886e38
+    nv = [0.0, -0.0, tiny, -tiny, sub_max, normal, 1.0, 1.0, -1.0, 2.0, 0.75, -8.48, fmax, -fmax, float("inf"),
+          float("-inf"), float("nan"), 3.0, 1e-40, 5.0]
+    nw = [1.0, -1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 2.0, 0.0, 2.0, -1.0, 3.6, float("inf"), 0.0, 0.0, 0.0, 1.0,
+          float("nan"), -1e-40, 5.0]
+    na, nb = torch.tensor(nv), torch.tensor(nw)
+    # The same in f64, with f64's subnormals and extremes (an f32 subnormal converted on XLA's
+    # CPU is flushed to 0 before an f64 op sees it).
+    f64_of = {tiny: 5e-324, -tiny: -5e-324, sub_max: 2.225073858507201e-308, normal: 2.2250738585072014e-308,
+              fmax: 1.7976931348623157e308, -fmax: -1.7976931348623157e308, 1e-40: 1e-310}
+    da = torch.tensor([f64_of.get(v, v) for v in nv], dtype=torch.float64)
+    db = torch.tensor([f64_of.get(v, v) for v in nw], dtype=torch.float64)
+    args = (x, zx, zq, e, big, *[t for p in gs for t in p], *u8, c, na, nb, da, db)
     return SpecialOps().eval(), args

@@ -190,6 +190,8 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("special_spherical_bessel_j0",          |cx, _| special::spherical_bessel_j0(cx)),
     ("gcd",                                  special::gcd_lcm),
     ("lcm",                                  special::gcd_lcm),
+    ("nextafter",                            |cx, _| special::nextafter(cx)),
+    ("frexp.Tensor",                         |cx, _| special::frexp(cx)),
     // Reductions and normalizations.
     ("sum",                                  reduce::reduction),
     ("sum.dim_IntList",                      reduce::reduction),

@@ -841,3 +841,126 @@ pub fn logcumsumexp(cx: &mut Cx) -> Lowered {
     }
     Ok(Some(vec![cx.convert(x, t.dtype)?]))
 }
+
+// ---- nextafter, frexp --------------------------------------------------------------------------
+
+/// The integer type of a float's bits, its mantissa width and the exponent bias of a mantissa
+/// in [1/2, 1) (f32 and f64; the others have no lowering).
+fn float_bits(dt: DType) -> Option<(DType, i64, i64)> {
+    match dt {
+        DType::F32 => Some((DType::I32, 23, 126)),
+        DType::F64 => Some((DType::I64, 52, 1022)),
+        _ => None,
+    }
+}
+
+fn bitcast(cx: &mut Cx, x: Value, dt: DType) -> Result<Value, String> {
+    cx.emit(TenOp::BitcastConvert, vec![x], vec![("dtype", Attr::DType(dt))])
+}
+
+fn int_k(cx: &mut Cx, v: i64, like: Value) -> Result<Value, String> {
+    let t = cx.tt(like);
+    cx.constant(&Attr::Int(v), t.dtype, &t.dims)
+}
+
+/// The bits of float `x` as an integer ordered as the floats are (a negative float's bits count
+/// down from 0), so comparisons never read a subnormal as a float: XLA's CPU flushes those to 0.
+fn ordered_bits(cx: &mut Cx, i: Value) -> Result<Value, String> {
+    let min = int_k(cx, if cx.tt(i).dtype == DType::I32 { i32::MIN as i64 } else { i64::MIN }, i)?;
+    let zero = int_k(cx, 0, i)?;
+    let neg = cx.compare("LT", i, zero)?;
+    let flipped = sub(cx, min, i)?;
+    cx.select(neg, flipped, i)
+}
+
+/// nextafter as C's: the neighbouring float is the bit pattern one up (away from 0) or one
+/// down (toward 0) read as an integer, since floats of one sign are ordered like their bits;
+/// y where x = y, the smallest subnormal with y's sign from ±0, NaN from NaN. Every comparison
+/// is on the bits, so subnormals are exact on targets that flush them in float arithmetic.
+pub fn nextafter(cx: &mut Cx) -> Lowered {
+    let (x, y) = operands_as_result(cx)?;
+    let dt = cx.tt(x).dtype;
+    let Some((it, _, _)) = float_bits(dt) else {
+        return Ok(None);
+    };
+    let i = bitcast(cx, x, it)?;
+    let yi = bitcast(cx, y, it)?;
+    let (kx, ky) = (ordered_bits(cx, i)?, ordered_bits(cx, yi)?);
+    let one = int_k(cx, 1, i)?;
+    let izero = int_k(cx, 0, i)?;
+    let up = add(cx, i, one)?;
+    let down = sub(cx, i, one)?;
+    let toward_y = cx.compare("LT", kx, ky)?;
+    let positive = cx.compare("GT", kx, izero)?;
+    let away = cx.compare("EQ", toward_y, positive)?;
+    let step = cx.select(away, up, down)?;
+    // From ±0: the bits 1 with y's sign bit.
+    let sign_bit = int_k(cx, if it == DType::I32 { i32::MIN as i64 } else { i64::MIN }, yi)?;
+    let ys = and(cx, yi, sign_bit)?;
+    let tiny = or(cx, ys, one)?;
+    let is_zero = cx.compare("EQ", kx, izero)?;
+    let v = cx.select(is_zero, tiny, step)?;
+    let same = cx.compare("EQ", kx, ky)?;
+    let v = cx.select(same, yi, v)?;
+    let v = bitcast(cx, v, dt)?;
+    let x_nan = cx.compare("NE", x, x)?;
+    let y_nan = cx.compare("NE", y, y)?;
+    let nan = or(cx, x_nan, y_nan)?;
+    let sum = add(cx, x, y)?;
+    Ok(Some(vec![cx.select(nan, sum, v)?]))
+}
+
+/// frexp: x = m·2ᵉ with |m| in [1/2, 1), read from the bits: e is the exponent field less the
+/// bias, m the same sign and mantissa with the exponent field of 1/2. A subnormal's mantissa
+/// field, an integer k with x = k·2^-(bias + mantissa bits), converts exactly to a normal float
+/// whose fields give the rest; all in integers, as XLA's CPU flushes subnormal floats. 0, ±inf
+/// and NaN give (x, 0), as C's frexp.
+pub fn frexp(cx: &mut Cx) -> Lowered {
+    let x = cx.arg("self")?;
+    let dt = cx.tt(x).dtype;
+    let (mt, et) = (cx.out(0)?, cx.out(1)?);
+    let Some((it, mbits, bias)) = float_bits(dt) else {
+        return Ok(None);
+    };
+    if mt.dtype != dt || et.dtype != DType::I32 {
+        return Ok(None);
+    }
+    let (min, max) = if it == DType::I32 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
+    let bits = bitcast(cx, x, it)?;
+    let mag_mask = int_k(cx, max, bits)?;
+    let sign_mask = int_k(cx, min, bits)?;
+    let field = int_k(cx, 1i64 << mbits, bits)?;
+    let izero = int_k(cx, 0, bits)?;
+    let mag = and(cx, bits, mag_mask)?;
+    let sign = and(cx, bits, sign_mask)?;
+    let ef = div(cx, mag, field)?;
+    let subnormal = cx.compare("EQ", ef, izero)?;
+    let k_float = cx.convert(mag, dt)?;
+    let k_bits = bitcast(cx, k_float, it)?;
+    let k_bits = or(cx, k_bits, sign)?;
+    let bits2 = cx.select(subnormal, k_bits, bits)?;
+    let mag2 = and(cx, bits2, mag_mask)?;
+    let ef2 = div(cx, mag2, field)?;
+    let shift = int_k(cx, bias + mbits, ef2)?;
+    let unshifted = int_k(cx, 0, ef2)?;
+    let shift = cx.select(subnormal, shift, unshifted)?;
+    let biased = int_k(cx, bias, ef2)?;
+    let e = sub(cx, ef2, biased)?;
+    let e = sub(cx, e, shift)?;
+    let e = cx.convert(e, DType::I32)?;
+    // Keep the sign and mantissa, put in the exponent field of 1/2.
+    let keep = int_k(cx, min | ((1 << mbits) - 1), bits)?;
+    let m = and(cx, bits2, keep)?;
+    let half = int_k(cx, bias << mbits, bits)?;
+    let m = or(cx, m, half)?;
+    let m = bitcast(cx, m, dt)?;
+    // 0 (no magnitude bits), ±inf and NaN (the top exponent field): (x, 0).
+    let is_zero = cx.compare("EQ", mag, izero)?;
+    let top = int_k(cx, (1i64 << (8 * dt.byte_size() as i64 - 1 - mbits)) - 1, ef)?;
+    let non_finite = cx.compare("EQ", ef, top)?;
+    let special = or(cx, is_zero, non_finite)?;
+    let m = cx.select(special, x, m)?;
+    let e0 = int_k(cx, 0, e)?;
+    let e = cx.select(special, e0, e)?;
+    Ok(Some(vec![m, e]))
+}

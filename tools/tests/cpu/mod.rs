@@ -445,7 +445,8 @@ fn math_ops_match_eager() {
 /// digamma, polygamma (n = 1..4), Hurwitz zeta (negative q, poles, x at and below 1), i0/i0e/
 /// i1/i1e on both sides of 8, erfc/erfcx/log_ndtr across their formula switches,
 /// spherical_bessel_j0, gcd/lcm for every integer width with its extremes and Fibonacci pairs,
-/// and logcumsumexp with infinities and NaN, plus f64 digamma (`testdata/cpu/special_ops.py`).
+/// logcumsumexp with infinities and NaN, f64 digamma, and nextafter/frexp in f32 and f64 at
+/// zeros, subnormals and the extremes (`testdata/cpu/special_ops.py`).
 #[test]
 fn special_ops_match_eager() {
     assert_archive_matches_eager("special_ops");
