@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Eager references for the special functions of `passes/src/lower/special.rs`: digamma,
 polygamma (n = 0..4), Hurwitz zeta, i0/i0e/i1/i1e, erfc/erfcx/log_ndtr, spherical_bessel_j0,
-gcd/lcm, logcumsumexp, nextafter and frexp.
+gcd/lcm, logcumsumexp, nextafter, frexp, bessel_j0/j1/y0/y1 and ndtri.
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
         ~/.cache/ember/venv/bin/python -m ember.export testdata/cpu/special_ops.py:make \\
@@ -24,7 +24,7 @@ while FIB[-1] < 2**63:
 
 
 class SpecialOps(torch.nn.Module):
-    def forward(self, x, zx, zq, e, big, g64a, g64b, g32a, g32b, g16a, g16b, g8a, g8b, u8a, u8b, c, na, nb, da, db):
+    def forward(self, x, zx, zq, e, big, g64a, g64b, g32a, g32b, g16a, g16b, g8a, g8b, u8a, u8b, c, na, nb, da, db, p):
         outs = [torch.digamma(x)]
         outs += [torch.polygamma(n, x) for n in range(1, 5)]
         outs += [torch.special.zeta(zx, zq), torch.special.zeta(zx, 2.5), torch.special.zeta(3.0, zq)]
@@ -40,6 +40,8 @@ class SpecialOps(torch.nn.Module):
             outs += [torch.lcm(a, b)]
         outs += [torch.logcumsumexp(c, 0), torch.logcumsumexp(c, 1), torch.digamma(x.double())]
         outs += [torch.nextafter(na, nb), *torch.frexp(na), torch.nextafter(da, db), *torch.frexp(da)]
+        outs += [torch.special.bessel_j0(x), torch.special.bessel_j1(x), torch.special.bessel_y0(x),
+                 torch.special.bessel_y1(x), torch.special.ndtri(p)]
         return tuple(outs)
 
 
@@ -96,5 +98,9 @@ def make():
               fmax: 1.7976931348623157e308, -fmax: -1.7976931348623157e308, 1e-40: 1e-310}
     da = torch.tensor([f64_of.get(v, v) for v in nv], dtype=torch.float64)
     db = torch.tensor([f64_of.get(v, v) for v in nw], dtype=torch.float64)
-    args = (x, zx, zq, e, big, *[t for p in gs for t in p], *u8, c, na, nb, da, db)
+    # ndtri: both ends, outside [0, 1], the switches at e^-2, 1 - e^-2 and x = 8 (y = e^-32).
+    p = torch.cat([torch.linspace(0, 1, 1001), torch.tensor(
+        [1e-30, 1e-20, 1.2664165549e-14, 1e-10, 0.1353352832366127, 0.8646647167633873, 1 - 1e-7, -0.1, 1.1,
+         float("inf"), float("nan")])])
+    args = (x, zx, zq, e, big, *[t for q in gs for t in q], *u8, c, na, nb, da, db, p)
     return SpecialOps().eval(), args

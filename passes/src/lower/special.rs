@@ -964,3 +964,399 @@ pub fn frexp(cx: &mut Cx) -> Lowered {
     let e = cx.select(special, e0, e)?;
     Ok(Some(vec![m, e]))
 }
+
+// ---- Bessel functions of the first and second kind, ndtri -------------------------------------
+
+const J0_PP: [f64; 7] = [
+    7.96936729297347051624e-04,
+    8.28352392107440799803e-02,
+    1.23953371646414299388e+00,
+    5.44725003058768775090e+00,
+    8.74716500199817011941e+00,
+    5.30324038235394892183e+00,
+    9.99999999999999997821e-01,
+];
+const J0_PQ: [f64; 7] = [
+    9.24408810558863637013e-04,
+    8.56288474354474431428e-02,
+    1.25352743901058953537e+00,
+    5.47097740330417105182e+00,
+    8.76190883237069594232e+00,
+    5.30605288235394617618e+00,
+    1.00000000000000000218e+00,
+];
+const J0_QP: [f64; 8] = [
+    -1.13663838898469149931e-02,
+    -1.28252718670509318512e+00,
+    -1.95539544257735972385e+01,
+    -9.32060152123768231369e+01,
+    -1.77681167980488050595e+02,
+    -1.47077505154951170175e+02,
+    -5.14105326766599330220e+01,
+    -6.05014350600728481186e+00,
+];
+const J0_QQ: [f64; 7] = [
+    6.43178256118178023184e+01,
+    8.56430025976980587198e+02,
+    3.88240183605401609683e+03,
+    7.24046774195652478189e+03,
+    5.93072701187316984827e+03,
+    2.06209331660327847417e+03,
+    2.42005740240291393179e+02,
+];
+const J0_RP: [f64; 4] =
+    [-4.79443220978201773821e+09, 1.95617491946556577543e+12, -2.49248344360967716204e+14, 9.70862251047306323952e+15];
+const J0_RQ: [f64; 8] = [
+    4.99563147152651017219e+02,
+    1.73785401676374683123e+05,
+    4.84409658339962045305e+07,
+    1.11855537045356834862e+10,
+    2.11277520115489217587e+12,
+    3.10518229857422583814e+14,
+    3.18121955943204943306e+16,
+    1.71086294081043136091e+18,
+];
+const J1_PP: [f64; 7] = [
+    7.62125616208173112003e-04,
+    7.31397056940917570436e-02,
+    1.12719608129684925192e+00,
+    5.11207951146807644818e+00,
+    8.42404590141772420927e+00,
+    5.21451598682361504063e+00,
+    1.00000000000000000254e+00,
+];
+const J1_PQ: [f64; 7] = [
+    5.71323128072548699714e-04,
+    6.88455908754495404082e-02,
+    1.10514232634061696926e+00,
+    5.07386386128601488557e+00,
+    8.39985554327604159757e+00,
+    5.20982848682361821619e+00,
+    9.99999999999999997461e-01,
+];
+const J1_QP: [f64; 8] = [
+    5.10862594750176621635e-02,
+    4.98213872951233449420e+00,
+    7.58238284132545283818e+01,
+    3.66779609360150777800e+02,
+    7.10856304998926107277e+02,
+    5.97489612400613639965e+02,
+    2.11688757100572135698e+02,
+    2.52070205858023719784e+01,
+];
+const J1_QQ: [f64; 7] = [
+    7.42373277035675149943e+01,
+    1.05644886038262816351e+03,
+    4.98641058337653607651e+03,
+    9.56231892404756170795e+03,
+    7.99704160447350683650e+03,
+    2.82619278517639096600e+03,
+    3.36093607810698293419e+02,
+];
+const J1_RP: [f64; 4] =
+    [-8.99971225705559398224e+08, 4.52228297998194034323e+11, -7.27494245221818276015e+13, 3.68295732863852883286e+15];
+const J1_RQ: [f64; 8] = [
+    6.20836478118054335476e+02,
+    2.56987256757748830383e+05,
+    8.35146791431949253037e+07,
+    2.21511595479792499675e+10,
+    4.74914122079991414898e+12,
+    7.84369607876235854894e+14,
+    8.95222336184627338078e+16,
+    5.32278620332680085395e+18,
+];
+const Y0_YP: [f64; 8] = [
+    1.55924367855235737965e+04,
+    -1.46639295903971606143e+07,
+    5.43526477051876500413e+09,
+    -9.82136065717911466409e+11,
+    8.75906394395366999549e+13,
+    -3.46628303384729719441e+15,
+    4.42733268572569800351e+16,
+    -1.84950800436986690637e+16,
+];
+const Y0_YQ: [f64; 7] = [
+    1.04128353664259848412e+03,
+    6.26107330137134956842e+05,
+    2.68919633393814121987e+08,
+    8.64002487103935000337e+10,
+    2.02979612750105546709e+13,
+    3.17157752842975028269e+15,
+    2.50596256172653059228e+17,
+];
+const Y1_YP: [f64; 6] = [
+    1.26320474790178026440e+09,
+    -6.47355876379160291031e+11,
+    1.14509511541823727583e+14,
+    -8.12770255501325109621e+15,
+    2.02439475713594898196e+17,
+    -7.78877196265950026825e+17,
+];
+const Y1_YQ: [f64; 8] = [
+    5.94301592346128195359e+02,
+    2.35564092943068577943e+05,
+    7.34811944459721705660e+07,
+    1.87601316108706159478e+10,
+    3.88231277496238566008e+12,
+    6.20557727146953693363e+14,
+    6.87141087355300489866e+16,
+    3.97270608116560655612e+18,
+];
+const NDTRI_P0: [f64; 5] = [
+    -5.99633501014107895267E1,
+    9.80010754185999661536E1,
+    -5.66762857469070293439E1,
+    1.39312609387279679503E1,
+    -1.23916583867381258016E0,
+];
+const NDTRI_Q0: [f64; 9] = [
+    1.00000000000000000000E0,
+    1.95448858338141759834E0,
+    4.67627912898881538453E0,
+    8.63602421390890590575E1,
+    -2.25462687854119370527E2,
+    2.00260212380060660359E2,
+    -8.20372256168333339912E1,
+    1.59056225126211695515E1,
+    -1.18331621121330003142E0,
+];
+const NDTRI_P1: [f64; 9] = [
+    4.05544892305962419923E0,
+    3.15251094599893866154E1,
+    5.71628192246421288162E1,
+    4.40805073893200834700E1,
+    1.46849561928858024014E1,
+    2.18663306850790267539E0,
+    -1.40256079171354495875E-1,
+    -3.50424626827848203418E-2,
+    -8.57456785154685413611E-4,
+];
+const NDTRI_Q1: [f64; 9] = [
+    1.00000000000000000000E0,
+    1.57799883256466749731E1,
+    4.53907635128879210584E1,
+    4.13172038254672030440E1,
+    1.50425385692907503408E1,
+    2.50464946208309415979E0,
+    -1.42182922854787788574E-1,
+    -3.80806407691578277194E-2,
+    -9.33259480895457427372E-4,
+];
+const NDTRI_P2: [f64; 9] = [
+    3.23774891776946035970E0,
+    6.91522889068984211695E0,
+    3.93881025292474443415E0,
+    1.33303460815807542389E0,
+    2.01485389549179081538E-1,
+    1.23716634817820021358E-2,
+    3.01581553508235416007E-4,
+    2.65806974686737550832E-6,
+    6.23974539184983293730E-9,
+];
+const NDTRI_Q2: [f64; 9] = [
+    1.00000000000000000000E0,
+    6.02427039364742014255E0,
+    3.67983563856160859403E0,
+    1.37702099489081330271E0,
+    2.16236993594496635890E-1,
+    1.34204006088543189037E-2,
+    3.28014464682127739104E-4,
+    2.89247864745380683936E-6,
+    6.79019408009981274425E-9,
+];
+
+/// The asymptotic form of torch's j0/j1/y0/y1 kernels past 5: with w = 25/x² (order 0) or
+/// (5/x)² (order 1), P = pp/pq and Q = qp/qq in w, j is (P·cos(x - s) - 5/x·Q·sin(x - s))·√(2/π)/√x
+/// and y is (P·sin(x - s) + 5/x·Q·cos(x - s))·√(2/π)/√x, s = π/4 or 3π/4.
+fn bessel_far(cx: &mut Cx, x: Value, order: u8, second_kind: bool) -> Result<Value, String> {
+    let dt = cx.tt(x).dtype;
+    let f = |c: &[f64]| c.iter().map(|&v| lit(v, dt)).collect::<Vec<f64>>();
+    let (pp, pq, qp, qq) = if order == 0 {
+        (f(&J0_PP), f(&J0_PQ), f(&J0_QP), f(&J0_QQ))
+    } else {
+        (f(&J1_PP), f(&J1_PQ), f(&J1_QP), f(&J1_QQ))
+    };
+    let w = if order == 0 {
+        let x2 = mul(cx, x, x)?;
+        k_div(cx, 25.0, x2)?
+    } else {
+        let r = k_div(cx, 5.0, x)?;
+        mul(cx, r, r)?
+    };
+    let (a, b) = (polevl(cx, w, &pp)?, polevl(cx, w, &pq)?);
+    let p = div(cx, a, b)?;
+    let (a, b) = (polevl(cx, w, &qp)?, polevl(cx, w, &qq)?);
+    let q = div(cx, a, b)?;
+    let s = if order == 0 { std::f64::consts::FRAC_PI_4 } else { 3.0 * std::f64::consts::FRAC_PI_4 };
+    let xs = cx.binary_scalar(TenOp::Sub, x, lit(s, dt))?;
+    let (cos, sin) = (cx.unary(TenOp::Cos, xs)?, cx.unary(TenOp::Sin, xs)?);
+    let (first, second) = if second_kind { (sin, cos) } else { (cos, sin) };
+    let t1 = mul(cx, p, first)?;
+    let r = k_div(cx, 5.0, x)?;
+    let t2 = mul(cx, r, q)?;
+    let t2 = mul(cx, t2, second)?;
+    let v = if second_kind { add(cx, t1, t2)? } else { sub(cx, t1, t2)? };
+    let v = cx.binary_scalar(TenOp::Mul, v, lit(0.797884560802865355879892119868763737, dt))?;
+    let sq = cx.unary(TenOp::Sqrt, x)?;
+    div(cx, v, sq)
+}
+
+/// j0 (even) and j1 (odd) as torch's kernels: a rational function of x² times the factors
+/// vanishing at the first two zeros up to 5 (j0 is 1 - x²/4 below 1e-5), the asymptotic form
+/// beyond.
+fn bessel_j(cx: &mut Cx, x0: Value, order: u8) -> Result<Value, String> {
+    let dt = cx.tt(x0).dtype;
+    let f = |c: &[f64]| c.iter().map(|&v| lit(v, dt)).collect::<Vec<f64>>();
+    let x = cx.unary(TenOp::Abs, x0)?;
+    let x2 = mul(cx, x, x)?;
+    let (rp, rq, z1, z2) = if order == 0 {
+        (f(&J0_RP), f(&J0_RQ), 5.78318596294678452118e+00, 3.04712623436620863991e+01)
+    } else {
+        (f(&J1_RP), f(&J1_RQ), 1.46819706421238932572e+01, 4.92184563216946036703e+01)
+    };
+    let (a, b) = (polevl(cx, x2, &rp)?, polevl(cx, x2, &rq)?);
+    let d1 = cx.binary_scalar(TenOp::Sub, x2, lit(z1, dt))?;
+    let d2 = cx.binary_scalar(TenOp::Sub, x2, lit(z2, dt))?;
+    let near = if order == 0 {
+        // (x² - z1)(x² - z2)·rp/rq
+        let v = mul(cx, d1, d2)?;
+        let v = mul(cx, v, a)?;
+        div(cx, v, b)?
+    } else {
+        // rp/rq·x·(x² - z1)(x² - z2)
+        let v = div(cx, a, b)?;
+        let v = mul(cx, v, x)?;
+        let v = mul(cx, v, d1)?;
+        mul(cx, v, d2)?
+    };
+    let near = if order == 0 {
+        let q = cx.binary_scalar(TenOp::Div, x2, 4.0)?;
+        let one = k(cx, 1.0, x)?;
+        let tiny = sub(cx, one, q)?;
+        let is_tiny = cmp_k(cx, "LT", x, 0.00001)?;
+        cx.select(is_tiny, tiny, near)?
+    } else {
+        near
+    };
+    let far = bessel_far(cx, x, order, false)?;
+    let le5 = cmp_k(cx, "LE", x, 5.0)?;
+    let v = cx.select(le5, near, far)?;
+    if order == 0 {
+        return Ok(v);
+    }
+    let neg = cmp_k(cx, "LT", x0, 0.0)?;
+    let nv = cx.unary(TenOp::Neg, v)?;
+    cx.select(neg, nv, v)
+}
+
+/// y0 and y1 as torch's kernels: a rational function of x² plus (2/π)·log(x)·j0(x) (y0) or
+/// x times one plus (2/π)(j1(x)·log(x) - 1/x) (y1) up to 5, the asymptotic form beyond; -inf at
+/// 0, NaN below.
+fn bessel_y(cx: &mut Cx, x: Value, order: u8) -> Result<Value, String> {
+    let dt = cx.tt(x).dtype;
+    let f = |c: &[f64]| c.iter().map(|&v| lit(v, dt)).collect::<Vec<f64>>();
+    let x2 = mul(cx, x, x)?;
+    let (yp, yq) = if order == 0 { (f(&Y0_YP), f(&Y0_YQ)) } else { (f(&Y1_YP), f(&Y1_YQ)) };
+    let (a, b) = (polevl(cx, x2, &yp)?, polevl(cx, x2, &yq)?);
+    let r = div(cx, a, b)?;
+    let j = bessel_j(cx, x, order)?;
+    let l = cx.unary(TenOp::Log, x)?;
+    let two_pi = lit(std::f64::consts::FRAC_2_PI, dt);
+    let near = if order == 0 {
+        let t = cx.binary_scalar(TenOp::Mul, l, two_pi)?;
+        let t = mul(cx, t, j)?;
+        add(cx, r, t)?
+    } else {
+        let jl = mul(cx, j, l)?;
+        let inv = k_div(cx, 1.0, x)?;
+        let t = sub(cx, jl, inv)?;
+        let t = cx.binary_scalar(TenOp::Mul, t, two_pi)?;
+        let xr = mul(cx, x, r)?;
+        add(cx, xr, t)?
+    };
+    let zero = k(cx, 0.0, x)?;
+    let nan = k(cx, f64::NAN, x)?;
+    let below = cx.compare("LT", x, zero)?;
+    let near = cx.select(below, nan, near)?;
+    let ninf = k(cx, f64::NEG_INFINITY, x)?;
+    let at0 = cx.compare("EQ", x, zero)?;
+    let near = cx.select(at0, ninf, near)?;
+    let far = bessel_far(cx, x, order, true)?;
+    let le5 = cmp_k(cx, "LE", x, 5.0)?;
+    cx.select(le5, near, far)
+}
+
+/// special_bessel_j0/j1/y0/y1 in the input's float type, as torch's kernels compute them.
+pub fn bessel(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let x = cx.coerce(x, acc_dtype(t.dtype), &t.dims)?;
+    let out = match name {
+        "special_bessel_j0" => bessel_j(cx, x, 0)?,
+        "special_bessel_j1" => bessel_j(cx, x, 1)?,
+        "special_bessel_y0" => bessel_y(cx, x, 0)?,
+        "special_bessel_y1" => bessel_y(cx, x, 1)?,
+        _ => return Err(cx.err("no lowering for this Bessel function")),
+    };
+    Ok(Some(vec![cx.convert(out, t.dtype)?]))
+}
+
+/// ndtri (the inverse of the normal CDF) as torch's `calc_ndtri` (Cephes): a rational function
+/// of (y - 1/2)² in the middle (|y - 1/2| ≤ 1/2 - e⁻²), else x = √(-2 log y) corrected by a
+/// rational function of 1/x (one table below x = 8, another above), mirrored for y near 1;
+/// ∓inf at 0 and 1, NaN outside [0, 1].
+pub fn ndtri(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let dt = acc_dtype(t.dtype);
+    let y0 = cx.arg("self")?;
+    let y0 = cx.coerce(y0, dt, &t.dims)?;
+    let f = |c: &[f64]| c.iter().map(|&v| lit(v, dt)).collect::<Vec<f64>>();
+    let e2 = lit(0.13533528323661269189, dt);
+    let hi = lit(1.0 - e2, dt);
+    let upper = cmp_k(cx, "GT", y0, hi)?;
+    let one = k(cx, 1.0, y0)?;
+    let flipped = sub(cx, one, y0)?;
+    let y = cx.select(upper, flipped, y0)?;
+    // Middle: y' = y - 1/2, x = (y' + y'·(y'²·P0(y'²)/Q0(y'²)))·√(2π).
+    let ym = cx.binary_scalar(TenOp::Sub, y, 0.5)?;
+    let y2 = mul(cx, ym, ym)?;
+    let (a, b) = (polevl(cx, y2, &f(&NDTRI_P0))?, polevl(cx, y2, &f(&NDTRI_Q0))?);
+    let r = mul(cx, y2, a)?;
+    let r = div(cx, r, b)?;
+    let r = mul(cx, ym, r)?;
+    let mid = add(cx, ym, r)?;
+    let mid = cx.binary_scalar(TenOp::Mul, mid, lit(2.50662827463100050242E0, dt))?;
+    // Tails.
+    let l = cx.unary(TenOp::Log, y)?;
+    let l = cx.binary_scalar(TenOp::Mul, l, -2.0)?;
+    let x = cx.unary(TenOp::Sqrt, l)?;
+    let lx = cx.unary(TenOp::Log, x)?;
+    let lx = div(cx, lx, x)?;
+    let x0 = sub(cx, x, lx)?;
+    let z = k_div(cx, 1.0, x)?;
+    let (a1, b1) = (polevl(cx, z, &f(&NDTRI_P1))?, polevl(cx, z, &f(&NDTRI_Q1))?);
+    let (a2, b2) = (polevl(cx, z, &f(&NDTRI_P2))?, polevl(cx, z, &f(&NDTRI_Q2))?);
+    let lt8 = cmp_k(cx, "LT", x, 8.0)?;
+    let a = cx.select(lt8, a1, a2)?;
+    let b = cx.select(lt8, b1, b2)?;
+    let x1 = mul(cx, z, a)?;
+    let x1 = div(cx, x1, b)?;
+    let tail = sub(cx, x0, x1)?;
+    let ntail = cx.unary(TenOp::Neg, tail)?;
+    let tail = cx.select(upper, tail, ntail)?;
+    let central = cmp_k(cx, "GT", y, e2)?;
+    let v = cx.select(central, mid, tail)?;
+    let zero = k(cx, 0.0, y0)?;
+    let outside_lo = cx.compare("LT", y0, zero)?;
+    let outside_hi = cx.compare("GT", y0, one)?;
+    let outside = or(cx, outside_lo, outside_hi)?;
+    let nan = k(cx, f64::NAN, y0)?;
+    let v = cx.select(outside, nan, v)?;
+    let inf = k(cx, f64::INFINITY, y0)?;
+    let at1 = cx.compare("EQ", y0, one)?;
+    let v = cx.select(at1, inf, v)?;
+    let ninf = k(cx, f64::NEG_INFINITY, y0)?;
+    let at0 = cx.compare("EQ", y0, zero)?;
+    let v = cx.select(at0, ninf, v)?;
+    Ok(Some(vec![cx.convert(v, t.dtype)?]))
+}
