@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Eager references for the special functions of `passes/src/lower/special.rs`: digamma,
 polygamma (n = 0..4), Hurwitz zeta, i0/i0e/i1/i1e, erfc/erfcx/log_ndtr, spherical_bessel_j0,
-gcd/lcm, logcumsumexp, nextafter, frexp, bessel_j0/j1/y0/y1 and ndtri.
+gcd/lcm, logcumsumexp, nextafter, frexp, bessel_j0/j1/y0/y1, the modified Bessel functions and ndtri.
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
         ~/.cache/ember/venv/bin/python -m ember.export testdata/cpu/special_ops.py:make \\
@@ -42,6 +42,9 @@ class SpecialOps(torch.nn.Module):
         outs += [torch.nextafter(na, nb), *torch.frexp(na), torch.nextafter(da, db), *torch.frexp(da)]
         outs += [torch.special.bessel_j0(x), torch.special.bessel_j1(x), torch.special.bessel_y0(x),
                  torch.special.bessel_y1(x), torch.special.ndtri(p)]
+        outs += [f(x) for f in (torch.special.modified_bessel_i0, torch.special.modified_bessel_i1,
+                                torch.special.modified_bessel_k0, torch.special.modified_bessel_k1,
+                                torch.special.scaled_modified_bessel_k0, torch.special.scaled_modified_bessel_k1)]
         return tuple(outs)
 
 

@@ -1360,3 +1360,179 @@ pub fn ndtri(cx: &mut Cx) -> Lowered {
     let v = cx.select(at0, ninf, v)?;
     Ok(Some(vec![cx.convert(v, t.dtype)?]))
 }
+
+// ---- modified Bessel functions (torch.special.modified_bessel_*) -------------------------------
+
+const MK0_A: [f64; 10] = [
+    1.37446543561352307156e-16,
+    4.25981614279661018399e-14,
+    1.03496952576338420167e-11,
+    1.90451637722020886025e-09,
+    2.53479107902614945675e-07,
+    2.28621210311945178607e-05,
+    1.26461541144692592338e-03,
+    3.59799365153615016266e-02,
+    3.44289899924628486886e-01,
+    -5.35327393233902768720e-01,
+];
+const MK0_B: [f64; 25] = [
+    5.30043377268626276149e-18,
+    -1.64758043015242134646e-17,
+    5.21039150503902756861e-17,
+    -1.67823109680541210385e-16,
+    5.51205597852431940784e-16,
+    -1.84859337734377901440e-15,
+    6.34007647740507060557e-15,
+    -2.22751332699166985548e-14,
+    8.03289077536357521100e-14,
+    -2.98009692317273043925e-13,
+    1.14034058820847496303e-12,
+    -4.51459788337394416547e-12,
+    1.85594911495471785253e-11,
+    -7.95748924447710747776e-11,
+    3.57739728140030116597e-10,
+    -1.69753450938905987466e-09,
+    8.57403401741422608519e-09,
+    -4.66048989768794782956e-08,
+    2.76681363944501510342e-07,
+    -1.83175552271911948767e-06,
+    1.39498137188764993662e-05,
+    -1.28495495816278026384e-04,
+    1.56988388573005337491e-03,
+    -3.14481013119645005427e-02,
+    2.44030308206595545468e+00,
+];
+const MK1_A: [f64; 11] = [
+    -7.02386347938628759343e-18,
+    -2.42744985051936593393e-15,
+    -6.66690169419932900609e-13,
+    -1.41148839263352776110e-10,
+    -2.21338763073472585583e-08,
+    -2.43340614156596823496e-06,
+    -1.73028895751305206302e-04,
+    -6.97572385963986435018e-03,
+    -1.22611180822657148235e-01,
+    -3.53155960776544875667e-01,
+    1.52530022733894777053e+00,
+];
+const MK1_B: [f64; 25] = [
+    -5.75674448366501715755e-18,
+    1.79405087314755922667e-17,
+    -5.68946255844285935196e-17,
+    1.83809354436663880070e-16,
+    -6.05704724837331885336e-16,
+    2.03870316562433424052e-15,
+    -7.01983709041831346144e-15,
+    2.47715442448130437068e-14,
+    -8.97670518232499435011e-14,
+    3.34841966607842919884e-13,
+    -1.28917396095102890680e-12,
+    5.13963967348173025100e-12,
+    -2.12996783842756842877e-11,
+    9.21831518760500529508e-11,
+    -4.19035475934189648750e-10,
+    2.01504975519703286596e-09,
+    -1.03457624656780970260e-08,
+    5.74108412545004946722e-08,
+    -3.50196060308781257119e-07,
+    2.40648494783721712015e-06,
+    -1.93619797416608296024e-05,
+    1.95215518471351631108e-04,
+    -2.85781685962277938680e-03,
+    1.03923736576817238437e-01,
+    2.72062619048444266945e+00,
+];
+
+/// modified_bessel_i0/i1 as torch's kernels: the Chebyshev series of i0/i1 (the full f64
+/// tables, in every dtype, as those kernels use), exp(|x|) and √|x| applied as they apply them.
+fn modified_i(cx: &mut Cx, x0: Value, order: u8) -> Result<Value, String> {
+    let dt = cx.tt(x0).dtype;
+    let f = |c: &[f64]| c.iter().map(|&v| lit(v, dt)).collect::<Vec<f64>>();
+    let (a, b) = if order == 0 { (f(&I0E_A), f(&I0E_B)) } else { (f(&I1E_A), f(&I1E_B)) };
+    let x = cx.unary(TenOp::Abs, x0)?;
+    let y = cx.binary_scalar(TenOp::Div, x, 2.0)?;
+    let y = cx.binary_scalar(TenOp::Sub, y, 2.0)?;
+    let ca = chbevl(cx, y, &a)?;
+    let y = k_div(cx, 32.0, x)?;
+    let y = cx.binary_scalar(TenOp::Sub, y, 2.0)?;
+    let cb = chbevl(cx, y, &b)?;
+    let ex = cx.unary(TenOp::Exp, x)?;
+    let near = if order == 0 {
+        mul(cx, ex, ca)?
+    } else {
+        let v = mul(cx, ca, x)?;
+        mul(cx, v, ex)?
+    };
+    let far = mul(cx, ex, cb)?;
+    let sq = cx.unary(TenOp::Sqrt, x)?;
+    let far = div(cx, far, sq)?;
+    let le8 = cmp_k(cx, "LE", x, 8.0)?;
+    let v = cx.select(le8, near, far)?;
+    if order == 0 {
+        return Ok(v);
+    }
+    let neg = cmp_k(cx, "LT", x0, 0.0)?;
+    let nv = cx.unary(TenOp::Neg, v)?;
+    cx.select(neg, nv, v)
+}
+
+/// modified_bessel_k0/k1 and their exp(x)-scaled forms as torch's kernels: up to 2 a Chebyshev
+/// series in x² - 2 with the log(x/2)·i0/i1 term, beyond a series in 8/x - 2 times
+/// e⁻ˣ/√x (1/√x scaled); inf at 0, NaN below.
+fn modified_k(cx: &mut Cx, x: Value, order: u8, scaled: bool) -> Result<Value, String> {
+    let dt = cx.tt(x).dtype;
+    let f = |c: &[f64]| c.iter().map(|&v| lit(v, dt)).collect::<Vec<f64>>();
+    let (a, b) = if order == 0 { (f(&MK0_A), f(&MK0_B)) } else { (f(&MK1_A), f(&MK1_B)) };
+    let x2 = mul(cx, x, x)?;
+    let y = cx.binary_scalar(TenOp::Sub, x2, 2.0)?;
+    let ca = chbevl(cx, y, &a)?;
+    let hx = cx.binary_scalar(TenOp::Mul, x, 0.5)?;
+    let l = cx.unary(TenOp::Log, hx)?;
+    let i = modified_i(cx, x, order)?;
+    let li = mul(cx, l, i)?;
+    let near = if order == 0 {
+        sub(cx, ca, li)?
+    } else {
+        let t = div(cx, ca, x)?;
+        add(cx, li, t)?
+    };
+    let y = k_div(cx, 8.0, x)?;
+    let y = cx.binary_scalar(TenOp::Sub, y, 2.0)?;
+    let cb = chbevl(cx, y, &b)?;
+    let sq = cx.unary(TenOp::Sqrt, x)?;
+    let (near, far) = if scaled {
+        let ex = cx.unary(TenOp::Exp, x)?;
+        (mul(cx, near, ex)?, div(cx, cb, sq)?)
+    } else {
+        let nx = cx.unary(TenOp::Neg, x)?;
+        let ex = cx.unary(TenOp::Exp, nx)?;
+        let far = mul(cx, ex, cb)?;
+        (near, div(cx, far, sq)?)
+    };
+    let le2 = cmp_k(cx, "LE", x, 2.0)?;
+    let v = cx.select(le2, near, far)?;
+    let nan = k(cx, f64::NAN, x)?;
+    let below = cmp_k(cx, "LT", x, 0.0)?;
+    let v = cx.select(below, nan, v)?;
+    let inf = k(cx, f64::INFINITY, x)?;
+    let at0 = cmp_k(cx, "EQ", x, 0.0)?;
+    cx.select(at0, inf, v)
+}
+
+/// special_modified_bessel_i0/i1/k0/k1 and special_scaled_modified_bessel_k0/k1.
+pub fn modified_bessel(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    // The scaled forms name their operand `x`.
+    let x = if name.starts_with("special_scaled") { cx.arg("x")? } else { cx.arg("self")? };
+    let x = cx.coerce(x, acc_dtype(t.dtype), &t.dims)?;
+    let out = match name {
+        "special_modified_bessel_i0" => modified_i(cx, x, 0)?,
+        "special_modified_bessel_i1" => modified_i(cx, x, 1)?,
+        "special_modified_bessel_k0" => modified_k(cx, x, 0, false)?,
+        "special_modified_bessel_k1" => modified_k(cx, x, 1, false)?,
+        "special_scaled_modified_bessel_k0" => modified_k(cx, x, 0, true)?,
+        "special_scaled_modified_bessel_k1" => modified_k(cx, x, 1, true)?,
+        _ => return Err(cx.err("no lowering for this Bessel function")),
+    };
+    Ok(Some(vec![cx.convert(out, t.dtype)?]))
+}

@@ -446,7 +446,8 @@ fn math_ops_match_eager() {
 /// i1/i1e on both sides of 8, erfc/erfcx/log_ndtr across their formula switches,
 /// spherical_bessel_j0, gcd/lcm for every integer width with its extremes and Fibonacci pairs,
 /// logcumsumexp with infinities and NaN, f64 digamma, and nextafter/frexp in f32 and f64 at
-/// zeros, subnormals and the extremes, bessel_j0/j1/y0/y1 and ndtri at their formula switches
+/// zeros, subnormals and the extremes, bessel_j0/j1/y0/y1, the modified Bessel functions and
+/// ndtri at their formula switches
 /// (`testdata/cpu/special_ops.py`).
 #[test]
 fn special_ops_match_eager() {
