@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Eager references for the special functions of `passes/src/lower/special.rs`: digamma,
 polygamma (n = 0..4), Hurwitz zeta, i0/i0e/i1/i1e, erfc/erfcx/log_ndtr, spherical_bessel_j0,
-gcd/lcm, logcumsumexp, nextafter, frexp, bessel_j0/j1/y0/y1, the modified Bessel functions and ndtri.
+gcd/lcm, logcumsumexp, nextafter, frexp, bessel_j0/j1/y0/y1, the modified Bessel functions, ndtri,
+airy_ai and erfinv.
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
         ~/.cache/ember/venv/bin/python -m ember.export testdata/cpu/special_ops.py:make \\
@@ -24,7 +25,7 @@ while FIB[-1] < 2**63:
 
 
 class SpecialOps(torch.nn.Module):
-    def forward(self, x, zx, zq, e, big, g64a, g64b, g32a, g32b, g16a, g16b, g8a, g8b, u8a, u8b, c, na, nb, da, db, p):
+    def forward(self, x, zx, zq, e, big, g64a, g64b, g32a, g32b, g16a, g16b, g8a, g8b, u8a, u8b, c, na, nb, da, db, p, ai, ev):
         outs = [torch.digamma(x)]
         outs += [torch.polygamma(n, x) for n in range(1, 5)]
         outs += [torch.special.zeta(zx, zq), torch.special.zeta(zx, 2.5), torch.special.zeta(3.0, zq)]
@@ -45,6 +46,7 @@ class SpecialOps(torch.nn.Module):
         outs += [f(x) for f in (torch.special.modified_bessel_i0, torch.special.modified_bessel_i1,
                                 torch.special.modified_bessel_k0, torch.special.modified_bessel_k1,
                                 torch.special.scaled_modified_bessel_k0, torch.special.scaled_modified_bessel_k1)]
+        outs += [torch.special.airy_ai(ai), torch.erfinv(ev)]
         return tuple(outs)
 
 
@@ -105,5 +107,10 @@ def make():
     p = torch.cat([torch.linspace(0, 1, 1001), torch.tensor(
         [1e-30, 1e-20, 1.2664165549e-14, 1e-10, 0.1353352832366127, 0.8646647167633873, 1 - 1e-7, -0.1, 1.1,
          float("inf"), float("nan")])])
-    args = (x, zx, zq, e, big, *[t for q in gs for t in q], *u8, c, na, nb, da, db, p)
+    # airy_ai: its switches at -2.09, 2.09, 8.3203353 and 103.892; erfinv: 0.7, ±1, beyond.
+    ai = torch.cat([torch.linspace(-30, 110, 1401), torch.tensor(
+        [-2.09, -2.0899, 2.0899, 2.09, 8.3203353, 8.33, 103.89, 103.9, float("inf"), float("-inf"), float("nan")])])
+    ev = torch.cat([torch.linspace(-1, 1, 1001), torch.tensor(
+        [0.7, -0.7, 0.70001, 1 - 1e-7, -1 + 1e-7, 1e-30, -0.0, 1.5, -1.5, float("inf"), float("nan")])])
+    args = (x, zx, zq, e, big, *[t for q in gs for t in q], *u8, c, na, nb, da, db, p, ai, ev)
     return SpecialOps().eval(), args

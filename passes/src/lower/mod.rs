@@ -198,6 +198,8 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("special_modified_bessel_k1",           special::modified_bessel),
     ("special_scaled_modified_bessel_k0",    special::modified_bessel),
     ("special_scaled_modified_bessel_k1",    special::modified_bessel),
+    ("special_airy_ai",                      |cx, _| special::airy_ai(cx)),
+    ("erfinv",                               |cx, _| special::erfinv(cx)),
     ("special_ndtri",                        |cx, _| special::ndtri(cx)),
     ("gcd",                                  special::gcd_lcm),
     ("lcm",                                  special::gcd_lcm),

@@ -1536,3 +1536,271 @@ pub fn modified_bessel(cx: &mut Cx, name: &str) -> Lowered {
     };
     Ok(Some(vec![cx.convert(out, t.dtype)?]))
 }
+
+// ---- airy_ai, erfinv -----------------------------------------------------------------------------
+
+const AIRY_AN: [f64; 8] = [
+    3.46538101525629032477e-01,
+    1.20075952739645805542e+01,
+    7.62796053615234516538e+01,
+    1.68089224934630576269e+02,
+    1.59756391350164413639e+02,
+    7.05360906840444183113e+01,
+    1.40264691163389668864e+01,
+    9.99999999999999995305e-01,
+];
+const AIRY_AD: [f64; 8] = [
+    5.67594532638770212846e-01,
+    1.47562562584847203173e+01,
+    8.45138970141474626562e+01,
+    1.77318088145400459522e+02,
+    1.64234692871529701831e+02,
+    7.14778400825575695274e+01,
+    1.40959135607834029598e+01,
+    1.00000000000000000470e+00,
+];
+const AIRY_AFN: [f64; 9] = [
+    -1.31696323418331795333e-01,
+    -6.26456544431912369773e-01,
+    -6.93158036036933542233e-01,
+    -2.79779981545119124951e-01,
+    -4.91900132609500318020e-02,
+    -4.06265923594885404393e-03,
+    -1.59276496239262096340e-04,
+    -2.77649108155232920844e-06,
+    -1.67787698489114633780e-08,
+];
+const AIRY_AFD: [f64; 9] = [
+    1.33560420706553243746e+01,
+    3.26825032795224613948e+01,
+    2.67367040941499554804e+01,
+    9.18707402907259625840e+00,
+    1.47529146771666414581e+00,
+    1.15687173795188044134e-01,
+    4.40291641615211203805e-03,
+    7.54720348287414296618e-05,
+    4.51850092970580378464e-07,
+];
+const AIRY_AGN: [f64; 11] = [
+    1.97339932091685679179e-02,
+    3.91103029615688277255e-01,
+    1.06579897599595591108e+00,
+    9.39169229816650230044e-01,
+    3.51465656105547619242e-01,
+    6.33888919628925490927e-02,
+    5.85804113048388458567e-03,
+    2.82851600836737019778e-04,
+    6.98793669997260967291e-06,
+    8.11789239554389293311e-08,
+    3.41551784765923618484e-10,
+];
+const AIRY_AGD: [f64; 10] = [
+    9.30892908077441974853e+00,
+    1.98352928718312140417e+01,
+    1.55646628932864612953e+01,
+    5.47686069422975497931e+00,
+    9.54293611618961883998e-01,
+    8.64580826352392193095e-02,
+    4.12656523824222607191e-03,
+    1.01259085116509135510e-04,
+    1.17166733214413521882e-06,
+    4.91834570062930015649e-09,
+];
+
+/// Iterations torch's Airy power series takes at most on [-2.09, 2.09] (the only place its
+/// value is used) before a term is below `eps` of the sum, found by running the loop over the
+/// interval, plus a margin: the masked unrolling needs a bound, the terms fall factorially.
+fn airy_series_steps(eps: f64) -> usize {
+    let mut most = 0;
+    for i in 0..=4180 {
+        let x = -2.09 + i as f64 * 0.001;
+        let z = x * x * x;
+        let (mut f, mut m, mut k, mut t, mut steps) = (1.0f64, 1.0f64, 1.0f64, 1.0f64, 0);
+        while t > eps && steps < 100 {
+            m = m * z / (k + 1.0) / (k + 2.0);
+            k += 3.0;
+            f += m;
+            t = (m / f).abs();
+            steps += 1;
+        }
+        most = most.max(steps);
+    }
+    most + 3
+}
+
+/// special_airy_ai as torch's kernel: NaN at ±inf, 0 past 103.892, the asymptotic forms in
+/// ζ = 2|x|^(3/2)/3 below -2.09 and from 2.09 up, the Maclaurin series in x³ between (its loop
+/// unrolled to its bound with the kernel's stopping test as a mask).
+pub fn airy_ai(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let dt = acc_dtype(t.dtype);
+    let x = cx.arg("x")?;
+    let x = cx.coerce(x, dt, &t.dims)?;
+    let f = |c: &[f64]| c.iter().map(|&v| lit(v, dt)).collect::<Vec<f64>>();
+    let c0 = lit(5.64189583547756286948e-01, dt);
+    // x < -2.09
+    let nx = cx.unary(TenOp::Neg, x)?;
+    let sn = cx.unary(TenOp::Sqrt, nx)?;
+    let w = cx.binary_scalar(TenOp::Mul, x, -2.0)?;
+    let w = mul(cx, w, sn)?;
+    let w = cx.binary_scalar(TenOp::Div, w, 3.0)?;
+    let z = k_div(cx, 1.0, w)?;
+    let z2 = mul(cx, z, z)?;
+    let (afn, afd) = (polevl(cx, z2, &f(&AIRY_AFN))?, polevl(cx, z2, &f(&AIRY_AFD))?);
+    let (agn, agd) = (polevl(cx, z2, &f(&AIRY_AGN))?, polevl(cx, z2, &f(&AIRY_AGD))?);
+    let tt = cx.binary_scalar(TenOp::Add, w, lit(0.25 * lit(PI, dt), dt))?;
+    let a = mul(cx, z2, afn)?;
+    let a = div(cx, a, afd)?;
+    let a = cx.binary_scalar(TenOp::Add, a, 1.0)?;
+    let sin = cx.unary(TenOp::Sin, tt)?;
+    let a = mul(cx, sin, a)?;
+    let g = mul(cx, z, agn)?;
+    let g = div(cx, g, agd)?;
+    let cos = cx.unary(TenOp::Cos, tt)?;
+    let g = mul(cx, cos, g)?;
+    let d = sub(cx, a, g)?;
+    let q = cx.unary(TenOp::Sqrt, sn)?;
+    let r = k_div(cx, c0, q)?;
+    let neg_far = mul(cx, r, d)?;
+    // x >= 2.09
+    let sx = cx.unary(TenOp::Sqrt, x)?;
+    let zeta = cx.binary_scalar(TenOp::Mul, x, 2.0)?;
+    let zeta = mul(cx, zeta, sx)?;
+    let zeta = cx.binary_scalar(TenOp::Div, zeta, 3.0)?;
+    let iz = k_div(cx, 1.0, zeta)?;
+    let (an, ad) = (polevl(cx, iz, &f(&AIRY_AN))?, polevl(cx, iz, &f(&AIRY_AD))?);
+    let ratio = div(cx, an, ad)?;
+    let ratio = cx.binary_scalar(TenOp::Mul, ratio, c0)?;
+    let q = cx.unary(TenOp::Sqrt, sx)?;
+    let q = cx.binary_scalar(TenOp::Mul, q, 2.0)?;
+    let e = cx.unary(TenOp::Exp, zeta)?;
+    let q = mul(cx, q, e)?;
+    let pos_far = div(cx, ratio, q)?;
+    // Maclaurin series: f = Σ z^k/..., g = x Σ ..., both with the kernel's running divisions.
+    let x2 = mul(cx, x, x)?;
+    let z3 = mul(cx, x2, x)?;
+    let (mut fs, mut gs, mut m, mut n) = (k(cx, 1.0, x)?, x, k(cx, 1.0, x)?, x);
+    let dims = cx.tt(x).dims;
+    let mut done = cx.constant(&Attr::Bool(false), DType::Bool, &dims)?;
+    let eps = if dt == DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 };
+    let mut kk = 1.0;
+    for _ in 0..airy_series_steps(eps) {
+        let m2 = mul(cx, m, z3)?;
+        let m2 = cx.binary_scalar(TenOp::Div, m2, kk + 1.0)?;
+        let n2 = mul(cx, n, z3)?;
+        let n2 = cx.binary_scalar(TenOp::Div, n2, kk + 2.0)?;
+        let m2 = cx.binary_scalar(TenOp::Div, m2, kk + 2.0)?;
+        let f2 = add(cx, fs, m2)?;
+        let n2 = cx.binary_scalar(TenOp::Div, n2, kk + 3.0)?;
+        let g2 = add(cx, gs, n2)?;
+        kk += 3.0;
+        m = cx.select(done, m, m2)?;
+        n = cx.select(done, n, n2)?;
+        fs = cx.select(done, fs, f2)?;
+        gs = cx.select(done, gs, g2)?;
+        let r = div(cx, m, fs)?;
+        let r = cx.unary(TenOp::Abs, r)?;
+        let stop = cmp_k(cx, "LE", r, eps)?;
+        done = or(cx, done, stop)?;
+    }
+    let a = cx.binary_scalar(TenOp::Mul, fs, lit(0.355028053887817239260, dt))?;
+    let b = cx.binary_scalar(TenOp::Mul, gs, lit(0.258819403792806798405, dt))?;
+    let series = sub(cx, a, b)?;
+    let lo = cmp_k(cx, "LT", x, -2.09)?;
+    let hi = cmp_k(cx, "GE", x, 2.09)?;
+    let v = cx.select(hi, pos_far, series)?;
+    let v = cx.select(lo, neg_far, v)?;
+    let zero = k(cx, 0.0, x)?;
+    let beyond = cmp_k(cx, "GT", x, 103.892)?;
+    let v = cx.select(beyond, zero, v)?;
+    let ax = cx.unary(TenOp::Abs, x)?;
+    let inf = cmp_k(cx, "EQ", ax, f64::INFINITY)?;
+    let nan = k(cx, f64::NAN, x)?;
+    let v = cx.select(inf, nan, v)?;
+    Ok(Some(vec![cx.convert(v, t.dtype)?]))
+}
+
+/// erfinv as torch's `calc_erfinv`: a rational first guess (central for |y| ≤ 0.7, in
+/// √(-log((1 - |y|)/2)) beyond), then two Newton steps on erf (in f64); ±inf at ±1, NaN beyond.
+pub fn erfinv(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let dt = acc_dtype(t.dtype);
+    let y = cx.arg("self")?;
+    let y = cx.coerce(y, dt, &t.dims)?;
+    let l = |v: f64| lit(v, dt);
+    let horner = |cx: &mut Cx, z: Value, c: &[f64], one: bool| -> Result<Value, String> {
+        // ((c[n]·z + c[n-1])·z + ...)·z + c[0], times z plus 1 when `one`
+        let mut r = cx.splat_like(c[c.len() - 1], z)?;
+        r = cx.emit(TenOp::Mul, vec![r, z], vec![])?;
+        for &ci in c[..c.len() - 1].iter().rev() {
+            r = cx.binary_scalar(TenOp::Add, r, ci)?;
+            r = cx.emit(TenOp::Mul, vec![r, z], vec![])?;
+        }
+        if one {
+            cx.binary_scalar(TenOp::Add, r, 1.0)
+        } else {
+            Ok(r)
+        }
+    };
+    let a = [l(0.886226899), l(-1.645349621), l(0.914624893), l(-0.140543331)];
+    let b = [l(-2.118377725), l(1.442710462), l(-0.329097515), l(0.012229801)];
+    let c = [l(-1.970840454), l(-1.624906493), l(3.429567803), l(1.641345311)];
+    let d = [l(3.543889200), l(1.637067800)];
+    let ya = cx.unary(TenOp::Abs, y)?;
+    // Central: y·num/dem with num = ((a3 z + a2) z + a1) z + a0, dem = (((b3 z + b2) z + b1) z + b0) z + 1.
+    let z = mul(cx, y, y)?;
+    let mut num = k(cx, a[3], z)?;
+    for &ai in a[..3].iter().rev() {
+        num = mul(cx, num, z)?;
+        num = cx.binary_scalar(TenOp::Add, num, ai)?;
+    }
+    let dem = horner(cx, z, &b, true)?;
+    let central = mul(cx, y, num)?;
+    let central = div(cx, central, dem)?;
+    // Tail: copysign(num, y)/dem with num = ((c3 z + c2) z + c1) z + c0, dem = (d1 z + d0) z + 1.
+    let one = k(cx, 1.0, y)?;
+    let om = sub(cx, one, ya)?;
+    let om = cx.binary_scalar(TenOp::Div, om, 2.0)?;
+    let lg = cx.unary(TenOp::Log, om)?;
+    let lg = cx.unary(TenOp::Neg, lg)?;
+    let z = cx.unary(TenOp::Sqrt, lg)?;
+    let mut num = k(cx, c[3], z)?;
+    for &ci in c[..3].iter().rev() {
+        num = mul(cx, num, z)?;
+        num = cx.binary_scalar(TenOp::Add, num, ci)?;
+    }
+    let dem = horner(cx, z, &d, true)?;
+    let an = cx.unary(TenOp::Abs, num)?;
+    let nn = cx.unary(TenOp::Neg, an)?;
+    let ny = cmp_k(cx, "LT", y, 0.0)?;
+    let num = cx.select(ny, nn, an)?;
+    let tail = div(cx, num, dem)?;
+    let is_central = cmp_k(cx, "LE", ya, l(0.7))?;
+    let x = cx.select(is_central, central, tail)?;
+    // The Newton steps in f64: near ±1 erfinv is so ill-conditioned that erf's last f32 bit
+    // moves the result in its third digit, and XLA's f32 erf is a few ulp off there (libm's,
+    // which torch's kernel calls, is not); f64 steps give the converged value either way.
+    let mut x = cx.convert(x, DType::F64)?;
+    let y64 = cx.convert(y, DType::F64)?;
+    let two_over_sqrt_pi = std::f64::consts::FRAC_2_SQRT_PI;
+    for _ in 0..2 {
+        let e = cx.unary(TenOp::Erf, x)?;
+        let e = sub(cx, e, y64)?;
+        let x2 = mul(cx, x, x)?;
+        let nx2 = cx.unary(TenOp::Neg, x2)?;
+        let ex = cx.unary(TenOp::Exp, nx2)?;
+        let dd = cx.binary_scalar(TenOp::Mul, ex, two_over_sqrt_pi)?;
+        let step = div(cx, e, dd)?;
+        x = sub(cx, x, step)?;
+    }
+    let x = cx.convert(x, dt)?;
+    let inf = k(cx, f64::INFINITY, y)?;
+    let ninf = k(cx, f64::NEG_INFINITY, y)?;
+    let signed_inf = cx.select(ny, ninf, inf)?;
+    let at1 = cmp_k(cx, "EQ", ya, 1.0)?;
+    let x = cx.select(at1, signed_inf, x)?;
+    let nan = k(cx, f64::NAN, y)?;
+    let beyond = cmp_k(cx, "GT", ya, 1.0)?;
+    let x = cx.select(beyond, nan, x)?;
+    Ok(Some(vec![cx.convert(x, t.dtype)?]))
+}
