@@ -2,7 +2,7 @@
 """Eager references for the special functions of `passes/src/lower/special.rs`: digamma,
 polygamma (n = 0..4), Hurwitz zeta, i0/i0e/i1/i1e, erfc/erfcx/log_ndtr, spherical_bessel_j0,
 gcd/lcm, logcumsumexp, nextafter, frexp, bessel_j0/j1/y0/y1, the modified Bessel functions, ndtri,
-airy_ai and erfinv.
+airy_ai, erfinv and signbit.
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
         ~/.cache/ember/venv/bin/python -m ember.export testdata/cpu/special_ops.py:make \\
@@ -47,6 +47,7 @@ class SpecialOps(torch.nn.Module):
                                 torch.special.modified_bessel_k0, torch.special.modified_bessel_k1,
                                 torch.special.scaled_modified_bessel_k0, torch.special.scaled_modified_bessel_k1)]
         outs += [torch.special.airy_ai(ai), torch.erfinv(ev)]
+        outs += [torch.signbit(na), torch.signbit(-na), torch.signbit(da), torch.signbit(g8a)]
         return tuple(outs)
 
 

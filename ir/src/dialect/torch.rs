@@ -243,6 +243,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.select_scatter", "(Tensor self, Tensor src, int dim, SymInt index) -> Tensor", Same, "Copy of `self` with `src` written at `index` of `dim`. select_scatter(zeros(2, 2), [1., 1.], 0, 1) = [[0, 0], [1, 1]]"),
     op("torch.aten.sigmoid", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise 1/(1+e^-x). sigmoid([0.]) = [0.5]"),
     op("torch.aten.sign", "(Tensor self) -> Tensor", Same, "Elementwise sign. sign([-3., 0., 2.]) = [-1., 0., 1.]"),
+    op("torch.aten.signbit", "(Tensor self) -> Tensor", UnaryBool, "Elementwise sign bit (true for -0.0 and negative NaN). signbit([-0., 1.]) = [true, false]"),
     op("torch.aten.silu", "(Tensor self) -> Tensor", Same, "Elementwise x*sigmoid(x). silu([0.]) = [0.]"),
     op("torch.aten.sin", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise sine. sin([0.]) = [0.]"),
     op("torch.aten.sinh", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise hyperbolic sine. sinh([0.]) = [0.]"),

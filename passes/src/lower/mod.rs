@@ -205,6 +205,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("lcm",                                  special::gcd_lcm),
     ("nextafter",                            |cx, _| special::nextafter(cx)),
     ("frexp.Tensor",                         |cx, _| special::frexp(cx)),
+    ("signbit",                              |cx, _| special::signbit(cx)),
     // Reductions and normalizations.
     ("sum",                                  reduce::reduction),
     ("sum.dim_IntList",                      reduce::reduction),

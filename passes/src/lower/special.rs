@@ -1804,3 +1804,25 @@ pub fn erfinv(cx: &mut Cx) -> Lowered {
     let x = cx.select(beyond, nan, x)?;
     Ok(Some(vec![cx.convert(x, t.dtype)?]))
 }
+
+/// signbit: the sign bit itself (the bits read as a signed integer are negative), so -0.0 and a
+/// negative NaN count as negative, as in torch; integers compare with 0, bools are never signed.
+pub fn signbit(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let dt = cx.tt(x).dtype;
+    let v = match (float_bits(dt), dt) {
+        (Some((it, _, _)), _) => {
+            let i = bitcast(cx, x, it)?;
+            let zero = int_k(cx, 0, i)?;
+            cx.compare("LT", i, zero)?
+        }
+        (None, DType::Bool) => cx.constant(&Attr::Bool(false), DType::Bool, &t.dims)?,
+        (None, d) if d.is_int() => {
+            let zero = int_k(cx, 0, x)?;
+            cx.compare("LT", x, zero)?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(vec![v]))
+}

@@ -447,7 +447,7 @@ fn math_ops_match_eager() {
 /// spherical_bessel_j0, gcd/lcm for every integer width with its extremes and Fibonacci pairs,
 /// logcumsumexp with infinities and NaN, f64 digamma, and nextafter/frexp in f32 and f64 at
 /// zeros, subnormals and the extremes, bessel_j0/j1/y0/y1, the modified Bessel functions and
-/// ndtri, airy_ai and erfinv at their formula switches
+/// ndtri, airy_ai and erfinv at their formula switches, and signbit of -0.0 and -NaN
 /// (`testdata/cpu/special_ops.py`).
 #[test]
 fn special_ops_match_eager() {
