@@ -47,7 +47,7 @@ fn lhs_rhs(cx: &Cx) -> Result<(Operand, Operand), String> {
 }
 
 /// Both operands as tensors of the result's dtype and shape.
-fn operands_as_result(cx: &mut Cx) -> Result<(Value, Value), String> {
+pub(super) fn operands_as_result(cx: &mut Cx) -> Result<(Value, Value), String> {
     let t = cx.out(0)?;
     let (lhs, rhs) = lhs_rhs(cx)?;
     let a = materialize(cx, &lhs, t.dtype, &t.dims)?;

@@ -16,6 +16,7 @@ mod matmul;
 mod reduce;
 mod scatter;
 mod shape;
+mod special;
 mod window;
 
 use build::Cx;
@@ -174,6 +175,38 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("hypot",                                ew::binary_special),
     ("ldexp.Tensor",                         ew::binary_special),
     ("round.decimals",                       |cx, _| ew::round_decimals(cx)),
+    // Special functions and integer number theory (`special.rs`).
+    ("digamma",                              special::gamma_family),
+    ("polygamma",                            special::gamma_family),
+    ("special_zeta",                         special::gamma_family),
+    ("special_zeta.self_scalar",             |cx, _| special::gamma_family(cx, "special_zeta")),
+    ("special_zeta.other_scalar",            |cx, _| special::gamma_family(cx, "special_zeta")),
+    ("i0",                                   special::bessel_i),
+    ("special_i0e",                          special::bessel_i),
+    ("special_i1",                           special::bessel_i),
+    ("special_i1e",                          special::bessel_i),
+    ("erfc",                                 special::erf_family),
+    ("special_erfcx",                        special::erf_family),
+    ("special_log_ndtr",                     special::erf_family),
+    ("special_spherical_bessel_j0",          |cx, _| special::spherical_bessel_j0(cx)),
+    ("special_bessel_j0",                    special::bessel),
+    ("special_bessel_j1",                    special::bessel),
+    ("special_bessel_y0",                    special::bessel),
+    ("special_bessel_y1",                    special::bessel),
+    ("special_modified_bessel_i0",           special::modified_bessel),
+    ("special_modified_bessel_i1",           special::modified_bessel),
+    ("special_modified_bessel_k0",           special::modified_bessel),
+    ("special_modified_bessel_k1",           special::modified_bessel),
+    ("special_scaled_modified_bessel_k0",    special::modified_bessel),
+    ("special_scaled_modified_bessel_k1",    special::modified_bessel),
+    ("special_airy_ai",                      |cx, _| special::airy_ai(cx)),
+    ("erfinv",                               |cx, _| special::erfinv(cx)),
+    ("special_ndtri",                        |cx, _| special::ndtri(cx)),
+    ("gcd",                                  special::gcd_lcm),
+    ("lcm",                                  special::gcd_lcm),
+    ("nextafter",                            |cx, _| special::nextafter(cx)),
+    ("frexp.Tensor",                         |cx, _| special::frexp(cx)),
+    ("signbit",                              |cx, _| special::signbit(cx)),
     // Reductions and normalizations.
     ("sum",                                  reduce::reduction),
     ("sum.dim_IntList",                      reduce::reduction),
@@ -206,6 +239,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("histogram.bin_ct",                     reduce::histogram),
     ("histogram.bins_tensor",                reduce::histogram),
     ("cumprod",                              |cx, _| reduce::cumsum(cx, TenOp::Cumprod)),
+    ("logcumsumexp",                         |cx, _| special::logcumsumexp(cx)),
     ("_cdist_forward",                       |cx, _| reduce::cdist(cx)),
     ("_pdist_forward",                       |cx, _| reduce::pdist(cx)),
     ("argmax",                               reduce::arg_reduction),

@@ -526,7 +526,8 @@ fn share_row_values(m: &Module, k: &mut KernelDef, buf_of: &HashMap<Value, usize
         let row: Option<i64> = t
             .filter(|t| t.rank() >= k.outer && t.dims[..k.outer] == prefix[..])
             .and_then(|t| t.dims[k.outer..].iter().map(|d| d.as_const()).product());
-        let expensive = || row_cost(m, v, &|x| buf_of.contains_key(&x) || shared.contains(&x)) >= SHARE_MIN_COST;
+        let expensive =
+            || row_cost(m, v, &|x| buf_of.contains_key(&x) || shared.contains(&x), SHARE_MIN_COST) >= SHARE_MIN_COST;
         let op = m.defining_op(v).unwrap();
         if ps.len() >= 2
             && ident
@@ -547,7 +548,7 @@ fn share_row_values(m: &Module, k: &mut KernelDef, buf_of: &HashMap<Value, usize
     let mut roots = Vec::new();
     fn place(m: &Module, v: Value, shared: &[Value], buf_of: &HashMap<Value, usize>, roots: &mut Vec<Value>) {
         let mut reads = Vec::new();
-        direct_shared(m, v, true, shared, buf_of, &mut reads);
+        direct_shared(m, v, true, shared, buf_of, &mut reads, &mut HashSet::new());
         for w in reads {
             if !roots.contains(&w) {
                 place(m, w, shared, buf_of, roots);
@@ -563,6 +564,8 @@ fn share_row_values(m: &Module, k: &mut KernelDef, buf_of: &HashMap<Value, usize
 }
 
 /// Shared values an expression reads directly (not through another shared or materialized value).
+/// `visited` keeps the walk linear in the expression's DAG (a value read along several paths is
+/// walked once).
 fn direct_shared(
     m: &Module,
     v: Value,
@@ -570,7 +573,11 @@ fn direct_shared(
     shared: &[Value],
     buf_of: &HashMap<Value, usize>,
     out: &mut Vec<Value>,
+    visited: &mut HashSet<Value>,
 ) {
+    if !visited.insert(v) {
+        return;
+    }
     if !root && shared.contains(&v) {
         if !out.contains(&v) {
             out.push(v);
@@ -582,20 +589,29 @@ fn direct_shared(
     }
     if let Some(op) = m.defining_op(v) {
         for &o in &m.op(op).operands {
-            direct_shared(m, o, false, shared, buf_of, out);
+            direct_shared(m, o, false, shared, buf_of, out, visited);
         }
     }
 }
 
-/// Arithmetic per element of an inlined expression, down to `stop` values; a broadcast's
-/// operand varies along fewer dims (LLVM hoists it out of the inner loop), so it counts nothing.
-fn row_cost(m: &Module, v: Value, stop: &dyn Fn(Value) -> bool) -> u32 {
+/// Arithmetic per element of an inlined expression, down to `stop` values, counted up to `cap`
+/// (the walk stops there: it unfolds the expression's DAG into a tree, exponential in the depth
+/// of a long select chain); a broadcast's operand varies along fewer dims (LLVM hoists it out of
+/// the inner loop), so it counts nothing.
+fn row_cost(m: &Module, v: Value, stop: &dyn Fn(Value) -> bool, cap: u32) -> u32 {
     let Some(op) = m.defining_op(v) else { return 0 };
     let d = m.op(op);
     if d.is(TenOp::Broadcast) {
         return 0;
     }
-    d.operands.iter().filter(|&&o| !stop(o)).fold(op_cost(d.ten()), |c, &o| c.saturating_add(row_cost(m, o, stop)))
+    let mut c = op_cost(d.ten());
+    for &o in d.operands.iter().filter(|&&o| !stop(o)) {
+        if c >= cap {
+            break;
+        }
+        c = c.saturating_add(row_cost(m, o, stop, cap - c));
+    }
+    c
 }
 
 /// Least inlined arithmetic per element for a value several passes read to get its own row pass.
@@ -618,31 +634,54 @@ fn groupable(m: &Module, r: Value) -> bool {
 fn rows_local(m: &Module, members: &[Value], p: usize, buf_of: &HashMap<Value, usize>) -> bool {
     let identity: Vec<Option<usize>> = (0..p).map(Some).collect();
     for (i, &r) in members.iter().enumerate() {
+        let seen = &mut HashSet::new();
         let internal = &members[..i];
         let op = m.defining_op(r).unwrap();
         let d = m.op(op);
         if d.is(TenOp::Reduce) {
             // Reduced dims must lie past the row prefix; then the operand's prefix is the row.
             let rd = d.attrs.get("dims").and_then(|a| a.as_ints()).unwrap_or(&[]);
-            if rd.iter().any(|&x| (x as usize) < p) || !reads_row(m, d.operands[0], &identity, internal, buf_of) {
+            if rd.iter().any(|&x| (x as usize) < p) || !reads_row(m, d.operands[0], &identity, internal, buf_of, seen) {
                 return false;
             }
-        } else if !expr_rows(m, r, &identity, internal, buf_of) {
+        } else if !expr_rows(m, r, &identity, internal, buf_of, seen) {
             return false;
         }
     }
     true
 }
 
+/// The (value, map) pairs an expression walk has already found row-local: shared
+/// subexpressions (a select chain reading its previous value twice per step) are checked once,
+/// which keeps the walk linear in the DAG rather than in its unfolded tree.
+type Seen = HashSet<(Value, Vec<Option<usize>>)>;
+
 /// `map[k]` is the index position holding outer index k (None once a layout op loses track).
-fn reads_row(m: &Module, v: Value, map: &[Option<usize>], internal: &[Value], buf_of: &HashMap<Value, usize>) -> bool {
+fn reads_row(
+    m: &Module,
+    v: Value,
+    map: &[Option<usize>],
+    internal: &[Value],
+    buf_of: &HashMap<Value, usize>,
+    seen: &mut Seen,
+) -> bool {
     if buf_of.contains_key(&v) {
         return !internal.contains(&v) || map.iter().enumerate().all(|(k, &pos)| pos == Some(k));
     }
-    expr_rows(m, v, map, internal, buf_of)
+    expr_rows(m, v, map, internal, buf_of, seen)
 }
 
-fn expr_rows(m: &Module, v: Value, map: &[Option<usize>], internal: &[Value], buf_of: &HashMap<Value, usize>) -> bool {
+fn expr_rows(
+    m: &Module,
+    v: Value,
+    map: &[Option<usize>],
+    internal: &[Value],
+    buf_of: &HashMap<Value, usize>,
+    seen: &mut Seen,
+) -> bool {
+    if seen.contains(&(v, map.to_vec())) {
+        return true;
+    }
     let Some(op) = m.defining_op(v) else { return true };
     let d = m.op(op);
     let ints = |k: &str| d.attrs.get(k).and_then(|a| a.as_ints()).map(|v| v.to_vec()).unwrap_or_default();
@@ -666,7 +705,11 @@ fn expr_rows(m: &Module, v: Value, map: &[Option<usize>], internal: &[Value], bu
     } else {
         vec![None; map.len()]
     };
-    d.operands.iter().all(|&o| reads_row(m, o, &child_map, internal, buf_of))
+    let ok = d.operands.iter().all(|&o| reads_row(m, o, &child_map, internal, buf_of, seen));
+    if ok {
+        seen.insert((v, map.to_vec()));
+    }
+    ok
 }
 
 /// Most arithmetic per element a value may cost and still be recomputed by several kernels.

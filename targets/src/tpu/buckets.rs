@@ -453,6 +453,7 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
         | OtherOp::Compare
         | OtherOp::Select
         | OtherOp::Convert
+        | OtherOp::BitcastConvert
         | OtherOp::Broadcast
         | OtherOp::Transpose
         | OtherOp::Constant

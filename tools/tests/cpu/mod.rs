@@ -21,6 +21,8 @@ pub fn as_f64(t: &HostTensor) -> Vec<f64> {
                 ember_ir::DType::BF16 => half::bf16::from_le_bytes(b.try_into().unwrap()).to_f64(),
                 ember_ir::DType::I64 => i64::from_le_bytes(b.try_into().unwrap()) as f64,
                 ember_ir::DType::I32 => i32::from_le_bytes(b.try_into().unwrap()) as f64,
+                ember_ir::DType::I16 => i16::from_le_bytes(b.try_into().unwrap()) as f64,
+                ember_ir::DType::I8 => b[0] as i8 as f64,
                 ember_ir::DType::Bool | ember_ir::DType::U8 => b[0] as f64,
                 d => panic!("compare {d}"),
             }
@@ -445,6 +447,18 @@ fn moe_ops_match_eager() {
 #[test]
 fn math_ops_match_eager() {
     assert_archive_matches_eager("math_ops");
+}
+
+/// digamma, polygamma (n = 1..4), Hurwitz zeta (negative q, poles, x at and below 1), i0/i0e/
+/// i1/i1e on both sides of 8, erfc/erfcx/log_ndtr across their formula switches,
+/// spherical_bessel_j0, gcd/lcm for every integer width with its extremes and Fibonacci pairs,
+/// logcumsumexp with infinities and NaN, f64 digamma, and nextafter/frexp in f32 and f64 at
+/// zeros, subnormals and the extremes, bessel_j0/j1/y0/y1, the modified Bessel functions and
+/// ndtri, airy_ai and erfinv at their formula switches, and signbit of -0.0 and -NaN
+/// (`testdata/cpu/special_ops.py`).
+#[test]
+fn special_ops_match_eager() {
+    assert_archive_matches_eager("special_ops");
 }
 
 /// sort/argsort/msort along every dim, both directions, with ties (stable order), NaN, ±inf

@@ -327,6 +327,24 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 let y = self.emit(ops[2], idx)?;
                 self.b.build_select(p, x, y, "").map_err(le)
             }
+            OtherOp::BitcastConvert => {
+                let from = self.dtype(ops[0]);
+                if !matches!(
+                    (from, dt),
+                    (DType::F32, DType::I32)
+                        | (DType::I32, DType::F32)
+                        | (DType::F64, DType::I64)
+                        | (DType::I64, DType::F64)
+                ) {
+                    return Err(format!(
+                        "bitcast_convert from {} to {} is not supported",
+                        from.torch_name(),
+                        dt.torch_name()
+                    ));
+                }
+                let x = self.emit(ops[0], idx)?;
+                self.b.build_bit_cast(x, self.reg_type(dt)?, "").map_err(le)
+            }
             OtherOp::Convert => {
                 let from = self.dtype(ops[0]);
                 let x = self.emit(ops[0], idx)?;

@@ -138,6 +138,7 @@ impl<'a> Emitter<'a> {
                 self.compare(dir, &ops[0], &ops[1], &xt)
             }
             OtherOp::Select => self.select(&ops[0], &ops[1], &ops[2], &rt),
+            OtherOp::BitcastConvert => self.def(format!("stablehlo.bitcast_convert {x} : ({xt}) -> {rt}")),
             OtherOp::Convert => {
                 if xt.dt == rt.dt {
                     x
