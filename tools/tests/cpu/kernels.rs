@@ -151,6 +151,37 @@ fn empty_matmuls_give_empty_or_zero_results() {
     }
 }
 
+/// A product with a transposed rhs large enough that the runtime copies the rhs row-major first
+/// (`transpose_rows`: 8×8 register blocks plus the edges, here 37 rows and 2053 columns, neither
+/// a multiple of 8), against a sequential reference; small integers keep every sum exact.
+#[test]
+fn transposed_rhs_products_match_reference() {
+    let (m, k, n) = (260usize, 37usize, 2053usize);
+    let text = format!(
+        r#"func.func @main(%x: tensor<{m}x{k}xf32> {{ember.input = "x"}}, %w: tensor<{n}x{k}xf32> {{ember.input = "w"}}) -> tensor<{m}x{n}xf32> {{
+  %0 = "ten.dot_general"(%x, %w) {{lhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_batch = array<i64>, rhs_contract = array<i64: 1>}} : (tensor<{m}x{k}xf32>, tensor<{n}x{k}xf32>) -> tensor<{m}x{n}xf32>
+  return %0 : tensor<{m}x{n}xf32>
+}}
+"#
+    );
+    let prog = compile_text(&text, "nt-product");
+    let x: Vec<f32> = (0..m * k).map(|i| (i * 7 % 13) as f32 - 6.0).collect();
+    let w: Vec<f32> = (0..n * k).map(|i| (i * 5 % 11) as f32 - 5.0).collect();
+    let t = |shape: Vec<usize>, v: &[f32]| HostTensor {
+        dtype: ember_ir::DType::F32,
+        shape,
+        data: v.iter().flat_map(|f| f.to_le_bytes()).collect(),
+    };
+    let out = prog.run(&[t(vec![m, k], &x), t(vec![n, k], &w)]).unwrap();
+    let got = f32_values(&out[0]);
+    for (i, row) in got.chunks(n).enumerate() {
+        for (j, &g) in row.iter().enumerate() {
+            let want: f32 = (0..k).map(|p| x[i * k + p] * w[j * k + p]).sum();
+            assert_eq!(g, want, "[{i}, {j}]");
+        }
+    }
+}
+
 #[test]
 fn unused_symbols_are_not_bound() {
     // torch.export can record symbols no tensor of the graph uses; they must not block a run.

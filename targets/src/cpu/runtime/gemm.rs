@@ -89,11 +89,20 @@ impl Program {
         }
         let threads = pool::threads();
         let fits_i32 = [m, n, k].iter().all(|&d| d <= i32::MAX as usize);
-        // Where the crate's kernels are wider, it takes products with a row-major rhs. Not a
-        // transposed rhs (nn.Linear's `x @ W.T`: 1.0–1.5x MKL's time, packing included), nor a
-        // short contraction into a large output (an MLP's weight gradient, 4096×256·256×4096:
-        // 1.07–1.11x, where 2048×512·512×2048 took 0.93x and 512×256·256×2048 0.90x).
-        let crate_first = rcs == 1 && blas::crate_kernels_wider() && (k >= 512 || m * n < 1 << 22);
+        // An rhs read through its transpose (nn.Linear's `x @ W.T` on a weight passed at run time:
+        // eager regions, torch.compile graphs) is copied row-major first where the copy is
+        // amortized over enough rows (`transpose_rows`, 8×8 register blocks): the crate reads a
+        // transposed rhs slowly, and its product from the copy beat MKL's transposed one
+        // (256×256·256×1024: 773–969 µs against 815–1290, 512×768·768×3072: 13.8 ms against
+        // 14.9; BERT through torch.compile 16.8 → 14.8 ms). Weights known at compile time are
+        // stored transposed instead (compiler::cpu).
+        let packs = rrs == 1 && rcs as usize >= k && m >= 256 && k * n >= 1 << 16 && rbs.iter().all(|&s| s == 0);
+        // Where the crate's kernels are wider, it takes products with a row-major (or copied)
+        // rhs, but not a short contraction into a large output (an MLP's weight gradient,
+        // 4096×256·256×4096: 1.07–1.11x MKL's time, where 2048×512·512×2048 took 0.93x and
+        // 512×256·256×2048 0.90x). A small transposed rhs read in place ties with MKL (32×64·64×300:
+        // 49 µs against 48) and stays there.
+        let crate_first = (rcs == 1 || packs) && blas::crate_kernels_wider() && (k >= 512 || m * n < 1 << 22);
         if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32 && !crate_first) {
             if let (Some(a), Some(b)) = (BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n)) {
                 let (batch, lbs, rbs) = (&batch, &lbs, &rbs);
@@ -113,12 +122,8 @@ impl Program {
             }
         }
         let (mut rcs, mut rrs) = (rcs, rrs);
-        // An rhs read through its transpose (nn.Linear's `x @ W.T` on a weight passed at run time:
-        // eager regions, torch.compile graphs) packs slowly: for large products a row-major copy
-        // costs less than it saves (measured on the GPT-2 block's 512×768×3072: 21.9 → ~11 ms).
-        // Weights known at compile time are stored transposed instead (compiler::cpu).
         let mut pack = None;
-        if rrs == 1 && rcs as usize >= k && m >= 256 && k * n >= 1 << 16 && rbs.iter().all(|&s| s == 0) {
+        if packs {
             let mut buf = self.pack.lock().unwrap_or_else(|e| e.into_inner());
             let words = (k * n * es).div_ceil(8);
             if buf.len() < words {
@@ -495,20 +500,95 @@ pub(super) fn batch_offsets(bi: usize, batch: &[i64], lbs: &[i64], rbs: &[i64]) 
 }
 
 /// dst[r·n + c] = src[c·col_stride + r] for r < k, c < n: the row-major [k, n] copy of a
-/// matrix stored column by column, in 64×64 tiles (both sides stay in L1), tiles split over
-/// the pool by column bands.
-pub(super) fn transpose_rows<T: Copy + Send + Sync>(src: usize, col_stride: isize, k: usize, n: usize, dst: usize) {
+/// matrix stored column by column. f32 goes through 8×8 blocks transposed in AVX registers:
+/// each block reads 8 lines and writes 8, where an element-wise copy walking a power-of-two
+/// stride (a 256- or 1024-float weight) keeps evicting its own lines (256×1024: 0.54 ms).
+/// Column bands of 64 are split over the pool.
+pub(super) fn transpose_rows<T: Copy + Send + Sync + 'static>(
+    src: usize,
+    col_stride: isize,
+    k: usize,
+    n: usize,
+    dst: usize,
+) {
     const B: usize = 64;
+    #[cfg(target_arch = "x86_64")]
+    let avx =
+        std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && std::arch::is_x86_feature_detected!("avx");
     pool::for_each(n.div_ceil(B), &|cb| {
         let (src, dst) = (src as *const T, dst as *mut T);
         let (c0, c1) = (cb * B, ((cb + 1) * B).min(n));
+        let mut c = c0;
+        #[cfg(target_arch = "x86_64")]
+        if avx {
+            while c + 8 <= c1 {
+                let mut r = 0;
+                while r + 8 <= k {
+                    // SAFETY: the block's 8 source columns and 8 destination rows are inside the
+                    // operands (c + 8 <= n, r + 8 <= k), and T is f32 here.
+                    unsafe {
+                        transpose8x8(
+                            src.offset(c as isize * col_stride + r as isize) as *const f32,
+                            col_stride,
+                            dst.add(r * n + c) as *mut f32,
+                            n as isize,
+                        )
+                    };
+                    r += 8;
+                }
+                for cc in c..c + 8 {
+                    for rr in r..k {
+                        unsafe { *dst.add(rr * n + cc) = *src.offset(cc as isize * col_stride + rr as isize) };
+                    }
+                }
+                c += 8;
+            }
+        }
         for r0 in (0..k).step_by(B) {
             let r1 = (r0 + B).min(k);
-            for c in c0..c1 {
+            for cc in c..c1 {
                 for r in r0..r1 {
-                    unsafe { *dst.add(r * n + c) = *src.offset(c as isize * col_stride + r as isize) };
+                    unsafe { *dst.add(r * n + cc) = *src.offset(cc as isize * col_stride + r as isize) };
                 }
             }
         }
     });
+}
+
+/// Rows `src + i·ss` (8 floats each, i < 8) written as columns: row j of the result, at
+/// `dst + j·ds`, holds element j of every source row (unpack, shuffle and lane permutes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn transpose8x8(src: *const f32, ss: isize, dst: *mut f32, ds: isize) {
+    use std::arch::x86_64::*;
+    let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.offset(i as isize * ss)));
+    let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+    let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+    let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+    let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+    let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+    let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+    let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+    let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+    let out = [
+        _mm256_permute2f128_ps::<0x20>(s0, s4),
+        _mm256_permute2f128_ps::<0x20>(s1, s5),
+        _mm256_permute2f128_ps::<0x20>(s2, s6),
+        _mm256_permute2f128_ps::<0x20>(s3, s7),
+        _mm256_permute2f128_ps::<0x31>(s0, s4),
+        _mm256_permute2f128_ps::<0x31>(s1, s5),
+        _mm256_permute2f128_ps::<0x31>(s2, s6),
+        _mm256_permute2f128_ps::<0x31>(s3, s7),
+    ];
+    for (j, v) in out.into_iter().enumerate() {
+        _mm256_storeu_ps(dst.offset(j as isize * ds), v);
+    }
 }
