@@ -92,17 +92,19 @@ impl Program {
         // An rhs read through its transpose (nn.Linear's `x @ W.T` on a weight passed at run time:
         // eager regions, torch.compile graphs) is copied row-major first where the copy is
         // amortized over enough rows (`transpose_rows`, 8×8 register blocks): the crate reads a
-        // transposed rhs slowly, and its product from the copy beat MKL's transposed one
-        // (256×256·256×1024: 773–969 µs against 815–1290, 512×768·768×3072: 13.8 ms against
-        // 14.9; BERT through torch.compile 16.8 → 14.8 ms). Weights known at compile time are
-        // stored transposed instead (compiler::cpu).
+        // transposed rhs slowly. Weights known at compile time are stored transposed instead
+        // (compiler::cpu).
         let packs = rrs == 1 && rcs as usize >= k && m >= 256 && k * n >= 1 << 16 && rbs.iter().all(|&s| s == 0);
-        // Where the crate's kernels are wider, it takes products with a row-major (or copied)
-        // rhs, but not a short contraction into a large output (an MLP's weight gradient,
-        // 4096×256·256×4096: 1.07–1.11x MKL's time, where 2048×512·512×2048 took 0.93x and
-        // 512×256·256×2048 0.90x). A small transposed rhs read in place ties with MKL (32×64·64×300:
-        // 49 µs against 48) and stays there.
-        let crate_first = (rcs == 1 || packs) && blas::crate_kernels_wider() && (k >= 512 || m * n < 1 << 22);
+        // Where the crate's kernels are wider, it takes products with a row-major rhs, and with a
+        // copied one up to 2²² weight elements: 0.92–0.96x MKL's transposed product (256×256·
+        // 256×1024: 773–969 µs against 815–1290, 512×768·768×3072: 13.8 ms against 14.9; BERT
+        // through torch.compile 16.8 → 14.8 ms), where the copy (~0.8 ns an element) made
+        // 256×4096·4096×4096 1.03x. Not a short contraction into a large output (an MLP's weight
+        // gradient, 4096×256·256×4096: 1.07–1.11x, where 2048×512·512×2048 took 0.93x and
+        // 512×256·256×2048 0.90x). A small transposed rhs read in place ties with MKL
+        // (32×64·64×300: 49 µs against 48) and stays there.
+        let crate_first =
+            (rcs == 1 || (packs && k * n <= 1 << 22)) && blas::crate_kernels_wider() && (k >= 512 || m * n < 1 << 22);
         if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32 && !crate_first) {
             if let (Some(a), Some(b)) = (BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n)) {
                 let (batch, lbs, rbs) = (&batch, &lbs, &rbs);
