@@ -147,7 +147,10 @@ def render_report(*, entries, exported, per_op, per_target, reasons, export_reas
           "classified as `compile` (e.g. `has no CPU lowering yet`, grouped by the op it "
           "names), `run` and `wrong result` (max abs/rel error reported); a wrong result "
           "that torch's own decomposed graph reproduces (run with `torch.export.load(...).module()`) "
-          "is a `decomposition mismatch` instead, not an Ember bug.")
+          "is a `decomposition mismatch` instead, not an Ember bug. Outputs defined only up "
+          "to sign (`SIGN_FREE` in opinfo/compare.py: linalg.eigh's eigenvectors, whose sign "
+          "LAPACK leaves to its algorithm) are compared after negating each vector of Ember's "
+          "whose dot product with eager's is negative.")
         w("")
         f32 = [e for e in exported if e["check"]["ok"] and "strict_ok" in (e["check"].get("info") or {})]
         if f32:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .classify import reclassify_decomposition_mismatch, reclassify_precision, reclassify_tie_order
 from .common import first_line
-from .compare import compare_lists, compare_outputs, npz_arrays, read_outputs, values_not_comparable
+from .compare import align_signs, compare_lists, compare_outputs, npz_arrays, read_outputs, values_not_comparable
 
 
 @dataclass
@@ -143,7 +143,7 @@ class CpuStage(Stage):
             return StageResult(False, f"run: {err}", text, dt, kind="run")
         why_not = values_not_comparable(sample)
         try:
-            err, info = compare_outputs(npz, got, values=why_not is None)
+            err, info = compare_outputs(npz, got, values=why_not is None, op=sample.get("op"))
         except Exception as exc:  # noqa: BLE001 - e.g. an unreadable got.npz
             return StageResult(False, f"run: cannot read the outputs: {type(exc).__name__}: {exc}",
                                "", dt, kind="run")
@@ -211,7 +211,8 @@ class TpuStage(Stage):
                                dt, kind="run")
         dt = t_compile + time.monotonic() - t0
         why_not = values_not_comparable(sample)
-        err, info = compare_lists(got, read_outputs(npz), values=why_not is None)
+        want = read_outputs(npz)
+        err, info = compare_lists(align_signs(sample.get("op"), list(got), want), want, values=why_not is None)
         if err is not None:
             np.savez(art / "got.npz", **{f"out{i}": savable(g) for i, g in enumerate(got)})
             return StageResult(False, f"wrong result: {err}", err, dt, kind="wrong result", info=info)
