@@ -389,6 +389,43 @@ pub fn avg_pool(cx: &mut Cx) -> Lowered {
     Ok(Some(vec![cx.reshape(y, &t.dims)?]))
 }
 
+/// torch's adaptive windows along a dim of static size `sv` pooled to `ov`:
+/// [floor(j·S/O), ceil((j+1)·S/O)) in int64 index math, padded to the longest (`kmax`). `index`
+/// [O, kmax] is each window's positions clamped into the input, `valid` which of them it holds.
+struct AdaptiveWindows {
+    start: Value,
+    len: Value,
+    index: Value,
+    valid: Value,
+    kmax: i64,
+}
+
+fn adaptive_windows(cx: &mut Cx, sv: i64, ov: i64) -> Result<AdaptiveWindows, String> {
+    let kmax = (0..ov).map(|j| ((j + 1) * sv + ov - 1) / ov - j * sv / ov).max().unwrap_or(1);
+    let j = cx.emit(
+        TenOp::Iota,
+        vec![],
+        vec![("shape", Attr::dims(vec![c(ov)])), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
+    )?;
+    let js = cx.binary_scalar(TenOp::Mul, j, sv as f64)?;
+    let start = cx.binary_scalar(TenOp::Div, js, ov as f64)?;
+    let j1 = cx.binary_scalar(TenOp::Add, js, (sv + ov - 1) as f64)?;
+    let end = cx.binary_scalar(TenOp::Div, j1, ov as f64)?;
+    let len = cx.emit(TenOp::Sub, vec![end, start], vec![])?;
+    let win = [c(ov), c(kmax)];
+    let m = cx.emit(
+        TenOp::Iota,
+        vec![],
+        vec![("shape", Attr::dims(win.to_vec())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))],
+    )?;
+    let start_b = cx.bcast_in_dim(start, &win, &[0])?;
+    let index = cx.emit(TenOp::Add, vec![start_b, m], vec![])?;
+    let index = cx.binary_scalar(TenOp::Min, index, (sv - 1) as f64)?;
+    let len_b = cx.bcast_in_dim(len, &win, &[0])?;
+    let valid = cx.compare("LT", m, len_b)?;
+    Ok(AdaptiveWindows { start, len, index, valid, kmax })
+}
+
 /// _adaptive_avg_pool{1,2,3}d. Dims whose output size divides the input size (output 1
 /// included, symbolic input sizes too) split into (output, window) by one reshape and one mean
 /// over the windows. Other dims are pooled one at a time over torch's windows
@@ -451,30 +488,8 @@ pub fn adaptive_avg_pool(cx: &mut Cx) -> Lowered {
         }
         let mut out_dims = yt.dims.clone();
         out_dims[d] = o.clone();
-        let starts: Vec<i64> = (0..ov).map(|j| j * sv / ov).collect();
-        let kmax = (0..ov).map(|j| ((j + 1) * sv + ov - 1) / ov - starts[j as usize]).max().unwrap_or(1);
-        // start[j] = j*S/O, len[j] = ceil((j+1)*S/O) - start[j], as int64 index math.
-        let j = cx.emit(
-            TenOp::Iota,
-            vec![],
-            vec![("shape", Attr::dims(vec![c(ov)])), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
-        )?;
-        let js = cx.binary_scalar(TenOp::Mul, j, sv as f64)?;
-        let start = cx.binary_scalar(TenOp::Div, js, ov as f64)?;
-        let j1 = cx.binary_scalar(TenOp::Add, js, (sv + ov - 1) as f64)?;
-        let end = cx.binary_scalar(TenOp::Div, j1, ov as f64)?;
-        let len = cx.emit(TenOp::Sub, vec![end, start], vec![])?;
-        let win = [c(ov), c(kmax)];
-        let m = cx.emit(
-            TenOp::Iota,
-            vec![],
-            vec![("shape", Attr::dims(win.to_vec())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))],
-        )?;
-        let start_b = cx.bcast_in_dim(start, &win, &[0])?;
-        let idx = cx.emit(TenOp::Add, vec![start_b, m], vec![])?;
-        let idx = cx.binary_scalar(TenOp::Min, idx, (sv - 1) as f64)?;
-        let len_b = cx.bcast_in_dim(len, &win, &[0])?;
-        let valid = cx.compare("LT", m, len_b)?;
+        let w = adaptive_windows(cx, sv, ov)?;
+        let (len, idx, valid) = (w.len, w.index, w.valid);
         let gathered = cx.emit(TenOp::Gather, vec![y, idx], vec![("dim", Attr::Int(d as i64))])?;
         let gt = cx.tt(gathered);
         let valid = cx.bcast_in_dim(valid, &gt.dims, &[d, d + 1])?;
@@ -515,28 +530,8 @@ pub fn adaptive_max_pool(cx: &mut Cx) -> Lowered {
         }
         // Dim lead + i is now at lead + 2i: each earlier one became (window, element).
         let d = lead + 2 * i;
-        let kmax = (0..ov).map(|j| ((j + 1) * sv + ov - 1) / ov - j * sv / ov).max().unwrap_or(1);
-        let j = cx.emit(
-            TenOp::Iota,
-            vec![],
-            vec![("shape", Attr::dims(vec![c(ov)])), ("dim", Attr::Int(0)), ("dtype", Attr::DType(DType::I64))],
-        )?;
-        let js = cx.binary_scalar(TenOp::Mul, j, sv as f64)?;
-        let start = cx.binary_scalar(TenOp::Div, js, ov as f64)?;
-        let j1 = cx.binary_scalar(TenOp::Add, js, (sv + ov - 1) as f64)?;
-        let end = cx.binary_scalar(TenOp::Div, j1, ov as f64)?;
-        let len = cx.emit(TenOp::Sub, vec![end, start], vec![])?;
-        let win = [c(ov), c(kmax)];
-        let m = cx.emit(
-            TenOp::Iota,
-            vec![],
-            vec![("shape", Attr::dims(win.to_vec())), ("dim", Attr::Int(1)), ("dtype", Attr::DType(DType::I64))],
-        )?;
-        let start_b = cx.bcast_in_dim(start, &win, &[0])?;
-        let idx = cx.emit(TenOp::Add, vec![start_b, m], vec![])?;
-        let idx = cx.binary_scalar(TenOp::Min, idx, (sv - 1) as f64)?;
-        let len_b = cx.bcast_in_dim(len, &win, &[0])?;
-        let valid = cx.compare("LT", m, len_b)?;
+        let w = adaptive_windows(cx, sv, ov)?;
+        let (start, idx, valid, kmax) = (w.start, w.index, w.valid, w.kmax);
         let gathered = cx.emit(TenOp::Gather, vec![y, idx], vec![("dim", Attr::Int(d as i64))])?;
         let gt = cx.tt(gathered);
         let valid = cx.bcast_in_dim(valid, &gt.dims, &[d, d + 1])?;

@@ -208,12 +208,15 @@ impl Program {
             // Many small products (attention's per-head GEMMs): one per task, no split inside,
             // so the pool synchronizes once instead of once per product.
             pool::for_each(nb, &|bi| one(bi, gemm::Parallelism::None));
-        } else if pool::host_openmp() && threads > 1 && m * n * k >= 1 << 22 {
+        } else if pool::host_openmp() && threads > 1 && m * n * k >= small {
             // On torch's OpenMP team the crate's own rayon threads would contend with the team's
-            // spinning ones: blocks of the product, one per team thread.
+            // spinning ones (and start a pool torch does not know of): blocks of the product, one
+            // per team thread.
             split_over_pool(nb, m, n, threads, &|| {}, |bi, r, c| part(bi, r, c, gemm::Parallelism::None));
         } else {
-            let par = if m * n * k >= small { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+            // One thread (torch.set_num_threads(1), or RAYON_NUM_THREADS=1) means one thread.
+            let split = threads > 1 && m * n * k >= small && !pool::host_openmp();
+            let par = if split { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
             (0..nb).for_each(|bi| one(bi, par));
         }
         drop(pack);
