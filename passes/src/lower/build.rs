@@ -285,6 +285,18 @@ impl<'m> Cx<'m> {
         self.compare("NE", x, zero)
     }
 
+    /// Where each element of the flat boolean mask `keep` [n] goes when the kept ones are packed
+    /// into `len` slots in order: its rank among them (a running count), or `len` for the others,
+    /// out of range, where `ten.scatter` skips them.
+    pub fn packed_positions(&mut self, keep: Value, len: i64) -> Result<Value, String> {
+        let shape = self.tt(keep).dims;
+        let ones = self.convert(keep, DType::I64)?;
+        let rank = self.emit(TenOp::Cumsum, vec![ones], vec![("dim", Attr::Int(0))])?;
+        let rank = self.binary_scalar(TenOp::Sub, rank, 1.0)?;
+        let skip = self.constant(&Attr::Int(len), DType::I64, &shape)?;
+        self.select(keep, rank, skip)
+    }
+
     /// `ten.reduce` over `dims` (no op when `dims` is empty).
     pub fn reduce(&mut self, x: Value, kind: &str, dims: &[usize]) -> Result<Value, String> {
         if dims.is_empty() {

@@ -104,11 +104,7 @@ pub fn tri_indices(cx: &mut Cx, name: &str) -> Lowered {
     let k = cx.constant(&Attr::Int(offset), DType::I64, &grid)?;
     let keep = cx.compare(if name == "tril_indices" { "LE" } else { "GE" }, diff, k)?;
     let keep = cx.reshape(keep, &flat)?;
-    let ones = cx.convert(keep, DType::I64)?;
-    let rank = cx.emit(TenOp::Cumsum, vec![ones], vec![("dim", Attr::Int(0))])?;
-    let rank = cx.binary_scalar(TenOp::Sub, rank, 1.0)?;
-    let skip = cx.constant(&Attr::Int(n), DType::I64, &flat)?;
-    let at = cx.select(keep, rank, skip)?;
+    let at = cx.packed_positions(keep, n)?;
     let mut parts = vec![];
     for v in [r, col] {
         let v = cx.reshape(v, &flat)?;
@@ -146,11 +142,7 @@ pub fn nonzero_static(cx: &mut Cx) -> Lowered {
     let flat = [c(n)];
     let xf = cx.reshape(x, &flat)?;
     let keep = cx.truthy(xf)?;
-    let ones = cx.convert(keep, DType::I64)?;
-    let rank = cx.emit(TenOp::Cumsum, vec![ones], vec![("dim", Attr::Int(0))])?;
-    let rank = cx.binary_scalar(TenOp::Sub, rank, 1.0)?;
-    let skip = cx.constant(&Attr::Int(size), DType::I64, &flat)?;
-    let at = cx.select(keep, rank, skip)?;
+    let at = cx.packed_positions(keep, size)?;
     let p = cx.emit(
         TenOp::Iota,
         vec![],

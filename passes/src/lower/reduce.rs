@@ -392,11 +392,7 @@ pub fn pdist(cx: &mut Cx) -> Lowered {
     let (i, j) = (iota(cx, 0)?, iota(cx, 1)?);
     let keep = cx.compare("GT", j, i)?;
     let keep = cx.reshape(keep, &flat)?;
-    let ones = cx.convert(keep, DType::I64)?;
-    let rank = cx.emit(TenOp::Cumsum, vec![ones], vec![("dim", Attr::Int(0))])?;
-    let rank = cx.binary_scalar(TenOp::Sub, rank, 1.0)?;
-    let skip = cx.constant(&Attr::Int(pairs), DType::I64, &flat)?;
-    let at = cx.select(keep, rank, skip)?;
+    let at = cx.packed_positions(keep, pairs)?;
     let vals = cx.reshape(dist, &flat)?;
     let base = cx.constant(&Attr::Float(0.0), acc, &[c(pairs)])?;
     let out = cx.emit(TenOp::Scatter, vec![base, at, vals], vec![("kind", Attr::Str("set".into()))])?;

@@ -14,7 +14,7 @@ use super::build::{acc_dtype, norm_dim, Cx, Lowered};
 use super::elementwise::operands_as_result;
 use ember_ir::attr::Attr;
 use ember_ir::dialect::ten::TenOp;
-use ember_ir::{DType, SymExpr, Value};
+use ember_ir::{DType, SymExpr, TensorType, Value};
 use std::f64::consts::PI;
 
 fn k(cx: &mut Cx, v: f64, like: Value) -> Result<Value, String> {
@@ -43,6 +43,16 @@ fn and(cx: &mut Cx, a: Value, b: Value) -> Result<Value, String> {
 
 fn or(cx: &mut Cx, a: Value, b: Value) -> Result<Value, String> {
     cx.emit(TenOp::Or, vec![a, b], vec![])
+}
+
+/// The result type, its accumulation dtype and operand `name` in that dtype at the result's
+/// shape: what every unary special function starts from.
+fn operand(cx: &mut Cx, name: &str) -> Result<(TensorType, DType, Value), String> {
+    let t = cx.out(0)?;
+    let dt = acc_dtype(t.dtype);
+    let x = cx.arg(name)?;
+    let x = cx.coerce(x, dt, &t.dims)?;
+    Ok((t, dt, x))
 }
 
 /// `x <dir> v` for a number v.
@@ -514,10 +524,7 @@ const I1E_B: [f64; 25] = [
 /// kernels of i1/i1e use the tables' last 17 and 7 coefficients (the others are below f32's
 /// precision), so f32 does too.
 pub fn bessel_i(cx: &mut Cx, name: &str) -> Lowered {
-    let t = cx.out(0)?;
-    let dt = acc_dtype(t.dtype);
-    let x0 = cx.arg("self")?;
-    let x0 = cx.coerce(x0, dt, &t.dims)?;
+    let (t, dt, x0) = operand(cx, "self")?;
     let first = name.contains("i0");
     let short = dt != DType::F64;
     let (a, b): (&[f64], &[f64]) = match (first, short) {
@@ -688,9 +695,7 @@ fn erfc(cx: &mut Cx, x: Value) -> Result<Value, String> {
 /// accurate to about an ulp; 1 - erf(x) is not, past 1). log_ndtr is torch's
 /// `calc_log_ndtr`: log(erfcx(-t)/2) - t² below x = -1, log1p(-erfc(t)/2) above, t = x/√2.
 pub fn erf_family(cx: &mut Cx, name: &str) -> Lowered {
-    let t = cx.out(0)?;
-    let x = cx.arg("self")?;
-    let x = cx.coerce(x, acc_dtype(t.dtype), &t.dims)?;
+    let (t, _, x) = operand(cx, "self")?;
     let x = cx.convert(x, DType::F64)?;
     let out = match name {
         "erfc" => erfc(cx, x)?,
@@ -717,10 +722,7 @@ pub fn erf_family(cx: &mut Cx, name: &str) -> Lowered {
 /// special_spherical_bessel_j0 as torch's kernel: sin(x)/x, its Taylor polynomial below 1/2,
 /// 0 at ±inf.
 pub fn spherical_bessel_j0(cx: &mut Cx) -> Lowered {
-    let t = cx.out(0)?;
-    let dt = acc_dtype(t.dtype);
-    let x = cx.arg("x")?;
-    let x = cx.coerce(x, dt, &t.dims)?;
+    let (t, dt, x) = operand(cx, "x")?;
     let x2 = mul(cx, x, x)?;
     // 1 + x²(-1/6 + x²(1/120 + x²(-1/5040 + x²(1/362880 + x²(-1/39916800 + x²/6227020800)))))
     let cs = [1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0, -1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0, 1.0];
@@ -1288,9 +1290,7 @@ fn bessel_y(cx: &mut Cx, x: Value, order: u8) -> Result<Value, String> {
 
 /// special_bessel_j0/j1/y0/y1 in the input's float type, as torch's kernels compute them.
 pub fn bessel(cx: &mut Cx, name: &str) -> Lowered {
-    let t = cx.out(0)?;
-    let x = cx.arg("self")?;
-    let x = cx.coerce(x, acc_dtype(t.dtype), &t.dims)?;
+    let (t, _, x) = operand(cx, "self")?;
     let out = match name {
         "special_bessel_j0" => bessel_j(cx, x, 0)?,
         "special_bessel_j1" => bessel_j(cx, x, 1)?,
@@ -1306,10 +1306,7 @@ pub fn bessel(cx: &mut Cx, name: &str) -> Lowered {
 /// rational function of 1/x (one table below x = 8, another above), mirrored for y near 1;
 /// ∓inf at 0 and 1, NaN outside [0, 1].
 pub fn ndtri(cx: &mut Cx) -> Lowered {
-    let t = cx.out(0)?;
-    let dt = acc_dtype(t.dtype);
-    let y0 = cx.arg("self")?;
-    let y0 = cx.coerce(y0, dt, &t.dims)?;
+    let (t, dt, y0) = operand(cx, "self")?;
     let f = |c: &[f64]| c.iter().map(|&v| lit(v, dt)).collect::<Vec<f64>>();
     let e2 = lit(0.13533528323661269189, dt);
     let hi = lit(1.0 - e2, dt);
@@ -1632,10 +1629,7 @@ fn airy_series_steps(eps: f64) -> usize {
 /// ζ = 2|x|^(3/2)/3 below -2.09 and from 2.09 up, the Maclaurin series in x³ between (its loop
 /// unrolled to its bound with the kernel's stopping test as a mask).
 pub fn airy_ai(cx: &mut Cx) -> Lowered {
-    let t = cx.out(0)?;
-    let dt = acc_dtype(t.dtype);
-    let x = cx.arg("x")?;
-    let x = cx.coerce(x, dt, &t.dims)?;
+    let (t, dt, x) = operand(cx, "x")?;
     let f = |c: &[f64]| c.iter().map(|&v| lit(v, dt)).collect::<Vec<f64>>();
     let c0 = lit(5.64189583547756286948e-01, dt);
     // x < -2.09
@@ -1723,10 +1717,7 @@ pub fn airy_ai(cx: &mut Cx) -> Lowered {
 /// erfinv as torch's `calc_erfinv`: a rational first guess (central for |y| ≤ 0.7, in
 /// √(-log((1 - |y|)/2)) beyond), then two Newton steps on erf (in f64); ±inf at ±1, NaN beyond.
 pub fn erfinv(cx: &mut Cx) -> Lowered {
-    let t = cx.out(0)?;
-    let dt = acc_dtype(t.dtype);
-    let y = cx.arg("self")?;
-    let y = cx.coerce(y, dt, &t.dims)?;
+    let (t, dt, y) = operand(cx, "self")?;
     let l = |v: f64| lit(v, dt);
     let horner = |cx: &mut Cx, z: Value, c: &[f64], one: bool| -> Result<Value, String> {
         // ((c[n]·z + c[n-1])·z + ...)·z + c[0], times z plus 1 when `one`
