@@ -233,7 +233,7 @@ fn store_weights_for_gemm(man: &mut Manifest, blob: &mut [u8]) {
         let ok = man.steps.iter().enumerate().all(|(si, st)| match st {
             Step::Kernel { out, args, also, .. } => *out != b && !args.contains(&b) && !also.contains(&b),
             Step::Sort { out, src, .. } => *out != b && *src != b,
-            Step::Linalg(l) => !l.outs.contains(&b) && !l.ins.contains(&b),
+            Step::Routine(l) => !l.outs.contains(&b) && !l.ins.contains(&b),
             Step::Gemm(g) => {
                 let mut fine = g.out != b;
                 // The rhs is fastest with its free dim at stride 1, the lhs with its contracting dim.

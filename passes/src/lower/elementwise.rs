@@ -46,6 +46,13 @@ fn lhs_rhs(cx: &Cx) -> Result<(Operand, Operand), String> {
     Ok((lhs, rhs))
 }
 
+/// Operand `name` (a tensor or a number) as a tensor of the result's dtype and shape.
+pub(super) fn operand_as_result(cx: &mut Cx, name: &str) -> Result<Value, String> {
+    let t = cx.out(0)?;
+    let x = operand(cx, name)?;
+    materialize(cx, &x, t.dtype, &t.dims)
+}
+
 /// Both operands as tensors of the result's dtype and shape.
 pub(super) fn operands_as_result(cx: &mut Cx) -> Result<(Value, Value), String> {
     let t = cx.out(0)?;

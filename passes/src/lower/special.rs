@@ -11,7 +11,7 @@
 #![allow(clippy::excessive_precision)]
 
 use super::build::{acc_dtype, norm_dim, Cx, Lowered};
-use super::elementwise::operands_as_result;
+use super::elementwise::{operand_as_result, operands_as_result};
 use ember_ir::attr::Attr;
 use ember_ir::dialect::ten::TenOp;
 use ember_ir::{DType, SymExpr, TensorType, Value};
@@ -1816,4 +1816,22 @@ pub fn signbit(cx: &mut Cx) -> Lowered {
         _ => return Ok(None),
     };
     Ok(Some(vec![v]))
+}
+
+// ---- orthogonal polynomials -------------------------------------------------------------------
+
+/// torch's `special_<family>_polynomial_<letter>(x, n)` (either may be a number) as one
+/// `ten.orthogonal_polynomial`: the kernel runs its three-term recurrence trunc(n) times, a trip
+/// count that is data, so the op is a routine of the runtime rather than a formula here.
+pub fn orthogonal_polynomial(cx: &mut Cx, name: &str) -> Lowered {
+    let base = name.split('.').next().unwrap_or(name);
+    let Some(kind) = base.strip_prefix("special_").map(|s| s.replace("_polynomial", "")) else {
+        return Err(cx.err("no lowering for this polynomial"));
+    };
+    let t = cx.out(0)?;
+    let dt = acc_dtype(t.dtype);
+    let (x, n) = (operand_as_result(cx, "x")?, operand_as_result(cx, "n")?);
+    let (x, n) = (cx.convert(x, dt)?, cx.convert(n, dt)?);
+    let p = cx.emit(TenOp::OrthogonalPolynomial, vec![x, n], vec![("kind", Attr::Str(kind))])?;
+    Ok(Some(vec![cx.convert(p, t.dtype)?]))
 }

@@ -88,61 +88,123 @@ pub enum Step {
     },
     /// A `ten` linalg op over dense buffers, one matrix of the batch at a time (run by the
     /// runtime on faer: a factorization has no loop nest to generate).
-    Linalg(LinalgStep),
+    Routine(RoutineStep),
 }
 
-/// Which factorization or solve a `Step::Linalg` runs (the `ten` op and its attributes).
+/// Which factorization or solve a `Step::Routine` runs (the `ten` op and its attributes).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
-pub enum LinalgKind {
-    Cholesky { upper: bool },
+pub enum RoutineKind {
+    Cholesky {
+        upper: bool,
+    },
     Lu,
-    LuSolve { adjoint: bool },
-    TriangularSolve { upper: bool, unitriangular: bool },
-    Qr { complete: bool },
-    Eigh { upper: bool },
-    Svd { full_matrices: bool },
+    LuSolve {
+        adjoint: bool,
+    },
+    TriangularSolve {
+        upper: bool,
+        unitriangular: bool,
+    },
+    Qr {
+        complete: bool,
+    },
+    Eigh {
+        upper: bool,
+    },
+    Svd {
+        full_matrices: bool,
+    },
     Geqrf,
     HouseholderProduct,
+    /// `ten.orthogonal_polynomial`, element by element.
+    Polynomial(Polynomial),
 }
 
-impl LinalgKind {
+/// The `kind` of a `ten.orthogonal_polynomial`: torch's `special_<kind>_polynomial_*` family.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Polynomial {
+    ChebyshevT,
+    ChebyshevU,
+    ChebyshevV,
+    ChebyshevW,
+    ShiftedChebyshevT,
+    ShiftedChebyshevU,
+    ShiftedChebyshevV,
+    ShiftedChebyshevW,
+    HermiteH,
+    HermiteHe,
+    LaguerreL,
+    LegendreP,
+}
+
+impl Polynomial {
+    pub const ALL: [(&'static str, Polynomial); 12] = [
+        ("chebyshev_t", Polynomial::ChebyshevT),
+        ("chebyshev_u", Polynomial::ChebyshevU),
+        ("chebyshev_v", Polynomial::ChebyshevV),
+        ("chebyshev_w", Polynomial::ChebyshevW),
+        ("shifted_chebyshev_t", Polynomial::ShiftedChebyshevT),
+        ("shifted_chebyshev_u", Polynomial::ShiftedChebyshevU),
+        ("shifted_chebyshev_v", Polynomial::ShiftedChebyshevV),
+        ("shifted_chebyshev_w", Polynomial::ShiftedChebyshevW),
+        ("hermite_h", Polynomial::HermiteH),
+        ("hermite_he", Polynomial::HermiteHe),
+        ("laguerre_l", Polynomial::LaguerreL),
+        ("legendre_p", Polynomial::LegendreP),
+    ];
+
+    /// The `kind` attribute's spelling.
+    pub fn name(self) -> &'static str {
+        Polynomial::ALL.iter().find(|(_, p)| *p == self).map(|(n, _)| *n).unwrap()
+    }
+
+    pub fn of_name(name: &str) -> Option<Polynomial> {
+        Polynomial::ALL.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+    }
+}
+
+impl RoutineKind {
     /// The `ten` op's name without its dialect.
     pub fn name(&self) -> &'static str {
         match self {
-            LinalgKind::Cholesky { .. } => "cholesky",
-            LinalgKind::Lu => "lu",
-            LinalgKind::LuSolve { .. } => "lu_solve",
-            LinalgKind::TriangularSolve { .. } => "triangular_solve",
-            LinalgKind::Qr { .. } => "qr",
-            LinalgKind::Eigh { .. } => "eigh",
-            LinalgKind::Svd { .. } => "svd",
-            LinalgKind::Geqrf => "geqrf",
-            LinalgKind::HouseholderProduct => "householder_product",
+            RoutineKind::Cholesky { .. } => "cholesky",
+            RoutineKind::Lu => "lu",
+            RoutineKind::LuSolve { .. } => "lu_solve",
+            RoutineKind::TriangularSolve { .. } => "triangular_solve",
+            RoutineKind::Qr { .. } => "qr",
+            RoutineKind::Eigh { .. } => "eigh",
+            RoutineKind::Svd { .. } => "svd",
+            RoutineKind::Geqrf => "geqrf",
+            RoutineKind::HouseholderProduct => "householder_product",
+            RoutineKind::Polynomial(_) => "orthogonal_polynomial",
         }
     }
-    fn of(m: &Module, op: OpId) -> Option<LinalgKind> {
+    fn of(m: &Module, op: OpId) -> Option<RoutineKind> {
         let d = m.op(op);
         let flag = |n: &str| d.attrs.get(n).and_then(|a| a.as_bool()).unwrap_or(false);
         Some(match d.ten()? {
-            TenOp::Cholesky => LinalgKind::Cholesky { upper: flag("upper") },
-            TenOp::Lu => LinalgKind::Lu,
-            TenOp::LuSolve => LinalgKind::LuSolve { adjoint: flag("adjoint") },
+            TenOp::Cholesky => RoutineKind::Cholesky { upper: flag("upper") },
+            TenOp::Lu => RoutineKind::Lu,
+            TenOp::LuSolve => RoutineKind::LuSolve { adjoint: flag("adjoint") },
             TenOp::TriangularSolve => {
-                LinalgKind::TriangularSolve { upper: flag("upper"), unitriangular: flag("unitriangular") }
+                RoutineKind::TriangularSolve { upper: flag("upper"), unitriangular: flag("unitriangular") }
             }
-            TenOp::Qr => LinalgKind::Qr { complete: flag("complete") },
-            TenOp::Eigh => LinalgKind::Eigh { upper: flag("upper") },
-            TenOp::Svd => LinalgKind::Svd { full_matrices: flag("full_matrices") },
-            TenOp::Geqrf => LinalgKind::Geqrf,
-            TenOp::HouseholderProduct => LinalgKind::HouseholderProduct,
+            TenOp::Qr => RoutineKind::Qr { complete: flag("complete") },
+            TenOp::Eigh => RoutineKind::Eigh { upper: flag("upper") },
+            TenOp::Svd => RoutineKind::Svd { full_matrices: flag("full_matrices") },
+            TenOp::Geqrf => RoutineKind::Geqrf,
+            TenOp::HouseholderProduct => RoutineKind::HouseholderProduct,
+            TenOp::OrthogonalPolynomial => {
+                RoutineKind::Polynomial(Polynomial::of_name(d.attrs.get("kind")?.as_str()?)?)
+            }
             _ => return None,
         })
     }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LinalgStep {
-    pub kind: LinalgKind,
+pub struct RoutineStep {
+    pub kind: RoutineKind,
     /// Operand buffers, dense row-major, in the op's operand order.
     pub ins: Vec<usize>,
     /// Result buffers in the op's result order.
@@ -255,7 +317,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
                 }
             }
             Some(Class::Reduction | Class::Scan | Class::Scatter) => want(d.results[0], &mut materialize),
-            Some(Class::Linalg) => {
+            Some(Class::Routine) => {
                 for &r in &d.results {
                     want(r, &mut materialize);
                 }
@@ -360,7 +422,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
         kernels.push(kd);
     };
     for &op in &ops {
-        if let Some(kind) = LinalgKind::of(m, op) {
+        if let Some(kind) = RoutineKind::of(m, op) {
             flush(&mut group, outer, &mut kernels, &mut steps, &buf_of, &mut layouts);
             let d = m.op(op);
             let mut outs = Vec::new();
@@ -372,7 +434,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
             }
             let ins = d.operands.iter().map(|o| buf_of[o]).collect();
             let check = d.attrs.get(CHECK_ERRORS).and_then(|a| a.as_str()).map(str::to_string);
-            steps.push(Step::Linalg(LinalgStep { kind, ins, outs, check }));
+            steps.push(Step::Routine(RoutineStep { kind, ins, outs, check }));
             continue;
         }
         let r = m.op(op).results[0];
@@ -443,7 +505,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
             Step::Kernel { args, .. } => args.iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
             Step::Gemm(g) => [g.lhs.buf, g.rhs.buf].iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
             Step::Sort { src, .. } => *read_elsewhere.entry(*src).or_default() += 1,
-            Step::Linalg(l) => l.ins.iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
+            Step::Routine(l) => l.ins.iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
         }
     }
     for k in &mut kernels {

@@ -382,7 +382,8 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
         | OtherOp::LuSolve
         | OtherOp::Qr
         | OtherOp::Svd
-        | OtherOp::TriangularSolve => Ok(()),
+        | OtherOp::TriangularSolve
+        | OtherOp::OrthogonalPolynomial => Ok(()),
         OtherOp::Reduce | OtherOp::DotGeneral if d.attrs.contains_key(MASKED) => Ok(()),
         OtherOp::Reduce => on(&ints("dims"), "reduces over"),
         OtherOp::DotGeneral => {

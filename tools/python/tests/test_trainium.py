@@ -376,6 +376,7 @@ REFUSED: dict[str, str] = {
     "complex_io": "Neuron devices have no fp64",
     "linalg_ops": "Neuron devices have no fp64",
     "misc_ops": "Neuron devices have no fp64",
+    "polynomial_ops": "Neuron devices have no fp64",
     "special_ops": "Neuron devices have no fp64",
 }
 

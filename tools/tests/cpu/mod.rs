@@ -461,6 +461,14 @@ fn special_ops_match_eager() {
     assert_archive_matches_eager("special_ops");
 }
 
+/// The orthogonal polynomials (Chebyshev of four kinds, plain and shifted, Hermite, Laguerre,
+/// Legendre) in f32 and f64 at their special values, around the switches to closed forms, past
+/// overflow and Hermite's degree limits, with NaN and ±inf degrees (`testdata/cpu/polynomial_ops.py`).
+#[test]
+fn polynomial_ops_match_eager() {
+    assert_archive_matches_eager("polynomial_ops");
+}
+
 /// sort/argsort/msort along every dim, both directions, with ties (stable order), NaN, ±inf
 /// and integers, and topk largest/smallest (`testdata/cpu/sort_ops.py`).
 #[test]

@@ -540,7 +540,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             | OtherOp::LuSolve
             | OtherOp::Qr
             | OtherOp::Svd
-            | OtherOp::TriangularSolve => Err(format!("`{ten}` cannot be inlined into a CPU kernel")),
+            | OtherOp::TriangularSolve
+            | OtherOp::OrthogonalPolynomial => Err(format!("`{ten}` cannot be inlined into a CPU kernel")),
         }
     }
 }

@@ -12,7 +12,7 @@ use inkwell::context::Context;
 use inkwell::module::Linkage;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{AsValueRef, BasicValue, BasicValueEnum, FloatValue, IntValue, PointerValue};
-use inkwell::{AddressSpace, IntPredicate};
+use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
 use std::collections::HashMap;
 use std::ffi::c_void;
 
@@ -187,18 +187,50 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         Ok(match d {
             DType::Bool => self.ctx.i8_type().into(),
             DType::F16 => self.ctx.f16_type().into(),
-            DType::BF16 => self.ctx.bf16_type().into(),
+            // Its bits: see `bf16_bits`.
+            DType::BF16 => self.ctx.i16_type().into(),
             d => self.reg_type(d)?,
         })
     }
 
     /// f32 `v` rounded to the nearest `d` (f16/bf16) and widened back: where torch rounds.
     pub(super) fn round_narrow(&self, v: FloatValue<'ctx>, d: DType) -> R<FloatValue<'ctx>> {
+        if d == DType::BF16 {
+            return self.widen_bf16(self.bf16_bits(v)?);
+        }
         let BasicTypeEnum::FloatType(nt) = self.mem_type(d)? else {
             return Err("round_narrow of a non-float type".into());
         };
         let n = self.b.build_float_trunc(v, nt, "").map_err(le)?;
         self.b.build_float_ext(n, self.ctx.f32_type(), "").map_err(le)
+    }
+
+    /// The f32 of bf16 bits (exact: the bits are the f32's high half).
+    fn widen_bf16(&self, bits: IntValue<'ctx>) -> R<FloatValue<'ctx>> {
+        let b = &self.b;
+        let i32t = self.ctx.i32_type();
+        let w = b.build_int_z_extend(bits, i32t, "").map_err(le)?;
+        let w = b.build_left_shift(w, i32t.const_int(16, false), "").map_err(le)?;
+        Ok(b.build_bit_cast(w, self.ctx.f32_type(), "").map_err(le)?.into_float_value())
+    }
+
+    /// The bf16 nearest f32 `v`, as its 16 bits: torch's `round_to_nearest_even` (NaN to
+    /// 0x7FC0), in integer arithmetic. bf16 is i16 in memory and f32 in registers, never LLVM's
+    /// `bfloat`: without AVX512-BF16, LLVM legalizes a `bfloat` value to f32 and rounds it back
+    /// with a call to `__truncsfbf2`, which libgcc before GCC 13 (Debian 12's) does not have,
+    /// so kernels.so would not load.
+    fn bf16_bits(&self, v: FloatValue<'ctx>) -> R<IntValue<'ctx>> {
+        let b = &self.b;
+        let i32t = self.ctx.i32_type();
+        let bits = b.build_bit_cast(v, i32t, "").map_err(le)?.into_int_value();
+        let hi = b.build_right_shift(bits, i32t.const_int(16, false), false, "").map_err(le)?;
+        let lsb = b.build_and(hi, i32t.const_int(1, false), "").map_err(le)?;
+        let bias = b.build_int_add(lsb, i32t.const_int(0x7FFF, false), "").map_err(le)?;
+        let r = b.build_int_add(bits, bias, "").map_err(le)?;
+        let r = b.build_right_shift(r, i32t.const_int(16, false), false, "").map_err(le)?;
+        let nan = b.build_float_compare(FloatPredicate::UNO, v, v, "").map_err(le)?;
+        let r = b.build_select(nan, i32t.const_int(0x7FC0, false), r, "").map_err(le)?.into_int_value();
+        b.build_int_truncate(r, self.ctx.i16_type(), "").map_err(le)
     }
 
     pub(super) fn buf_ptr(&self, buf: usize) -> R<PointerValue<'ctx>> {
@@ -340,9 +372,8 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
                 .build_int_compare(IntPredicate::NE, v.into_int_value(), self.ctx.i8_type().const_zero(), "")
                 .map_err(le)?
                 .into()),
-            DType::F16 | DType::BF16 => {
-                Ok(self.b.build_float_ext(v.into_float_value(), self.ctx.f32_type(), "").map_err(le)?.into())
-            }
+            DType::BF16 => Ok(self.widen_bf16(v.into_int_value())?.into()),
+            DType::F16 => Ok(self.b.build_float_ext(v.into_float_value(), self.ctx.f32_type(), "").map_err(le)?.into()),
             _ => Ok(v),
         }
     }
@@ -360,7 +391,9 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             (DType::Bool, _) => {
                 self.b.build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "").map_err(le)?.into()
             }
-            (DType::F16 | DType::BF16, BasicTypeEnum::FloatType(nt)) => {
+            // Stored as its bits, through the same pointer: see `bf16_bits`.
+            (DType::BF16, _) => self.bf16_bits(v.into_float_value())?.into(),
+            (DType::F16, BasicTypeEnum::FloatType(nt)) => {
                 self.b.build_float_trunc(v.into_float_value(), nt, "").map_err(le)?.into()
             }
             _ => v,

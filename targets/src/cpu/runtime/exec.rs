@@ -3,7 +3,7 @@
 //! on its own.
 
 use super::{pool, Arena, HostTensor, KernelFn, Manifest, Program, TensorView, WeightInfo};
-use crate::cpu::plan::{BufKind, Step};
+use crate::cpu::plan::{BufKind, RoutineKind, Step};
 use ember_ir::sym::SymExpr;
 use ember_ir::types::DType;
 use std::collections::HashMap;
@@ -194,14 +194,21 @@ impl Program {
                 &Step::Sort { out, src, dim, descending } => {
                     argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?
                 }
-                Step::Linalg(l) => super::linalg::run(l, &self.dtypes, shapes, ptrs)?,
+                Step::Routine(l) => match l.kind {
+                    RoutineKind::Polynomial(kind) => {
+                        let elems = shapes[l.outs[0]].iter().product::<i64>() as usize;
+                        let (x, n, out) = (ptrs[l.ins[0]], ptrs[l.ins[1]], ptrs[l.outs[0]]);
+                        super::special::run(kind, self.dtypes[l.outs[0]], elems, x, n, out)?
+                    }
+                    _ => super::linalg::run(l, &self.dtypes, shapes, ptrs)?,
+                },
             }
             if let Some(t0) = t0 {
                 let (kind, out) = match step {
                     Step::Kernel { name, out, .. } => (name.clone(), *out),
                     Step::Gemm(g) => ("gemm".to_string(), g.out),
                     Step::Sort { out, .. } => ("sort".to_string(), *out),
-                    Step::Linalg(l) => (l.kind.name().to_string(), l.outs[0]),
+                    Step::Routine(l) => (l.kind.name().to_string(), l.outs[0]),
                 };
                 eprintln!("step {si:>3} {kind:<6} out {:?} {:.3} ms", shapes[out], t0.elapsed().as_secs_f64() * 1e3);
             }
@@ -405,7 +412,7 @@ fn step_work(step: &Step, shapes: &[Vec<i64>]) -> i64 {
         Step::Kernel { out, also, args, .. } => std::iter::once(out).chain(also).chain(args).map(elems).max(),
         Step::Gemm(g) => [g.out, g.lhs.buf, g.rhs.buf].iter().map(elems).max(),
         Step::Sort { src, .. } => Some(elems(src)),
-        Step::Linalg(l) => l.ins.iter().chain(&l.outs).map(elems).max(),
+        Step::Routine(l) => l.ins.iter().chain(&l.outs).map(elems).max(),
     }
     .unwrap_or(1)
     .max(1)

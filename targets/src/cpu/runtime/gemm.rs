@@ -401,7 +401,13 @@ pub(super) fn onednn() -> Option<&'static OneDnn> {
             // Found through the library's dependencies (libgomp for the gomp build).
             let omp_set_num_threads =
                 unsafe { lib.get::<unsafe extern "C" fn(i32)>(b"omp_set_num_threads") }.ok().map(|f| *f);
-            Some(OneDnn { _lib: lib, gemm_bf16, omp_set_num_threads })
+            // oneDNN implements the bf16 GEMM only where the CPU has AVX-512 (no AVX512-BF16
+            // needed); elsewhere it returns `dnnl_unimplemented` and leaves C as it was, so a
+            // 1×1×1 product decides once whether it runs here.
+            let (one, mut c) = (0x3F80u16, 0f32);
+            // SAFETY: 1×1 operands and result, leading dims 1.
+            let status = unsafe { gemm_bf16(b'N' as i8, b'N' as i8, 1, 1, 1, 1.0, &one, 1, &one, 1, 0.0, &mut c, 1) };
+            (status == 0 && c == 1.0).then_some(OneDnn { _lib: lib, gemm_bf16, omp_set_num_threads })
         })
     })
     .as_ref()

@@ -1,4 +1,4 @@
-//! `Step::Linalg`: the factorizations and solves of the `ten` linalg ops, one matrix of the batch
+//! `Step::Routine`: the factorizations and solves of the `ten` linalg ops, one matrix of the batch
 //! at a time (the leading dims of every operand and result are the same batch), on `faer`.
 //!
 //! Conventions are LAPACK's, which torch's CPU kernels call: an LU's pivots are 1-based row
@@ -6,13 +6,13 @@
 //! the order of the first leading minor that is not positive-definite (`potrf`), Householder
 //! reflections with β = -sign(α)·‖x‖ (`geqrf`'s, and faer's), so Q and R match torch's signs.
 
-use crate::cpu::plan::{LinalgKind, LinalgStep};
+use crate::cpu::plan::{RoutineKind, RoutineStep};
 use ember_ir::types::DType;
 use faer::linalg::triangular_solve as tri;
 use faer::{Mat, MatRef, Side};
 
 /// Runs one linalg step over the buffers `ptrs` whose shapes are `shapes`.
-pub(super) fn run(st: &LinalgStep, dtypes: &[DType], shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Result<(), String> {
+pub(super) fn run(st: &RoutineStep, dtypes: &[DType], shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Result<(), String> {
     // faer asserts its preconditions; one it has and the guards below miss is an error of this
     // step, not a crash of the caller's process.
     let run = || match dtypes[st.ins[0]] {
@@ -106,7 +106,7 @@ impl Buf {
 /// The batch runs in order on the calling thread: a failed check names the first batch element
 /// whose info is non-zero, as torch's does, and faer's kernels run sequentially (`Par::Seq`)
 /// since the step may itself be inside the pool.
-fn run_t<T: Elem>(st: &LinalgStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Result<(), String> {
+fn run_t<T: Elem>(st: &RoutineStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Result<(), String> {
     let first = &shapes[st.ins[0]];
     // Every op's first operand is a batch of matrices.
     let batch_rank = first.len() - 2;
@@ -115,7 +115,7 @@ fn run_t<T: Elem>(st: &LinalgStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Res
     let vec_ = |b: usize| Buf::vector(&shapes[b], ptrs[b]);
     let mut infos: Vec<i32> = vec![0; batch];
     match st.kind {
-        LinalgKind::Cholesky { upper } => {
+        RoutineKind::Cholesky { upper } => {
             let (x, l, info) = (mat(st.ins[0]), mat(st.outs[0]), Buf::scalar(ptrs[st.outs[1]]));
             for (b, slot) in infos.iter_mut().enumerate() {
                 let a = x.load::<T>(b);
@@ -133,7 +133,7 @@ fn run_t<T: Elem>(st: &LinalgStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Res
                 *slot = i;
             }
         }
-        LinalgKind::Lu => {
+        RoutineKind::Lu => {
             let (x, lu, piv, info) = (mat(st.ins[0]), mat(st.outs[0]), vec_(st.outs[1]), Buf::scalar(ptrs[st.outs[2]]));
             for (b, slot) in infos.iter_mut().enumerate() {
                 let mut a = x.load::<T>(b);
@@ -144,7 +144,7 @@ fn run_t<T: Elem>(st: &LinalgStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Res
                 *slot = i;
             }
         }
-        LinalgKind::LuSolve { adjoint } => {
+        RoutineKind::LuSolve { adjoint } => {
             let (lu, piv, rhs, out) = (mat(st.ins[0]), vec_(st.ins[1]), mat(st.ins[2]), mat(st.outs[0]));
             for b in 0..batch {
                 let f = lu.load::<T>(b);
@@ -173,7 +173,7 @@ fn run_t<T: Elem>(st: &LinalgStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Res
                 out.store(b, x.as_ref());
             }
         }
-        LinalgKind::TriangularSolve { upper, unitriangular } => {
+        RoutineKind::TriangularSolve { upper, unitriangular } => {
             let (a, rhs, out) = (mat(st.ins[0]), mat(st.ins[1]), mat(st.outs[0]));
             let par = faer::Par::Seq;
             for b in 0..batch {
@@ -188,7 +188,7 @@ fn run_t<T: Elem>(st: &LinalgStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Res
                 out.store(b, x.as_ref());
             }
         }
-        LinalgKind::Qr { complete } => {
+        RoutineKind::Qr { complete } => {
             let (x, q, r) = (mat(st.ins[0]), mat(st.outs[0]), mat(st.outs[1]));
             for b in 0..batch {
                 let a = x.load::<T>(b);
@@ -216,7 +216,7 @@ fn run_t<T: Elem>(st: &LinalgStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Res
                 }
             }
         }
-        LinalgKind::Eigh { upper } => {
+        RoutineKind::Eigh { upper } => {
             let (x, w, v) = (mat(st.ins[0]), vec_(st.outs[0]), mat(st.outs[1]));
             for b in 0..batch {
                 let a = x.load::<T>(b);
@@ -233,7 +233,7 @@ fn run_t<T: Elem>(st: &LinalgStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Res
                 v.store(b, e.U());
             }
         }
-        LinalgKind::Svd { full_matrices } => {
+        RoutineKind::Svd { full_matrices } => {
             let (x, u, s, vh) = (mat(st.ins[0]), mat(st.outs[0]), vec_(st.outs[1]), mat(st.outs[2]));
             for b in 0..batch {
                 let a = x.load::<T>(b);
@@ -253,7 +253,7 @@ fn run_t<T: Elem>(st: &LinalgStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Res
                 vh.store(b, d.V().transpose());
             }
         }
-        LinalgKind::Geqrf => {
+        RoutineKind::Geqrf => {
             let (x, a_out, tau) = (mat(st.ins[0]), mat(st.outs[0]), vec_(st.outs[1]));
             for b in 0..batch {
                 let mut a = x.load::<T>(b);
@@ -289,7 +289,7 @@ fn run_t<T: Elem>(st: &LinalgStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Res
                 a_out.store(b, a.as_ref());
             }
         }
-        LinalgKind::HouseholderProduct => {
+        RoutineKind::HouseholderProduct => {
             let (v, tau, q) = (mat(st.ins[0]), vec_(st.ins[1]), mat(st.outs[0]));
             for b in 0..batch {
                 let a = v.load::<T>(b);
@@ -297,6 +297,7 @@ fn run_t<T: Elem>(st: &LinalgStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Res
                 q.store(b, orgqr(&a, t.as_ref().row(0).iter().copied().collect::<Vec<_>>().as_slice()).as_ref());
             }
         }
+        RoutineKind::Polynomial(_) => return Err("internal error: a polynomial step reached the linalg runtime".into()),
     }
     if let Some(api) = &st.check {
         if let Some(b) = infos.iter().position(|&i| i != 0) {
@@ -378,10 +379,10 @@ fn getrf<T: Elem>(a: &mut Mat<T>) -> (Vec<i32>, i32) {
 }
 
 /// torch's message for a failed factorization (`_linalg_check_errors`).
-fn check_message(api: &str, kind: &LinalgKind, batch: Option<usize>, info: i32) -> String {
+fn check_message(api: &str, kind: &RoutineKind, batch: Option<usize>, info: i32) -> String {
     let at = batch.map_or(String::new(), |b| format!("(Batch element {b}): "));
     match kind {
-        LinalgKind::Cholesky { .. } => format!(
+        RoutineKind::Cholesky { .. } => format!(
             "{api}: {at}The factorization could not be completed because the input is not positive-definite (the leading minor of order {info} is not positive-definite)."
         ),
         _ if api.contains("inv") => format!(

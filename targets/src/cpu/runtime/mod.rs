@@ -19,6 +19,7 @@ mod blas;
 pub use blas::{host_blas, set_host_blas, HostBlas};
 mod linalg;
 mod pool;
+mod special;
 pub use pool::{host_openmp, set_host_openmp};
 
 /// A dense row-major host tensor.
@@ -96,7 +97,7 @@ impl Arena {
                 }
                 Step::Gemm(g) => (g.out, vec![g.lhs.buf, g.rhs.buf]),
                 Step::Sort { out, src, .. } => (*out, vec![*src]),
-                Step::Linalg(l) => {
+                Step::Routine(l) => {
                     for &o in &l.outs[1..] {
                         first[o] = first[o].min(i);
                         last[o] = last[o].max(i);
@@ -198,7 +199,7 @@ impl Program {
                         unsafe { lib.get(name.as_bytes()) }.map_err(|e| format!("kernels.so lacks `{name}`: {e}"))?;
                     Some(*f)
                 }
-                Step::Gemm(_) | Step::Sort { .. } | Step::Linalg(_) => None,
+                Step::Gemm(_) | Step::Sort { .. } | Step::Routine(_) => None,
             });
         }
         let weights = if manifest.weights.is_empty() {
@@ -227,7 +228,7 @@ impl Program {
                     parse_dims(&g.rhs.dims)?,
                     parse_dims(&g.rhs.strides)?,
                 ])),
-                Step::Kernel { .. } | Step::Sort { .. } | Step::Linalg(_) => Ok(None),
+                Step::Kernel { .. } | Step::Sort { .. } | Step::Routine(_) => Ok(None),
             })
             .collect::<Result<_, String>>()?;
         let gemm_consts = gemm_exprs

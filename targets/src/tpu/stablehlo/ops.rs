@@ -130,6 +130,11 @@ impl<'a> Emitter<'a> {
                     "`{ten}` has no StableHLO form yet: the tpu target does not run linalg factorizations (the cpu target does)"
                 ))
             }
+            OtherOp::OrthogonalPolynomial => {
+                return Err(format!(
+                    "`{ten}` has no StableHLO form yet: its recurrence runs a number of steps that is data (the cpu target runs it)"
+                ))
+            }
             OtherOp::Compare => {
                 let dir = attrs.get("direction").and_then(|a| a.as_str()).ok_or("missing attribute `direction`")?;
                 if !matches!(dir, "EQ" | "NE" | "LT" | "LE" | "GT" | "GE") {
