@@ -121,7 +121,13 @@ pub struct Io {
     /// A complex input or output, whose `dtype` and `dims` are those of its real view (a trailing
     /// dim of 2): `.npz` files hold it as complex64/complex128.
     pub complex: bool,
+    /// The seed input of the graph's random ops (`torch-to-ten` adds it).
+    pub rng_seed: bool,
 }
+
+/// The seed `ember run` gives a graph's random ops when its inputs do not: torch's default CPU
+/// generator's (`torch.initial_seed()` in a fresh process), so a run is reproducible.
+pub const DEFAULT_SEED: i64 = 67280421310721;
 
 /// `@main`'s arguments split into user inputs and weights, with every weight packed into one
 /// blob (64-byte aligned, argument order): the `weights.bin` of every target.
@@ -153,6 +159,7 @@ pub fn pack(
             dims: t.dim_strings(),
             mutates: None,
             complex: attrs.contains_key(crate::frontend::COMPLEX_ATTR),
+            rng_seed: attrs.contains_key(ember_passes::RNG_SEED),
         };
         if let Some(Attr::Str(name)) = attrs.get("ember.input") {
             p.inputs.push(io(name));
@@ -202,6 +209,7 @@ pub fn pack(
             dims: t.dim_strings(),
             mutates,
             complex,
+            rng_seed: false,
         });
     }
     Ok(p)

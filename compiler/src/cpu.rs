@@ -5,9 +5,9 @@
 use crate::frontend::Imported;
 use crate::target::{Options, Ran, Target, TargetOption};
 use ember_ir::attr::Attr;
-use ember_ir::{Module, Value};
+use ember_ir::{DType, Module, Value};
 use ember_targets::cpu::plan::{self, BufKind, Step};
-use ember_targets::cpu::runtime::{IoInfo, Manifest, SymbolInfo, WeightInfo};
+use ember_targets::cpu::runtime::{HostTensor, IoInfo, Manifest, SymbolInfo, WeightInfo};
 use ember_targets::cpu::Program;
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -61,11 +61,26 @@ impl Target for Cpu {
         let prog = Program::load(dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
         let mut arrays = crate::npz::read_npz(inputs)?;
         let mut args = Vec::new();
+        let mut notes = vec![];
         for (i, info) in prog.manifest.inputs.iter().enumerate() {
             let key = format!("arg{i}");
-            let t = arrays.remove(&key).ok_or_else(|| {
-                format!("`{}` has no array `{key}` for input {i} (`{}`)", inputs.display(), info.name)
-            })?;
+            let t = match arrays.remove(&key) {
+                Some(t) => t,
+                None if info.rng_seed => {
+                    notes.push(format!(
+                        "the random ops are seeded with torch's default seed {}: give `{key}` (int64) to choose",
+                        crate::artifact::DEFAULT_SEED
+                    ));
+                    HostTensor {
+                        dtype: DType::I64,
+                        shape: vec![],
+                        data: crate::artifact::DEFAULT_SEED.to_le_bytes().to_vec(),
+                    }
+                }
+                None => {
+                    return Err(format!("`{}` has no array `{key}` for input {i} (`{}`)", inputs.display(), info.name))
+                }
+            };
             if arrays.complex.contains(&key) != info.complex {
                 let (want, got) = if info.complex { ("complex", "real") } else { ("real", "complex") };
                 return Err(format!(
@@ -77,7 +92,6 @@ impl Target for Cpu {
             args.push(t);
         }
         let mut outs = prog.run(&args).map_err(|e| format!("`{}`: {e}", inputs.display()))?;
-        let mut notes = vec![];
         if repeat > 1 {
             let mut times = Vec::with_capacity(repeat);
             for _ in 0..repeat {
@@ -160,6 +174,7 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
         dims: x.dims.clone(),
         mutates: x.mutates.clone(),
         complex: x.complex,
+        rng_seed: x.rng_seed,
     };
     let mut manifest = Manifest {
         format_version: format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR),

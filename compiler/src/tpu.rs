@@ -185,6 +185,7 @@ fn compile(
         sharding,
         mutates: x.mutates.clone(),
         complex: x.complex,
+        rng_seed: x.rng_seed,
     };
     let inputs = packed.inputs.iter().map(|x| io(x, arg_spec(x.index))).collect();
     let outputs = packed.outputs.iter().map(|x| io(x, plan.map(|p| p.results[x.index].clone()))).collect();

@@ -635,6 +635,7 @@ fn compile(trn: &Trainium, imported: Imported, out: &Path, opts: &Options) -> R<
         sharding: None,
         mutates: x.mutates.clone(),
         complex: x.complex,
+        rng_seed: x.rng_seed,
     };
     let manifest = Manifest {
         format_version: format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR),

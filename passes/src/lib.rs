@@ -6,7 +6,7 @@ pub mod egraph;
 mod lower;
 mod simplify;
 
-pub use lower::lowered_ops;
+pub use lower::{lowered_ops, RNG_SEED};
 
 use ember_ir::verify::{verify, VerifyError};
 use ember_ir::Module;

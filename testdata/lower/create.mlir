@@ -1,8 +1,8 @@
 // RUN: opt %s --passes=torch-to-ten
 // Constants become ten.constant splats of the result type (symbolic shapes included); arange is
 // ten.iota * step + start (fractional bounds compute in f64, as torch accumulates); _to_copy is
-// ten.convert or nothing; copy-free ops and metadata asserts disappear; eval-mode dropout is the
-// input and an all-true mask, training-mode dropout stays.
+// ten.convert or nothing; copy-free ops and metadata asserts disappear; dropout that drops
+// nothing (eval mode, or p = 0) is the input and an all-true mask (random.mlir has the rest).
 module attributes {ember.symbols = {s0 = array<i64: 1, 32>}} {
   func.func @main(%x: tensor<2x3xf32>, %i: tensor<2x3xi64>, %src: tensor<3xi64>, %d: tensor<?x4xf32, #ember.dims<["s0", 4]>>) -> (tensor<2x?xf32, #ember.dims<[2, "s0"]>>, tensor<3xi1>, tensor<2x3xf32>, tensor<f32>, tensor<4xi64>, tensor<2x2xf32>, tensor<2x3xf16>, tensor<2x3xf32>, tensor<5xi64>, tensor<5xf32>, tensor<4xf32>, tensor<3xi64>, tensor<2x3xi32>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<?x4xf32, #ember.dims<["s0", 4]>>, tensor<?x4xi1, #ember.dims<["s0", 4]>>) {
     %0 = "torch.aten.full"() {size = #ember.dims<[2, "s0"]>, fill_value = 1.5 : f64} : () -> tensor<2x?xf32, #ember.dims<[2, "s0"]>> loc("full"("model.py":9:0))
@@ -25,7 +25,7 @@ module attributes {ember.symbols = {s0 = array<i64: 1, 32>}} {
     %17 = "torch.aten.detach"(%16) : (tensor<2x3xf32>) -> tensor<2x3xf32>
     "torch.aten._assert_tensor_metadata"(%17) {dtype = f32} : (tensor<2x3xf32>) -> ()
     %18:2 = "torch.aten.native_dropout"(%17) {p = 0.1 : f64, train = false} : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
-    %19:2 = "torch.aten.native_dropout"(%x) {p = 0.1 : f64, train = true} : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
+    %19:2 = "torch.aten.native_dropout"(%x) {p = 0.0 : f64, train = true} : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
     %20:2 = "torch.aten.native_dropout"(%d) {p = 0.0 : f64} : (tensor<?x4xf32, #ember.dims<["s0", 4]>>) -> (tensor<?x4xf32, #ember.dims<["s0", 4]>>, tensor<?x4xi1, #ember.dims<["s0", 4]>>)
     return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %17, %18#0, %18#1, %19#0, %19#1, %20#0, %20#1 : tensor<2x?xf32, #ember.dims<[2, "s0"]>>, tensor<3xi1>, tensor<2x3xf32>, tensor<f32>, tensor<4xi64>, tensor<2x2xf32>, tensor<2x3xf16>, tensor<2x3xf32>, tensor<5xi64>, tensor<5xf32>, tensor<4xf32>, tensor<3xi64>, tensor<2x3xi32>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<?x4xf32, #ember.dims<["s0", 4]>>, tensor<?x4xi1, #ember.dims<["s0", 4]>>
   }

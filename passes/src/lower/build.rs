@@ -4,8 +4,13 @@
 use ember_ir::attr::{Attr, Loc};
 use ember_ir::dialect::ten::TenOp;
 use ember_ir::dialect::{build_op, infer, OpView};
-use ember_ir::module::{Attrs, BlockId, Module, OpId};
-use ember_ir::{DType, SymExpr, TensorType, Value};
+use ember_ir::module::{Attrs, BlockId, Module, OpId, FUNC};
+use ember_ir::{DType, SymExpr, TensorType, Type, Value};
+
+/// Marks the function argument that seeds the random ops (an int64 scalar user input).
+pub const RNG_SEED: &str = "ember.rng_seed";
+/// Module attribute: how many random ops took a stream of the seed so far.
+const RNG_STREAMS: &str = "ember.rng_streams";
 
 /// `Some(values)` replace the torch op's results in order; `None` leaves the op unlowered.
 pub type Lowered = Result<Option<Vec<Value>>, String>;
@@ -63,6 +68,44 @@ impl<'m> Cx<'m> {
         } else {
             format!("cannot lower `{}` at {at}: {msg}", self.name())
         }
+    }
+
+    /// The `func.func` the op is in.
+    fn func(&self) -> Result<OpId, String> {
+        let mut b = self.block;
+        loop {
+            let r = self.m.block(b).parent.ok_or_else(|| self.err("the op is not inside a function"))?;
+            let op = self.m.region(r).parent.ok_or_else(|| self.err("the op is not inside a function"))?;
+            if self.m.op(op).name == FUNC {
+                return Ok(op);
+            }
+            b = self.m.op(op).parent.ok_or_else(|| self.err("the op is not inside a function"))?;
+        }
+    }
+
+    /// The seed of the function's random ops, a user input (int64 scalar `ember_seed`, added
+    /// last on first use, so a graph without random ops keeps its signature), and a stream
+    /// number no other random op of the module has: the op's draws are Philox's counters
+    /// (element, 0, stream, 0) under that seed.
+    pub fn rng_seed(&mut self) -> Result<(Value, i64), String> {
+        let f = self.func()?;
+        let entry = self.m.entry(f);
+        let n = self.m.block(entry).args.len();
+        let seed = match (0..n).find(|&i| self.m.arg_attrs(f, i).is_some_and(|a| a.contains_key(RNG_SEED))) {
+            Some(i) => self.m.block(entry).args[i],
+            None => {
+                let mut attrs = Attrs::new();
+                attrs.insert("ember.input".into(), Attr::Str("ember_seed".into()));
+                attrs.insert(RNG_SEED.into(), Attr::Bool(true));
+                self.m.add_arg(f, Type::Tensor(TensorType::new(vec![], DType::I64)), attrs)
+            }
+        };
+        let stream = match self.m.attrs.get(RNG_STREAMS) {
+            Some(Attr::Int(k)) => *k,
+            _ => 0,
+        };
+        self.m.attrs.insert(RNG_STREAMS.into(), Attr::Int(stream + 1));
+        Ok((seed, stream))
     }
 
     // ---- reading the torch op ------------------------------------------------------------------

@@ -63,19 +63,6 @@ pub fn identity(cx: &mut Cx) -> Lowered {
     Ok(Some(vec![cx.arg("self")?]))
 }
 
-/// native_dropout when it keeps everything (train false, or p == 0): (input, all-true mask).
-/// Training-mode dropout is random and stays a torch op.
-pub fn dropout(cx: &mut Cx) -> Lowered {
-    let p = cx.attr("p").and_then(|a| a.as_float()).unwrap_or(1.0);
-    let train = cx.attr("train").and_then(|a| a.as_bool()).unwrap_or(true);
-    if train && p != 0.0 {
-        return Ok(None);
-    }
-    let x = cx.arg("input")?;
-    let mask = cx.out(1)?;
-    Ok(Some(vec![x, cx.constant(&Attr::Bool(true), DType::Bool, &mask.dims)?]))
-}
-
 /// tril_indices/triu_indices(row, col, offset): the [2, N] (row, column) positions of the
 /// triangle (c - r <= offset, or >= for triu) in row-major order. Every position of the
 /// [row, col] grid goes to its rank among the kept ones (a running count of the mask), the

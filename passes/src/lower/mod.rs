@@ -6,13 +6,14 @@
 //! (shape expressions and dtype): the pass checks this and fails naming the op otherwise.
 //!
 //! Ops without a row in `LOWERINGS` stay as torch ops; so do
-//! variants a lowering cannot express (training-mode dropout, non-adjacent advanced indexing, ...).
+//! variants a lowering cannot express (non-adjacent advanced indexing, ...).
 
 mod build;
 mod create;
 mod elementwise;
 mod linalg;
 mod matmul;
+mod random;
 mod reduce;
 mod scatter;
 mod shape;
@@ -20,6 +21,7 @@ mod special;
 mod window;
 
 use build::Cx;
+pub use build::RNG_SEED;
 use elementwise as ew;
 use ember_ir::dialect::ten::TenOp;
 use ember_ir::module::{Module, OpId};
@@ -175,6 +177,28 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("hypot",                                ew::binary_special),
     ("ldexp.Tensor",                         ew::binary_special),
     ("round.decimals",                       |cx, _| ew::round_decimals(cx)),
+    // Random ops: Philox on the seed input (`random.rs`).
+    ("rand",                                  random::random),
+    ("randn",                                 random::random),
+    ("rand_like",                             random::random),
+    ("randn_like",                            random::random),
+    ("uniform",                               random::random),
+    ("normal_functional",                     random::random),
+    ("normal.Tensor_Tensor",                  random::random),
+    ("normal.Tensor_float",                   random::random),
+    ("normal.float_Tensor",                   random::random),
+    ("normal.float_float",                    random::random),
+    ("log_normal",                            random::random),
+    ("exponential",                           random::random),
+    ("cauchy",                                random::random),
+    ("geometric",                             random::random),
+    ("bernoulli",                             random::random),
+    ("bernoulli.p",                           random::random),
+    ("native_dropout",                        random::random),
+    ("randint",                               random::random),
+    ("randint.low",                           random::random),
+    ("randint_like",                          random::random),
+    ("randint_like.low_dtype",                random::random),
     // Special functions and integer number theory (`special.rs`).
     ("digamma",                              special::gamma_family),
     ("polygamma",                            special::gamma_family),
@@ -421,7 +445,6 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("detach",                               |cx, _| create::identity(cx)),
     ("lift_fresh_copy",                      |cx, _| create::identity(cx)),
     ("_assert_tensor_metadata",              |_, _| Ok(Some(vec![]))),
-    ("native_dropout",                       |cx, _| create::dropout(cx)),
 ];
 
 /// The torch ops `torch-to-ten` has a lowering for (IR names after `torch.aten.`), in table order.

@@ -94,6 +94,10 @@ pub struct IoInfo {
     /// (real, imaginary) pairs in a trailing dim of 2.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub complex: bool,
+    /// The seed of the graph's random ops (`ember_seed`, int64 scalar): `ember run` seeds it
+    /// with torch's default seed when the inputs do not give it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rng_seed: bool,
 }
 
 /// A weight (parameter, buffer or constant): argument `arg`, `bytes` bytes at `offset` in

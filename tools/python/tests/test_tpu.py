@@ -378,6 +378,36 @@ def test_philox_generator_gives_the_same_bits_on_xla(target: str, tmp_path: Path
     np.testing.assert_allclose(got[1], want[1].numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("target", ["cpu", "tpu", "trainium"])
+def test_pt2_random_ops_draw_the_numbers_of_ember_rng(target: str, tmp_path: Path) -> None:
+    """A `.pt2`'s random ops, lowered by Ember (`passes/src/lower/random.rs`) onto the seed input
+    it appends, draw `ember.rng`'s numbers (the torch.compile path's) for the same seed and
+    stream on every target: uniform exactly, normal to rounding."""
+    import torch
+
+    from ember import rng
+
+    class Draw(torch.nn.Module):
+        def forward(self, x: torch.Tensor):
+            return torch.rand(4096), torch.randn_like(x)
+
+    x = torch.zeros(64, 64)
+    torch.export.save(torch.export.export(Draw(), (x,)).run_decompositions(), tmp_path / "draw.pt2")
+    flags = ["--native-int64"] if target == "trainium" else []
+    r = ember("compile", str(tmp_path / "draw.pt2"), "--target", target, "-o", str(tmp_path / "art"), *flags)
+    assert r.returncode == 0, r.stderr
+    inputs = json.loads((tmp_path / "art" / "manifest.json").read_text())["inputs"]
+    assert [(i["name"], i.get("rng_seed", False)) for i in inputs][-1] == ("ember_seed", True)
+    seed = np.array((1 << 61) + 12345, dtype=np.int64)
+    np.savez(tmp_path / "in.npz", arg0=x.numpy(), arg1=seed)
+    r = ember("run", str(tmp_path / "art"), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz"))
+    assert r.returncode == 0, r.stderr
+    got = np.load(tmp_path / "out.npz")
+    s = torch.tensor(seed)
+    np.testing.assert_array_equal(got["out0"], rng.uniform(s, 0, [4096], torch.float32).numpy())
+    np.testing.assert_allclose(got["out1"], rng.normal(s, 1, [64, 64], torch.float32).numpy(), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("target", ["tpu", "trainium"])
 def test_batch_reductions_at_several_sizes(target: str, tmp_path: Path) -> None:
     """Mean, var, max and a softmax over a dynamic batch: one compile into padded buckets serves

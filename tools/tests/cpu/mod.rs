@@ -387,6 +387,75 @@ fn assert_archive_matches_eager(stem: &str) {
     }
 }
 
+/// Every random op Ember lowers, through the seed input `torch-to-ten` adds
+/// (`testdata/cpu/random_ops.py`): each output's mean and variance within six standard errors
+/// of its distribution's (Cauchy's median and quartiles, which it has instead), its range, the
+/// same draws from the same seed and others from another seed, and independent streams.
+#[test]
+fn random_ops_draw_their_distributions() {
+    let pt2 = testdata().join("cpu/random_ops.pt2");
+    let out = std::env::temp_dir().join(format!("ember-random-ops-{}", std::process::id()));
+    compile_for(ember_compiler::import_path(&pt2).unwrap(), "cpu", &out, &[]).unwrap();
+    let prog = Program::load(&out).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+    let ins = &prog.manifest.inputs;
+    assert!(ins.last().is_some_and(|i| i.rng_seed && i.name == "ember_seed" && i.dtype == "i64"), "{ins:?}");
+    let n = 1usize << 16;
+    let f32s = |v: f32| HostTensor { dtype: ember_ir::DType::F32, shape: vec![n], data: v.to_le_bytes().repeat(n) };
+    let run = |seed: i64| -> Vec<Vec<f64>> {
+        let seed = HostTensor { dtype: ember_ir::DType::I64, shape: vec![], data: seed.to_le_bytes().to_vec() };
+        let args = vec![f32s(0.3), f32s(1.0), f32s(1.0), f32s(3.0), seed];
+        prog.run(&args).unwrap().iter().map(as_f64).collect()
+    };
+    let (a, b) = (run(1), run(2));
+    assert_eq!(a, run(1), "a seed repeats its draws");
+    let moments = |i: usize| {
+        let m = a[i].iter().sum::<f64>() / n as f64;
+        (m, a[i].iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n as f64)
+    };
+    let ln = (0.25f64.exp() - 1.0) * 0.25f64.exp();
+    // Uniforms are on [0, 1): 1 itself is never drawn.
+    const BELOW_1: f64 = 1.0 - 1e-9;
+    // (output, mean, variance, min, max) of each distribution with moments.
+    let want: [(usize, f64, f64, f64, f64); 19] = [
+        (0, 0.5, 1.0 / 12.0, 0.0, BELOW_1),
+        (1, 0.0, 1.0, f64::MIN, f64::MAX),
+        (2, 0.5, 1.0 / 12.0, 0.0, BELOW_1),
+        (3, 0.0, 1.0, f64::MIN, f64::MAX),
+        (4, 2.0, 64.0 / 12.0, -2.0, 6.0 - 1e-6),
+        (5, 1.0, 9.0, f64::MIN, f64::MAX),
+        (6, 1.0, 9.0, f64::MIN, f64::MAX),
+        (7, 1.0, 9.0, f64::MIN, f64::MAX),
+        (8, 1.0, 9.0, f64::MIN, f64::MAX),
+        (9, 0.125f64.exp(), ln, 0.0, f64::MAX),
+        (10, 0.5, 0.25, 0.0, f64::MAX),
+        (12, 4.0, 12.0, 1.0, f64::MAX),
+        (13, 0.3, 0.21, 0.0, 1.0),
+        (14, 0.8, 0.16, 0.0, 1.0),
+        (15, 1.0, 1.0 / 3.0, 0.0, 4.0 / 3.0 + 1e-6),
+        (16, 5.5, 35.0 / 12.0, 3.0, 8.0),
+        (17, 3.0, 4.0, 0.0, 6.0),
+        (18, 2.0, 2.0, 0.0, 4.0),
+        (19, 0.5, 1.0 / 12.0, 0.0, BELOW_1),
+    ];
+    for (i, mean, var, lo, hi) in want {
+        let (m, v) = moments(i);
+        let se = (var / n as f64).sqrt();
+        assert!((m - mean).abs() < 6.0 * se, "out{i}: mean {m} vs {mean}");
+        assert!((v - var).abs() < 0.1 * var, "out{i}: variance {v} vs {var}");
+        let (min, max) = a[i].iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+        assert!(min >= lo && max <= hi, "out{i}: range [{min}, {max}]");
+        assert_ne!(a[i], b[i], "out{i}: another seed, other draws");
+    }
+    // Cauchy(1, 2): half below the median, half within median ± sigma.
+    let frac = |f: &dyn Fn(f64) -> bool| a[11].iter().filter(|&&x| f(x)).count() as f64 / n as f64;
+    assert!((frac(&|x| x < 1.0) - 0.5).abs() < 0.012, "cauchy median");
+    assert!((frac(&|x| (-1.0..=3.0).contains(&x)) - 0.5).abs() < 0.012, "cauchy quartiles");
+    // Two ops of the same distribution draw from different streams.
+    assert_ne!(a[0], a[2].iter().map(|&x| x as f32 as f64).collect::<Vec<_>>());
+    assert_ne!(a[5], a[6]);
+}
+
 /// Convolutions (padding, stride 2, dilation, groups, 1-d, bias), batch norm, max/avg pools
 /// (padding, ceil_mode, dilation, count_include_pad, divisor_override), adaptive pools (sizes
 /// that do not divide), constant padding (incl. cropping), cumsum (both dims, bool) and

@@ -49,9 +49,16 @@ def philox(seed: torch.Tensor, stream: int, n: int) -> list[torch.Tensor]:
     return [c0, c1, c2, c3]
 
 
+# Mantissa digits a uniform of the dtype takes from a word: every k·2⁻ᵈ is exact in it, so
+# none rounds up to 1 (passes/src/lower/random.rs draws the same for a .pt2).
+_DIGITS = {torch.float16: 11, torch.bfloat16: 8}
+
+
 def _uniform(word: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """[0, 1) from the top 24 bits of a word."""
-    return torch.div(word, 256, rounding_mode="floor").to(dtype) * (2.0**-24)
+    """[0, 1) from the top d bits of a word (24, fewer for float16/bfloat16)."""
+    d = _DIGITS.get(dtype, 24)
+    wide = torch.float64 if dtype == torch.float64 else torch.float32
+    return (torch.div(word, 1 << (32 - d), rounding_mode="floor").to(wide) * (2.0**-d)).to(dtype)
 
 
 def uniform(seed: torch.Tensor, stream: int, shape: list[int], dtype: torch.dtype) -> torch.Tensor:

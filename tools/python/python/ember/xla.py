@@ -663,6 +663,11 @@ def _complex_view(spec: dict, o: np.ndarray) -> np.ndarray:
     return o.view(np.complex64 if o.dtype == np.float32 else np.complex128).reshape(o.shape[:-1])
 
 
+# The seed of a graph's random ops when the inputs do not give it: torch's default CPU
+# generator's, as `ember run` on the cpu target (compiler/src/artifact.rs, DEFAULT_SEED).
+DEFAULT_SEED = 67280421310721
+
+
 def _run_cli(ns: argparse.Namespace) -> None:
     art = Artifact(ns.artifact, ns.portable)
     try:
@@ -672,6 +677,10 @@ def _run_cli(ns: argparse.Namespace) -> None:
     inputs = []
     for i, spec in enumerate(art.manifest["inputs"]):
         key = f"arg{i}"
+        if key not in npz.files and spec.get("rng_seed"):
+            print(f"the random ops are seeded with torch's default seed {DEFAULT_SEED}: give `{key}` (int64) to choose", file=sys.stderr)
+            inputs.append(np.array(DEFAULT_SEED, dtype=np.int64))
+            continue
         if key not in npz.files:
             raise XlaError(f"`{ns.inputs}` has no array `{key}` for input {i} (`{spec['name']}`)")
         inputs.append(_real_view(i, spec, npz[key]))
