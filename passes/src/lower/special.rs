@@ -1821,7 +1821,7 @@ pub fn signbit(cx: &mut Cx) -> Lowered {
 // ---- orthogonal polynomials -------------------------------------------------------------------
 
 /// torch's `special_<family>_polynomial_<letter>(x, n)` (either may be a number) as one
-/// `ten.orthogonal_polynomial`: the kernel runs its three-term recurrence trunc(n) times, a trip
+/// `ten.special`: the kernel runs its three-term recurrence trunc(n) times, a trip
 /// count that is data, so the op is a routine of the runtime rather than a formula here.
 pub fn orthogonal_polynomial(cx: &mut Cx, name: &str) -> Lowered {
     let base = name.split('.').next().unwrap_or(name);
@@ -1832,6 +1832,6 @@ pub fn orthogonal_polynomial(cx: &mut Cx, name: &str) -> Lowered {
     let dt = acc_dtype(t.dtype);
     let (x, n) = (operand_as_result(cx, "x")?, operand_as_result(cx, "n")?);
     let (x, n) = (cx.convert(x, dt)?, cx.convert(n, dt)?);
-    let p = cx.emit(TenOp::OrthogonalPolynomial, vec![x, n], vec![("kind", Attr::Str(kind))])?;
+    let p = cx.emit(TenOp::Special, vec![x, n], vec![("kind", Attr::Str(kind))])?;
     Ok(Some(vec![cx.convert(p, t.dtype)?]))
 }

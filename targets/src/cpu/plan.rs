@@ -116,13 +116,14 @@ pub enum RoutineKind {
     },
     Geqrf,
     HouseholderProduct,
-    /// `ten.orthogonal_polynomial`, element by element.
-    Polynomial(Polynomial),
+    /// `ten.special`, element by element.
+    Special(SpecialFn),
 }
 
-/// The `kind` of a `ten.orthogonal_polynomial`: torch's `special_<kind>_polynomial_*` family.
+/// The `kind` of a `ten.special`: torch's `special_<family>_polynomial_<letter>` as
+/// `<family>_<letter>`.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub enum Polynomial {
+pub enum SpecialFn {
     ChebyshevT,
     ChebyshevU,
     ChebyshevV,
@@ -137,29 +138,29 @@ pub enum Polynomial {
     LegendreP,
 }
 
-impl Polynomial {
-    pub const ALL: [(&'static str, Polynomial); 12] = [
-        ("chebyshev_t", Polynomial::ChebyshevT),
-        ("chebyshev_u", Polynomial::ChebyshevU),
-        ("chebyshev_v", Polynomial::ChebyshevV),
-        ("chebyshev_w", Polynomial::ChebyshevW),
-        ("shifted_chebyshev_t", Polynomial::ShiftedChebyshevT),
-        ("shifted_chebyshev_u", Polynomial::ShiftedChebyshevU),
-        ("shifted_chebyshev_v", Polynomial::ShiftedChebyshevV),
-        ("shifted_chebyshev_w", Polynomial::ShiftedChebyshevW),
-        ("hermite_h", Polynomial::HermiteH),
-        ("hermite_he", Polynomial::HermiteHe),
-        ("laguerre_l", Polynomial::LaguerreL),
-        ("legendre_p", Polynomial::LegendreP),
+impl SpecialFn {
+    pub const ALL: [(&'static str, SpecialFn); 12] = [
+        ("chebyshev_t", SpecialFn::ChebyshevT),
+        ("chebyshev_u", SpecialFn::ChebyshevU),
+        ("chebyshev_v", SpecialFn::ChebyshevV),
+        ("chebyshev_w", SpecialFn::ChebyshevW),
+        ("shifted_chebyshev_t", SpecialFn::ShiftedChebyshevT),
+        ("shifted_chebyshev_u", SpecialFn::ShiftedChebyshevU),
+        ("shifted_chebyshev_v", SpecialFn::ShiftedChebyshevV),
+        ("shifted_chebyshev_w", SpecialFn::ShiftedChebyshevW),
+        ("hermite_h", SpecialFn::HermiteH),
+        ("hermite_he", SpecialFn::HermiteHe),
+        ("laguerre_l", SpecialFn::LaguerreL),
+        ("legendre_p", SpecialFn::LegendreP),
     ];
 
     /// The `kind` attribute's spelling.
     pub fn name(self) -> &'static str {
-        Polynomial::ALL.iter().find(|(_, p)| *p == self).map(|(n, _)| *n).unwrap()
+        SpecialFn::ALL.iter().find(|(_, p)| *p == self).map(|(n, _)| *n).unwrap()
     }
 
-    pub fn of_name(name: &str) -> Option<Polynomial> {
-        Polynomial::ALL.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+    pub fn of_name(name: &str) -> Option<SpecialFn> {
+        SpecialFn::ALL.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
     }
 }
 
@@ -176,7 +177,7 @@ impl RoutineKind {
             RoutineKind::Svd { .. } => "svd",
             RoutineKind::Geqrf => "geqrf",
             RoutineKind::HouseholderProduct => "householder_product",
-            RoutineKind::Polynomial(_) => "orthogonal_polynomial",
+            RoutineKind::Special(_) => "special",
         }
     }
     fn of(m: &Module, op: OpId) -> Option<RoutineKind> {
@@ -194,9 +195,7 @@ impl RoutineKind {
             TenOp::Svd => RoutineKind::Svd { full_matrices: flag("full_matrices") },
             TenOp::Geqrf => RoutineKind::Geqrf,
             TenOp::HouseholderProduct => RoutineKind::HouseholderProduct,
-            TenOp::OrthogonalPolynomial => {
-                RoutineKind::Polynomial(Polynomial::of_name(d.attrs.get("kind")?.as_str()?)?)
-            }
+            TenOp::Special => RoutineKind::Special(SpecialFn::of_name(d.attrs.get("kind")?.as_str()?)?),
             _ => return None,
         })
     }

@@ -383,7 +383,7 @@ fn check_op(m: &Module, op: OpId) -> Result<(), String> {
         | OtherOp::Qr
         | OtherOp::Svd
         | OtherOp::TriangularSolve
-        | OtherOp::OrthogonalPolynomial => Ok(()),
+        | OtherOp::Special => Ok(()),
         OtherOp::Reduce | OtherOp::DotGeneral if d.attrs.contains_key(MASKED) => Ok(()),
         OtherOp::Reduce => on(&ints("dims"), "reduces over"),
         OtherOp::DotGeneral => {

@@ -541,7 +541,7 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             | OtherOp::Qr
             | OtherOp::Svd
             | OtherOp::TriangularSolve
-            | OtherOp::OrthogonalPolynomial => Err(format!("`{ten}` cannot be inlined into a CPU kernel")),
+            | OtherOp::Special => Err(format!("`{ten}` cannot be inlined into a CPU kernel")),
         }
     }
 }

@@ -195,7 +195,7 @@ impl Program {
                     argsort(self.dtypes[src], &shapes[src], dim, descending, ptrs[src], ptrs[out])?
                 }
                 Step::Routine(l) => match l.kind {
-                    RoutineKind::Polynomial(kind) => {
+                    RoutineKind::Special(kind) => {
                         let elems = shapes[l.outs[0]].iter().product::<i64>() as usize;
                         let (x, n, out) = (ptrs[l.ins[0]], ptrs[l.ins[1]], ptrs[l.outs[0]]);
                         super::special::run(kind, self.dtypes[l.outs[0]], elems, x, n, out)?

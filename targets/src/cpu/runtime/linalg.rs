@@ -297,7 +297,7 @@ fn run_t<T: Elem>(st: &RoutineStep, shapes: &[Vec<i64>], ptrs: &[*mut u8]) -> Re
                 q.store(b, orgqr(&a, t.as_ref().row(0).iter().copied().collect::<Vec<_>>().as_slice()).as_ref());
             }
         }
-        RoutineKind::Polynomial(_) => return Err("internal error: a polynomial step reached the linalg runtime".into()),
+        RoutineKind::Special(_) => return Err("internal error: a polynomial step reached the linalg runtime".into()),
     }
     if let Some(api) = &st.check {
         if let Some(b) = infos.iter().position(|&i| i != 0) {

@@ -1,4 +1,4 @@
-//! `Step::Routine` of `ten.orthogonal_polynomial`: the classical orthogonal polynomials at
+//! `Step::Routine` of `ten.special`: the classical orthogonal polynomials at
 //! (x, n) element by element, as torch's CPU kernels compute them (ATen's `native/Math.h`):
 //! the three-term recurrence run n times in the element type (a trip count that is data, so
 //! no loop nest is generated for it), closed forms where the kernel switches to them, and the
@@ -6,13 +6,13 @@
 //! compiled with floating-point contraction (GCC's default), so each step's `a·q - b·p` is
 //! `fma(a, q, -(b·p))`: rounded twice instead, U_600(1.0000001) in float32 is off by 2e-4.
 
-use crate::cpu::plan::Polynomial;
+use crate::cpu::plan::SpecialFn;
 use ember_ir::types::DType;
 use num_traits::Float;
 
 /// Runs the step over dense buffers of one shape: `x` and `n` (the result's dtype) into `out`.
 pub(super) fn run(
-    kind: Polynomial,
+    kind: SpecialFn,
     dtype: DType,
     elems: usize,
     x: *const u8,
@@ -27,7 +27,7 @@ pub(super) fn run(
     Ok(())
 }
 
-fn each<T: Float>(kind: Polynomial, elems: usize, x: *const u8, n: *const u8, out: *mut u8) {
+fn each<T: Float>(kind: SpecialFn, elems: usize, x: *const u8, n: *const u8, out: *mut u8) {
     // SAFETY: the planner sized the three buffers as `elems` elements of T.
     let (x, n, out) = unsafe {
         (
@@ -65,8 +65,8 @@ fn hermite_limit<T: Float>() -> i64 {
     }
 }
 
-fn eval<T: Float>(kind: Polynomial, x: T, n: i64) -> T {
-    use Polynomial::*;
+fn eval<T: Float>(kind: SpecialFn, x: T, n: i64) -> T {
+    use SpecialFn::*;
     if n < 0 {
         return T::zero();
     }

@@ -130,7 +130,7 @@ impl<'a> Emitter<'a> {
                     "`{ten}` has no StableHLO form yet: the tpu target does not run linalg factorizations (the cpu target does)"
                 ))
             }
-            OtherOp::OrthogonalPolynomial => {
+            OtherOp::Special => {
                 return Err(format!(
                     "`{ten}` has no StableHLO form yet: its recurrence runs a number of steps that is data (the cpu target runs it)"
                 ))
