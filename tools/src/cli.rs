@@ -143,7 +143,7 @@ legalization for Neuron (what `ember compile --target trainium` converts to HLO)
     },
     /// Run a compiled artifact on inputs from an .npz (keys arg0, arg1, ... in user-input order).
     #[command(
-        after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order; an in-place update of an input or\nbuffer (a functionalized mutation) as mutated_input.NAME / mutated_buffer.NAME.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python."
+        after_help = "Example:\n  ember run out/ --inputs testdata/models/mlp.npz --outputs got.npz\n\nOutputs are written as out0, out1, ... in user-output order; an in-place update of an input or\nbuffer (a functionalized mutation) as mutated_input.NAME / mutated_buffer.NAME.\n\nA graph with random ops (rand, randn, dropout in training mode, ...) takes one more input, last:\nits int64 seed `ember_seed`; without that array the run uses torch's default seed 67280421310721.\n\ntpu artifacts run on XLA through `python -m ember.xla run` (PJRT via jaxlib), with the Python\nin $EMBER_PYTHON, else ~/.cache/ember/venv/bin/python."
     )]
     Run {
         /// An artifact directory written by `ember compile`.
