@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A graph of every random op Ember lowers (`passes/src/lower/random.rs`): rand, randn, the
 `_like` forms, uniform, normal (each overload), log_normal, exponential, cauchy, geometric,
-bernoulli (tensor and float p), training-mode dropout and randint (each overload), over 2^16
+bernoulli (tensor and float p), training-mode dropout, randint (each overload) and rrelu, over 2^16
 elements each.
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
@@ -44,6 +44,7 @@ class RandomOps(torch.nn.Module):
             torch.randint(7, (N,)),
             torch.randint_like(p, 5),
             torch.rand(N, dtype=torch.bfloat16),
+            torch.nn.functional.rrelu(-ones, 0.1, 0.3, training=True),
         )
 
 

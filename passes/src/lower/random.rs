@@ -1,5 +1,5 @@
 //! Random ops (rand, randn, their `_like` forms, uniform, normal, log_normal, exponential,
-//! cauchy, geometric, bernoulli, dropout, randint) as Philox4x32-10 in int64 `ten` arithmetic,
+//! cauchy, geometric, bernoulli, dropout, randint, rrelu) as Philox4x32-10 in int64 `ten` arithmetic,
 //! keyed by the function's seed input (`Cx::rng_seed`): the graph stays pure, every target
 //! compiles it like other integer math, and one seed gives one result. The generator and the
 //! transforms are `ember/rng.py`'s (the torch.compile path's), so a `.pt2` and torch.compile
@@ -140,6 +140,9 @@ pub fn random(cx: &mut Cx, name: &str) -> Lowered {
         let keep = cx.constant(&Attr::Bool(true), DType::Bool, &dims)?;
         return Ok(Some(vec![x, keep]));
     }
+    if name == "rrelu_with_noise_functional" {
+        return rrelu(cx);
+    }
     let (seed, stream) = cx.rng_seed()?;
     let w = philox(cx, seed, stream, &dims)?;
     let out = match name {
@@ -242,4 +245,35 @@ pub fn random(cx: &mut Cx, name: &str) -> Lowered {
         }
     };
     Ok(Some(vec![cx.convert(out, t.dtype)?]))
+}
+
+/// Randomized leaky ReLU as torch's CPU kernel: training draws a slope r uniform on
+/// [lower, upper] for each x <= 0 (x·r, and r in the noise output; x and 1 elsewhere); eval
+/// mode is the leaky ReLU of slope (lower + upper)/2 and leaves `noise` as it was.
+fn rrelu(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let dt = acc_dtype(t.dtype);
+    let (lo, hi) = (number(cx, "lower", 0.125)?, number(cx, "upper", 1.0 / 3.0)?);
+    let x = cx.arg("self")?;
+    let x = cx.convert(x, dt)?;
+    let zero = cx.constf(0.0, dt, &t.dims)?;
+    if !cx.bool_or("training", false) {
+        let slope = cx.binary_scalar(TenOp::Mul, x, (lo + hi) / 2.0)?;
+        let neg = cx.compare("LT", x, zero)?;
+        let out = cx.select(neg, slope, x)?;
+        return Ok(Some(vec![cx.convert(out, t.dtype)?, cx.arg("noise")?]));
+    }
+    let (seed, stream) = cx.rng_seed()?;
+    let w = philox(cx, seed, stream, &t.dims)?;
+    let u = uniform_word(cx, w[0], t.dtype, 0)?;
+    let u = cx.convert(u, dt)?;
+    let r = cx.binary_scalar(TenOp::Mul, u, hi - lo)?;
+    let r = cx.binary_scalar(TenOp::Add, r, lo)?;
+    let le = cx.compare("LE", x, zero)?;
+    let xr = cx.emit(TenOp::Mul, vec![x, r], vec![])?;
+    let out = cx.select(le, xr, x)?;
+    let one = cx.constf(1.0, dt, &t.dims)?;
+    let noise = cx.select(le, r, one)?;
+    let nt = cx.out(1)?;
+    Ok(Some(vec![cx.convert(out, t.dtype)?, cx.convert(noise, nt.dtype)?]))
 }

@@ -417,7 +417,7 @@ fn random_ops_draw_their_distributions() {
     // Uniforms are on [0, 1): 1 itself is never drawn.
     const BELOW_1: f64 = 1.0 - 1e-9;
     // (output, mean, variance, min, max) of each distribution with moments.
-    let want: [(usize, f64, f64, f64, f64); 19] = [
+    let want: [(usize, f64, f64, f64, f64); 20] = [
         (0, 0.5, 1.0 / 12.0, 0.0, BELOW_1),
         (1, 0.0, 1.0, f64::MIN, f64::MAX),
         (2, 0.5, 1.0 / 12.0, 0.0, BELOW_1),
@@ -437,6 +437,7 @@ fn random_ops_draw_their_distributions() {
         (17, 3.0, 4.0, 0.0, 6.0),
         (18, 2.0, 2.0, 0.0, 4.0),
         (19, 0.5, 1.0 / 12.0, 0.0, BELOW_1),
+        (20, -0.2, 0.04 / 12.0, -0.3, -0.1 + 1e-7),
     ];
     for (i, mean, var, lo, hi) in want {
         let (m, v) = moments(i);
