@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A graph of every random op Ember lowers (`passes/src/lower/random.rs`): rand, randn, the
 `_like` forms, uniform, normal (each overload), log_normal, exponential, cauchy, geometric,
-bernoulli (tensor and float p), training-mode dropout, randint (each overload) and rrelu, over 2^16
+bernoulli (tensor and float p), training-mode dropout, randint (each overload), rrelu and multinomial (with and without replacement), over 2^16
 elements each.
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
@@ -21,7 +21,7 @@ N = 1 << 16
 
 
 class RandomOps(torch.nn.Module):
-    def forward(self, p, ones, m, s):
+    def forward(self, p, ones, m, s, wts):
         aten = torch.ops.aten
         return (
             torch.rand(N),
@@ -45,12 +45,14 @@ class RandomOps(torch.nn.Module):
             torch.randint_like(p, 5),
             torch.rand(N, dtype=torch.bfloat16),
             torch.nn.functional.rrelu(-ones, 0.1, 0.3, training=True),
+            torch.multinomial(wts, N, replacement=True),
+            torch.multinomial(wts.expand(N, 4), 2),
         )
 
 
 def make():
     p = torch.full((N,), 0.3)
-    return RandomOps().eval(), (p, torch.ones(N), torch.ones(N), torch.full((N,), 3.0))
+    return RandomOps().eval(), (p, torch.ones(N), torch.ones(N), torch.full((N,), 3.0), torch.tensor([0.1, 0.0, 0.6, 0.3]))
 
 
 if __name__ == "__main__":

@@ -226,6 +226,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.mm", "(Tensor self, Tensor mat2) -> Tensor", Matmul, "Matrix product [M,K] x [K,N] -> [M,N]. mm([[1., 2.]], [[3.], [4.]]) = [[11.]]"),
     op("torch.aten.mul.Scalar", "(Tensor self, Scalar other) -> Tensor", Binary, "Elementwise product. mul([2., 3.], 2) = [4., 6.]"),
     op("torch.aten.mul.Tensor", "(Tensor self, Tensor other) -> Tensor", Binary, "Elementwise product. mul([2., 3.], 2) = [4., 6.]"),
+    op("torch.aten.multinomial", "(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor", Trust, "int64 indices of `num_samples` categories drawn from each row of weights `self` ([n] or [rows, n]), distinct unless `replacement`. multinomial([0., 1.], 1) = [1]"),
     op("torch.aten.nanmedian", "(Tensor self) -> Tensor", Reduce, "Lower median of the non-NaN elements (NaN if all are). nanmedian([3., nan, 1.]) = 1."),
     op("torch.aten.nanmedian.dim", "(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", ReduceValuesIndices, "(lower median of the non-NaN values, int64 indices) along `dim`. nanmedian([[nan, 3., 1.]], 1) = ([1.], [2])"),
     op("torch.aten.narrow_copy", "(Tensor self, int dim, SymInt start, SymInt length) -> Tensor", Trust, "`length` elements of `dim` from `start` (negative counts from the end), as a copy. narrow_copy([0, 1, 2, 3], 0, 1, 2) = [1, 2]"),

@@ -200,6 +200,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("randint_like",                          random::random),
     ("randint_like.low_dtype",                random::random),
     ("rrelu_with_noise_functional",           random::random),
+    ("multinomial",                           random::random),
     // Special functions and integer number theory (`special.rs`).
     ("digamma",                              special::gamma_family),
     ("polygamma",                            special::gamma_family),

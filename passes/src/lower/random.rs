@@ -1,5 +1,5 @@
 //! Random ops (rand, randn, their `_like` forms, uniform, normal, log_normal, exponential,
-//! cauchy, geometric, bernoulli, dropout, randint, rrelu) as Philox4x32-10 in int64 `ten` arithmetic,
+//! cauchy, geometric, bernoulli, dropout, randint, rrelu, multinomial) as Philox4x32-10 in int64 `ten` arithmetic,
 //! keyed by the function's seed input (`Cx::rng_seed`): the graph stays pure, every target
 //! compiles it like other integer math, and one seed gives one result. The generator and the
 //! transforms are `ember/rng.py`'s (the torch.compile path's), so a `.pt2` and torch.compile
@@ -143,6 +143,9 @@ pub fn random(cx: &mut Cx, name: &str) -> Lowered {
     if name == "rrelu_with_noise_functional" {
         return rrelu(cx);
     }
+    if name == "multinomial" {
+        return multinomial(cx);
+    }
     let (seed, stream) = cx.rng_seed()?;
     let w = philox(cx, seed, stream, &dims)?;
     let out = match name {
@@ -276,4 +279,81 @@ fn rrelu(cx: &mut Cx) -> Lowered {
     let noise = cx.select(le, r, one)?;
     let nt = cx.out(1)?;
     Ok(Some(vec![cx.convert(out, t.dtype)?, cx.convert(noise, nt.dtype)?]))
+}
+
+/// multinomial(weights, k, replacement) over the last dim of [n] or [rows, n] weights. With
+/// replacement, each draw inverts the running sum: the number of categories whose cumulative
+/// weight is <= u·total. Without, the exponential race: category i finishes at -ln(u_i)/w_i and
+/// the first k to finish are drawn in order, which samples successive draws without replacement
+/// with torch's probabilities (zero weights finish at +inf, last).
+fn multinomial(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let dt = acc_dtype(xt.dtype);
+    let (k, replacement) = (cx.int("num_samples")?, cx.bool_or("replacement", false));
+    let last = xt.dims.len() - 1;
+    let n = xt.dims[last].clone();
+    let w = cx.convert(x, dt)?;
+    let (seed, stream) = cx.rng_seed()?;
+    let idx = if replacement {
+        let words = philox(cx, seed, stream, &t.dims)?;
+        let u = uniform_word(cx, words[0], DType::F32, 0)?;
+        let u = cx.convert(u, dt)?;
+        let cdf = cx.emit(TenOp::Cumsum, vec![w], vec![("dim", Attr::Int(last as i64))])?;
+        let mut start: Vec<SymExpr> = vec![SymExpr::Const(0); last + 1];
+        start[last] = SymExpr::plus(n.clone(), SymExpr::Const(-1));
+        let mut one = xt.dims.clone();
+        one[last] = SymExpr::Const(1);
+        let total = cx.emit(
+            TenOp::Slice,
+            vec![cdf],
+            vec![("start", Attr::dims(start)), ("shape", Attr::dims(one)), ("step", Attr::Ints(vec![1; last + 1]))],
+        )?;
+        let total = cx.bcast(total, &t.dims)?;
+        let target = cx.emit(TenOp::Mul, vec![u, total], vec![])?;
+        // [.., k, n]: each draw against every category's cumulative weight.
+        let mut grid = t.dims.clone();
+        grid.push(n.clone());
+        let batch: Vec<usize> = (0..last).collect();
+        let cmap: Vec<usize> = batch.iter().copied().chain([last + 1]).collect();
+        let tmap: Vec<usize> = (0..=last).collect();
+        let cdf = cx.bcast_in_dim(cdf, &grid, &cmap)?;
+        let target = cx.bcast_in_dim(target, &grid, &tmap)?;
+        let below = cx.compare("LE", cdf, target)?;
+        let below = cx.convert(below, DType::I64)?;
+        let count = cx.reduce(below, "sum", &[last + 1])?;
+        // u·total rounds up to total at most: the last category, not one past it.
+        let Some(n) = n.as_const() else {
+            return Err(cx.err("multinomial needs a static number of categories"));
+        };
+        op_k(cx, TenOp::Min, count, n - 1)?
+    } else {
+        let words = philox(cx, seed, stream, &xt.dims)?;
+        // u in (0, 1) (top 24 bits and a half): -ln(u) > 0, so a zero weight gives +inf.
+        let top = op_k(cx, TenOp::Div, words[0], 1 << 8)?;
+        let u = cx.convert(top, dt)?;
+        let u = cx.binary_scalar(TenOp::Add, u, 0.5)?;
+        let u = cx.binary_scalar(TenOp::Mul, u, (-24f64).exp2())?;
+        let l = cx.unary(TenOp::Log, u)?;
+        let l = cx.unary(TenOp::Neg, l)?;
+        let keys = cx.emit(TenOp::Div, vec![l, w], vec![])?;
+        let order = cx.emit(
+            TenOp::Argsort,
+            vec![keys],
+            vec![("dim", Attr::Int(last as i64)), ("descending", Attr::Bool(false))],
+        )?;
+        let mut shape = xt.dims.clone();
+        shape[last] = SymExpr::Const(k);
+        cx.emit(
+            TenOp::Slice,
+            vec![order],
+            vec![
+                ("start", Attr::dims(vec![SymExpr::Const(0); last + 1])),
+                ("shape", Attr::dims(shape)),
+                ("step", Attr::Ints(vec![1; last + 1])),
+            ],
+        )?
+    };
+    Ok(Some(vec![cx.convert(idx, t.dtype)?]))
 }

@@ -404,7 +404,12 @@ fn random_ops_draw_their_distributions() {
     let f32s = |v: f32| HostTensor { dtype: ember_ir::DType::F32, shape: vec![n], data: v.to_le_bytes().repeat(n) };
     let run = |seed: i64| -> Vec<Vec<f64>> {
         let seed = HostTensor { dtype: ember_ir::DType::I64, shape: vec![], data: seed.to_le_bytes().to_vec() };
-        let args = vec![f32s(0.3), f32s(1.0), f32s(1.0), f32s(3.0), seed];
+        let wts = HostTensor {
+            dtype: ember_ir::DType::F32,
+            shape: vec![4],
+            data: [0.1f32, 0.0, 0.6, 0.3].iter().flat_map(|w| w.to_le_bytes()).collect(),
+        };
+        let args = vec![f32s(0.3), f32s(1.0), f32s(1.0), f32s(3.0), wts, seed];
         prog.run(&args).unwrap().iter().map(as_f64).collect()
     };
     let (a, b) = (run(1), run(2));
@@ -417,7 +422,7 @@ fn random_ops_draw_their_distributions() {
     // Uniforms are on [0, 1): 1 itself is never drawn.
     const BELOW_1: f64 = 1.0 - 1e-9;
     // (output, mean, variance, min, max) of each distribution with moments.
-    let want: [(usize, f64, f64, f64, f64); 20] = [
+    let want: [(usize, f64, f64, f64, f64); 21] = [
         (0, 0.5, 1.0 / 12.0, 0.0, BELOW_1),
         (1, 0.0, 1.0, f64::MIN, f64::MAX),
         (2, 0.5, 1.0 / 12.0, 0.0, BELOW_1),
@@ -438,6 +443,8 @@ fn random_ops_draw_their_distributions() {
         (18, 2.0, 2.0, 0.0, 4.0),
         (19, 0.5, 1.0 / 12.0, 0.0, BELOW_1),
         (20, -0.2, 0.04 / 12.0, -0.3, -0.1 + 1e-7),
+        // Categories 0..3 with weights 0.1, 0, 0.6, 0.3.
+        (21, 2.1, 0.69, 0.0, 3.0),
     ];
     for (i, mean, var, lo, hi) in want {
         let (m, v) = moments(i);
@@ -452,6 +459,15 @@ fn random_ops_draw_their_distributions() {
     let frac = |f: &dyn Fn(f64) -> bool| a[11].iter().filter(|&&x| f(x)).count() as f64 / n as f64;
     assert!((frac(&|x| x < 1.0) - 0.5).abs() < 0.012, "cauchy median");
     assert!((frac(&|x| (-1.0..=3.0).contains(&x)) - 0.5).abs() < 0.012, "cauchy quartiles");
+    // Category 1 has no weight; without replacement each row's two draws differ, the first
+    // drawn with the weights' probabilities and the second from what is left.
+    assert!(!a[21].contains(&1.0));
+    let pairs: Vec<(usize, usize)> = a[22].chunks(2).map(|r| (r[0] as usize, r[1] as usize)).collect();
+    assert!(pairs.iter().all(|&(x, y)| x != y && x != 1 && y != 1), "multinomial without replacement");
+    let first = |c: usize| pairs.iter().filter(|p| p.0 == c).count() as f64 / n as f64;
+    for (c, w) in [(0, 0.1), (2, 0.6), (3, 0.3)] {
+        assert!((first(c) - w).abs() < 6.0 * (w * (1.0 - w) / n as f64).sqrt(), "multinomial first draw {c}");
+    }
     // Two ops of the same distribution draw from different streams.
     assert_ne!(a[0], a[2].iter().map(|&x| x as f32 as f64).collect::<Vec<_>>());
     assert_ne!(a[5], a[6]);
