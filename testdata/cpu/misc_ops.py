@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Eager references for grid_sampler_3d and grid_sampler_2d's reflection padding, antialiased
 bilinear resize, embedding_bag (sum, mean, max; all four results), masked_scatter, histc over the
-data's range and histogram on the CPU target and on XLA.
+data's range, histogram, angle of reals (±0, ±inf, NaN, integers) and a functional resize
+to as many elements on the CPU target and on XLA.
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
         ~/.cache/ember/venv/bin/python -m ember.export testdata/cpu/misc_ops.py:make \\
@@ -54,6 +55,9 @@ class MiscOps(torch.nn.Module):
             *torch.histogram(same, 4, density=True),
             *torch.histogram(data, 5, range=(-1.0, 1.0), weight=data.abs()),
             *torch.histogram(data, torch.tensor([-2.0, -0.5, 0.0, 0.1, 2.0]), density=True),
+            torch.angle(torch.cat([data, -data.abs() * 0.0, data / 0.0])),
+            torch.angle(idx - 3),
+            torch.ops.aten.resize(flat, [5, 4]),
         ]
         return tuple(outs)
 

@@ -281,6 +281,7 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.replication_pad2d", "(Tensor self, SymInt[4] padding) -> Tensor", Pad, "Edge-replicate pad the last dims by `padding` pairs. replication_pad2d(x, [1, 1, 0, 0]) widens W by 2"),
     op("torch.aten.replication_pad3d", "(Tensor self, SymInt[6] padding) -> Tensor", Pad, "Edge-replicate pad the last dims by `padding` pairs. replication_pad2d(x, [1, 1, 0, 0]) widens W by 2"),
     op("torch.aten.reshape", "(Tensor(a) self, SymInt[] shape) -> Tensor(a)", View, "Same elements in a new `shape` (one entry may be -1). reshape(arange(6), [3, -1]) has shape [3, 2]"),
+    op("torch.aten.resize", "(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor", Trust, "`self`'s elements in `size` (functional resize_; lowered when the element count stays, where it is a reshape). resize([1., 2.], [2, 1]) = [[1.], [2.]]"),
     op("torch.aten.resolve_conj", "(Tensor(a) self) -> Tensor(a)", Trust, "Materializes a lazy conjugate (the value is unchanged). resolve_conj(x) == x; complex: the importer rewrites it into real ops on (real, imaginary) pairs (compiler/src/frontend/complex.rs)."),
     op("torch.aten.resolve_neg", "(Tensor(a) self) -> Tensor(a)", Trust, "Materializes a lazy negation (the value is unchanged). resolve_neg(x) == x; complex: the importer rewrites it into real ops on (real, imaginary) pairs (compiler/src/frontend/complex.rs)."),
     op("torch.aten.round", "(Tensor self) -> Tensor", Same, "Elementwise round half to even. round([2.5]) = [2.]"),

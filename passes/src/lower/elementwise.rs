@@ -636,3 +636,17 @@ pub fn round_decimals(cx: &mut Cx) -> Lowered {
     let y = cx.unary(TenOp::Round, y)?;
     Ok(Some(vec![cx.binary_scalar(back, y, p)?]))
 }
+
+/// angle of a real tensor: π below 0, 0 from -0 up, NaN at NaN (complex values are rewritten
+/// into real ops by the importer before this).
+pub fn angle(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let x = cx.coerce(x, t.dtype, &t.dims)?;
+    let zero = cx.splat_like(0.0, x)?;
+    let pi = cx.splat_like(std::f64::consts::PI, x)?;
+    let neg = cx.compare("LT", x, zero)?;
+    let v = cx.select(neg, pi, zero)?;
+    let nan = cx.compare("NE", x, x)?;
+    Ok(Some(vec![cx.select(nan, x, v)?]))
+}

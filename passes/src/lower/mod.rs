@@ -145,6 +145,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("round",                                |cx, _| ew::math_op(cx, TenOp::Round)),
     ("trunc",                                |cx, _| ew::math_op(cx, TenOp::Trunc)),
     ("sign",                                 |cx, _| ew::math_op(cx, TenOp::Sign)),
+    ("angle",                                |cx, _| ew::angle(cx)),
     ("sigmoid",                              |cx, _| ew::math_op(cx, TenOp::Sigmoid)),
     ("reciprocal",                           ew::math),
     ("isnan",                                ew::math),
@@ -362,6 +363,7 @@ static LOWERINGS: &[(&str, Lower)] = &[
     // Layout: reshapes, transposes, broadcasts, slices, concatenation, gathers.
     ("view",                                 |cx, _| shape::reshape(cx)),
     ("view_copy",                            |cx, _| shape::reshape(cx)),
+    ("resize",                               |cx, _| shape::resize(cx)),
     ("_unsafe_view",                         |cx, _| shape::reshape(cx)),
     ("reshape",                              |cx, _| shape::reshape(cx)),
     ("unsqueeze",                            |cx, _| shape::reshape(cx)),

@@ -14,6 +14,18 @@ pub fn reshape(cx: &mut Cx) -> Lowered {
     Ok(Some(vec![cx.reshape(x, &t.dims)?]))
 }
 
+/// resize (functional `resize_`/`resize_as_`) to as many elements: a reshape. Growing or
+/// shrinking the storage is not lowered (torch leaves new elements uninitialized).
+pub fn resize(cx: &mut Cx) -> Lowered {
+    let t = cx.out(0)?;
+    let x = cx.arg("self")?;
+    let numel = |d: &[SymExpr]| d.iter().map(|e| e.as_const()).product::<Option<i64>>();
+    match (numel(&cx.tt(x).dims), numel(&t.dims)) {
+        (Some(a), Some(b)) if a == b => Ok(Some(vec![cx.reshape(x, &t.dims)?])),
+        _ => Ok(None),
+    }
+}
+
 /// permute and transpose.int: `ten.transpose` (nothing for the identity permutation).
 pub fn transpose(cx: &mut Cx, name: &str) -> Lowered {
     let x = cx.arg("self")?;
