@@ -88,35 +88,37 @@ fn eval<T: Float>(kind: SpecialFn, x: T, n: i64) -> T {
         q
     };
     let sign = |v: T| if odd { -v } else { v };
+    // A Chebyshev kind's argument (x, or 2x - 1 shifted), whether x is at its +1 and -1 ends
+    // (1 and 0 for the shifted kinds), and the degree past which |y| < 1 takes a closed form.
+    let frame = |plain_cut: i64, shifted_cut: i64| {
+        if matches!(kind, ChebyshevT | ChebyshevU | ChebyshevV | ChebyshevW) {
+            (x, x.abs() == one && x > T::zero(), x.abs() == one && x < T::zero(), plain_cut)
+        } else {
+            (x + x - one, x == one, x == T::zero(), shifted_cut)
+        }
+    };
+    // Degree 0 is 1, degree 1 is q1, then the recurrence with multiplier a.
+    let recur = |a: T, q1: T| match n {
+        0 => one,
+        1 => q1,
+        _ => cheb(a, q1),
+    };
     match kind {
         ChebyshevT | ShiftedChebyshevT => {
-            let (y, at_one, at_minus) = match kind {
-                ChebyshevT => (x, x.abs() == one && x > T::zero(), x.abs() == one && x < T::zero()),
-                _ => (x + x - one, x == one, x == T::zero()),
-            };
+            let (y, at_one, at_minus, cut) = frame(6, 6);
             if at_one {
                 return one;
             }
             if at_minus {
                 return sign(one);
             }
-            if n > 6 && y.abs() < one {
+            if n > cut && y.abs() < one {
                 return (i::<T>(n) * y.acos()).cos();
             }
-            match n {
-                0 => one,
-                1 => y,
-                _ => match kind {
-                    ChebyshevT => cheb(x + x, x),
-                    _ => cheb(y + y, y),
-                },
-            }
+            recur(y + y, y)
         }
         ChebyshevU | ShiftedChebyshevU => {
-            let (y, at_one, at_minus, cut) = match kind {
-                ChebyshevU => (x, x.abs() == one && x > T::zero(), x.abs() == one && x < T::zero(), 8),
-                _ => (x + x - one, x == one, x == T::zero(), 6),
-            };
+            let (y, at_one, at_minus, cut) = frame(8, 6);
             let n1 = i::<T>(n.wrapping_add(1));
             if at_one {
                 return n1;
@@ -131,18 +133,10 @@ fn eval<T: Float>(kind: SpecialFn, x: T, n: i64) -> T {
                 }
                 return n1 * (n1 * t).cos() / y;
             }
-            let a = y + y;
-            match n {
-                0 => one,
-                1 => a,
-                _ => cheb(a, a),
-            }
+            recur(y + y, y + y)
         }
         ChebyshevV | ShiftedChebyshevV => {
-            let (y, at_one, at_minus, cut) = match kind {
-                ChebyshevV => (x, x.abs() == one && x > T::zero(), x.abs() == one && x < T::zero(), 8),
-                _ => (x + x - one, x == one, x == T::zero(), 6),
-            };
+            let (y, at_one, at_minus, cut) = frame(8, 6);
             let n21 = i::<T>(n.wrapping_mul(2).wrapping_add(1));
             if at_one {
                 return one;
@@ -157,18 +151,10 @@ fn eval<T: Float>(kind: SpecialFn, x: T, n: i64) -> T {
                 }
                 return sign(n21);
             }
-            let a = y + y;
-            match n {
-                0 => one,
-                1 => a - one,
-                _ => cheb(a, a - one),
-            }
+            recur(y + y, y + y - one)
         }
         ChebyshevW | ShiftedChebyshevW => {
-            let (y, at_one, at_minus, cut) = match kind {
-                ChebyshevW => (x, x.abs() == one && x > T::zero(), x.abs() == one && x < T::zero(), 8),
-                _ => (x + x - one, x == one, x == T::zero(), 4),
-            };
+            let (y, at_one, at_minus, cut) = frame(8, 4);
             let n21 = i::<T>(n.wrapping_mul(2).wrapping_add(1));
             if at_one {
                 return n21;
@@ -186,12 +172,7 @@ fn eval<T: Float>(kind: SpecialFn, x: T, n: i64) -> T {
                 }
                 return sign(one);
             }
-            let a = y + y;
-            match n {
-                0 => one,
-                1 => a + one,
-                _ => cheb(a, a + one),
-            }
+            recur(y + y, y + y + one)
         }
         HermiteH => {
             if n == 0 {
