@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Eager references for sort, argsort, msort, topk, median, nanmedian and kthvalue on the CPU
-target (and on XLA through the tpu target): ascending and descending along every dim, ties
-(stable order), NaN and infinities, integers, topk largest and smallest.
+target (and on XLA through the tpu target), and cummax/cummin: ascending and descending along
+every dim, ties (stable order), NaN and infinities, integers, topk largest and smallest.
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
         ~/.cache/ember/venv/bin/python -m ember.export testdata/cpu/sort_ops.py:make \\
@@ -33,6 +33,9 @@ class SortOps(torch.nn.Module):
         outs += [*torch.median(m, 1), *torch.nanmedian(m, 1, keepdim=True), torch.median(m), torch.nanmedian(m)]
         outs += [*torch.kthvalue(m[[0, 1, 4]], 2, 1), *torch.kthvalue(m, 5, 1), *torch.kthvalue(x, 3, 0)]
         outs += [*torch.median(n, 1), *torch.median(x, 2), torch.median(n), torch.nanmedian(ties)]
+        # Running extremes: ties move the index to the later element; NaN sticks, at the
+        # latest NaN's index.
+        outs += [*torch.cummax(x, 1), *torch.cummin(x, 2), *torch.cummax(ties, 1), *torch.cummin(n, 1), *torch.cummax(m, 1)]
         return tuple(outs)
 
 

@@ -111,6 +111,8 @@ pub static OPS: &[OpDef] = &[
     op("torch.aten.copysign.Tensor", "(Tensor self, Tensor other) -> Tensor", BinaryFloat, "|self| with the sign of other (signed zeros and NaN sign bits included). copysign([2.], [-0.]) = [-2.]"),
     op("torch.aten.cos", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise cosine. cos([0.]) = [1.]"),
     op("torch.aten.cosh", "(Tensor self) -> Tensor", UnaryFloat, "Elementwise hyperbolic cosine. cosh([0.]) = [1.]"),
+    op("torch.aten.cummax", "(Tensor self, int dim) -> (Tensor values, Tensor indices)", Trust, "(running max along `dim`, int64 index where it was last reached; NaN from the first NaN on, at the latest NaN's index). cummax([1., 3., 2.], 0) = ([1., 3., 3.], [0, 1, 1])"),
+    op("torch.aten.cummin", "(Tensor self, int dim) -> (Tensor values, Tensor indices)", Trust, "(running min along `dim`, int64 index where it was last reached; NaN from the first NaN on). cummin([3, 1, 1], 0) = ([3, 1, 1], [0, 1, 2])"),
     op("torch.aten.cumprod", "(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", Cumsum, "Running product along `dim`; ints accumulate in int64. cumprod([1, 2, 3], 0) = [1, 2, 6]"),
     op("torch.aten.cumsum", "(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", Cumsum, "Running sum along `dim`; ints accumulate in int64. cumsum([1, 2, 3], 0) = [1, 3, 6]"),
     op("torch.aten.detach", "(Tensor(a) self) -> Tensor(a)", Same, "The input itself (no copy semantics in a value IR). alias(x) == x"),

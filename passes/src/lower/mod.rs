@@ -298,6 +298,8 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("searchsorted.Tensor",                  reduce::searchsorted),
     ("bucketize.Tensor",                     reduce::searchsorted),
     ("cumsum",                               |cx, _| reduce::cumsum(cx, TenOp::Cumsum)),
+    ("cummax",                               reduce::cum_extreme),
+    ("cummin",                               reduce::cum_extreme),
     ("histc",                                |cx, _| reduce::histc(cx)),
     ("histogram.bin_ct",                     reduce::histogram),
     ("histogram.bins_tensor",                reduce::histogram),

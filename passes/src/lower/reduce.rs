@@ -294,6 +294,60 @@ pub fn cumsum(cx: &mut Cx, op: TenOp) -> Lowered {
     Ok(Some(vec![cx.convert(y, t.dtype)?]))
 }
 
+/// cummax/cummin along `dim`: (running extreme, the index where it was last reached), as torch:
+/// a tie moves the index to the later element, and from the first NaN on the value is NaN with
+/// the index of the latest NaN. A log-step (Hillis-Steele) scan: step s combines each element's
+/// prefix with the one s before it, preferring the later side unless the earlier is strictly
+/// more extreme (or NaN where the later is not); ⌈log₂ n⌉ steps of shifts and selects.
+pub fn cum_extreme(cx: &mut Cx, name: &str) -> Lowered {
+    let x = cx.arg("self")?;
+    let xt = cx.tt(x);
+    let (tv, ti) = (cx.out(0)?, cx.out(1)?);
+    if xt.rank() == 0 {
+        return Ok(Some(vec![x, cx.constant(&Attr::Int(0), DType::I64, &ti.dims)?]));
+    }
+    let d = norm_dim(cx.int("dim")?, xt.rank()).map_err(|e| cx.err(&e))?;
+    let Some(n) = xt.dims[d].as_const() else {
+        return Err(cx.err("cummax/cummin along a symbolic dim is not supported"));
+    };
+    let float = xt.dtype.is_float();
+    let more = if name == "cummax" { "GT" } else { "LT" };
+    let mut v = x;
+    let mut idx = cx.emit(
+        TenOp::Iota,
+        vec![],
+        vec![("shape", Attr::dims(xt.dims.clone())), ("dim", Attr::Int(d as i64)), ("dtype", Attr::DType(DType::I64))],
+    )?;
+    let shifted = |cx: &mut Cx, y: Value, s: i64, fill: Attr| -> Result<Value, String> {
+        let mut low = vec![c(0); xt.rank()];
+        let mut high = low.clone();
+        low[d] = c(s);
+        high[d] = c(-s);
+        super::window::pad(cx, y, low, high, fill)
+    };
+    let mut s = 1;
+    while s < n {
+        let lv = shifted(cx, v, s, Attr::Int(0))?;
+        let li = shifted(cx, idx, s, Attr::Int(-1))?;
+        let zero = cx.splat_like(0.0, li)?;
+        let valid = cx.compare("GE", li, zero)?;
+        let mut left = cx.compare(more, lv, v)?;
+        if float {
+            let lnan = cx.compare("NE", lv, lv)?;
+            let rnan = cx.compare("NE", v, v)?;
+            let rnum = cx.unary(TenOp::Not, rnan)?;
+            let nan_left = cx.emit(TenOp::And, vec![lnan, rnum], vec![])?;
+            let num_left = cx.emit(TenOp::And, vec![left, rnum], vec![])?;
+            left = cx.emit(TenOp::Or, vec![nan_left, num_left], vec![])?;
+        }
+        let take = cx.emit(TenOp::And, vec![valid, left], vec![])?;
+        v = cx.select(take, lv, v)?;
+        idx = cx.select(take, li, idx)?;
+        s *= 2;
+    }
+    Ok(Some(vec![cx.reshape(v, &tv.dims)?, idx]))
+}
+
 /// argmax/argmin (over `dim`, or over all dims flattened when absent) and max.dim/min.dim
 /// (values from a max/min reduce, indices from an argmax/argmin reduce): first occurrence wins,
 /// NaN counts as the extreme, as in torch.
