@@ -37,7 +37,7 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 RANDOM_TARGET = re.compile(
     r"^aten\.(bernoulli|cauchy|exponential|geometric|log_normal|multinomial|native_dropout|"
     r"normal|normal_functional|poisson|rand|rand_like|randint|randint_like|randn|randn_like|"
-    r"randperm|uniform)\.")
+    r"randperm|rrelu_with_noise_functional|uniform)\.")
 # OpInfos with outputs defined only up to sign: output index -> the axis along which each
 # vector lies. A real symmetric matrix's eigenvectors (distinct eigenvalues) are unique up to
 # sign, and LAPACK's sign is a side effect of its algorithm (torch documents that backends

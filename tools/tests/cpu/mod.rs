@@ -189,6 +189,31 @@ fn compile_text(text: &str, name: &str) -> Program {
     p
 }
 
+/// float32 -> uint8/int8/int16 as torch's CPU kernels convert (x86's: truncation to int32, INT_MIN
+/// for NaN and beyond ±2³¹, then the low bits), out of range included: a direct conversion to
+/// the narrow type is undefined and gave other bytes. (The tpu target converts as XLA does,
+/// saturating; torch leaves out-of-range conversions undefined.)
+#[test]
+fn narrowing_float_to_int_conversions_wrap_as_torch() {
+    let xs = [-78.5f32, 300.7, -1.0, 255.9, 127.5, -129.0, 1e10, f32::NAN, -3e9, 65535.9, 2147483520.0, 0.5, -0.5];
+    let n = xs.len();
+    let t = format!("tensor<{n}xf32>");
+    let text = format!(
+        "module {{\n  func.func @main(%x: {t} {{ember.input = \"x\"}}) -> (tensor<{n}xui8>, tensor<{n}xi8>, tensor<{n}xi16>) {{\n    %0 = \"ten.convert\"(%x) {{dtype = ui8}} : ({t}) -> tensor<{n}xui8>\n    %1 = \"ten.convert\"(%x) {{dtype = i8}} : ({t}) -> tensor<{n}xi8>\n    %2 = \"ten.convert\"(%x) {{dtype = i16}} : ({t}) -> tensor<{n}xi16>\n    return %0, %1, %2 : tensor<{n}xui8>, tensor<{n}xi8>, tensor<{n}xi16>\n  }}\n}}\n"
+    );
+    let p = compile_text(&text, "narrowing");
+    let outs = p.run(&[f32_tensor(&xs)]).unwrap();
+    let x86 = |x: f32| if x.is_nan() || !(-2147483648.0..2147483648.0).contains(&x) { i32::MIN } else { x as i32 };
+    let want_u8: Vec<u8> = xs.iter().map(|&x| x86(x) as u8).collect();
+    let want_i8: Vec<u8> = xs.iter().map(|&x| x86(x) as i8 as u8).collect();
+    let want_i16: Vec<u8> = xs.iter().flat_map(|&x| (x86(x) as i16).to_le_bytes()).collect();
+    assert_eq!(outs[0].data, want_u8, "uint8");
+    assert_eq!(outs[1].data, want_i8, "int8");
+    assert_eq!(outs[2].data, want_i16, "int16");
+    // torch's own bytes for the first values (x.to(torch.uint8)): -78.5 -> 178, 300.7 -> 44.
+    assert_eq!(&outs[0].data[..2], &[178, 44]);
+}
+
 #[test]
 fn inline_math_matches_f64_reference() {
     let mut xs: Vec<f32> = (0..20001).map(|i| -20.0 + i as f32 * 0.002).collect();

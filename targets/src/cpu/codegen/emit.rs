@@ -210,6 +210,22 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             (BasicValueEnum::FloatValue(f), BasicTypeEnum::IntType(t)) => {
                 if to == DType::Bool {
                     b.build_float_compare(FloatPredicate::UNE, f, f.get_type().const_zero(), "").map_err(le)?.into()
+                } else if t.get_bit_width() < 32 {
+                    // torch's float -> uint8/int8/int16 is x86's: truncation to int32
+                    // (INT_MIN for NaN and beyond ±2³¹), then its low bits: -78.5 -> 178 as
+                    // uint8, 1e10 -> 0. A direct fptosi to the narrow type is poison out of its
+                    // range, and LLVM folds it to anything.
+                    let i32t = self.ctx.i32_type();
+                    let w = b.build_float_to_signed_int(f, i32t, "").map_err(le)?;
+                    let ft = f.get_type();
+                    let lo =
+                        b.build_float_compare(FloatPredicate::OGE, f, ft.const_float(-2147483648.0), "").map_err(le)?;
+                    let hi =
+                        b.build_float_compare(FloatPredicate::OLT, f, ft.const_float(2147483648.0), "").map_err(le)?;
+                    let ok = b.build_and(lo, hi, "").map_err(le)?;
+                    let min = i32t.const_int(0x8000_0000, false);
+                    let w = b.build_select(ok, w, min, "").map_err(le)?.into_int_value();
+                    b.build_int_truncate(w, t, "").map_err(le)?.into()
                 } else {
                     b.build_float_to_signed_int(f, t, "").map_err(le)?.into()
                 }
