@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Eager references for unfold, index_reduce (prod, mean, amax, amin; with and without self),
-hypot (±inf, NaN, zeros, huge and tiny values), ldexp, exp2, narrow_copy, unbind_copy and
-as_strided_copy on the CPU target and on XLA.
+hypot (±inf, NaN, zeros, huge and tiny values), ldexp, exp2, narrow_copy, unbind_copy,
+as_strided_copy, index_select of a 0-d tensor and cat of legacy empty tensors on the CPU target
+and on XLA.
 
     PYTHONPATH=tools/python/python TMPDIR=/tmp/ember-tmp \\
         ~/.cache/ember/venv/bin/python -m ember.export testdata/cpu/gather_ops.py:make \\
@@ -26,6 +27,8 @@ class GatherOps(torch.nn.Module):
             torch.hypot(a, b), torch.ldexp(a, e), torch.exp2(b),
             torch.narrow_copy(x, 1, -3, 2), *torch.unbind_copy(x, 1),
             torch.as_strided_copy(seq, (3, 2), (2, 1), 1),
+            torch.index_select(seq[4], 0, index[:1] * 0),
+            torch.cat([seq[:0], seq[:0]]),
         )
 
 

@@ -168,10 +168,12 @@ pub fn cat(cx: &mut Cx, stack: bool) -> Lowered {
         };
         inputs.push(v);
     }
-    if inputs.len() == 1 {
-        return Ok(Some(inputs));
+    match inputs.len() {
+        // Every input was a legacy empty [0]: so is the result.
+        0 => Ok(Some(vec![cx.constant(&Attr::Int(0), t.dtype, &t.dims)?])),
+        1 => Ok(Some(inputs)),
+        _ => Ok(Some(vec![cx.emit(TenOp::Concat, inputs, vec![("dim", Attr::Int(d as i64))])?])),
     }
-    Ok(Some(vec![cx.emit(TenOp::Concat, inputs, vec![("dim", Attr::Int(d as i64))])?]))
 }
 
 /// flip: `ten.reverse` of the listed dims.
@@ -230,9 +232,12 @@ pub fn gather(cx: &mut Cx, name: &str) -> Lowered {
             let x = cx.arg("self")?;
             let rank = cx.tt(x).rank();
             if rank == 0 {
-                return Ok(None);
+                // A 0-d input selects along its one element, as torch's kernel does.
+                norm_dim(cx.int("dim")?, 1).map_err(|e| cx.err(&e))?;
+                (cx.reshape(x, &[c(1)])?, cx.arg("index")?, 0)
+            } else {
+                (x, cx.arg("index")?, norm_dim(cx.int("dim")?, rank).map_err(|e| cx.err(&e))?)
             }
-            (x, cx.arg("index")?, norm_dim(cx.int("dim")?, rank).map_err(|e| cx.err(&e))?)
         }
         _ => return index_tensor(cx),
     };
