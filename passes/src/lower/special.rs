@@ -1835,3 +1835,15 @@ pub fn orthogonal_polynomial(cx: &mut Cx, name: &str) -> Lowered {
     let p = cx.emit(TenOp::Special, vec![x, n], vec![("kind", Attr::Str(kind))])?;
     Ok(Some(vec![cx.convert(p, t.dtype)?]))
 }
+
+/// igamma/igammac (P and Q of torch.special's gammainc/gammaincc) as `ten.special`: the kernel's
+/// series and continued fraction run until they converge, up to 2000 steps, which no unrolled
+/// formula affords.
+pub fn incomplete_gamma(cx: &mut Cx, name: &str) -> Lowered {
+    let t = cx.out(0)?;
+    let dt = acc_dtype(t.dtype);
+    let (a, x) = (operand_as_result(cx, "self")?, operand_as_result(cx, "other")?);
+    let (a, x) = (cx.convert(a, dt)?, cx.convert(x, dt)?);
+    let p = cx.emit(TenOp::Special, vec![a, x], vec![("kind", Attr::Str(name.to_string()))])?;
+    Ok(Some(vec![cx.convert(p, t.dtype)?]))
+}
