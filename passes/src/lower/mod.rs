@@ -208,6 +208,8 @@ static LOWERINGS: &[(&str, Lower)] = &[
     ("special_zeta",                         special::gamma_family),
     ("special_zeta.self_scalar",             |cx, _| special::gamma_family(cx, "special_zeta")),
     ("special_zeta.other_scalar",            |cx, _| special::gamma_family(cx, "special_zeta")),
+    ("igamma",                               special::incomplete_gamma),
+    ("igammac",                              special::incomplete_gamma),
     ("special_chebyshev_polynomial_t", special::orthogonal_polynomial),
     ("special_chebyshev_polynomial_t.x_scalar", special::orthogonal_polynomial),
     ("special_chebyshev_polynomial_t.n_scalar", special::orthogonal_polynomial),

@@ -1835,3 +1835,21 @@ pub fn orthogonal_polynomial(cx: &mut Cx, name: &str) -> Lowered {
     let p = cx.emit(TenOp::Special, vec![x, n], vec![("kind", Attr::Str(kind))])?;
     Ok(Some(vec![cx.convert(p, t.dtype)?]))
 }
+
+/// igamma/igammac (P and Q of torch.special's gammainc/gammaincc) as `ten.special`: the kernel's
+/// series and continued fraction run until they converge, up to 2000 steps, which no unrolled
+/// formula affords.
+pub fn incomplete_gamma(cx: &mut Cx, name: &str) -> Lowered {
+    let ints = ["self", "other"].iter().all(|n| cx.operand(n).is_none_or(|v| !cx.tt(v).dtype.is_float()));
+    if ints {
+        // torch has no integer kernel ("not implemented for 'Long'"), where promotion would
+        // give float32.
+        return Err(cx.err(&format!("{name} is not defined for integer tensors (torch raises)")));
+    }
+    let t = cx.out(0)?;
+    let dt = acc_dtype(t.dtype);
+    let (a, x) = (operand_as_result(cx, "self")?, operand_as_result(cx, "other")?);
+    let (a, x) = (cx.convert(a, dt)?, cx.convert(x, dt)?);
+    let p = cx.emit(TenOp::Special, vec![a, x], vec![("kind", Attr::Str(name.to_string()))])?;
+    Ok(Some(vec![cx.convert(p, t.dtype)?]))
+}

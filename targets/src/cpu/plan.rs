@@ -121,7 +121,7 @@ pub enum RoutineKind {
 }
 
 /// The `kind` of a `ten.special`: torch's `special_<family>_polynomial_<letter>` as
-/// `<family>_<letter>`.
+/// `<family>_<letter>`, and `igamma`/`igammac`.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub enum SpecialFn {
     ChebyshevT,
@@ -136,10 +136,12 @@ pub enum SpecialFn {
     HermiteHe,
     LaguerreL,
     LegendreP,
+    Igamma,
+    Igammac,
 }
 
 impl SpecialFn {
-    pub const ALL: [(&'static str, SpecialFn); 12] = [
+    pub const ALL: [(&'static str, SpecialFn); 14] = [
         ("chebyshev_t", SpecialFn::ChebyshevT),
         ("chebyshev_u", SpecialFn::ChebyshevU),
         ("chebyshev_v", SpecialFn::ChebyshevV),
@@ -152,6 +154,8 @@ impl SpecialFn {
         ("hermite_he", SpecialFn::HermiteHe),
         ("laguerre_l", SpecialFn::LaguerreL),
         ("legendre_p", SpecialFn::LegendreP),
+        ("igamma", SpecialFn::Igamma),
+        ("igammac", SpecialFn::Igammac),
     ];
 
     /// The `kind` attribute's spelling.

@@ -580,6 +580,16 @@ fn polynomial_ops_match_eager() {
     assert_archive_matches_eager("polynomial_ops");
 }
 
+/// igamma/igammac (torch.special.gammainc/gammaincc) in f32, f64 and through f32 from f16/bf16:
+/// a grid of a against x over the kernel's special values (zero, negative, tiny, huge, ±inf,
+/// NaN) and pairs at each branch's edges (the asymptotic series around x = a for a > 20, the
+/// Lanczos prefactor, the switches between the two series and the continued fraction)
+/// (`testdata/cpu/igamma_ops.py`).
+#[test]
+fn igamma_ops_match_eager() {
+    assert_archive_matches_eager("igamma_ops");
+}
+
 /// sort/argsort/msort along every dim, both directions, with ties (stable order), NaN, ±inf
 /// and integers, and topk largest/smallest (`testdata/cpu/sort_ops.py`).
 #[test]
