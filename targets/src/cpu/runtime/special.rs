@@ -801,19 +801,39 @@ fn near_large<T: Float>(a: T, x: T) -> bool {
     (a > c(20.0) && a < c(200.0) && absxma_a < c(0.3)) || (a > c(200.0) && absxma_a < c::<T>(4.5) / a.sqrt())
 }
 
+/// P(a, x) where both kernels answer before computing: NaN for a negative operand and at
+/// (0, 0) and (inf, inf), else 1 for a = 0 or x = inf, 0 for x = 0 or a = inf (Q is 1 - P there).
+fn igam_edge<T: Float>(a: T, x: T) -> Option<T> {
+    let (zero, one) = (T::zero(), T::one());
+    Some(if x < zero || a < zero {
+        T::nan()
+    } else if a == zero {
+        if x > zero {
+            one
+        } else {
+            T::nan()
+        }
+    } else if x == zero {
+        zero
+    } else if a.is_infinite() {
+        if x.is_infinite() {
+            T::nan()
+        } else {
+            zero
+        }
+    } else if x.is_infinite() {
+        one
+    } else {
+        return None;
+    })
+}
+
 /// `calc_igammac`: Q(a, x), NaN outside a, x ≥ 0 and at (0, 0), (inf, inf).
 fn igammac<const FMA: bool, T: Libm>(a: T, x: T) -> T {
-    let (zero, one) = (T::zero(), T::one());
-    if x < zero || a < zero {
-        return T::nan();
-    } else if a == zero {
-        return if x > zero { zero } else { T::nan() };
-    } else if x == zero {
-        return one;
-    } else if a.is_infinite() {
-        return if x.is_infinite() { T::nan() } else { one };
-    } else if x.is_infinite() {
-        return zero;
+    let one = T::one();
+    if let Some(p) = igam_edge(a, x) {
+        // Exact: the edges are 0, 1 or NaN.
+        return one - p;
     }
     if near_large(a, x) {
         return igam_asymptotic(a, x, false);
@@ -839,17 +859,9 @@ fn igammac<const FMA: bool, T: Libm>(a: T, x: T) -> T {
 
 /// `calc_igamma`: P(a, x), NaN outside a, x ≥ 0 and at (0, 0), (inf, inf).
 fn igamma<const FMA: bool, T: Libm>(a: T, x: T) -> T {
-    let (zero, one) = (T::zero(), T::one());
-    if x < zero || a < zero {
-        return T::nan();
-    } else if a == zero {
-        return if x > zero { one } else { T::nan() };
-    } else if x == zero {
-        return zero;
-    } else if a.is_infinite() {
-        return if x.is_infinite() { T::nan() } else { zero };
-    } else if x.is_infinite() {
-        return one;
+    let one = T::one();
+    if let Some(p) = igam_edge(a, x) {
+        return p;
     }
     if near_large(a, x) {
         return igam_asymptotic(a, x, true);
