@@ -7,6 +7,7 @@
 //! Twister): the same distributions, other numbers.
 
 use super::build::{acc_dtype, Cx, Lowered};
+use super::shape::slice_dim;
 use ember_ir::attr::Attr;
 use ember_ir::dialect::ten::TenOp;
 use ember_ir::{DType, SymExpr, Value};
@@ -89,20 +90,21 @@ fn digits(dt: DType) -> i64 {
     }
 }
 
-/// Uniform on [0, 1) in `dt` from a word: its top d bits times 2⁻ᵈ (`plus` = 1: (0, 1]).
-fn uniform_word(cx: &mut Cx, word: Value, dt: DType, plus: i64) -> Result<Value, String> {
+/// A uniform in `dt` from a word: its top d bits, plus `offset`, times 2⁻ᵈ: on [0, 1) for
+/// offset 0, (0, 1] for 1 (a finite log), (0, 1) for ½.
+fn uniform_word(cx: &mut Cx, word: Value, dt: DType, offset: f64) -> Result<Value, String> {
     let d = digits(dt);
     let top = op_k(cx, TenOp::Div, word, 1 << (32 - d))?;
-    let top = if plus != 0 { op_k(cx, TenOp::Add, top, plus)? } else { top };
     let f = cx.convert(top, acc_dtype(dt))?;
+    let f = if offset != 0.0 { cx.binary_scalar(TenOp::Add, f, offset)? } else { f };
     cx.binary_scalar(TenOp::Mul, f, (-(d as f64)).exp2())
 }
 
 /// Standard normal by Box-Muller from two words, computed in f32 as rng.py (u1 in (0, 1], so
 /// the log is finite).
 fn normal_words(cx: &mut Cx, w: &[Value; 4]) -> Result<Value, String> {
-    let u1 = uniform_word(cx, w[0], DType::F32, 1)?;
-    let u2 = uniform_word(cx, w[1], DType::F32, 0)?;
+    let u1 = uniform_word(cx, w[0], DType::F32, 1.0)?;
+    let u2 = uniform_word(cx, w[1], DType::F32, 0.0)?;
     let l = cx.unary(TenOp::Log, u1)?;
     let r = cx.binary_scalar(TenOp::Mul, l, -2.0)?;
     let r = cx.unary(TenOp::Sqrt, r)?;
@@ -149,11 +151,11 @@ pub fn random(cx: &mut Cx, name: &str) -> Lowered {
     let (seed, stream) = cx.rng_seed()?;
     let w = philox(cx, seed, stream, &dims)?;
     let out = match name {
-        "rand" | "rand_like" => uniform_word(cx, w[0], t.dtype, 0)?,
+        "rand" | "rand_like" => uniform_word(cx, w[0], t.dtype, 0.0)?,
         "randn" | "randn_like" => normal_words(cx, &w)?,
         "uniform" => {
             let (lo, hi) = (number(cx, "from", 0.0)?, number(cx, "to", 1.0)?);
-            let u = uniform_word(cx, w[0], t.dtype, 0)?;
+            let u = uniform_word(cx, w[0], t.dtype, 0.0)?;
             let u = cx.binary_scalar(TenOp::Mul, u, hi - lo)?;
             cx.binary_scalar(TenOp::Add, u, lo)?
         }
@@ -179,14 +181,14 @@ pub fn random(cx: &mut Cx, name: &str) -> Lowered {
         "exponential" => {
             // -ln(u)/λ with u in (0, 1]: finite, and 0 only for u = 1.
             let lambd = number(cx, "lambd", 1.0)?;
-            let u = uniform_word(cx, w[0], DType::F32, 1)?;
+            let u = uniform_word(cx, w[0], DType::F32, 1.0)?;
             let l = cx.unary(TenOp::Log, u)?;
             let v = cx.binary_scalar(TenOp::Mul, l, -1.0 / lambd)?;
             cx.convert(v, dt)?
         }
         "cauchy" => {
             let (median, sigma) = (number(cx, "median", 0.0)?, number(cx, "sigma", 1.0)?);
-            let u = uniform_word(cx, w[0], DType::F32, 0)?;
+            let u = uniform_word(cx, w[0], DType::F32, 0.0)?;
             let a = cx.binary_scalar(TenOp::Sub, u, 0.5)?;
             let a = cx.binary_scalar(TenOp::Mul, a, PI)?;
             let v = cx.unary(TenOp::Tan, a)?;
@@ -195,20 +197,17 @@ pub fn random(cx: &mut Cx, name: &str) -> Lowered {
             cx.convert(v, dt)?
         }
         "geometric" => {
-            // The number of trials to the first success: ⌈ln(u)/ln(1 - p)⌉ with u in (0, 1)
-            // (its top 24 bits and a half), so at least 1.
+            // The number of trials to the first success: ⌈ln(u)/ln(1 - p)⌉ with u in (0, 1),
+            // so at least 1.
             let p = number(cx, "p", 0.5)?;
-            let top = op_k(cx, TenOp::Div, w[0], 1 << 8)?;
-            let u = cx.convert(top, DType::F64)?;
-            let u = cx.binary_scalar(TenOp::Add, u, 0.5)?;
-            let u = cx.binary_scalar(TenOp::Mul, u, (-24f64).exp2())?;
+            let u = uniform_word(cx, w[0], DType::F64, 0.5)?;
             let l = cx.unary(TenOp::Log, u)?;
             let v = cx.binary_scalar(TenOp::Mul, l, 1.0 / (-p).ln_1p())?;
             let v = cx.unary(TenOp::Ceil, v)?;
             cx.convert(v, dt)?
         }
         "bernoulli" | "bernoulli.p" => {
-            let u = uniform_word(cx, w[0], DType::F32, 0)?;
+            let u = uniform_word(cx, w[0], DType::F32, 0.0)?;
             let p = match name {
                 "bernoulli.p" => cx.constf(number(cx, "p", 0.5)?, DType::F32, &dims)?,
                 _ => {
@@ -221,7 +220,7 @@ pub fn random(cx: &mut Cx, name: &str) -> Lowered {
         "native_dropout" => {
             let p = number(cx, "p", 0.5)?;
             let x = cx.arg("input")?;
-            let u = uniform_word(cx, w[0], DType::F32, 0)?;
+            let u = uniform_word(cx, w[0], DType::F32, 0.0)?;
             let pk = cx.constf(p, DType::F32, &dims)?;
             let keep = cx.compare("GE", u, pk)?;
             let scale = if p < 1.0 { 1.0 / (1.0 - p) } else { 0.0 };
@@ -268,7 +267,7 @@ fn rrelu(cx: &mut Cx) -> Lowered {
     }
     let (seed, stream) = cx.rng_seed()?;
     let w = philox(cx, seed, stream, &t.dims)?;
-    let u = uniform_word(cx, w[0], t.dtype, 0)?;
+    let u = uniform_word(cx, w[0], t.dtype, 0.0)?;
     let u = cx.convert(u, dt)?;
     let r = cx.binary_scalar(TenOp::Mul, u, hi - lo)?;
     let r = cx.binary_scalar(TenOp::Add, r, lo)?;
@@ -298,18 +297,12 @@ fn multinomial(cx: &mut Cx) -> Lowered {
     let (seed, stream) = cx.rng_seed()?;
     let idx = if replacement {
         let words = philox(cx, seed, stream, &t.dims)?;
-        let u = uniform_word(cx, words[0], DType::F32, 0)?;
+        let u = uniform_word(cx, words[0], DType::F32, 0.0)?;
         let u = cx.convert(u, dt)?;
         let cdf = cx.emit(TenOp::Cumsum, vec![w], vec![("dim", Attr::Int(last as i64))])?;
-        let mut start: Vec<SymExpr> = vec![SymExpr::Const(0); last + 1];
-        start[last] = SymExpr::plus(n.clone(), SymExpr::Const(-1));
         let mut one = xt.dims.clone();
         one[last] = SymExpr::Const(1);
-        let total = cx.emit(
-            TenOp::Slice,
-            vec![cdf],
-            vec![("start", Attr::dims(start)), ("shape", Attr::dims(one)), ("step", Attr::Ints(vec![1; last + 1]))],
-        )?;
+        let total = slice_dim(cx, cdf, last, SymExpr::plus(n.clone(), SymExpr::Const(-1)), 1, &one)?;
         let total = cx.bcast(total, &t.dims)?;
         let target = cx.emit(TenOp::Mul, vec![u, total], vec![])?;
         // [.., k, n]: each draw against every category's cumulative weight.
@@ -330,11 +323,8 @@ fn multinomial(cx: &mut Cx) -> Lowered {
         op_k(cx, TenOp::Min, count, n - 1)?
     } else {
         let words = philox(cx, seed, stream, &xt.dims)?;
-        // u in (0, 1) (top 24 bits and a half): -ln(u) > 0, so a zero weight gives +inf.
-        let top = op_k(cx, TenOp::Div, words[0], 1 << 8)?;
-        let u = cx.convert(top, dt)?;
-        let u = cx.binary_scalar(TenOp::Add, u, 0.5)?;
-        let u = cx.binary_scalar(TenOp::Mul, u, (-24f64).exp2())?;
+        // u in (0, 1): -ln(u) > 0, so a zero weight gives +inf.
+        let u = uniform_word(cx, words[0], dt, 0.5)?;
         let l = cx.unary(TenOp::Log, u)?;
         let l = cx.unary(TenOp::Neg, l)?;
         let keys = cx.emit(TenOp::Div, vec![l, w], vec![])?;
@@ -345,15 +335,7 @@ fn multinomial(cx: &mut Cx) -> Lowered {
         )?;
         let mut shape = xt.dims.clone();
         shape[last] = SymExpr::Const(k);
-        cx.emit(
-            TenOp::Slice,
-            vec![order],
-            vec![
-                ("start", Attr::dims(vec![SymExpr::Const(0); last + 1])),
-                ("shape", Attr::dims(shape)),
-                ("step", Attr::Ints(vec![1; last + 1])),
-            ],
-        )?
+        slice_dim(cx, order, last, SymExpr::Const(0), 1, &shape)?
     };
     Ok(Some(vec![cx.convert(idx, t.dtype)?]))
 }

@@ -71,7 +71,14 @@ pub(super) fn clamp_bound(v: Option<SymExpr>, size: &SymExpr, dflt: SymExpr) -> 
 }
 
 /// `ten.slice` of `x` along `dim` from `start` with `step`, giving `shape`.
-fn slice_dim(cx: &mut Cx, x: Value, dim: usize, start: SymExpr, step: i64, shape: &[SymExpr]) -> Result<Value, String> {
+pub(super) fn slice_dim(
+    cx: &mut Cx,
+    x: Value,
+    dim: usize,
+    start: SymExpr,
+    step: i64,
+    shape: &[SymExpr],
+) -> Result<Value, String> {
     let xt = cx.tt(x);
     if start == c(0) && step == 1 && xt.dims == shape {
         return Ok(x);

@@ -238,32 +238,18 @@ fn polynomial<T: Float>(kind: SpecialFn, x: T, n: i64) -> T {
             }
             recur(y + y, y + y + one)
         }
-        HermiteH => {
+        HermiteH | HermiteHe => {
             if n == 0 {
                 return one;
             }
             if n > 1 && n > hermite_limit::<T>() {
                 return T::nan();
             }
-            let (mut p, mut q) = (one, x + x);
-            let mut k = 2;
-            while k < n.saturating_mul(2) {
-                let r = (x + x).mul_add(q, -(i::<T>(k) * p));
-                (p, q) = (q, r);
-                k += 2;
-            }
-            q
-        }
-        HermiteHe => {
-            if n == 0 {
-                return one;
-            }
-            if n > 1 && n > hermite_limit::<T>() {
-                return T::nan();
-            }
-            let (mut p, mut q) = (one, x);
+            // H: r = 2x·q - 2k·p from 2x; He: r = x·q - k·p from x.
+            let (a, step) = if kind == HermiteH { (x + x, 2) } else { (x, 1) };
+            let (mut p, mut q) = (one, a);
             for k in 1..n {
-                let r = x.mul_add(q, -(i::<T>(k) * p));
+                let r = a.mul_add(q, -(i::<T>(step * k) * p));
                 (p, q) = (q, r);
             }
             q
