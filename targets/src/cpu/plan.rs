@@ -86,8 +86,9 @@ pub enum Step {
         dim: usize,
         descending: bool,
     },
-    /// A `ten` linalg op over dense buffers, one matrix of the batch at a time (run by the
-    /// runtime on faer: a factorization has no loop nest to generate).
+    /// A `ten` op of class `Routine` over dense buffers, run by the runtime: a linalg op one
+    /// matrix of the batch at a time on faer (a factorization has no loop nest to generate), or
+    /// `ten.special` element by element (its loops run a number of steps that is data).
     Routine(RoutineStep),
 }
 
