@@ -105,6 +105,44 @@ impl Program {
         // (32×64·64×300: 49 µs against 48) and stays there.
         let crate_first =
             (rcs == 1 || (packs && k * n <= 1 << 22)) && blas::crate_kernels_wider() && (k >= 512 || m * n < 1 << 22);
+        // oneDNN's f32 GEMM (`OneDnn`) before the host BLAS: inside torch through torch.compile,
+        // interleaved in one process on an AVX2 EPYC, the MLP case took 0.84x Inductor's time
+        // on it and 0.91x on MKL, BERT-small 0.91x and 0.95x, a GPT-2 block 0.94x and 0.96x. On
+        // rayon's pool (the CLI) the crate splits a product better than blocks of single-threaded
+        // calls do, up to large ones: `ember run` of the GPT-2 block (512×768·768×3072 and
+        // smaller) took 3-5 % longer on oneDNN, the MLP's (2³⁴ multiply-adds each) 10-20 % less.
+        let large = [nb, m, n, k].iter().map(|&d| d as u128).product::<u128>() >= 1 << 32;
+        let dnnl = onednn().filter(|_| dt == DType::F32 && !crate_first && (pool::host_openmp() || large));
+        if let (Some(dnnl), Some(a), Some(b)) = (dnnl, BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n))
+        {
+            let (batch, lbs, rbs) = (&batch, &lbs, &rbs);
+            let part = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
+                let (lo, ro) = batch_offsets(bi, batch, lbs, rbs);
+                let (lo, ro) = (lo + rows.start as isize * lrs, ro + cols.start as isize * rcs);
+                let oo = bi * m * n + rows.start * n + cols.start;
+                // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb); oneDNN
+                // is row-major, so `BlasOperand`'s (trans, ld) read the same layouts.
+                unsafe {
+                    (dnnl.sgemm)(
+                        a.trans as i8,
+                        b.trans as i8,
+                        rows.len() as i64,
+                        cols.len() as i64,
+                        k as i64,
+                        1.0,
+                        (lhs as *const f32).offset(lo),
+                        a.ld as i64,
+                        (rhs as *const f32).offset(ro),
+                        b.ld as i64,
+                        0.0,
+                        (out as *mut f32).add(oo),
+                        n as i64,
+                    );
+                }
+            };
+            dnnl.split([nb, m, n, k], threads, 1 << 22, part);
+            return Ok(());
+        }
         if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32 && !crate_first) {
             if let (Some(a), Some(b)) = (BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n)) {
                 let (batch, lbs, rbs) = (&batch, &lbs, &rbs);
@@ -256,9 +294,9 @@ impl NarrowProduct<'_> {
         }
         // An f32 result accumulates in place; a narrow one in the kept scratch, rounded after.
         let accp = if self.wide_out { self.out } else { acc.as_ptr() as usize };
-        let dnnl = onednn().filter(|_| self.dt == DType::BF16);
-        if let (Some(dnnl), Some(a), Some(b)) =
-            (dnnl, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n))
+        let bf16 = onednn().and_then(|d| d.gemm_bf16).filter(|_| self.dt == DType::BF16);
+        if let (Some(gemm_bf16), Some(a), Some(b)) =
+            (bf16, BlasOperand::of(self.lrs, self.lcs, m, k), BlasOperand::of(self.rrs, self.rcs, k, n))
         {
             // oneDNN multiplies the bf16 operands in place (AVX512-BF16/AMX where the CPU has
             // them: torch's own bf16 GEMM speed) into the f32 accumulator, threading itself.
@@ -273,7 +311,7 @@ impl NarrowProduct<'_> {
                     let (l, r) = ((self.lhs as *const u16).offset(lo), (self.rhs as *const u16).offset(ro));
                     let c = (accp as *mut f32).add(bi * m * n + rows.start * n + cols.start);
                     let (bm, bn) = (rows.len() as i64, cols.len() as i64);
-                    (dnnl.gemm_bf16)(
+                    gemm_bf16(
                         a.trans as _,
                         b.trans as _,
                         bm,
@@ -290,15 +328,7 @@ impl NarrowProduct<'_> {
                     );
                 }
             };
-            // Every call single-threaded, split over the pool (whole products per task when there
-            // are several, else the longer side in blocks of 16, 2 per thread), never oneDNN's own
-            // OpenMP team: its threads spin after each call and slowed the kernels that followed
-            // on rayon's (a GPT-2 block's LayerNorm after a GEMM: 0.1 -> 2.9 ms, measured).
-            match dnnl.omp_set_num_threads.filter(|_| threads > 1 && self.nb * m * n * k >= 1 << 18) {
-                // SAFETY: a per-thread OpenMP setting.
-                Some(one_thread) => split_over_pool(self.nb, m, n, threads, &|| unsafe { one_thread(1) }, product),
-                None => (0..self.nb).for_each(|bi| product(bi, 0..m, 0..n)),
-            }
+            onednn().unwrap().split([self.nb, m, n, k], threads, 1 << 18, product);
         } else {
             // Converted operands: each product's operands widened to dense f32, then the f32 GEMM.
             let blas = HOST_BLAS.get().filter(|_| [m, n, k].iter().all(|&d| d <= i32::MAX as usize));
@@ -366,17 +396,63 @@ impl NarrowProduct<'_> {
     }
 }
 
+/// oneDNN's row-major f32 GEMM (`dnnl_sgemm`).
+pub(super) type DnnlSgemm =
+    unsafe extern "C" fn(i8, i8, i64, i64, i64, f32, *const f32, i64, *const f32, i64, f32, *mut f32, i64) -> i32;
+
 /// oneDNN's row-major bf16 GEMM into f32 (`dnnl_gemm_bf16bf16f32`).
 pub(super) type DnnlGemmBf16 =
     unsafe extern "C" fn(i8, i8, i64, i64, i64, f32, *const u16, i64, *const u16, i64, f32, *mut f32, i64) -> i32;
 
-/// oneDNN, when this process can load it: the bf16 GEMMs' library (the `gemm` crate has no
-/// bf16, and converting operands to f32 halves the speed of CPUs with bf16 instructions).
+/// oneDNN, when this process can load it. Its f32 GEMM's JIT kernels take the CPU's widest
+/// vectors on AMD too, where MKL runs its generic AVX2 code: on an AVX2 EPYC, 2 threads,
+/// 4096×4096·4096×1024 took 223 ms against MKL's 257, 512×768·768×3072 14.4 against 16.3,
+/// 256×256·256×1024 0.89 against 1.00 (medians, interleaved). The bf16 GEMM is the only
+/// one torch's CPU speed comes from (the `gemm` crate has no bf16, and converting operands to
+/// f32 halves the speed of CPUs with bf16 instructions).
 pub(super) struct OneDnn {
     _lib: libloading::Library,
-    gemm_bf16: DnnlGemmBf16,
-    /// The OpenMP runtime oneDNN threads with (its `omp_set_num_threads`, per calling thread).
-    omp_set_num_threads: Option<unsafe extern "C" fn(i32)>,
+    sgemm: DnnlSgemm,
+    /// None where oneDNN has no bf16 GEMM for this CPU.
+    gemm_bf16: Option<DnnlGemmBf16>,
+    /// The OpenMP runtime oneDNN threads with (per calling thread), when found.
+    omp: Option<OneDnnOmp>,
+}
+
+#[derive(Clone, Copy)]
+struct OneDnnOmp {
+    set_num_threads: unsafe extern "C" fn(i32),
+    get_max_threads: unsafe extern "C" fn() -> i32,
+}
+
+impl OneDnn {
+    /// Runs `part(product, rows, cols)` over `nb` products of [m, n] (contraction k), every
+    /// call single-threaded: split over the pool where that pays (as `HostBlas::split`), never
+    /// oneDNN's own OpenMP team outside torch, whose threads spin after each call and slowed the
+    /// kernels that followed on rayon's (a GPT-2 block's LayerNorm after a GEMM: 0.1 -> 2.9 ms).
+    fn split(
+        &self,
+        [nb, m, n, k]: [usize; 4],
+        threads: usize,
+        small: usize,
+        part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync,
+    ) {
+        let Some(omp) = self.omp else {
+            (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
+            return;
+        };
+        if threads < 2 || nb * m * n * k < small {
+            // SAFETY: per-thread OpenMP settings; the caller's is put back (it may be the
+            // user's thread, whose setting torch's own ops read).
+            let prev = unsafe { (omp.get_max_threads)() };
+            unsafe { (omp.set_num_threads)(1) };
+            (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
+            unsafe { (omp.set_num_threads)(prev) };
+            return;
+        }
+        // SAFETY: a per-thread OpenMP setting, on the pool's workers only (`split_over_pool`).
+        split_over_pool(nb, m, n, threads, &|| unsafe { (omp.set_num_threads)(1) }, part);
+    }
 }
 
 /// Where oneDNN is looked for, in order: `$EMBER_ONEDNN` (a path to `libdnnl.so.3`), the
@@ -395,27 +471,29 @@ pub(super) fn onednn() -> Option<&'static OneDnn> {
             .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/ember/venv")));
         paths.extend(venv.map(|v| v.join("lib/libdnnl.so.3")));
         paths.into_iter().find_map(|p| {
-            // SAFETY: oneDNN's initializers have no preconditions; the symbol has the C type above.
+            // SAFETY: oneDNN's initializers have no preconditions; the symbols have the C types
+            // above.
             let lib = unsafe { libloading::Library::new(&p) }.ok()?;
+            let sgemm = *unsafe { lib.get::<DnnlSgemm>(b"dnnl_sgemm") }.ok()?;
             let gemm_bf16 = *unsafe { lib.get::<DnnlGemmBf16>(b"dnnl_gemm_bf16bf16f32") }.ok()?;
             // Found through the library's dependencies (libgomp for the gomp build).
-            let omp_set_num_threads =
-                unsafe { lib.get::<unsafe extern "C" fn(i32)>(b"omp_set_num_threads") }.ok().map(|f| *f);
+            let omp = (|| unsafe {
+                Some(OneDnnOmp {
+                    set_num_threads: *lib.get::<unsafe extern "C" fn(i32)>(b"omp_set_num_threads").ok()?,
+                    get_max_threads: *lib.get::<unsafe extern "C" fn() -> i32>(b"omp_get_max_threads").ok()?,
+                })
+            })();
             // oneDNN implements the bf16 GEMM only where the CPU has AVX-512 (no AVX512-BF16
             // needed); elsewhere it returns `dnnl_unimplemented` and leaves C as it was, so a
             // 1×1×1 product decides once whether it runs here.
             let (one, mut c) = (0x3F80u16, 0f32);
             // SAFETY: 1×1 operands and result, leading dims 1.
             let status = unsafe { gemm_bf16(b'N' as i8, b'N' as i8, 1, 1, 1, 1.0, &one, 1, &one, 1, 0.0, &mut c, 1) };
-            (status == 0 && c == 1.0).then_some(OneDnn { _lib: lib, gemm_bf16, omp_set_num_threads })
+            let gemm_bf16 = (status == 0 && c == 1.0).then_some(gemm_bf16);
+            Some(OneDnn { _lib: lib, sgemm, gemm_bf16, omp })
         })
     })
     .as_ref()
-}
-
-/// Whether f16/bf16 GEMMs find oneDNN (bf16 runs on it; f16 and the rest widen to f32).
-pub fn onednn_loaded() -> bool {
-    onednn().is_some()
 }
 
 /// The [rows, cols] matrix at element offset `off` of the 2-byte buffer `base` (strides `rs`,

@@ -12,10 +12,9 @@ use std::path::Path;
 
 mod manifest;
 pub use manifest::{IoInfo, Manifest, SymbolInfo, WeightInfo};
+mod blas;
 mod exec;
 mod gemm;
-pub use gemm::onednn_loaded;
-mod blas;
 pub use blas::{host_blas, set_host_blas, HostBlas};
 mod linalg;
 mod pool;
