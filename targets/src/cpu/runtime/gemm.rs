@@ -112,14 +112,16 @@ impl Program {
         // calls do, up to large ones: `ember run` of the GPT-2 block (512×768·768×3072 and
         // smaller) took 3-5 % longer on oneDNN, the MLP's (2³⁴ multiply-adds each) 10-20 % less.
         let large = [nb, m, n, k].iter().map(|&d| d as u128).product::<u128>() >= 1 << 32;
+        // Element offsets of block [rows, cols] of product bi in the lhs, the rhs and the output.
+        let block = |bi: usize, rows: &std::ops::Range<usize>, cols: &std::ops::Range<usize>| {
+            let (lo, ro) = batch_offsets(bi, &batch, &lbs, &rbs);
+            (lo + rows.start as isize * lrs, ro + cols.start as isize * rcs, bi * m * n + rows.start * n + cols.start)
+        };
         let dnnl = onednn().filter(|_| dt == DType::F32 && !crate_first && (pool::host_openmp() || large));
         if let (Some(dnnl), Some(a), Some(b)) = (dnnl, BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n))
         {
-            let (batch, lbs, rbs) = (&batch, &lbs, &rbs);
             let part = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
-                let (lo, ro) = batch_offsets(bi, batch, lbs, rbs);
-                let (lo, ro) = (lo + rows.start as isize * lrs, ro + cols.start as isize * rcs);
-                let oo = bi * m * n + rows.start * n + cols.start;
+                let (lo, ro, oo) = block(bi, &rows, &cols);
                 // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb); oneDNN
                 // is row-major, so `BlasOperand`'s (trans, ld) read the same layouts.
                 unsafe {
@@ -145,11 +147,8 @@ impl Program {
         }
         if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32 && !crate_first) {
             if let (Some(a), Some(b)) = (BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n)) {
-                let (batch, lbs, rbs) = (&batch, &lbs, &rbs);
                 let part = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
-                    let (lo, ro) = batch_offsets(bi, batch, lbs, rbs);
-                    let (lo, ro) = (lo + rows.start as isize * lrs, ro + cols.start as isize * rcs);
-                    let oo = bi * m * n + rows.start * n + cols.start;
+                    let (lo, ro, oo) = block(bi, &rows, &cols);
                     // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb).
                     unsafe {
                         let (l, r) =
