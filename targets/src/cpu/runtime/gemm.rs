@@ -449,6 +449,14 @@ impl OneDnn {
             unsafe { (omp.set_num_threads)(prev) };
             return;
         }
+        // On torch's OpenMP team (oneDNN's libgomp is torch's: one soname, loaded once) a product
+        // with fewer tasks than threads is one threaded call, which packs each operand panel
+        // once: blocks of single-threaded calls each packed the whole rhs (GPT-2 LM's
+        // 1024×8192·8192×512 logits gradient: 89 ms in 4 blocks).
+        if nb < threads && pool::host_openmp() {
+            (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
+            return;
+        }
         // SAFETY: a per-thread OpenMP setting, on the pool's workers only (`split_over_pool`).
         split_over_pool(nb, m, n, threads, &|| unsafe { (omp.set_num_threads)(1) }, part);
     }
