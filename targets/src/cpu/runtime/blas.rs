@@ -2,7 +2,6 @@
 //! registration and the call glue, with operands given as (trans, ld) of a strided matrix. A
 //! process-wide table, so it lives apart from any one program.
 
-use super::gemm::split_over_pool;
 use ember_ir::types::DType;
 
 /// A Fortran-interface BLAS GEMM (`sgemm_`/`dgemm_`, LP64): column-major, arguments by pointer.
@@ -105,52 +104,12 @@ impl BlasOperand {
 }
 
 impl HostBlas {
-    /// Runs `part(product, rows, cols)` over `nb` products of [m, n] (contraction k): whole
-    /// products per rayon task when there are several, else each product's rows or columns
-    /// split over the pool, every call single-threaded. Without `threads_local` the BLAS
-    /// threads itself and every product runs on the calling thread.
-    pub(super) fn split(
-        &self,
-        nb: usize,
-        m: usize,
-        n: usize,
-        k: usize,
-        threads: usize,
-        part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync,
-    ) {
-        let Some(local) = self.threads_local else {
-            (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
-            return;
-        };
-        // Handing a product to the pool costs more than it saves below ~2^22 multiply-adds (a
-        // sleeping worker's wake-up: a 2^21 one took 168 µs split, 58 µs on the calling thread),
-        // and MKL's own threads must stay idle (see above): one thread, here. The caller's thread
-        // is the user's (torch's own matmuls run on it too), so its setting is put back after.
-        if threads < 2 || nb * m * n * k < 1 << 22 {
-            // SAFETY: `set_host_blas`'s contract; a thread-local setting, returning the previous one.
-            let prev = unsafe { local(1) };
-            (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
-            unsafe { local(prev) };
-            return;
-        }
-        // On torch's OpenMP team (`pool`) MKL's own threads are the pool's, so nothing spins
-        // against Ember's kernels, and MKL splits one product better than row blocks do (BERT's
-        // 256×1024×256: 0.36 ms threaded, 0.45-0.55 split). Batches of products stay one per task.
-        if nb < threads && super::pool::host_openmp() {
-            (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
-            return;
-        }
-        // SAFETY: `set_host_blas`'s contract; a thread-local setting, idempotent.
-        split_over_pool(
-            nb,
-            m,
-            n,
-            threads,
-            &|| {
-                unsafe { local(1) };
-            },
-            part,
-        );
+    /// Sets the calling thread's BLAS thread count and returns the previous one
+    /// (`gemm::split_calls`); None where the BLAS has no per-thread setting: it then threads
+    /// itself and every product runs on the calling thread.
+    pub(super) fn set_threads(&self) -> Option<impl Fn(i32) -> i32 + Sync> {
+        // SAFETY: `set_host_blas`'s contract; a thread-local setting, returning the previous one.
+        self.threads_local.map(|local| move |t| unsafe { local(t) })
     }
 
     /// dst[m, n] (row-major, row stride ldd) = lhs[m, k] · rhs[k, n]. Column-major BLAS computes

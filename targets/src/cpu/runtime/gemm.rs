@@ -142,7 +142,7 @@ impl Program {
                     );
                 }
             };
-            dnnl.split([nb, m, n, k], threads, 1 << 22, part);
+            split_calls([nb, m, n, k], threads, 1 << 22, dnnl.set_threads(), part);
             return Ok(());
         }
         if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32 && !crate_first) {
@@ -156,7 +156,7 @@ impl Program {
                         blas.run(dt, rows.len(), cols.len(), k, l, a, r, b, (out as *mut u8).add(oo * es), n);
                     }
                 };
-                blas.split(nb, m, n, k, threads, part);
+                split_calls([nb, m, n, k], threads, 1 << 22, blas.set_threads(), part);
                 return Ok(());
             }
         }
@@ -327,7 +327,7 @@ impl NarrowProduct<'_> {
                     );
                 }
             };
-            onednn().unwrap().split([self.nb, m, n, k], threads, 1 << 18, product);
+            split_calls([self.nb, m, n, k], threads, 1 << 18, onednn().unwrap().set_threads(), product);
         } else {
             // Converted operands: each product's operands widened to dense f32, then the f32 GEMM.
             let blas = HOST_BLAS.get().filter(|_| [m, n, k].iter().all(|&d| d <= i32::MAX as usize));
@@ -425,40 +425,17 @@ struct OneDnnOmp {
 }
 
 impl OneDnn {
-    /// Runs `part(product, rows, cols)` over `nb` products of [m, n] (contraction k), every
-    /// call single-threaded: split over the pool where that pays (as `HostBlas::split`), never
-    /// oneDNN's own OpenMP team outside torch, whose threads spin after each call and slowed the
-    /// kernels that followed on rayon's (a GPT-2 block's LayerNorm after a GEMM: 0.1 -> 2.9 ms).
-    fn split(
-        &self,
-        [nb, m, n, k]: [usize; 4],
-        threads: usize,
-        small: usize,
-        part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync,
-    ) {
-        let Some(omp) = self.omp else {
-            (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
-            return;
-        };
-        if threads < 2 || nb * m * n * k < small {
-            // SAFETY: per-thread OpenMP settings; the caller's is put back (it may be the
-            // user's thread, whose setting torch's own ops read).
-            let prev = unsafe { (omp.get_max_threads)() };
-            unsafe { (omp.set_num_threads)(1) };
-            (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
-            unsafe { (omp.set_num_threads)(prev) };
-            return;
-        }
-        // On torch's OpenMP team (oneDNN's libgomp is torch's: one soname, loaded once) a product
-        // with fewer tasks than threads is one threaded call, which packs each operand panel
-        // once: blocks of single-threaded calls each packed the whole rhs (GPT-2 LM's
-        // 1024×8192·8192×512 logits gradient: 89 ms in 4 blocks).
-        if nb < threads && pool::host_openmp() {
-            (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
-            return;
-        }
-        // SAFETY: a per-thread OpenMP setting, on the pool's workers only (`split_over_pool`).
-        split_over_pool(nb, m, n, threads, &|| unsafe { (omp.set_num_threads)(1) }, part);
+    /// Sets the calling thread's OpenMP thread count for oneDNN and returns the previous one
+    /// (`split_calls`), where its OpenMP runtime was found.
+    fn set_threads(&self) -> Option<impl Fn(i32) -> i32 + Sync> {
+        // SAFETY: per-thread OpenMP settings of the runtime oneDNN was loaded with.
+        self.omp.map(|omp| {
+            move |t| unsafe {
+                let prev = (omp.get_max_threads)();
+                (omp.set_num_threads)(t);
+                prev
+            }
+        })
     }
 }
 
@@ -538,6 +515,53 @@ pub(super) fn narrow_into(dt: DType, src: &[f32], dst: &mut [u16]) {
     } else {
         dst.reinterpret_cast_mut::<half::f16>().convert_from_f32_slice(src);
     }
+}
+
+/// Runs `part(product, rows, cols)` over `nb` products of [m, n] (contraction k) through a
+/// library that threads itself (MKL, oneDNN), every call single-threaded where `set_threads`
+/// can say so. Without it every product runs on the calling thread, threaded by the library.
+pub(super) fn split_calls(
+    [nb, m, n, k]: [usize; 4],
+    threads: usize,
+    small: usize,
+    set_threads: Option<impl Fn(i32) -> i32 + Sync>,
+    part: impl Fn(usize, std::ops::Range<usize>, std::ops::Range<usize>) + Sync,
+) {
+    let Some(set_threads) = set_threads else {
+        (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
+        return;
+    };
+    // Handing a product to the pool costs more than it saves below `small` multiply-adds (a
+    // sleeping worker's wake-up: a 2^21 one took 168 µs split, 58 µs on the calling thread), and
+    // the library's own threads must stay idle: their OpenMP team spins after each call and
+    // slowed the kernels that followed on rayon's (a GPT-2 block's LayerNorm after a GEMM: 0.1 ->
+    // 2.9 ms). One thread, here; the caller's thread is the user's (torch's own matmuls run on
+    // it too), so its setting is put back after.
+    if threads < 2 || nb * m * n * k < small {
+        let prev = set_threads(1);
+        (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
+        set_threads(prev);
+        return;
+    }
+    // On torch's OpenMP team (`pool`) the library's threads are the team's (oneDNN's libgomp is
+    // torch's: one soname, loaded once), so nothing spins against Ember's kernels, and one
+    // threaded call splits a product better than row blocks, which each pack the whole rhs
+    // (BERT's 256×1024×256 on MKL: 0.36 ms threaded, 0.45-0.55 split; GPT-2 LM's 1024×8192·
+    // 8192×512 logits gradient on oneDNN: 89 ms in 4 blocks). Batches stay one product per task.
+    if nb < threads && pool::host_openmp() {
+        (0..nb).for_each(|bi| part(bi, 0..m, 0..n));
+        return;
+    }
+    split_over_pool(
+        nb,
+        m,
+        n,
+        threads,
+        &|| {
+            set_threads(1);
+        },
+        part,
+    );
 }
 
 /// Runs `part(product, rows, cols)` over `nb` products of [m, n] on the pool, each task

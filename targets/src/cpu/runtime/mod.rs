@@ -152,7 +152,7 @@ impl Arena {
 
     /// Words before slot `s`'s data: a different multiple of 64 bytes per slot.
     fn skew(s: usize) -> usize {
-        (s % 31 + 1) * 8
+        (s % 31 + 1) * LINE_WORDS
     }
 
     /// Slot `s`'s data: 64-byte aligned.
@@ -161,7 +161,7 @@ impl Arena {
         let addr = slot.as_ptr() as usize;
         let lead = (addr.next_multiple_of(LINE_WORDS * 8) - addr) / 8;
         let p = slot[lead + Arena::skew(s)..].as_mut_ptr() as *mut u8;
-        debug_assert!((p as usize).is_multiple_of(64));
+        debug_assert!((p as usize).is_multiple_of(LINE_WORDS * 8));
         p
     }
 }
