@@ -30,9 +30,11 @@ setup-venv:
 build:
 	cargo build -p ember-tools
 
-# The extension shares cargo's target dir, so an unchanged tree rebuilds nothing.
+# The extension shares cargo's target dir, so an unchanged tree rebuilds nothing. Release, as the
+# wheel ships it: `make wheel` then reuses these artifacts instead of compiling the crate again,
+# and the Python tests run the compiler at the speed users get.
 setup-python-ext:
-	@cd tools/python && VIRTUAL_ENV=$(VENV) $(VENV)/bin/maturin develop -q 2>&1 | grep -v "^📦\|^🔗\|^🐍\|^⚠️" || true
+	@cd tools/python && VIRTUAL_ENV=$(VENV) $(VENV)/bin/maturin develop -q --release 2>&1 | grep -v "^📦\|^🔗\|^🐍\|^⚠️" || true
 	@$(PY) -c "import ember; ember.version()" && echo "setup: Python package ember installed"
 	@$(PY) -m ember.deferred.native >/dev/null && echo "setup: native eager recorder built (ember.eager)"
 

@@ -117,9 +117,19 @@ impl Program {
             let (lo, ro) = batch_offsets(bi, &batch, &lbs, &rbs);
             (lo + rows.start as isize * lrs, ro + cols.start as isize * rcs, bi * m * n + rows.start * n + cols.start)
         };
-        let dnnl = onednn().filter(|_| dt == DType::F32 && !crate_first && (pool::host_openmp() || large));
-        if let (Some(dnnl), Some(a), Some(b)) = (dnnl, BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n))
-        {
+        let (a, b) = (BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n));
+        // oneDNN's product of two row-major operands is slow for short lhs where MKL's is not
+        // (inside torch, interleaved: 256×4096·4096×4096 110 ms against 73, 256×1024·1024×1024
+        // 7.0 against 4.3, 64×4096·4096×4096 25 against 20; from 384 rows on they tie or oneDNN
+        // wins: 1024×2048·2048×2048 53 against 61): an MLP's input gradient takes it.
+        let row_major_short = m <= 256 && matches!((a, b), (Some(a), Some(b)) if a.trans == b'N' && b.trans == b'N');
+        let dnnl = onednn().filter(|_| {
+            dt == DType::F32
+                && !crate_first
+                && (pool::host_openmp() || large)
+                && !(row_major_short && HOST_BLAS.get().is_some() && fits_i32)
+        });
+        if let (Some(dnnl), Some(a), Some(b)) = (dnnl, a, b) {
             let part = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
                 let (lo, ro, oo) = block(bi, &rows, &cols);
                 // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb); oneDNN
@@ -146,7 +156,7 @@ impl Program {
             return Ok(());
         }
         if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32 && !crate_first) {
-            if let (Some(a), Some(b)) = (BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n)) {
+            if let (Some(a), Some(b)) = (a, b) {
                 let part = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
                     let (lo, ro, oo) = block(bi, &rows, &cols);
                     // SAFETY: offsets stay inside the operands (rows < m, cols < n, bi < nb).
