@@ -621,3 +621,55 @@ fn compile_with_ir(text: &str, name: &str) -> (Program, String) {
     std::fs::remove_dir_all(&out).unwrap();
     (p, ll)
 }
+
+#[test]
+fn outer_loops_with_static_trip_counts_stay_loops() {
+    // A ResNet's batch norm + ReLU backward on channels-last activations, as torch.compile hands
+    // it over: LLVM fully unrolled the loops around its short rows (16 columns) into
+    // 3,200-instruction blocks whose scheduling took 2 s of a 2.2 s compile, for no speed.
+    let text = std::fs::read_to_string(testdata().join("cpu/bn_relu_backward_nhwc.mlir")).unwrap();
+    let (p, ll) = compile_with_ir(&text, "rolled-outer");
+    let longest = ll.split("\n\n").map(|block| block.lines().count()).max().unwrap_or(0);
+    assert!(longest < 400, "a basic block of {longest} lines: an outer loop was unrolled");
+    let (n, c) = (16 * 16 * 16, 128);
+    let v = |seed: usize, len: usize| -> Vec<f32> {
+        (0..len).map(|i| (((i * 7919 + seed) % 1000) as f32 - 400.0) / 500.0).collect()
+    };
+    let relu: Vec<f32> = v(1, n * c).iter().map(|x| x.max(0.0)).collect();
+    let (g, x, mean) = (v(2, n * c), v(3, n * c), v(4, c));
+    let invstd: Vec<f32> = v(5, c).iter().map(|s| 1.0 + s.abs()).collect();
+    let weight = v(6, c);
+    let outs = p
+        .run(&[
+            f32_nd(&[16, 16, 16, 128], &relu),
+            f32_nd(&[], &[0.0]),
+            f32_nd(&[16, 16, 16, 128], &g),
+            f32_nd(&[16, 16, 16, 128], &x),
+            f32_nd(&[1, 128, 1, 1], &mean),
+            f32_nd(&[128], &invstd),
+            f32_nd(&[128], &weight),
+        ])
+        .unwrap();
+    let (sum_g, sum_gx, dx) = (f32s(&outs[0]), f32s(&outs[1]), f32s(&outs[2]));
+    // Channels-last: element i is channel i % 128.
+    let masked = |i: usize| if relu[i] <= 0.0 { 0.0 } else { g[i] as f64 };
+    let (mut sg, mut sgx) = (vec![0f64; c], vec![0f64; c]);
+    for i in 0..n * c {
+        sg[i % c] += masked(i);
+        sgx[i % c] += masked(i) * (x[i] - mean[i % c]) as f64;
+    }
+    for ch in 0..c {
+        assert!((sum_g[ch] as f64 - sg[ch]).abs() <= 1e-3 * (1.0 + sg[ch].abs()), "sum of g, channel {ch}");
+        assert!(
+            (sum_gx[ch] as f64 - sgx[ch]).abs() <= 1e-3 * (1.0 + sgx[ch].abs()),
+            "sum of g (x - mean), channel {ch}"
+        );
+    }
+    for i in 0..n * c {
+        let ch = i % c;
+        let (is, nf) = (invstd[ch] as f64, n as f64);
+        let want =
+            (masked(i) - (x[i] - mean[ch]) as f64 * sgx[ch] / nf * is * is - sg[ch] / nf) * is * weight[ch] as f64;
+        assert!((dx[i] as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()), "dx at {i}: {} against {want}", dx[i]);
+    }
+}

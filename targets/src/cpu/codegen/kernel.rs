@@ -525,6 +525,12 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             // scalar code is rarely re-vectorized (masked softmax scores, RoPE's sin/cos).
             let short = dims[idx.len()].as_const().is_some_and(|n| (8..=64).contains(&n));
             self.rolled_next = self.rolled_inner || short;
+        } else {
+            // Nor are the loops around it unrolled: once the short row inside is vectorized and
+            // unrolled, LLVM fully unrolls each static outer loop in turn (a ResNet's batch norm
+            // backward over [16, 128, 16, 16]: 3,200-instruction blocks whose scheduling took 2 s
+            // of a 2.2 s compile; its training graphs 8.2 -> 2.7 s, the kernels as fast).
+            self.rolled_next = true;
         }
         self.for_loop(lo, hi, &mut |k, i| {
             idx.push(i);

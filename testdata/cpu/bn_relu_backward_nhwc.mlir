@@ -1,0 +1,40 @@
+// RUN: opt %s --passes=canonicalize,torch-to-ten,cse,dce,fuse --trace
+// A ResNet's batch norm + ReLU backward on channels-last activations as torch.compile hands it over (tools/tests/cpu/kernels.rs compiles and runs it).
+module attributes {torch.schema = "8.20", torch.version = "2.15.0+cu132"} {
+  func.func @main(%arg0: tensor<16x16x16x128xf32> {ember.input = "relu_5"}, %arg1: tensor<f32> {ember.input = "scalar_tensor"}, %arg2: tensor<16x16x16x128xf32> {ember.input = "getitem_43"}, %arg3: tensor<16x16x16x128xf32> {ember.input = "convolution_5"}, %arg4: tensor<1x128x1x1xf32> {ember.input = "unsqueeze_26"}, %arg5: tensor<128xf32> {ember.input = "getitem_27"}, %arg6: tensor<128xf32> {ember.input = "primals_36"}) -> (tensor<128xf32> {ember.output = "sum_6"}, tensor<128xf32> {ember.output = "sum_7"}, tensor<16x16x16x128xf32> {ember.output = "permute_default_3"}) {
+    %0 = "torch.aten.permute"(%arg0) {dims = array<i64: 0, 3, 1, 2>} : (tensor<16x16x16x128xf32>) -> tensor<16x128x16x16xf32> loc("permute_default")
+    %1 = "torch.aten.permute"(%arg2) {dims = array<i64: 0, 3, 1, 2>} : (tensor<16x16x16x128xf32>) -> tensor<16x128x16x16xf32> loc("permute_default_1")
+    %2 = "torch.aten.permute"(%arg3) {dims = array<i64: 0, 3, 1, 2>} : (tensor<16x16x16x128xf32>) -> tensor<16x128x16x16xf32> loc("permute_default_2")
+    %3 = "torch.aten.alias"(%0) : (tensor<16x128x16x16xf32>) -> tensor<16x128x16x16xf32> loc("alias_5")
+    %4 = "torch.aten.alias"(%3) : (tensor<16x128x16x16xf32>) -> tensor<16x128x16x16xf32> loc("alias_10")
+    %5 = "torch.aten.le.Scalar"(%4) {other = 0 : i64} : (tensor<16x128x16x16xf32>) -> tensor<16x128x16x16xi1> loc("le_2")
+    %6 = "torch.aten.where.self"(%5, %arg1, %1) : (tensor<16x128x16x16xi1>, tensor<f32>, tensor<16x128x16x16xf32>) -> tensor<16x128x16x16xf32> loc("where_2")
+    %7 = "torch.aten.sum.dim_IntList"(%6) {dim = array<i64: 0, 2, 3>, keepdim = false} : (tensor<16x128x16x16xf32>) -> tensor<128xf32> loc("sum_6")
+    %8 = "torch.aten.sub.Tensor"(%2, %arg4) {alpha = 1 : i64} : (tensor<16x128x16x16xf32>, tensor<1x128x1x1xf32>) -> tensor<16x128x16x16xf32> loc("sub_8")
+    %9 = "torch.aten.mul.Tensor"(%6, %8) : (tensor<16x128x16x16xf32>, tensor<16x128x16x16xf32>) -> tensor<16x128x16x16xf32> loc("mul_18")
+    %10 = "torch.aten.sum.dim_IntList"(%9) {dim = array<i64: 0, 2, 3>, keepdim = false} : (tensor<16x128x16x16xf32>) -> tensor<128xf32> loc("sum_7")
+    %11 = "torch.aten.scalar_tensor"() {dtype = f32, s = 0.000244140625 : f64} : () -> tensor<f32> loc("mul_19")
+    %12 = "torch.aten.mul.Tensor"(%7, %11) : (tensor<128xf32>, tensor<f32>) -> tensor<128xf32> loc("mul_19")
+    %13 = "torch.aten.unsqueeze"(%12) {dim = 0 : i64} : (tensor<128xf32>) -> tensor<1x128xf32> loc("unsqueeze_27")
+    %14 = "torch.aten.unsqueeze"(%13) {dim = 2 : i64} : (tensor<1x128xf32>) -> tensor<1x128x1xf32> loc("unsqueeze_28")
+    %15 = "torch.aten.unsqueeze"(%14) {dim = 3 : i64} : (tensor<1x128x1xf32>) -> tensor<1x128x1x1xf32> loc("unsqueeze_29")
+    %16 = "torch.aten.scalar_tensor"() {dtype = f32, s = 0.000244140625 : f64} : () -> tensor<f32> loc("mul_20")
+    %17 = "torch.aten.mul.Tensor"(%10, %16) : (tensor<128xf32>, tensor<f32>) -> tensor<128xf32> loc("mul_20")
+    %18 = "torch.aten.mul.Tensor"(%arg5, %arg5) : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32> loc("mul_21")
+    %19 = "torch.aten.mul.Tensor"(%17, %18) : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32> loc("mul_22")
+    %20 = "torch.aten.unsqueeze"(%19) {dim = 0 : i64} : (tensor<128xf32>) -> tensor<1x128xf32> loc("unsqueeze_30")
+    %21 = "torch.aten.unsqueeze"(%20) {dim = 2 : i64} : (tensor<1x128xf32>) -> tensor<1x128x1xf32> loc("unsqueeze_31")
+    %22 = "torch.aten.unsqueeze"(%21) {dim = 3 : i64} : (tensor<1x128x1xf32>) -> tensor<1x128x1x1xf32> loc("unsqueeze_32")
+    %23 = "torch.aten.mul.Tensor"(%arg5, %arg6) : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32> loc("mul_23")
+    %24 = "torch.aten.unsqueeze"(%23) {dim = 0 : i64} : (tensor<128xf32>) -> tensor<1x128xf32> loc("unsqueeze_33")
+    %25 = "torch.aten.unsqueeze"(%24) {dim = 2 : i64} : (tensor<1x128xf32>) -> tensor<1x128x1xf32> loc("unsqueeze_34")
+    %26 = "torch.aten.unsqueeze"(%25) {dim = 3 : i64} : (tensor<1x128x1xf32>) -> tensor<1x128x1x1xf32> loc("unsqueeze_35")
+    %27 = "torch.aten.mul.Tensor"(%8, %22) : (tensor<16x128x16x16xf32>, tensor<1x128x1x1xf32>) -> tensor<16x128x16x16xf32> loc("mul_24")
+    %28 = "torch.aten.sub.Tensor"(%6, %27) {alpha = 1 : i64} : (tensor<16x128x16x16xf32>, tensor<16x128x16x16xf32>) -> tensor<16x128x16x16xf32> loc("sub_10")
+    %29 = "torch.aten.sub.Tensor"(%28, %15) {alpha = 1 : i64} : (tensor<16x128x16x16xf32>, tensor<1x128x1x1xf32>) -> tensor<16x128x16x16xf32> loc("sub_11")
+    %30 = "torch.aten.mul.Tensor"(%29, %26) : (tensor<16x128x16x16xf32>, tensor<1x128x1x1xf32>) -> tensor<16x128x16x16xf32> loc("mul_25")
+    %31 = "torch.aten.clone"(%30) {memory_format = "channels_last"} : (tensor<16x128x16x16xf32>) -> tensor<16x128x16x16xf32> loc("clone_default")
+    %32 = "torch.aten.permute"(%31) {dims = array<i64: 0, 2, 3, 1>} : (tensor<16x128x16x16xf32>) -> tensor<16x16x16x128xf32> loc("permute_default_3")
+    return %7, %10, %32 : tensor<128xf32>, tensor<128xf32>, tensor<16x16x16x128xf32>
+  }
+}
