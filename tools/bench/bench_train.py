@@ -155,11 +155,12 @@ def table(rows: list[dict]) -> str:
         cratio = m["compile_s"] / i["compile_s"] if "compile_s" in m and i.get("compile_s") else None
         st = m.get("stats", {})
         graphs = f"{st.get('compiled', 0) + st.get('cache_hits', 0)} ({st.get('backward', 0)})" if st else "-"
+        own = f" ({st['compile_seconds']:.1f})" if "compile_seconds" in st else ""
         dloss = abs(m["first_loss"] - e["first_loss"]) / max(abs(e["first_loss"]), 1e-30) if "first_loss" in m and "first_loss" in e else None
         lines.append(
             f"| {r['case']} | {fmt(e, 'ms', '.1f')} | {fmt(i, 'ms', '.1f')} | {fmt(m, 'ms', '.1f')} | "
             f"{'-' if ratio is None else f'**{ratio:.2f}**'} | {'-' if vs_eager is None else f'{vs_eager:.2f}'} | "
-            f"{fmt(i, 'compile_s', '.1f')} | {fmt(m, 'compile_s', '.1f')} | {'-' if cratio is None else f'{cratio:.2f}'} | "
+            f"{fmt(i, 'compile_s', '.1f')} | {fmt(m, 'compile_s', '.1f')}{own} | {'-' if cratio is None else f'{cratio:.2f}'} | "
             f"{graphs} | {st.get('fallbacks', '-') if st else '-'} | {'-' if dloss is None else f'{dloss:.1e}'} |"
         )
     return "\n".join(lines)
@@ -234,7 +235,9 @@ def main() -> int:
             f"- fp32 (`_bf16` cases: the forward and loss under bf16 autocast), {THREADS} threads; each case and backend in a fresh process with empty compile caches; median of {args.steps} steps after 1 + 3 warm-up steps; "
             f"{args.rounds} rounds (eager, Inductor, Ember, eager, ...), each backend's faster round kept (its compile time from that round)",
             "- a step: zero_grad, forward, loss, backward, optimizer step (the optimizer step is not compiled)",
-            "- compile s = first step minus the median step (Dynamo, AOT Autograd and the backend's compiler)",
+            "- compile s = first step minus the median step (Dynamo, AOT Autograd and the backend's compiler); "
+            "in parentheses the seconds Ember itself took (`ember.backend.stats[\"compile_seconds\"]`: partitioning, export, "
+            "compiling the graphs AOT Autograd handed it), the rest being Dynamo's and AOT Autograd's, which Inductor spends too",
             f"- 1-min load average at start / end: {load0:.2f} / {load1:.2f} (the machine is shared: compare ratios within this run)",
             *notes,
             "",
