@@ -40,7 +40,7 @@ fn epilogue(op: Option<TenOp>) -> bool {
 }
 
 pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut Trace) -> Result<(), String> {
-    let ops: Vec<OpId> = m.block(entry).ops.clone();
+    let ops: Vec<OpId> = hoisted(m, &m.block(entry).ops);
     let pos: HashMap<OpId, usize> = ops.iter().enumerate().map(|(i, &o)| (o, i)).collect();
     let producer = |m: &Module, v: Value| -> Option<OpId> {
         match m.value(v).def {
@@ -194,26 +194,56 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
             && users(o).len() == 1
             && m.op(o).operands.iter().all(|&v| producer(m, v).is_none_or(|p| is_free(m.op(p).ten())))
     };
+    //    Any other layout op read by one loop op joins its reader's group too, its operands
+    //    checked there: a broadcast of a per-channel value computed in one group (a batch norm
+    //    backward's mean gradient) does not end the chain of another group that reads it.
+    let deferred: std::collections::HashSet<OpId> = ops
+        .iter()
+        .copied()
+        .filter(|&o| {
+            is_layout(m.op(o).ten())
+                && !group_of.contains_key(&o)
+                && !pullable(m, o)
+                && matches!(users(o)[..], [u] if loopable(m.op(u).ten()) && !group_of.contains_key(&u))
+        })
+        .collect();
+    // The producers `o` reads through its deferred layout chains.
+    let sources = |m: &Module, o: OpId, group_of: &HashMap<OpId, usize>| -> Vec<OpId> {
+        let mut out = Vec::new();
+        let mut stack: Vec<OpId> = m.op(o).operands.iter().filter_map(|&v| producer(m, v)).collect();
+        while let Some(p) = stack.pop() {
+            if deferred.contains(&p) && !group_of.contains_key(&p) {
+                stack.extend(m.op(p).operands.iter().filter_map(|&v| producer(m, v)));
+            } else if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out
+    };
     for &o in &ops {
-        if group_of.contains_key(&o) || !loopable(m.op(o).ten()) || pullable(m, o) {
+        if group_of.contains_key(&o) || !loopable(m.op(o).ten()) || pullable(m, o) || deferred.contains(&o) {
             continue;
         }
         // The loop groups of its operands, latest producer first: a chain whose first operand
         // comes from an older group (BatchNorm's backward, `x - mean` long before the chain
         // that reads it) continues the group of its latest link.
-        let mut targets: Vec<(usize, usize)> = m
-            .op(o)
-            .operands
+        let reads = sources(m, o, &group_of);
+        let mut targets: Vec<(usize, usize)> = reads
             .iter()
-            .filter_map(|&v| producer(m, v))
-            .filter_map(|p| group_of.get(&p).filter(|&&gi| groups[gi].0 == "loop").map(|&gi| (pos[&p], gi)))
+            .filter_map(|p| group_of.get(p).filter(|&&gi| groups[gi].0 == "loop").map(|&gi| (pos[p], gi)))
             .collect();
         targets.sort_by(|a, b| b.cmp(a));
+        // Where a group is emitted: at the op that started it (step 3).
+        let emitted_at = |gi: usize| pos[&groups[gi].1[0]];
         let join = targets.into_iter().map(|(_, gi)| gi).find(|&gi| {
             let first = groups[gi].1.iter().map(|x| pos[x]).min().unwrap();
-            m.op(o).operands.iter().all(|&v| match producer(m, v) {
-                None => true,
-                Some(p) => group_of.get(&p) == Some(&gi) || pos[&p] < first || is_free(m.op(p).ten()) || pullable(m, p),
+            reads.iter().all(|&p| {
+                group_of.get(&p) == Some(&gi)
+                    || pos[&p] < first
+                    || is_free(m.op(p).ten())
+                    || pullable(m, p)
+                    || group_of.get(&p).is_some_and(|&g| emitted_at(g) < emitted_at(gi))
+                        && independent(m, p, first, &|q| group_of.get(&q) == Some(&gi), &pos, &producer)
             })
         });
         let gi = match join {
@@ -225,11 +255,18 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
         };
         groups[gi].1.push(o);
         group_of.insert(o, gi);
-        for &v in &m.op(o).operands {
-            if let Some(p) = producer(m, v).filter(|&p| !group_of.contains_key(&p) && pullable(m, p)) {
-                groups[gi].1.push(p);
-                group_of.insert(p, gi);
+        let mut stack: Vec<OpId> = m.op(o).operands.iter().filter_map(|&v| producer(m, v)).collect();
+        while let Some(p) = stack.pop() {
+            if group_of.contains_key(&p) {
+                continue;
             }
+            if deferred.contains(&p) {
+                stack.extend(m.op(p).operands.iter().filter_map(|&v| producer(m, v)));
+            } else if !pullable(m, p) {
+                continue;
+            }
+            groups[gi].1.push(p);
+            group_of.insert(p, gi);
         }
     }
     // Layout ops whose one reader is no kernel (an opaque op, the return) are kernels alone.
@@ -279,6 +316,69 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
     m.set_block_ops(entry, new_ops);
     trace.kernels += kernels;
     Ok(())
+}
+
+/// Ops `independent` visits before it gives up (and says no).
+const INDEPENDENCE_BUDGET: usize = 256;
+
+/// Whether `p` (defined in a group that runs before the one starting at `first`) reads nothing
+/// of that group (`in_group`), transitively: the convexity check by position alone refused a
+/// per-channel value computed after the group began (a batch norm backward's mean gradient,
+/// `sum * 1/n`, read by the chain that started with `x - mean`). Ops before `first` cannot
+/// depend on the group; the walk stops there.
+fn independent(
+    m: &Module,
+    p: OpId,
+    first: usize,
+    in_group: &dyn Fn(OpId) -> bool,
+    pos: &HashMap<OpId, usize>,
+    producer: &dyn Fn(&Module, Value) -> Option<OpId>,
+) -> bool {
+    let mut stack = vec![p];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(q) = stack.pop() {
+        if pos[&q] < first || !seen.insert(q) {
+            continue;
+        }
+        if in_group(q) || seen.len() > INDEPENDENCE_BUDGET {
+            return false;
+        }
+        stack.extend(m.op(q).operands.iter().filter_map(|&v| producer(m, v)));
+    }
+    true
+}
+
+/// Elements below which a value computed from the function's arguments alone moves to the front.
+const HOIST_MAX_ELEMENTS: i64 = 1 << 16;
+
+/// `ops` with the small loop ops (elementwise, layout, reductions) that read only the function's
+/// arguments (and other such ops) first, each part in program order (matmuls stay where they
+/// are: a gemm's epilogue joins by position): the convexity check goes by position, and a per-channel
+/// value such as a batch norm's `weight * invstd`, computed where torch wrote it (in the middle
+/// of the chain that reads it), made that chain two kernels.
+fn hoisted(m: &Module, ops: &[OpId]) -> Vec<OpId> {
+    let mut early: std::collections::HashSet<Value> = std::collections::HashSet::new();
+    let (mut front, mut rest) = (Vec::new(), Vec::new());
+    for &o in ops {
+        let d = m.op(o);
+        let small = d
+            .results
+            .iter()
+            .all(|&r| m.ty(r).tensor().and_then(|t| t.numel().as_const()).is_some_and(|n| n <= HOIST_MAX_ELEMENTS));
+        let from_args = (loopable(d.ten()) || is_free(d.ten()))
+            && d.regions.is_empty()
+            && d.operands
+                .iter()
+                .all(|v| matches!(m.value(*v).def, ValueDef::Result(..)).then(|| early.contains(v)).unwrap_or(true));
+        if small && from_args && !d.results.is_empty() {
+            early.extend(d.results.iter().copied());
+            front.push(o);
+        } else {
+            rest.push(o);
+        }
+    }
+    front.extend(rest);
+    front
 }
 
 /// A broadcast of a value defined before `first`, used once: pulled into the group.
