@@ -3,13 +3,16 @@
 backend) and Ember (`torch.compile(backend="ember")`), fp32 (and the `_bf16` cases under bf16
 autocast), 2 threads.
 
-Each (case, backend) runs in a fresh process with empty compile caches, in rounds (eager,
-Inductor, Ember, eager, ...; each backend keeps its faster round: the machine is shared and
-load from elsewhere only slows a run down). A step is zero_grad,
-forward, loss, backward and the (uncompiled) optimizer step. Reported per backend: the median
-step time over the timed steps after warm-up, the compile time (first step minus the median
-step), and for Ember the graphs it compiled, how many were backward graphs, and its fallbacks;
-the first step's loss is compared with eager's. Writes tools/bench/results/NAME.md and NAME.png
+Step times come from one process per case that holds all three (same initial weights) and
+steps them in turn, eager, Inductor, Ember, eager, ...: the machine is shared, and runs in
+separate processes moved by up to 30 % against each other (load from elsewhere, and each
+process's own heap: one backend's step took 258 ms alone and 204 ms next to another model).
+Compile times come from a fresh process per (case, backend) with empty compile caches, in
+rounds (each backend keeps its faster round). A step is zero_grad, forward, loss, backward and
+the (uncompiled) optimizer step. Reported per backend: the median step time over the timed
+steps after warm-up, the compile time (first step minus the median step of that process), and
+for Ember the graphs it compiled, how many were backward graphs, and its fallbacks; the first
+step's loss is compared with eager's. Writes tools/bench/results/NAME.md and NAME.png
 (`--name`, default train; the bf16 autocast cases are committed as train_bf16).
 
     python tools/bench/bench_train.py [--cases mlp_adamw,gpt2_lm,resnet_bn,mlp_adamw_bf16,gpt2_lm_bf16] [--steps 20]
@@ -36,6 +39,8 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "tools" / "python" / "python"))
 THREADS = 2
 BACKENDS = ("eager", "inductor", "ember")
+#: Timed steps of the compile-time processes (their median is subtracted from the first step).
+COMPILE_STEPS = 5
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -131,7 +136,38 @@ def worker(case: str, backend: str, steps: int) -> dict:
     return out
 
 
+def interleaved(case: str, steps: int) -> dict:
+    """Median and min step ms per backend, the three stepped in turn in this process."""
+    torch.set_num_threads(THREADS)
+    runs = {}
+    for b in BACKENDS:
+        torch.manual_seed(0)
+        model, opt, loss_fn = CASES[case][0]()
+        model.train()
+        runs[b] = (model if b == "eager" else torch.compile(model, backend="ember" if b == "ember" else "inductor"), opt, loss_fn)
+
+    def step(b: str) -> None:
+        run, opt, loss_fn = runs[b]
+        opt.zero_grad(set_to_none=True)
+        loss_fn(run).backward()
+        opt.step()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for b in BACKENDS:
+            for _ in range(4):
+                step(b)
+        times: dict[str, list[float]] = {b: [] for b in BACKENDS}
+        for _ in range(steps):
+            for b in BACKENDS:
+                t0 = time.perf_counter()
+                step(b)
+                times[b].append((time.perf_counter() - t0) * 1e3)
+    return {b: dict(ms=statistics.median(t), min=min(t)) for b, t in times.items()}
+
+
 def run_worker(case: str, backend: str, steps: int, tmp: Path) -> dict:
+    """`worker` (or, for backend "all", `interleaved`) in a fresh process with empty caches."""
     cache = Path(tempfile.mkdtemp(prefix=f"{case}-{backend}-", dir=tmp))
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"), EMBER_CACHE_DIR=str(cache / "ember"), TMPDIR=str(tmp))
     p = subprocess.run([sys.executable, __file__, "--_worker", case, backend, "--steps", str(steps)], env=env, capture_output=True, text=True)
@@ -191,8 +227,8 @@ def plot(rows: list[dict], path: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated (default: all): {', '.join(CASES)}")
-    ap.add_argument("--steps", type=int, default=20, help="timed steps per backend after 1 + 3 warm-up steps (default 20)")
-    ap.add_argument("--rounds", type=int, default=2, help="runs of every (case, backend), in turn; each keeps its fastest (default 2)")
+    ap.add_argument("--steps", type=int, default=20, help="timed steps per backend after 1 + 3 warm-up steps, in the one process per case that steps all three in turn (default 20)")
+    ap.add_argument("--rounds", type=int, default=2, help="compile-time runs of every (case, backend), in turn; each keeps its fastest compile (default 2)")
     ap.add_argument("--out", default=str(HERE / "results"), help="results dir (NAME.md, NAME.png)")
     ap.add_argument("--name", default="train", help="results file stem (default train; the bf16 autocast cases' table is train_bf16)")
     ap.add_argument("--_worker", nargs=2, help=argparse.SUPPRESS)
@@ -200,7 +236,8 @@ def main() -> int:
     if args.steps < 1 or args.rounds < 1:
         ap.error("--steps and --rounds must be at least 1")
     if args._worker:
-        print(json.dumps(worker(*args._worker, args.steps)))
+        case, backend = args._worker
+        print(json.dumps(interleaved(case, args.steps) if backend == "all" else worker(case, backend, args.steps)))
         return 0
     names = [c for c in args.cases.split(",") if c]
     unknown = [c for c in names if c not in CASES]
@@ -214,11 +251,21 @@ def main() -> int:
         for r in range(args.rounds):
             for b in BACKENDS:
                 print(f"[{n}] {b} (round {r + 1})", file=sys.stderr, flush=True)
-                got = run_worker(n, b, args.steps, tmp)
+                got = run_worker(n, b, COMPILE_STEPS, tmp)
                 print(f"[{n}] {b}: {got}", file=sys.stderr, flush=True)
                 # Each backend keeps its faster round: load from elsewhere only slows a run down.
-                if b not in row or got.get("ms", math.inf) < row[b].get("ms", math.inf):
+                if b not in row or got.get("compile_s", math.inf) < row[b].get("compile_s", math.inf):
                     row[b] = got
+        print(f"[{n}] all three in one process", file=sys.stderr, flush=True)
+        steps = run_worker(n, "all", args.steps, tmp)
+        print(f"[{n}] {steps}", file=sys.stderr, flush=True)
+        for b in BACKENDS:
+            row[b].pop("min", None)
+            row[b].pop("ms", None)
+            if "error" in steps:
+                row[b].setdefault("error", steps["error"])
+            else:
+                row[b].update(steps[b])
         rows.append(row)
     load1 = os.getloadavg()[0]
     ratios = [r["ember"]["ms"] / r["inductor"]["ms"] for r in rows if "ms" in r["ember"] and "ms" in r["inductor"]]
@@ -232,8 +279,9 @@ def main() -> int:
             "# Training step: torch eager vs Inductor vs Ember (torch.compile)",
             "",
             f"- date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}; tree {git or '?'}; torch {torch.__version__}; {platform.machine()}, {os.cpu_count()} logical CPUs",
-            f"- fp32 (`_bf16` cases: the forward and loss under bf16 autocast), {THREADS} threads; each case and backend in a fresh process with empty compile caches; median of {args.steps} steps after 1 + 3 warm-up steps; "
-            f"{args.rounds} rounds (eager, Inductor, Ember, eager, ...), each backend's faster round kept (its compile time from that round)",
+            f"- fp32 (`_bf16` cases: the forward and loss under bf16 autocast), {THREADS} threads; step times: one process per case holding the three, "
+            f"stepped in turn (eager, Inductor, Ember, eager, ...), median of {args.steps} steps each after 1 + 3 warm-up steps; "
+            f"compile times: each case and backend in a fresh process with empty compile caches, {args.rounds} round(s), each backend's faster kept",
             "- a step: zero_grad, forward, loss, backward, optimizer step (the optimizer step is not compiled)",
             "- compile s = first step minus the median step (Dynamo, AOT Autograd and the backend's compiler); "
             "in parentheses the seconds Ember itself took (`ember.backend.stats[\"compile_seconds\"]`: partitioning, export, "
