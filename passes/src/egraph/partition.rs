@@ -207,18 +207,22 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
                 && matches!(users(o)[..], [u] if loopable(m.op(u).ten()) && !group_of.contains_key(&u))
         })
         .collect();
-    // The producers `o` reads through its deferred layout chains.
-    let sources = |m: &Module, o: OpId, group_of: &HashMap<OpId, usize>| -> Vec<OpId> {
-        let mut out = Vec::new();
+    // The deferred layout ops `o` reads through (they join its group) and the producers at the
+    // ends of those chains. A deferred op is grouped only with its one reader, so none is yet.
+    let reads_through = |m: &Module, o: OpId| -> (Vec<OpId>, Vec<OpId>) {
+        let (mut chain, mut ends) = (Vec::new(), Vec::new());
         let mut stack: Vec<OpId> = m.op(o).operands.iter().filter_map(|&v| producer(m, v)).collect();
         while let Some(p) = stack.pop() {
-            if deferred.contains(&p) && !group_of.contains_key(&p) {
-                stack.extend(m.op(p).operands.iter().filter_map(|&v| producer(m, v)));
-            } else if !out.contains(&p) {
-                out.push(p);
+            if deferred.contains(&p) {
+                if !chain.contains(&p) {
+                    chain.push(p);
+                    stack.extend(m.op(p).operands.iter().filter_map(|&v| producer(m, v)));
+                }
+            } else if !ends.contains(&p) {
+                ends.push(p);
             }
         }
-        out
+        (chain, ends)
     };
     for &o in &ops {
         if group_of.contains_key(&o) || !loopable(m.op(o).ten()) || pullable(m, o) || deferred.contains(&o) {
@@ -227,7 +231,7 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
         // The loop groups of its operands, latest producer first: a chain whose first operand
         // comes from an older group (BatchNorm's backward, `x - mean` long before the chain
         // that reads it) continues the group of its latest link.
-        let reads = sources(m, o, &group_of);
+        let (chain, reads) = reads_through(m, o);
         let mut targets: Vec<(usize, usize)> = reads
             .iter()
             .filter_map(|p| group_of.get(p).filter(|&&gi| groups[gi].0 == "loop").map(|&gi| (pos[p], gi)))
@@ -255,16 +259,8 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
         };
         groups[gi].1.push(o);
         group_of.insert(o, gi);
-        let mut stack: Vec<OpId> = m.op(o).operands.iter().filter_map(|&v| producer(m, v)).collect();
-        while let Some(p) = stack.pop() {
-            if group_of.contains_key(&p) {
-                continue;
-            }
-            if deferred.contains(&p) {
-                stack.extend(m.op(p).operands.iter().filter_map(|&v| producer(m, v)));
-            } else if !pullable(m, p) {
-                continue;
-            }
+        let pulled: Vec<OpId> = reads.into_iter().filter(|&p| !group_of.contains_key(&p) && pullable(m, p)).collect();
+        for p in chain.into_iter().chain(pulled) {
             groups[gi].1.push(p);
             group_of.insert(p, gi);
         }

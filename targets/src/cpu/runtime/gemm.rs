@@ -118,6 +118,7 @@ impl Program {
             (lo + rows.start as isize * lrs, ro + cols.start as isize * rcs, bi * m * n + rows.start * n + cols.start)
         };
         let (a, b) = (BlasOperand::of(lrs, lcs, m, k), BlasOperand::of(rrs, rcs, k, n));
+        let host_blas = HOST_BLAS.get().filter(|_| fits_i32 && !crate_first);
         // oneDNN's product of two row-major operands is slow for short lhs where MKL's is not
         // (inside torch, interleaved: 256×4096·4096×4096 110 ms against 73, 256×1024·1024×1024
         // 7.0 against 4.3, 64×4096·4096×4096 25 against 20; from 384 rows on they tie or oneDNN
@@ -127,7 +128,7 @@ impl Program {
             dt == DType::F32
                 && !crate_first
                 && (pool::host_openmp() || large)
-                && !(row_major_short && HOST_BLAS.get().is_some() && fits_i32)
+                && !(row_major_short && host_blas.is_some())
         });
         if let (Some(dnnl), Some(a), Some(b)) = (dnnl, a, b) {
             let part = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
@@ -155,7 +156,7 @@ impl Program {
             split_calls([nb, m, n, k], threads, 1 << 22, dnnl.set_threads(), part);
             return Ok(());
         }
-        if let Some(blas) = HOST_BLAS.get().filter(|_| fits_i32 && !crate_first) {
+        if let Some(blas) = host_blas {
             if let (Some(a), Some(b)) = (a, b) {
                 let part = |bi: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>| {
                     let (lo, ro, oo) = block(bi, &rows, &cols);
