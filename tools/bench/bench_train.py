@@ -33,6 +33,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -100,8 +101,8 @@ CASES = {
 }
 
 
-def worker(case: str, backend: str, steps: int) -> dict:
-    torch.set_num_threads(THREADS)
+def make_step(case: str, backend: str) -> Callable[[], float]:
+    """One training step of a fresh `case` model (seed 0) under `backend`; returns the loss."""
     torch.manual_seed(0)
     model, opt, loss_fn = CASES[case][0]()
     model.train()
@@ -113,6 +114,13 @@ def worker(case: str, backend: str, steps: int) -> dict:
         loss.backward()
         opt.step()
         return float(loss)
+
+    return step
+
+
+def worker(case: str, backend: str, steps: int) -> dict:
+    torch.set_num_threads(THREADS)
+    step = make_step(case, backend)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -139,29 +147,17 @@ def worker(case: str, backend: str, steps: int) -> dict:
 def interleaved(case: str, steps: int) -> dict:
     """Median and min step ms per backend, the three stepped in turn in this process."""
     torch.set_num_threads(THREADS)
-    runs = {}
-    for b in BACKENDS:
-        torch.manual_seed(0)
-        model, opt, loss_fn = CASES[case][0]()
-        model.train()
-        runs[b] = (model if b == "eager" else torch.compile(model, backend="ember" if b == "ember" else "inductor"), opt, loss_fn)
-
-    def step(b: str) -> None:
-        run, opt, loss_fn = runs[b]
-        opt.zero_grad(set_to_none=True)
-        loss_fn(run).backward()
-        opt.step()
-
+    steps_of = {b: make_step(case, b) for b in BACKENDS}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for b in BACKENDS:
+        for step in steps_of.values():
             for _ in range(4):
-                step(b)
+                step()
         times: dict[str, list[float]] = {b: [] for b in BACKENDS}
         for _ in range(steps):
-            for b in BACKENDS:
+            for b, step in steps_of.items():
                 t0 = time.perf_counter()
-                step(b)
+                step()
                 times[b].append((time.perf_counter() - t0) * 1e3)
     return {b: dict(ms=statistics.median(t), min=min(t)) for b, t in times.items()}
 
