@@ -10,6 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::Path;
 
+mod buffers;
+
 /// A host tensor as Python passes it: (data pointer, byte length, shape, dtype name).
 type RawTensor = (usize, usize, Vec<usize>, String);
 /// An output as `run_raw` returns it: (bytes, shape, dtype name).
@@ -622,6 +624,7 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_class::<Program>()?;
     m.add_class::<EagerPlans>()?;
+    m.add_class::<buffers::OutputSlot>()?;
     m.add_function(wrap_pyfunction!(eager_op_known, m)?)?;
     m.add_function(wrap_pyfunction!(eager_native_api, m)?)?;
     m.add_function(wrap_pyfunction!(set_host_blas, m)?)?;

@@ -409,3 +409,22 @@ def test_varying_sequence_length_of_a_transformers_gpt2(tmp_path: Path, monkeypa
     assert _ember_warnings(caught) == []
     assert backend.stats["fallbacks"] == before["fallbacks"]
     assert backend.stats["compiled"] - before["compiled"] == 2  # static at 8, symbolic from 9
+
+
+def test_an_output_reuses_the_memory_of_the_previous_one_once_it_died(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled graph's outputs are handed out over memory it keeps for the next call
+    (`buffers.rs`): reused only after torch freed the previous output, never under a live one."""
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: (x * 2).relu() + 1, backend="ember")
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    first, second = f(a), f(b)
+    assert first.data_ptr() != second.data_ptr()
+    torch.testing.assert_close(first, (a * 2).relu() + 1)
+    where = first.data_ptr()
+    del first
+    taker = torch.empty(64, 64)  # where malloc would put a freed output's memory
+    third = f(-b)
+    assert third.data_ptr() == where != taker.data_ptr()
+    torch.testing.assert_close(third, (-b * 2).relu() + 1)
+    torch.testing.assert_close(second, (b * 2).relu() + 1)

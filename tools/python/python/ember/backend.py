@@ -304,9 +304,7 @@ def _dense_permutation(x: Any) -> list[int] | None:
     return perm if x.permute(perm).is_contiguous() else None
 
 
-# Inductor's own output allocator: 0.3 µs a tensor where `torch.empty(size, dtype=...)` takes 1.5.
 _assert_size_stride = torch._C._dynamo.guards.assert_size_stride
-_empty_strided = getattr(torch._C._dynamo.guards, "_empty_strided_cpu", None) or (lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype))
 
 
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -708,7 +706,12 @@ class _Compiled:
         input laid out otherwise takes `slow`. A direct graph's runner is also its boxed function
         (`_compile_graph`)."""
         ins, outs, restride = self._fixed
-        run_ptrs, empty = self.program.run_ptrs, _empty_strided
+        from . import _native
+
+        run_ptrs = self.program.run_ptrs
+        # Output memory kept for the next call (tools/python/src/buffers.rs says why).
+        slots = [_native().OutputSlot(math.prod(shape) * dtype.itemsize, shape, strides, *dtypes.dlpack(_DTYPES[dtype]), torch._C._from_dlpack)
+                 for shape, strides, dtype in outs]  # fmt: skip
 
         def slow(args: Sequence[Any]) -> list[torch.Tensor]:
             ptrs, keep = [], []
@@ -727,7 +730,7 @@ class _Compiled:
             return finish(ptrs)
 
         def finish(ptrs: list[int]) -> list[torch.Tensor]:
-            res = [empty(shape, strides, dtype) for shape, strides, dtype in outs]
+            res = [slot() for slot in slots]
             run_ptrs(ptrs, [t.data_ptr() for t in res])
             return relayout(res)
 
@@ -736,15 +739,15 @@ class _Compiled:
                 res[j] = torch.empty_strided(shape, strides, dtype=res[j].dtype).copy_(res[j])
             return res
 
-        env: dict[str, Any] = {"slow": slow, "relayout": relayout, "run_ptrs": run_ptrs, "empty": empty, "check": _assert_size_stride}
+        env: dict[str, Any] = {"slow": slow, "relayout": relayout, "run_ptrs": run_ptrs, "check": _assert_size_stride}
         lines = ["def run(args):", "    try:"]
         for k, (i, shape, strides, dtype) in enumerate(ins):
             env[f"s{k}"], env[f"t{k}"], env[f"d{k}"] = shape, strides, dtype
             lines += [f"        x{k} = args[{i}]", f"        if x{k}.dtype is not d{k}: raise AssertionError", f"        check(x{k}, s{k}, t{k})"]
         lines += ["        pass", "    except AssertionError:", "        return slow(args)"]
-        for j, (shape, strides, dtype) in enumerate(outs):
-            env[f"os{j}"], env[f"ot{j}"], env[f"od{j}"] = shape, strides, dtype
-            lines.append(f"    o{j} = empty(os{j}, ot{j}, od{j})")
+        for j, slot in enumerate(slots):
+            env[f"slot{j}"] = slot
+            lines.append(f"    o{j} = slot{j}()")
         lines.append(f"    run_ptrs([{', '.join(f'x{k}.data_ptr()' for k in range(len(ins)))}], [{', '.join(f'o{j}.data_ptr()' for j in range(len(outs)))}])")
         res = f"[{', '.join(f'o{j}' for j in range(len(outs)))}]"
         lines.append(f"    return relayout({res})" if restride else f"    return {res}")
@@ -1248,15 +1251,15 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
 
     if rng.functional(gm):
         example_inputs = [*example_inputs, torch.zeros((), dtype=torch.int64)]
-        return make_boxed_func(_Seeded(_compile_graph(gm, example_inputs, kind, check, target)))
+        return _Seeded(_compile_graph(gm, example_inputs, kind, check, target))
     if (real := _RealBoundary.of(gm, example_inputs)) is not None:
         real.boxed = _compile_graph(real.gm, real.example_inputs, kind, check, target)
-        return make_boxed_func(real)
+        return real
     original = _copy(gm)
     backward = kind == "backward"
     extern = {_target_name(n) for n in gm.graph.nodes if n.op == "call_function" and _target_name(n) in _EXTERN} if target.name == "cpu" else set()
     if extern:
-        run: Callable[..., Any] = _partition(gm, extern, backward, target, _user_outputs(gm, kind)).forward
+        run: Callable[..., Any] = _partition(gm, extern, backward, target, _user_outputs(gm, kind))
     else:
         try:
             run = _Compiled(gm, example_inputs, backward=backward, target=target)
@@ -1282,12 +1285,31 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
             lines = sorted({f"{_target_name(n)} ({_user_line(n)})" for n in eager_nodes})
             stats["fallbacks"] += 1
             warnings.warn(f"ember: these ops of {_a(kind)} graph have no Ember lowering and run with torch eager: " + "; ".join(lines), stacklevel=2)
-            run = _partition(_copy(original), unsupported, backward, target, _user_outputs(original, kind)).forward
+            run = _partition(_copy(original), unsupported, backward, target, _user_outputs(original, kind))
     if check:
-        run = _Checked(run, original, kind)
-    elif isinstance(run, _Compiled) and run._direct:
+        return make_boxed_func(_Checked(run, original, kind))
+    if isinstance(run, _Compiled) and run._direct:
         return run._run_fixed
+    if isinstance(run, torch.fx.GraphModule):
+        # Boxed: the graph clears AOT's argument list and drops each value after its last use, so
+        # a backward frees the saved activations as it goes (as Inductor's and aot_eager's do);
+        # held to the end, they raised the ResNet step's heap peak by 11 MB, refaulted each step.
+        from torch.fx.graph import _BoxedCodeGen
+
+        run.graph.set_codegen(_BoxedCodeGen())
+        run.recompile()
+        return _boxed(run.forward)
     return make_boxed_func(run)
+
+
+def _boxed(f: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
+    """`f`, marked as taking AOT's argument list (which it clears)."""
+
+    def run(args: list[Any]) -> Any:
+        return f(args)
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    return run
 
 
 class _RealBoundary:
@@ -1299,6 +1321,7 @@ class _RealBoundary:
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any], inputs: list[int], outputs: list[int]) -> None:
         self.gm, self.example_inputs, self.inputs, self.outputs = gm, example_inputs, inputs, outputs
         self.boxed: Callable[[list[Any]], Any] | None = None
+        self._boxed_call = True  # AOT's calling convention (an instance attribute survives its functools.wraps)
 
     @staticmethod
     def of(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> "_RealBoundary | None":
@@ -1331,8 +1354,7 @@ class _RealBoundary:
         example_inputs = [torch.view_as_real(x) if i in cin else x for i, x in enumerate(example_inputs)]
         return _RealBoundary(gm, example_inputs, cin, cout)
 
-    def __call__(self, *args: Any) -> Any:
-        args = list(args)
+    def __call__(self, args: list[Any]) -> Any:
         for i in self.inputs:
             # A lazily conjugated input (`z.conj()`) is materialized: its memory is not its value.
             args[i] = torch.view_as_real(args[i].resolve_conj())
@@ -1367,11 +1389,13 @@ class _Seeded:
 
     def __init__(self, boxed: Callable[[list[Any]], Any]) -> None:
         self.boxed = boxed
+        self._boxed_call = True  # as `_RealBoundary`'s
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, args: list[Any]) -> Any:
         from . import rng
 
-        return self.boxed([*args, rng.seed()])
+        args.append(rng.seed())
+        return self.boxed(args)
 
 
 def _options(options: dict | None) -> dict:

@@ -45,3 +45,11 @@ def by_torch() -> dict[Any, str]:
 
         _by_torch = {getattr(torch, name): ember for ember, (name, runtime) in TABLE.items() if runtime}
     return _by_torch
+
+
+def dlpack(name: str) -> tuple[int, int]:
+    """DLPack's (type code, bits) for one of the CPU runtime's dtypes (`TABLE`'s names)."""
+    if name == "i1":
+        return 6, 8
+    kind = name.rstrip("0123456789")
+    return {"f": 2, "bf": 4, "i": 0, "ui": 1}[kind], int(name[len(kind) :])
