@@ -91,6 +91,21 @@ def test_batchnorm_convnet_gradients_match_eager() -> None:
     _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches)
 
 
+def test_micro_batches_keep_each_forwards_saved_tensors() -> None:
+    """Two forwards before one backward (gradient accumulation): the first forward's saved
+    activations are alive when the graphs run again, so those calls must not write their outputs
+    over them (a graph reuses only output memory torch has freed: `OutputSlot`)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 10),
+    )  # fmt: skip
+    batches = [[(torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))) for _ in range(2)] for _ in range(3)]
+    step = lambda m, micro: sum(F.cross_entropy(m(x), y) for x, y in micro)  # noqa: E731
+    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), step, batches)
+
+
 def test_channels_last_convnet_keeps_the_user_visible_layouts() -> None:
     """Between its convolutions the CPU target runs activations channels-last; what the user's
     code sees keeps eager's layouts: a convolution's output returned as is (a segmentation head),
