@@ -1,5 +1,5 @@
 //! `ember compile --target cpu`: lower, plan, generate code, and write the artifact directory:
-//! `manifest.json`, `kernels.so` (linked from LLVM's object by the system C compiler) and
+//! `manifest.json`, `kernels.so` (linked from LLVM's objects by the system linker) and
 //! `weights.bin` (every weight, 64-byte aligned, in argument order).
 
 use crate::frontend::Imported;
