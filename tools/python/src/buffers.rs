@@ -71,20 +71,26 @@ pub struct OutputSlot {
 
 #[pymethods]
 impl OutputSlot {
-    /// Tensors of `nbytes` (the span of `shape` and `strides`, in elements) and DLPack dtype
-    /// (`code`, `bits`), made by `from_dlpack` (`torch._C._from_dlpack`).
+    /// Tensors of `shape` and `strides` (in elements, non-negative) and DLPack dtype (`code`,
+    /// `bits`), made by `from_dlpack` (`torch._C._from_dlpack`).
     #[new]
-    fn new(
-        nbytes: usize,
-        shape: Vec<i64>,
-        strides: Vec<i64>,
-        code: u8,
-        bits: u8,
-        from_dlpack: Py<PyAny>,
-    ) -> PyResult<Self> {
-        if shape.len() != strides.len() {
-            return Err(PyValueError::new_err(format!("{} dims but {} strides", shape.len(), strides.len())));
+    fn new(shape: Vec<i64>, strides: Vec<i64>, code: u8, bits: u8, from_dlpack: Py<PyAny>) -> PyResult<Self> {
+        if shape.len() != strides.len() || shape.iter().chain(&strides).any(|&d| d < 0) {
+            return Err(PyValueError::new_err(format!("not a layout: shape {shape:?}, strides {strides:?}")));
         }
+        // The elements the layout spans (none if a dim is empty), at whole bytes each.
+        let span = if shape.contains(&0) {
+            Some(0)
+        } else {
+            shape
+                .iter()
+                .zip(&strides)
+                .try_fold(1i64, |n, (&d, &s)| (d - 1).checked_mul(s).and_then(|x| n.checked_add(x)))
+        };
+        let nbytes = span
+            .and_then(|n| usize::try_from(n).ok())
+            .and_then(|n| n.checked_mul(usize::from(bits).div_ceil(8)))
+            .ok_or_else(|| PyValueError::new_err(format!("the layout {shape:?} / {strides:?} overflows")))?;
         // Aligned as torch's CPU allocator aligns (Ember's kernels need 16 bytes).
         let layout = Layout::from_size_align(nbytes.max(1), 64).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let dtype = DLDataType { code: DLDataTypeCode(code), bits, lanes: 1 };

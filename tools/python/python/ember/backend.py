@@ -710,8 +710,7 @@ class _Compiled:
 
         run_ptrs = self.program.run_ptrs
         # Output memory kept for the next call (tools/python/src/buffers.rs says why).
-        slots = [_native().OutputSlot(math.prod(shape) * dtype.itemsize, shape, strides, *dtypes.dlpack(_DTYPES[dtype]), torch._C._from_dlpack)
-                 for shape, strides, dtype in outs]  # fmt: skip
+        slots = [_native().OutputSlot(shape, strides, *dtypes.dlpack(_DTYPES[dtype]), torch._C._from_dlpack) for shape, strides, dtype in outs]
 
         def slow(args: Sequence[Any]) -> list[torch.Tensor]:
             ptrs, keep = [], []
