@@ -428,3 +428,27 @@ def test_an_output_reuses_the_memory_of_the_previous_one_once_it_died(tmp_path: 
     assert third.data_ptr() == where != taker.data_ptr()
     torch.testing.assert_close(third, (-b * 2).relu() + 1)
     torch.testing.assert_close(second, (b * 2).relu() + 1)
+
+
+def test_a_graph_reads_and_returns_channels_last_tensors_as_they_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A static graph whose outputs are its computed values runs straight from its arguments to
+    its outputs (`_Split.direct`): a channels-last input is read in place, a channels-last
+    output is handed out in the layout AOT declared (the same memory as the computed value),
+    and an input in another layout than the compiled one takes the slow path, still right."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+
+    def f(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = (x * w).relu()
+        return y, y.sum(dim=(2, 3), keepdim=True), y
+
+    x, w = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last), torch.randn(1, 3, 1, 1)
+    compiled = backend._Compiled(make_fx(f, tracing_mode="fake")(x, w), [x, w])
+    assert compiled._direct and compiled.split.input_perms[0] == [0, 2, 3, 1]
+    for arg in (x, x.contiguous()):
+        got, want = compiled._run_fixed([arg, w]), f(x, w)
+        assert got[0] is got[2]  # one value, returned twice, as the graph does
+        for g, e in zip(got, want):
+            assert g.stride() == e.stride()
+            torch.testing.assert_close(g, e)

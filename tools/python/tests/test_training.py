@@ -91,6 +91,30 @@ def test_batchnorm_convnet_gradients_match_eager() -> None:
     _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches)
 
 
+def test_mobilenet_style_convnet_gradients_match_eager() -> None:
+    """torchvision's MobileNetV3 blocks: a depthwise convolution, hardswish, squeeze-excitation
+    (1x1 spatial activations, whose strides AOT declares channels-last) and a residual add."""
+    torch.manual_seed(0)
+
+    class Block(torch.nn.Module):
+        def __init__(self, c: int) -> None:
+            super().__init__()
+            self.dw = torch.nn.Sequential(torch.nn.Conv2d(c, c, 3, padding=1, groups=c, bias=False), torch.nn.BatchNorm2d(c), torch.nn.Hardswish())
+            self.se = torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(1), torch.nn.Conv2d(c, 4, 1), torch.nn.ReLU(), torch.nn.Conv2d(4, c, 1), torch.nn.Hardsigmoid())
+            self.pw = torch.nn.Sequential(torch.nn.Conv2d(c, c, 1, bias=False), torch.nn.BatchNorm2d(c))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.dw(x)
+            return x + self.pw(y * self.se(y))
+
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, stride=2, padding=1), torch.nn.BatchNorm2d(16), torch.nn.Hardswish(),
+        Block(16), Block(16), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10),
+    )  # fmt: skip
+    batches = [(torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))) for _ in range(3)]
+    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches)
+
+
 def test_micro_batches_keep_each_forwards_saved_tensors() -> None:
     """Two forwards before one backward (gradient accumulation): the first forward's saved
     activations are alive when the graphs run again, so those calls must not write their outputs

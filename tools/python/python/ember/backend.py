@@ -45,6 +45,7 @@ import shutil
 import tempfile
 import time
 import warnings
+import weakref
 from typing import Any, Callable, Sequence
 
 import sympy
@@ -307,6 +308,12 @@ def _dense_permutation(x: Any) -> list[int] | None:
 _assert_size_stride = torch._C._dynamo.guards.assert_size_stride
 
 
+def _same_order(shape: tuple[int, ...], strides: tuple[int, ...], dense: tuple[int, ...]) -> bool:
+    """Whether `strides` address the elements of `shape` as the dense `strides` do (a dim of
+    size 1 takes any stride)."""
+    return 0 in shape or all(s == d for n, s, d in zip(shape, strides, dense) if n > 1)
+
+
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for s in reversed(shape):
@@ -448,6 +455,16 @@ class _Split:
         #: Whether each computed value is an ember-device tensor (kept on the device).
         self.on_device: list[bool] = []
         back: dict[torch.fx.Node, list[int]] = {}
+        #: Each output as the computed value it is (an index into `roots`; None for a None), when
+        #: every output is one: a static graph's runner then hands them out in their declared
+        #: layouts (`declared`) without running the epilogue. None when some output is a view,
+        #: an input or a size.
+        index = {r: k for k, r in enumerate(roots)}
+        self.direct: list[int | None] | None = [None if c is None else index[c[0]] for c in chains] \
+            if all(c is None or (isinstance(c, tuple) and not c[1] and c[0] in index) for c in chains) else None
+        self.declared = [_layout(r) for r in roots]
+        #: Whether each computed value is computed in another memory order than its shape's.
+        self.permuted: list[bool] = []
         for k, r in enumerate(roots):
             # A value declared as a permutation of a dense tensor (channels-last activations
             # between convolutions) is computed in that memory order, the permute folded into
@@ -459,6 +476,7 @@ class _Split:
                     roots[k] = g.call_function(torch.ops.aten.permute.default, (r, perm))
                 roots[k].meta["val"] = r.meta["val"].permute(perm)
                 back[r] = [perm.index(d) for d in range(len(perm))]
+            self.permuted.append(perm is not None)
             layout = _layout(roots[k])
             if layout is None:
                 raise Unsupported(f"the value `{r.name}` is not a tensor")
@@ -580,13 +598,20 @@ class _Compiled:
             self._fixed = self._fixed_layouts()
             if self._fixed is not None:
                 self._run_fixed = self._fixed_runner()
-        # Per-call overhead is most of a small graph's time: a call whose inputs are the graph's
-        # own and whose outputs are the computed values goes straight to the addresses path.
-        self._direct = self._fixed is not None and self.split.identity and not self.split.constants and all(p is None for p in self.split.input_perms)
+        # Per-call overhead is most of a small graph's time: a call whose outputs are the computed
+        # values goes straight to the addresses path.
+        self._direct = self._fixed is not None and self.split.direct is not None
 
     def _fixed_layouts(self) -> Any:
-        """Each input's (position, shape, dtype) and each output's (shape, dtype) when no size is
-        symbolic and they are what the program declares: a call then passes only addresses."""
+        """For a graph without symbolic sizes whose inputs are what the program declares: each
+        input's (position, shape, strides, dtype, permutation) and each output's (shape, strides,
+        dtype), so that a call passes only addresses, and the outputs to lay out anew.
+
+        A direct graph (`_Split.direct`) is called with its own arguments and returns its
+        outputs: an input it reads as a dense permutation is checked in the caller's layout,
+        and a value computed in another memory order is handed out in its declared layout,
+        which is the same memory. Otherwise the runner takes the permuted arguments and
+        returns the computed values, for the epilogue."""
         split = self.split
         if self.target != "cpu" or split.symbols or split.symbolic or not self.program.fixed:
             return None
@@ -594,11 +619,26 @@ class _Compiled:
         got = [(_DTYPES.get(x.dtype), list(x.shape)) for x in split.example_inputs]
         if declared != got:
             return None
-        ins = [(i, tuple(x.shape), _contiguous_strides(tuple(x.shape)), x.dtype) for i, x in zip(split.core_inputs, split.example_inputs)]
-        outs = [(tuple(shape), _contiguous_strides(shape), dtype) for shape, _, dtype in split.roots]
-        # Values the graph declares non-contiguous: computed dense, then laid out as declared.
-        restride = [(j, shape, strides) for j, (shape, strides, _) in enumerate(split.roots)
-                    if strides != _contiguous_strides(shape) and math.prod(shape) > 1]
+        direct = split.direct is not None
+        ins = []
+        for i, x in zip(split.core_inputs, split.example_inputs):
+            shape = tuple(x.shape)
+            strides = _contiguous_strides(shape)
+            perm = split.input_perms[i] if direct and i < len(split.input_perms) else None
+            if perm is not None:
+                inverse = [perm.index(d) for d in range(len(perm))]
+                shape, strides = tuple(shape[d] for d in inverse), tuple(strides[d] for d in inverse)
+            ins.append((i, shape, strides, x.dtype, perm))
+        outs, restride = [], []
+        for j, ((shape, strides, dtype), (out_shape, out_strides, _)) in enumerate(zip(split.roots, split.declared)):
+            dense = _contiguous_strides(shape)
+            want = (out_shape, out_strides) if direct else (shape, strides)
+            if (direct and split.permuted[j]) or _same_order(*want, dense):
+                outs.append((*want, dtype))
+            else:
+                # Declared with gaps or overlaps: computed dense, then copied into that layout.
+                outs.append((shape, dense, dtype))
+                restride.append((j, *want))
         return ins, outs, restride
 
     def _load(self, native: Any, core: torch.fx.GraphModule, example_inputs: list[Any], ranges: dict[Any, tuple[int, int]] | None = None) -> Any:
@@ -681,7 +721,7 @@ class _Compiled:
 
     def __call__(self, *args: Any) -> Any:
         if self._direct:
-            return tuple(self._run_fixed(args))
+            return self._run_fixed(args)
         args = [a.permute(p) if p is not None else a for a, p in zip(args, self.split.input_perms)] + self.split.constants
         if self.split.size_inputs:
             args += [torch.empty((args[i], 0)) for i in self.split.size_inputs]
@@ -697,65 +737,75 @@ class _Compiled:
         finally:
             torch._C._set_grad_enabled(grad)
 
-    def _fixed_runner(self) -> Callable[[Sequence[Any]], list[torch.Tensor]]:
-        """`run_core` for a graph without symbolic sizes, on the argument list: the shapes were
-        checked against the program once, so a call checks each input's dtype, shape and strides
-        (one C call each, as Inductor's wrapper does) and passes addresses. Per-call overhead is
-        most of a small graph's time, so the function is generated for this graph, one statement
-        per input and output (no loops, constants bound by name), as Inductor's wrappers are; an
-        input laid out otherwise takes `slow`. A direct graph's runner is also its boxed function
-        (`_compile_graph`)."""
+    def _fixed_runner(self) -> Callable[[Sequence[Any]], Any]:
+        """The call of a graph without symbolic sizes (`_fixed_layouts`), on the argument list:
+        the shapes were checked against the program once, so a call checks each input's dtype,
+        shape and strides (one C call each, as Inductor's wrapper does) and passes addresses.
+        Per-call overhead is most of a small graph's time (a convolution net's pieces between
+        its convolutions), so the function is generated for this graph, one statement per input
+        and output (no loops, constants bound by name), as Inductor's wrappers are; an input
+        laid out otherwise takes `slow`. A direct graph's runner returns its outputs and is its
+        boxed function (`_compile_graph`); another's returns the computed values."""
         ins, outs, restride = self._fixed
         from . import _native
 
+        split = self.split
+        direct = split.direct is not None
         run_ptrs = self.program.run_ptrs
         # Output memory kept for the next call (tools/python/src/buffers.rs says why).
         slots = [_native().OutputSlot(shape, strides, *dtypes.dlpack(_DTYPES[dtype]), torch._C._from_dlpack) for shape, strides, dtype in outs]
+        n_args = len(split.input_perms)
 
-        def slow(args: Sequence[Any]) -> list[torch.Tensor]:
+        def slow(args: Sequence[Any]) -> Any:
             ptrs, keep = [], []
-            for i, shape, strides, dtype in ins:
-                t = args[i]
-                try:
-                    if t.dtype is not dtype:
-                        raise AssertionError
-                    _assert_size_stride(t, shape, strides)
-                except AssertionError:
-                    if t.shape != shape or t.dtype != dtype:
-                        raise RuntimeError(f"Ember: graph input {i} is {tuple(t.shape)} {t.dtype}, compiled for {shape} {dtype}") from None
+            for (i, _, _, dtype, perm), x in zip(ins, split.example_inputs):
+                t = args[i] if i < len(args) else split.constants[i - n_args]
+                if perm is not None:
+                    t = t.permute(perm)
+                shape = tuple(x.shape)
+                if tuple(t.shape) != shape or t.dtype != dtype:
+                    raise RuntimeError(f"Ember: graph input {i} is {tuple(t.shape)} {t.dtype}, compiled for {shape} {dtype}")
+                if not t.is_contiguous():
                     t = t.contiguous()
                     keep.append(t)
                 ptrs.append(t.data_ptr())
-            return finish(ptrs)
+            return tail(ptrs)
 
-        def finish(ptrs: list[int]) -> list[torch.Tensor]:
-            res = [slot() for slot in slots]
-            run_ptrs(ptrs, [t.data_ptr() for t in res])
-            return relayout(res)
-
-        def relayout(res: list[torch.Tensor]) -> list[torch.Tensor]:
-            for j, shape, strides in restride:
-                res[j] = torch.empty_strided(shape, strides, dtype=res[j].dtype).copy_(res[j])
-            return res
+        def relayout(x: torch.Tensor, shape: tuple[int, ...], strides: tuple[int, ...]) -> torch.Tensor:
+            return torch.empty_strided(shape, strides, dtype=x.dtype).copy_(x)
 
         env: dict[str, Any] = {"slow": slow, "relayout": relayout, "run_ptrs": run_ptrs, "check": _assert_size_stride}
-        lines = ["def run(args):", "    try:"]
-        for k, (i, shape, strides, dtype) in enumerate(ins):
-            env[f"s{k}"], env[f"t{k}"], env[f"d{k}"] = shape, strides, dtype
-            lines += [f"        x{k} = args[{i}]", f"        if x{k}.dtype is not d{k}: raise AssertionError", f"        check(x{k}, s{k}, t{k})"]
-        lines += ["        pass", "    except AssertionError:", "        return slow(args)"]
+        tail_src = ["def tail(ptrs, " + "".join(f"slot{j}=slot{j}, " for j in range(len(slots))) + "relayout=relayout, run_ptrs=run_ptrs):"]
         for j, slot in enumerate(slots):
             env[f"slot{j}"] = slot
-            lines.append(f"    o{j} = slot{j}()")
-        lines.append(f"    run_ptrs([{', '.join(f'x{k}.data_ptr()' for k in range(len(ins)))}], [{', '.join(f'o{j}.data_ptr()' for j in range(len(outs)))}])")
-        res = f"[{', '.join(f'o{j}' for j in range(len(outs)))}]"
-        lines.append(f"    return relayout({res})" if restride else f"    return {res}")
-        # Every name the body reads becomes a default argument: a local read, not a dict lookup.
-        lines[0] = "def run(args, " + ", ".join(f"{k}={k}" for k in env) + "):"
-        exec(compile("\n".join(lines), "<ember runner>", "exec"), env)  # noqa: S102 - generated above
-        run = env["run"]
-        run._boxed_call = True  # type: ignore[attr-defined]  # AOT's calling convention: one list
-        return run
+            tail_src.append(f"    o{j} = slot{j}()")
+        tail_src.append(f"    run_ptrs(ptrs, [{', '.join(f'o{j}.data_ptr()' for j in range(len(outs)))}])")
+        for j, shape, strides in restride:
+            tail_src.append(f"    o{j} = relayout(o{j}, {shape!r}, {strides!r})")
+        if not direct:
+            tail_src.append(f"    return [{', '.join(f'o{j}' for j in range(len(outs)))}]")
+        elif split.single:
+            tail_src.append(f"    return o{split.direct[0]}")
+        else:
+            tail_src.append(f"    return [{', '.join('None' if j is None else f'o{j}' for j in split.direct)}]")
+        run = ["def run(args):", "    try:"]
+        for k, (i, shape, strides, dtype, _) in enumerate(ins):
+            env[f"s{k}"], env[f"t{k}"], env[f"d{k}"] = shape, strides, dtype
+            if i < n_args or not direct:
+                run.append(f"        x{k} = args[{i}]")
+            else:
+                env[f"x{k}"] = split.constants[i - n_args]
+            run += [f"        if x{k}.dtype is not d{k}: raise AssertionError", f"        check(x{k}, s{k}, t{k})"]
+        run += ["        pass", "    except AssertionError:", "        return slow(args)",
+                f"    return tail([{', '.join(f'x{k}.data_ptr()' for k in range(len(ins)))}])"]
+        # Every name a body reads becomes a default argument: a local read, not a dict lookup.
+        exec(compile("\n".join(tail_src), "<ember runner>", "exec"), env)  # noqa: S102 - generated above
+        tail = env["tail"]
+        run[0] = "def run(args, " + ", ".join(f"{k}={k}" for k in env if k != "__builtins__") + "):"
+        exec(compile("\n".join(run), "<ember runner>", "exec"), env)  # noqa: S102 - generated above
+        fn = env["run"]
+        fn._boxed_call = True  # type: ignore[attr-defined]  # AOT's calling convention: one list
+        return fn
 
 
 class _Buckets:
@@ -1076,13 +1126,15 @@ class _Partition(torch.nn.Module):
     """A supported piece of a partitioned graph: compiled by Ember on first call, run eagerly (with
     a warning) if Ember still cannot compile it."""
 
-    def __init__(self, gm: torch.fx.GraphModule, backward: bool, target: _Target) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, backward: bool, target: _Target, graph: torch.fx.GraphModule, name: str) -> None:
         super().__init__()
         self.gm = gm
         self.backward = backward
         self.target = target
         self.compiled: _Compiled | None = None
         self.eager = False
+        self.graph_ref = weakref.ref(graph)
+        self.name = name
 
     def forward(self, *args: Any) -> Any:
         if self.compiled is None and not self.eager:
@@ -1090,6 +1142,12 @@ class _Partition(torch.nn.Module):
                 # _Split rewrites the graph it is given; the eager fallback keeps the original.
                 with _compile_timer():
                     self.compiled = _Compiled(_copy(self.gm), list(args), backward=self.backward, target=self.target)
+                graph = self.graph_ref()
+                if self.compiled._direct and graph is not None:
+                    # The partitioned graph's code calls `self.<name>(...)`: an attribute of the
+                    # instance is found before the module (no Module.__call__ per piece and call).
+                    run = self.compiled._run_fixed
+                    graph.__dict__[self.name] = lambda *args: run(args)
             except Unsupported as exc:
                 if exc.exported is not None:
                     shutil.rmtree(os.path.dirname(exc.exported), ignore_errors=True)
@@ -1148,7 +1206,7 @@ def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, 
                     n.meta["val"] = _meta_value(val)
                 except TypeError:
                     pass
-            setattr(fused, name, _Partition(child, backward, target))
+            setattr(fused, name, _Partition(child, backward, target, fused, name))
     return fused
 
 
@@ -1287,7 +1345,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
             run = _partition(_copy(original), unsupported, backward, target, _user_outputs(original, kind))
     if check:
         return make_boxed_func(_Checked(run, original, kind))
-    if isinstance(run, _Compiled) and run._direct:
+    if isinstance(run, _Compiled) and run._direct and not run.split.single:
         return run._run_fixed
     if isinstance(run, torch.fx.GraphModule):
         # Boxed: the graph clears AOT's argument list and drops each value after its last use, so
