@@ -1191,7 +1191,7 @@ def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, 
 
     p = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True)
     fused = p.fuse_partitions(p.propose_partitions())
-    channels_last = _channels_last(fused, user_outputs) if target.name == "cpu" else {}
+    channels_last = _channels_last(fused, user_outputs, backward) if target.name == "cpu" else {}
     for name, child in list(fused.named_children()):
         if isinstance(child, torch.fx.GraphModule):
             if name in channels_last:
@@ -1227,35 +1227,53 @@ def _as_declared(x: torch.Tensor, strides: tuple[int, ...]) -> torch.Tensor:
     return x if x.stride() == strides else torch.empty_strided(x.shape, strides, dtype=x.dtype).copy_(x)
 
 
-def _channels_last(fused: torch.fx.GraphModule, user_outputs: int) -> dict[str, set[int | None]]:
+def _channels_last(fused: torch.fx.GraphModule, user_outputs: int, backward: bool) -> dict[str, set[int | None]]:
     """Lays out the activations of a partitioned graph's 2-d convolutions channels-last, as
     Inductor does on the CPU: oneDNN's convolutions and their backward run faster on NHWC
     (ResNet-style training step, torch eager: 138 -> 113 ms), and an NHWC input makes them return
-    NHWC. Returns, per piece, the outputs that feed a convolution (the piece writes them NHWC:
-    `_outputs_channels_last`); any other activation (a graph input) is converted in place in
-    the graph, a no-op when it already is NHWC (a saved activation). Pieces read NHWC inputs as
+    NHWC. Returns, per piece, the outputs it writes NHWC (`_outputs_channels_last`): those that
+    feed a convolution, and its other 4-d outputs (a forward's activations saved for the
+    backward, values passed to a later piece: a residual, a squeeze-excitation's input), which
+    were declared NCHW and each cost a transposing pass and strided reads where it was read.
+    Any other activation a convolution reads (a graph input) is converted in place in the
+    graph, a no-op when it already is NHWC (a saved activation). Pieces read NHWC inputs as
     they are (`_Split`'s permuted inputs). The first `user_outputs` outputs (what the user's
-    code sees) keep the layouts AOT declared."""
+    code sees) and a backward's outputs (the gradients of the user's tensors) keep the layouts
+    AOT declared."""
     pieces: dict[str, set[int | None]] = {}
     converted = False
     g = fused.graph
+
+    def static_4d(x: Any) -> bool:
+        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+        return isinstance(val, torch.Tensor) and val.dim() == 4 and not any(map(_symbolic, val.shape))
+
+    def nhwc_piece_output(x: torch.fx.Node) -> bool:
+        """Marks `x` to be written NHWC when a piece computes it; False when no piece does."""
+        if x.op == "call_module":
+            piece, index = x.target, None
+        elif x.op == "call_function" and x.target is operator.getitem and x.args[0].op == "call_module":
+            piece, index = x.args[0].target, x.args[1]
+        else:
+            return False
+        if static_4d(x) and not x.meta["val"].is_contiguous(memory_format=torch.channels_last):
+            pieces.setdefault(piece, set()).add(index)
+        return True
+
     for node in list(g.nodes):
         for i in _CONV_ACTIVATIONS.get(node.target, ()) if node.op == "call_function" else ():
             x = node.args[i]
-            val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-            if not isinstance(val, torch.Tensor) or val.dim() != 4 or any(map(_symbolic, val.shape)):
-                continue
-            if x.op == "call_module":
-                pieces.setdefault(x.target, set()).add(None)
-            elif x.op == "call_function" and x.target is operator.getitem and x.args[0].op == "call_module":
-                pieces.setdefault(x.args[0].target, set()).add(x.args[1])
-            else:
+            if static_4d(x) and not nhwc_piece_output(x):
                 with g.inserting_before(node):
                     cl = g.call_method("contiguous", (x,), {"memory_format": torch.channels_last})
                 node.replace_input_with(x, cl)
                 converted = True
     if pieces or converted:
         out, values, single = _output_values(g)
+        saved = set() if backward else set(values[user_outputs:])
+        for v in list(g.nodes):
+            if v in saved or any(u is not out for u in v.users):
+                nhwc_piece_output(v)
         for k, v in enumerate(values[:user_outputs]):
             val = v.meta.get("val") if isinstance(v, torch.fx.Node) else None
             if isinstance(val, torch.Tensor) and val.dim() == 4 and not any(map(_symbolic, (*val.shape, *val.stride()))):
