@@ -22,7 +22,7 @@ setup-llvm:
 setup-venv:
 	@mkdir -p $(TMPDIR)
 	@test -x $(PY) || python3 -m venv $(VENV)
-	@if $(PY) -c "import torch, jax, transformers, expecttest, maturin, pytest, numpy, ml_dtypes, matplotlib" 2>/dev/null && test -e $(VENV)/lib/libdnnl.so.3; then echo "setup: Python env present ($(VENV))"; else \
+	@if $(PY) -c "import torch, jax, transformers, torchvision, expecttest, maturin, pytest, numpy, ml_dtypes, matplotlib" 2>/dev/null && test -e $(VENV)/lib/libdnnl.so.3; then echo "setup: Python env present ($(VENV))"; else \
 	  echo "setup: installing the Python env into $(VENV) (torch is ~3 GB)"; \
 	  $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -r tools/python/requirements.txt; fi
 	@echo "$(VENV)" > $(EMBER_HOME)/venv-path

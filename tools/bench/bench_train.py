@@ -15,7 +15,7 @@ for Ember the graphs it compiled, how many were backward graphs, and its fallbac
 step's loss is compared with eager's. Writes tools/bench/results/NAME.md and NAME.png
 (`--name`, default train; the bf16 autocast cases are committed as train_bf16).
 
-    python tools/bench/bench_train.py [--cases mlp_adamw,gpt2_lm,resnet_bn,mlp_adamw_bf16,gpt2_lm_bf16] [--steps 20]
+    python tools/bench/bench_train.py [--cases mlp_adamw,gpt2_lm,resnet_bn,mobilenet_v3,mlp_adamw_bf16,gpt2_lm_bf16] [--steps 20]
 """
 
 from __future__ import annotations
@@ -77,6 +77,16 @@ def resnet_bn():
     return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9), lambda m: F.cross_entropy(m(x), y)
 
 
+def mobilenet_v3():
+    """A model this repository did not write: torchvision's MobileNetV3-small (depthwise
+    convolutions, hardswish, squeeze-excitation, 52 convolutions between Ember's pieces)."""
+    import torchvision
+
+    model = torchvision.models.mobilenet_v3_small(num_classes=10)
+    x, y = torch.randn(16, 3, 128, 128), torch.randint(0, 10, (16,))
+    return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9), lambda m: F.cross_entropy(m(x), y)
+
+
 def bf16_autocast(factory):
     """The case's forward and loss under `torch.autocast("cpu", bfloat16)` (f32 master weights)."""
 
@@ -96,6 +106,7 @@ CASES = {
     "mlp_adamw": (mlp_adamw, "MLP 4096→4096→4096, GELU, AdamW, batch 256"),
     "gpt2_lm": (gpt2_lm, "GPT-2 LM (transformers), 4 blocks, d 512, 8 heads, seq 256, batch 4, vocab 8192, AdamW"),
     "resnet_bn": (resnet_bn, "ResNet-style conv net with BatchNorm, 3×64×64, batch 16, SGD momentum"),
+    "mobilenet_v3": (mobilenet_v3, "torchvision MobileNetV3-small, 3×128×128, batch 16, SGD momentum"),
     "mlp_adamw_bf16": (bf16_autocast(mlp_adamw), "mlp_adamw under torch.autocast(\"cpu\", bfloat16)"),
     "gpt2_lm_bf16": (bf16_autocast(gpt2_lm), "gpt2_lm under torch.autocast(\"cpu\", bfloat16)"),
 }
