@@ -452,3 +452,25 @@ def test_a_graph_reads_and_returns_channels_last_tensors_as_they_are(tmp_path: P
         for g, e in zip(got, want):
             assert g.stride() == e.stride()
             torch.testing.assert_close(g, e)
+
+
+def test_partitioned_graph_pieces_run_in_stages_between_eager_ops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_stages`: the supported ops between eager ones (here `sin`) form one piece per stage,
+    a value is computed in the last stage its readers allow (`exp`, read only after the first
+    `sin`), and the pieces and eager ops run in an order that respects every dependency."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a = x * 2
+        c = a.exp()
+        d = (a.sin() + 1) * c
+        return d.sin() + a, c
+
+    x = torch.randn(8, 8)
+    fused = backend._partition(make_fx(f, tracing_mode="fake")(x), {"aten.sin"}, False, backend._Target())
+    pieces = {name: [str(n.target) for n in child.gm.graph.nodes if n.op == "call_function"] for name, child in fused.named_children()}
+    assert [sorted(ops) for ops in pieces.values()] == [["aten.mul.Tensor"], ["aten.add.Tensor", "aten.exp.default", "aten.mul.Tensor"], ["aten.add.Tensor"]], pieces
+    for got, want in zip(fused(x), f(x)):
+        torch.testing.assert_close(got, want)
