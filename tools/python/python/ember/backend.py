@@ -515,8 +515,9 @@ class _Split:
                         raise Unsupported(f"the view `{v.name}` reads a value that is not a graph input or output") from exc
             results.append(env[c[1][-1]] if c[1] else env[c[0]])
         epi.output(results[0] if self.single else tuple(results))
-        #: The outputs are the computed values themselves, in order: no epilogue to run.
-        self.identity = not self.single and [c and not isinstance(c, _SizeOutput) and not c[1] and c[0] for c in chains] == roots
+        #: The outputs are the computed values themselves, in order and in their computed layouts:
+        #: no epilogue to run, whatever the sizes.
+        self.identity = not self.single and self.direct == list(range(len(roots))) and not any(self.permuted)
         self.epilogue = torch.fx.GraphModule(torch.nn.Module(), epi)
         placeholders = [n for n in g.nodes if n.op == "placeholder"]
         self.symbolic = any(not isinstance(v, int) for shape, strides, _ in self.roots for v in (*shape, *strides))
