@@ -272,11 +272,12 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
             groups.push(("loop".into(), vec![o], Attrs::new()));
         }
     }
+    merge_leaf_groups(m, &mut groups, &mut group_of, &producer, &users);
     // 3. Rewrite each group into an ember.fusion_group at the position of its first member:
     //    every outside value a group reads is defined before that (the convexity rule above).
     let mut new_ops: Vec<OpId> = Vec::new();
     let mut first_of: HashMap<usize, usize> = HashMap::new();
-    for (gi, (_, members, _)) in groups.iter().enumerate() {
+    for (gi, (_, members, _)) in groups.iter().enumerate().filter(|(_, g)| !g.1.is_empty()) {
         // A group sits at its first own op (a gemm at its matmul): ops pulled in (a weight's
         // broadcast or transpose) read only outside values, so they may come earlier.
         let at = pos[&members[0]];
@@ -312,6 +313,63 @@ pub fn partition(m: &mut Module, entry: BlockId, table: &CostTable, trace: &mut 
     m.set_block_ops(entry, new_ops);
     trace.kernels += kernels;
     Ok(())
+}
+
+/// Passes of `merge_leaf_groups` (each merges the groups whose readers the previous one merged).
+const LEAF_MERGE_PASSES: usize = 4;
+
+/// Moves each `loop` group that reads only the function's arguments and free values, holds no
+/// reduction and is read by exactly one other `loop` group into that group. Such a group found
+/// no producer group to join (its ops start from arguments: a batch norm backward's
+/// `x <= -3` and `x / 3 + 0.5` on a saved activation), so each was a kernel of its own writing
+/// a full-size value that its one reader group then read back (MobileNetV3's backward pieces:
+/// 11 kernels where 6 do). Its reader group runs later than it, and it reads nothing computed,
+/// so the merged group stays convex; the reader's kernels inline its values (or materialize
+/// one that several of them read and that costs more to recompute, as for any value).
+fn merge_leaf_groups(
+    m: &Module,
+    groups: &mut [(String, Vec<OpId>, Attrs)],
+    group_of: &mut HashMap<OpId, usize>,
+    producer: &dyn Fn(&Module, Value) -> Option<OpId>,
+    users: &dyn Fn(OpId) -> Vec<OpId>,
+) {
+    for _ in 0..LEAF_MERGE_PASSES {
+        let mut merged = false;
+        for gi in (0..groups.len()).rev() {
+            let (kind, members, _) = &groups[gi];
+            if kind != "loop" || members.is_empty() {
+                continue;
+            }
+            let leaf = members.iter().all(|&o| {
+                m.op(o).ten().is_some_and(|t| t.class() != Class::Reduction)
+                    && m.op(o).operands.iter().all(|&v| {
+                        producer(m, v).is_none_or(|p| group_of.get(&p) == Some(&gi) || is_free(m.op(p).ten()))
+                    })
+            });
+            if !leaf {
+                continue;
+            }
+            let mut reader: Option<usize> = None;
+            let one_reader = members.iter().flat_map(|&o| users(o)).all(|u| match group_of.get(&u) {
+                Some(&gj) if gj == gi => true,
+                Some(&gj) if groups[gj].0 == "loop" && reader.is_none_or(|r| r == gj) => {
+                    reader = Some(gj);
+                    true
+                }
+                _ => false,
+            });
+            let Some(gj) = reader.filter(|_| one_reader) else { continue };
+            let moved = std::mem::take(&mut groups[gi].1);
+            for &o in &moved {
+                group_of.insert(o, gj);
+            }
+            groups[gj].1.extend(moved);
+            merged = true;
+        }
+        if !merged {
+            break;
+        }
+    }
 }
 
 /// Ops `independent` visits before it gives up (and says no).
