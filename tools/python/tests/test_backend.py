@@ -454,6 +454,26 @@ def test_a_graph_reads_and_returns_channels_last_tensors_as_they_are(tmp_path: P
             torch.testing.assert_close(g, e)
 
 
+def test_a_statistic_saved_unsqueezed_is_computed_in_its_saved_shape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch norm's forward saves its per-channel mean for the backward as `unsqueeze`s to
+    [1, C, 1, 1]: the value is computed in that shape (a view chain read by nothing else), so
+    the graph stays direct (no epilogue per call) and returns the view's shape and strides."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        mean, top = x.mean(dim=(0, 2, 3)), x.amax(dim=(0, 2, 3))
+        return x.relu() * 2, mean.unsqueeze(0).unsqueeze(2).unsqueeze(3), top.view(1, -1).squeeze(0)
+
+    x = torch.randn(2, 3, 4, 5)
+    compiled = backend._Compiled(make_fx(f, tracing_mode="fake")(x), [x])
+    assert compiled._direct, compiled.split.epilogue.code
+    for g, e in zip(compiled._run_fixed([x]), f(x)):
+        assert g.shape == e.shape and g.stride() == e.stride()
+        torch.testing.assert_close(g, e)
+
+
 def test_partitioned_graph_pieces_run_in_stages_between_eager_ops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`_stages`: the supported ops between eager ones (here `sin`) form one piece per stage,
     a value is computed in the last stage its readers allow (`exp`, read only after the first

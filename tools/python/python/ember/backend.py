@@ -278,7 +278,12 @@ def _view_chain(node: torch.fx.Node) -> tuple[torch.fx.Node, list[torch.fx.Node]
     return node, chain[::-1]
 
 
-_RESHAPES = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default}
+#: Views that only regroup a dense tensor's dims (a batch norm's per-channel mean saved for the
+#: backward as `unsqueeze`s to [1, C, 1, 1]).
+_RESHAPES = {
+    torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default,
+    torch.ops.aten.unsqueeze.default, torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.dims, torch.ops.aten.squeeze.default,
+}  # fmt: skip
 
 
 def _dense(node: torch.fx.Node) -> bool:
