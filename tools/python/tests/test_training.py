@@ -341,14 +341,17 @@ def test_dropout_training_compiles_and_its_gradients_use_the_mask() -> None:
     torch.testing.assert_close(model[0].bias.grad, scale.sum(0))
 
 
-@pytest.mark.parametrize("name", ["sgd_momentum", "adam", "adamw"])
+@pytest.mark.parametrize("name", ["sgd_momentum", "adam", "adamw", "adam_cpu_default", "adamw_cpu_default"])
 def test_compiled_optimizer_steps_match_eager(name: str) -> None:
-    """`torch.compile(opt.step)` with foreach: the `_foreach_*` ops compile (no fallback) and three
-    steps give eager's parameters."""
+    """`torch.compile(opt.step)`, with foreach and in the per-tensor form torch picks by default
+    for CPU tensors (where Dynamo writes `addcmul_(value=...)` as `prims.fma`): the step compiles
+    (no fallback) and three steps give eager's parameters."""
     make = {
         "sgd_momentum": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, foreach=True),
         "adam": lambda p: torch.optim.Adam(p, lr=1e-2, foreach=True),
         "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2, foreach=True),
+        "adam_cpu_default": lambda p: torch.optim.Adam(p, lr=1e-2),
+        "adamw_cpu_default": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.05),
     }[name]
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))

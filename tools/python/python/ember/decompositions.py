@@ -11,8 +11,8 @@ without checking its shape: every gradient below an attention layer comes out si
 (a transformers GPT-2 trained under ``torch.compile`` got |ember − eager| > |grad| from the last
 block's ``c_attn`` down). ``table()`` replaces it with one that returns the log-sum-exp, and
 decomposes the backward from it; it also decomposes the convolution's backward off the CPU
-(which core ATen keeps) and the optimizers' `_foreach_*` ops into ops Ember lowers,
-and `nll_loss`'s backward as a one-hot select rather than torch's scatter.
+(which core ATen keeps), the optimizers' `_foreach_*` ops and Dynamo's `prims.fma` into ops
+Ember lowers, and `nll_loss`'s backward as a one-hot select rather than torch's scatter.
 """
 
 from __future__ import annotations
@@ -51,6 +51,9 @@ def table(target: str = "cpu") -> dict:
     if target != "cpu":
         t[aten.convolution_backward.default] = functools.partial(convolution_backward, _call)
     t[aten.nll_loss_backward.default] = functools.partial(nll_loss_backward, _call)
+    # Registered when Dynamo imports torch._inductor.inductor_prims, before it writes one.
+    if hasattr(torch.ops.prims, "fma"):
+        t[torch.ops.prims.fma.default] = functools.partial(fma, _call)
     for name in dir(aten):
         if name.startswith("_foreach_") and not name.endswith("_"):
             packet = getattr(aten, name)
@@ -260,6 +263,13 @@ def _conv_weight_grad(op, x, grad, ksize, stride, padding, dilation, groups):
         if gw.shape[2 + i] != ksize[i]:
             gw = op(aten.slice.Tensor, gw, 2 + i, 0, ksize[i], 1)
     return op(aten.transpose.int, gw, 0, 1)
+
+
+def fma(op, a, b, c):
+    """Dynamo's `prims.fma(a, b, c)`, which it writes for `addcmul_`, `addcdiv_` with a `value`
+    and `add_` with a tensor `alpha` (so AdamW's step without foreach): `a * b + c` rounded after
+    the product, as torch's CPU kernels of those ops compute it (the fused form matches CUDA's)."""
+    return op(aten.add.Tensor, op(aten.mul.Tensor, a, b), c)
 
 
 def nll_loss_backward(op, grad, x, target, weight, reduction, ignore_index, total_weight):
