@@ -341,23 +341,26 @@ def test_dropout_training_compiles_and_its_gradients_use_the_mask() -> None:
     torch.testing.assert_close(model[0].bias.grad, scale.sum(0))
 
 
-@pytest.mark.parametrize("name", ["sgd_momentum", "adam", "adamw", "adam_cpu_default", "adamw_cpu_default"])
+@pytest.mark.parametrize("name", ["sgd_momentum", "adam", "adamw", "adam_cpu_default", "adamw_cpu_default", "adamw_dynamic"])
 def test_compiled_optimizer_steps_match_eager(name: str) -> None:
     """`torch.compile(opt.step)`, with foreach and in the per-tensor form torch picks by default
-    for CPU tensors (where Dynamo writes `addcmul_(value=...)` as `prims.fma`): the step compiles
-    (no fallback) and three steps give eager's parameters."""
+    for CPU tensors (where Dynamo writes `addcmul_(value=...)` as `prims.fma`), and with dynamic
+    shapes (a step compiled again for other shapes: its learning rate arrives as a float64 tensor
+    that AOT converts with `prims.convert_element_type`): the step compiles (no fallback) and
+    three steps give eager's parameters."""
     make = {
         "sgd_momentum": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, foreach=True),
         "adam": lambda p: torch.optim.Adam(p, lr=1e-2, foreach=True),
         "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2, foreach=True),
         "adam_cpu_default": lambda p: torch.optim.Adam(p, lr=1e-2),
         "adamw_cpu_default": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.05),
+        "adamw_dynamic": lambda p: torch.optim.AdamW(p, lr=1e-2),
     }[name]
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
     want_model = copy.deepcopy(model)
     opt, want_opt = make(model.parameters()), make(want_model.parameters())
-    step = torch.compile(opt.step, backend="ember")
+    step = torch.compile(opt.step, backend="ember", dynamic=name.endswith("_dynamic"))
     before = dict(backend.stats)
     for i in range(3):
         x = torch.randn(8, 16)

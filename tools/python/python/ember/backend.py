@@ -1360,6 +1360,21 @@ def _user_outputs(gm: torch.fx.GraphModule, kind: str) -> int:
     return total if meta is None else min(total, meta.num_forward_returns + len(getattr(meta, "tokens", ()) or ()))
 
 
+def _tensorified_floats_as_aten(gm: torch.fx.GraphModule) -> None:
+    """Where a graph with dynamic shapes reads a Python float (an optimizer's learning rate once
+    its step is compiled again for other shapes), AOT Autograd passes it as a 0-d float64 tensor
+    and converts it with `prims.convert_element_type` after the decompositions ran: the same
+    conversion as core ATen's `_to_copy`."""
+    convert = torch.ops.prims.convert_element_type.default
+    found = False
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is convert:
+            n.target, n.args, n.kwargs = torch.ops.aten._to_copy.default, (n.args[0],), {"dtype": n.args[1]}
+            found = True
+    if found:
+        gm.recompile()
+
+
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str, check: bool, target: _Target = _Target()) -> Callable[..., Any]:
     """Ember's compiled form of an AOT graph (`kind`: inference, forward or backward), or, for what
     Ember cannot compile, torch eager after one warning."""
@@ -1580,6 +1595,7 @@ def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: 
 
                 meta = getattr(TracingContext.try_get(), "fw_metadata", None)
                 written.update(i for i, info in enumerate(getattr(meta, "input_info", ())) if info.mutates_data or info.mutates_metadata)
+            _tensorified_floats_as_aten(g)
             target = opts["target"]
             if target.mesh is not None:
                 target = dataclasses.replace(target, params=_param_inputs(g, kind, saved_params))
