@@ -79,6 +79,19 @@ def test_gpt2_lm_gradients_match_eager() -> None:
     _check_training(model, lambda p: torch.optim.SGD(p, lr=0.1), lambda m, ids: m(input_ids=ids, labels=ids).loss, batches)
 
 
+def test_moe_lm_compiles_its_backward() -> None:
+    """A transformers Mixtral (mixture of experts): its experts' `grouped_mm_fallback` has an
+    autograd formula calling a second custom op, which Ember decomposes too, so the backward
+    graph compiles (it ran with torch eager before) and the experts' gradients match eager."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.MixtralConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
+                                     num_local_experts=4, num_experts_per_tok=2, vocab_size=128, max_position_embeddings=64)
+    model = transformers.MixtralForCausalLM(cfg)
+    batches = [torch.randint(0, 128, (2, 12)) for _ in range(3)]
+    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.1), lambda m, ids: m(input_ids=ids, labels=ids).loss, batches)
+
+
 def test_batchnorm_convnet_gradients_match_eager() -> None:
     """Conv + BatchNorm (running statistics updated in the forward graph) + max pooling, SGD with momentum."""
     torch.manual_seed(0)

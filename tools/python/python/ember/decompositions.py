@@ -79,21 +79,45 @@ def export_table() -> dict:
 def third_party() -> dict:
     """Decompositions of other libraries' custom ops that real models reach, for those
     registered in this process: transformers' MoE experts (`grouped_mm_fallback`, its default
-    for float32 on the CPU)."""
+    for float32 on the CPU, and the backward op its autograd formula calls, which a training
+    graph holds)."""
     ns = getattr(torch.ops, "transformers", None)
-    op = getattr(ns, "grouped_mm_fallback", None) if ns is not None else None
-    return {op.default: grouped_mm} if op is not None else {}
+    table = {}
+    for name, fn in (("grouped_mm_fallback", grouped_mm), ("grouped_mm_fallback_backward", grouped_mm_backward)):
+        op = getattr(ns, name, None) if ns is not None else None
+        if op is not None:
+            table[op.default] = fn
+    return table
+
+
+def _experts(offs, rows: int, n_experts: int):
+    """Row r's expert (rows are sorted by expert, `offs` the cumulative row counts: the number of
+    offsets <= r), clamped to a valid index, and whether r is before the last offset."""
+    expert = (offs.unsqueeze(0) <= torch.arange(rows, device=offs.device).unsqueeze(1)).sum(1)
+    return expert.clamp(max=n_experts - 1), expert < n_experts
 
 
 def grouped_mm(input, weight, offs):
-    """transformers' `grouped_mm_fallback(input [S, K], weight [E, K, N], offs [E])`: rows are
-    sorted by expert and `offs` holds the cumulative row count per expert, so row r's expert is
-    the number of offsets <= r; rows past the last offset stay zero, as in the fallback."""
+    """transformers' `grouped_mm_fallback(input [S, K], weight [E, K, N], offs [E])`: row r times
+    its expert's weight; rows past the last offset stay zero, as in the fallback."""
+    expert, valid = _experts(offs, input.shape[0], weight.shape[0])
+    out = torch.bmm(input.unsqueeze(1), weight[expert]).squeeze(1)
+    return torch.where(valid.unsqueeze(1), out, torch.zeros((), dtype=out.dtype))
+
+
+def grouped_mm_backward(input, weight, offs, grad_output):
+    """transformers' `grouped_mm_fallback_backward`: each row's input gradient is its output
+    gradient times its expert's weight transposed; expert e's weight gradient sums
+    input[r]ᵀ·grad[r] over its rows (one-hot over experts, then one batched product per expert).
+    Rows past the last offset and experts without rows get zero, as in the fallback."""
     n_experts = weight.shape[0]
-    rows = torch.arange(input.shape[0], device=input.device)
-    expert = (offs.unsqueeze(0) <= rows.unsqueeze(1)).sum(1)
-    out = torch.bmm(input.unsqueeze(1), weight[expert.clamp(max=n_experts - 1)]).squeeze(1)
-    return torch.where((expert < n_experts).unsqueeze(1), out, torch.zeros((), dtype=out.dtype))
+    expert, valid = _experts(offs, input.shape[0], n_experts)
+    grad = torch.where(valid.unsqueeze(1), grad_output, torch.zeros((), dtype=grad_output.dtype))
+    grad_input = torch.bmm(grad.unsqueeze(1), weight[expert].transpose(1, 2)).squeeze(1)
+    onehot = (expert.unsqueeze(1) == torch.arange(n_experts, device=expert.device).unsqueeze(0)).to(input.dtype)
+    rows_of = onehot.t().unsqueeze(2) * input.unsqueeze(0)  # [E, S, K]
+    grad_weight = torch.bmm(rows_of.transpose(1, 2), grad.unsqueeze(0).expand(n_experts, -1, -1))
+    return grad_input, grad_weight
 
 
 def _sdpa_plain(q, k, v, dropout_p, is_causal, attn_mask) -> bool:
