@@ -454,6 +454,28 @@ def test_a_graph_reads_and_returns_channels_last_tensors_as_they_are(tmp_path: P
             torch.testing.assert_close(g, e)
 
 
+def test_held_constants_follow_every_input_when_an_input_is_permuted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph reading a transposed input (read as its dense permutation, which `_Split` permutes
+    back right after its placeholder) and a tensor it holds (made an input): the held tensor is
+    the last input. Regression: it was placed before the next input, which then got its value
+    (same shape and dtype here, so the result was silently wrong; transformers Falcon's backward
+    failed with a dtype error)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    held = torch.randn(4, 3)
+
+    def f(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a + 2 * b + 3 * held
+
+    a, b = torch.randn(3, 4).t(), torch.randn(4, 3)
+    gm = make_fx(f)(a, b)
+    assert any(n.op == "get_attr" for n in gm.graph.nodes)
+    compiled = backend._Compiled(gm, [a, b])
+    assert compiled.split.input_perms[0] == [1, 0]
+    torch.testing.assert_close(compiled(a, b), f(a, b))
+
+
 def test_a_statistic_saved_unsqueezed_is_computed_in_its_saved_shape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch norm's forward saves its per-channel mean for the backward as `unsqueeze`s to
     [1, C, 1, 1]: the value is computed in that shape (a view chain read by nothing else), so

@@ -362,6 +362,16 @@ def _size_node(g: torch.fx.Graph, expr: Any, symbol: Callable[[Any], Any], name:
     raise Unsupported(f"the size `{name}` = {expr} is not a sum, product or floor division of input sizes")
 
 
+def _append_placeholder(g: torch.fx.Graph, name: str) -> torch.fx.Node:
+    """A new last input of `g`. After the last placeholder, not before the first other node:
+    an input's permute (`_Split`) may sit between two placeholders, and a placeholder put there
+    would take the next input's position (a transformers Falcon's backward read a constant
+    where its saved weight goes)."""
+    placeholders = [n for n in g.nodes if n.op == "placeholder"]
+    with g.inserting_after(placeholders[-1]) if placeholders else g.inserting_before(next(iter(g.nodes))):
+        return g.placeholder(name)
+
+
 class _Split:
     """A graph (rewritten in place) split into the values Ember computes (`core`, whose outputs
     are `roots`) and an `epilogue` that rebuilds the graph's outputs from the inputs and those
@@ -390,14 +400,12 @@ class _Split:
         # Tensors held by the module (a `torch.tensor([])` in the user's code) become inputs: the
         # graph file carries no tensors.
         self.constants: list[torch.Tensor] = []
-        first = next(n for n in g.nodes if n.op != "placeholder")
         for n in list(g.nodes):
             if n.op == "get_attr":
                 value = operator.attrgetter(n.target)(gm)
                 if not isinstance(value, torch.Tensor):
                     raise Unsupported(f"the graph holds a {type(value).__name__} (`{n.target}`)")
-                with g.inserting_before(first):
-                    p = g.placeholder(f"ember_constant_{len(self.constants)}")
+                p = _append_placeholder(g, f"ember_constant_{len(self.constants)}")
                 p.meta = dict(n.meta)
                 n.replace_all_uses_with(p)
                 g.erase_node(n)
@@ -420,8 +428,7 @@ class _Split:
             if d is None and fake_mode is not None:
                 with fake_mode:
                     carrier = torch.empty((inputs[i], 0))
-                with g.inserting_before(first):
-                    p = g.placeholder(f"ember_size_{len(self.size_inputs)}")
+                p = _append_placeholder(g, f"ember_size_{len(self.size_inputs)}")
                 p.meta["val"] = carrier
                 self.size_inputs.append(i)
                 self.symbols[sym] = (len(inputs), 0)
