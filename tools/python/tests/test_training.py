@@ -92,6 +92,28 @@ def test_moe_lm_compiles_its_backward() -> None:
     _check_training(model, lambda p: torch.optim.SGD(p, lr=0.1), lambda m, ids: m(input_ids=ids, labels=ids).loss, batches)
 
 
+def test_a_backward_op_without_lowering_reads_the_declared_layouts() -> None:
+    """A transformers Swin: its backward holds `as_strided_scatter`, which Ember does not lower,
+    and reads activations the channels-last forward saved NHWC. The op runs with torch eager on
+    its inputs as AOT declared them (its `view`s raised before) and only it: the rest of that
+    piece still compiles, in pieces around it. Gradients match eager."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 4], window_size=4, num_labels=10, drop_path_rate=0.0)
+    model = transformers.SwinForImageClassification(cfg).train()
+    want_model = copy.deepcopy(model)
+    x, y = torch.randn(2, 3, 32, 32), torch.randint(0, 10, (2,))
+    before = dict(backend.stats)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.compile(model, backend="ember")(pixel_values=x, labels=y).loss.backward()
+    want_model(pixel_values=x, labels=y).loss.backward()
+    ember_warnings = {str(w.message).split(" at node")[0] for w in caught if "ember" in str(w.message)}
+    assert ember_warnings == {"ember: part of a graph runs with torch eager: op `torch.aten.as_strided_scatter`"}, ember_warnings
+    assert backend.stats["backward"] - before["backward"] >= 2, "the backward's other ops did not compile"
+    _assert_grads_match({n: p.grad for n, p in want_model.named_parameters()}, {n: p.grad for n, p in model.named_parameters()})
+
+
 def test_batchnorm_convnet_gradients_match_eager() -> None:
     """Conv + BatchNorm (running statistics updated in the forward graph) + max pooling, SGD with momentum."""
     torch.manual_seed(0)

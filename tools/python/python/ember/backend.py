@@ -1061,7 +1061,7 @@ class _Checked:
     first output that differs beyond its dtype's tolerance."""
 
     def __init__(self, compiled: Callable[..., Any], gm: torch.fx.GraphModule, kind: str) -> None:
-        self.compiled, self.reference, self.kind = compiled, gm, kind
+        self.compiled, self.reference, self.kind = compiled, _eager(gm), kind
         out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
         self.nodes = list(out) if isinstance(out, (tuple, list)) else [out]
 
@@ -1162,14 +1162,39 @@ class _Partition(torch.nn.Module):
                     run = self.compiled._run_fixed
                     graph.__dict__[self.name] = lambda *args: run(args)
             except Unsupported as exc:
-                if exc.exported is not None:
-                    shutil.rmtree(os.path.dirname(exc.exported), ignore_errors=True)
                 self.eager = True
                 stats["fallbacks"] += 1
-                warnings.warn(f"ember: part of a graph runs with torch eager: {exc}", stacklevel=2)
+                unsupported = _unlowered(exc)
+                if unsupported:
+                    # The piece's other ops still compile, in pieces of their own around these
+                    # (a Swin's backward: its `as_strided_scatter`s, not the whole backward).
+                    warnings.warn(f"ember: part of a graph runs with torch eager: {exc}; the rest of it still compiles", stacklevel=2)
+                    n_out = len(_output_values(self.gm.graph)[1])
+                    self.eager_run = _partition(_copy(self.gm), unsupported, self.backward, self.target, n_out)
+                else:
+                    warnings.warn(f"ember: part of a graph runs with torch eager: {exc}", stacklevel=2)
+                    self.eager_run = _eager(self.gm)
         if self.eager:
-            return self.gm(*args)
+            return self.eager_run(*args)
         return self.compiled(*args)
+
+
+def _unlowered(exc: Unsupported) -> set[str]:
+    """The ops (`aten.name`) that Ember has no lowering for, which made `exc`; removes the graph
+    file it names."""
+    unsupported: set[str] = set()
+    if exc.exported is not None:
+        from . import _native
+
+        try:
+            unsupported = set(_native().unlowered_ops(exc.exported))
+        except ValueError:
+            unsupported = set()
+        finally:
+            shutil.rmtree(os.path.dirname(exc.exported), ignore_errors=True)
+    if m := _UNSUPPORTED_OP.search(str(exc)):
+        unsupported.add(m.group(1))
+    return unsupported
 
 
 def _meta_value(v: Any) -> Any:
@@ -1200,6 +1225,7 @@ def _partition(gm: torch.fx.GraphModule, unsupported: set[str], backward: bool, 
     fused = fuse_by_partitions(gm, _stages(gm.graph, supported))
     with torch._subclasses.fake_tensor.unset_fake_temporarily():
         _pieces(fused, user_outputs, backward, target)
+    _eager_inputs_as_declared(fused)
     return fused
 
 
@@ -1273,8 +1299,58 @@ def _output_values(g: torch.fx.Graph) -> tuple[torch.fx.Node, list[Any], bool]:
 
 
 def _as_declared(x: torch.Tensor, strides: tuple[int, ...]) -> torch.Tensor:
-    """`x` laid out with `strides` (a user-visible output of a channels-last graph)."""
-    return x if x.stride() == strides else torch.empty_strided(x.shape, strides, dtype=x.dtype).copy_(x)
+    """`x` laid out with `strides` (the strides of its dims of size 1 aside): a user-visible
+    output of a channels-last graph, or what torch eager reads where the graph declared it so."""
+    if all(a == b or n == 1 for a, b, n in zip(x.stride(), strides, x.shape)):
+        return x
+    return torch.empty_strided(x.shape, strides, dtype=x.dtype).copy_(x)
+
+
+def _declared_strides(node: Any) -> tuple[int, ...] | None:
+    """The strides the graph declares for `node`'s tensor, when they are static."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or any(map(_symbolic, (*val.shape, *val.stride()))):
+        return None
+    return tuple(int(s) for s in val.stride())
+
+
+def _eager(gm: torch.fx.GraphModule) -> Callable[..., Any]:
+    """`gm` run with torch eager, its inputs laid out as it declares them. A channels-last
+    forward hands its saved activations to the backward in NHWC (`_channels_last`), which
+    Ember's pieces read in any layout but torch eager's `view`s do not (a transformers Swin's
+    backward, run eagerly for its `as_strided_scatter`, failed); an `as_strided` would read the
+    wrong elements."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    want = [(i, st) for i, p in enumerate(placeholders) if (st := _declared_strides(p)) is not None]
+
+    def run(*args: Any) -> Any:
+        args = list(args)
+        for i, strides in want:
+            if i < len(args) and isinstance(args[i], torch.Tensor):
+                args[i] = _as_declared(args[i], strides)
+        return gm(*args)
+
+    return run
+
+
+def _eager_inputs_as_declared(fused: torch.fx.GraphModule) -> None:
+    """The eager ops of a partitioned graph (not the convolutions, which take any layout) read
+    graph inputs and pieces' values laid out as the graph declares them (see `_eager`)."""
+    g = fused.graph
+    converted: dict[torch.fx.Node, torch.fx.Node] = {}
+    for n in list(g.nodes):
+        if n.op != "call_function" or n.target in (operator.getitem, _as_declared) or _target_name(n) in _EXTERN:
+            continue
+        for x in n.all_input_nodes:
+            made_by_ember = x.op == "call_module" or (x.op == "call_function" and x.target is operator.getitem and x.args[0].op == "call_module")
+            if not (x.op == "placeholder" or made_by_ember) or (strides := _declared_strides(x)) is None:
+                continue
+            if x not in converted:
+                with g.inserting_after(x):
+                    converted[x] = g.call_function(_as_declared, (x, strides))
+                converted[x].meta = dict(x.meta)
+            n.replace_input_with(x, converted[x])
+    fused.recompile()
 
 
 def _channels_last(fused: torch.fx.GraphModule, user_outputs: int, backward: bool) -> dict[str, set[int | None]]:
@@ -1405,22 +1481,11 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
             run = _Compiled(gm, example_inputs, backward=backward, target=target)
         except Unsupported as exc:
             # Ops Ember has no lowering for run with torch eager; the rest of the graph still compiles.
-            unsupported: set[str] = set()
-            if exc.exported is not None:
-                from . import _native
-
-                try:
-                    unsupported = set(_native().unlowered_ops(exc.exported))
-                except ValueError:
-                    unsupported = set()
-                finally:
-                    shutil.rmtree(os.path.dirname(exc.exported), ignore_errors=True)
-            if m := _UNSUPPORTED_OP.search(str(exc)):
-                unsupported.add(m.group(1))
+            unsupported = _unlowered(exc)
             if not unsupported:
                 stats["fallbacks"] += 1
                 warnings.warn(f"ember: this {kind} graph runs with torch eager: {exc}", stacklevel=2)
-                return make_boxed_func(original.forward)
+                return make_boxed_func(_eager(original))
             eager_nodes = [n for n in original.graph.nodes if n.op == "call_function" and _target_name(n) in unsupported]
             lines = sorted({f"{_target_name(n)} ({_user_line(n)})" for n in eager_nodes})
             stats["fallbacks"] += 1
