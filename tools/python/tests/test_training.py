@@ -114,6 +114,40 @@ def test_a_backward_op_without_lowering_reads_the_declared_layouts() -> None:
     _assert_grads_match({n: p.grad for n, p in want_model.named_parameters()}, {n: p.grad for n, p in model.named_parameters()})
 
 
+def test_weight_norm_backward_compiles() -> None:
+    """`weight_norm` (a wav2vec2's positional convolution: over dim 2; a linear layer's over dim
+    0): its backward op, which core ATen keeps, is decomposed, so the backward compiles (it ran
+    with torch eager), with eager's gradients."""
+    from torch.nn.utils.parametrizations import weight_norm
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(weight_norm(torch.nn.Conv1d(4, 6, 3, padding=1), dim=2), torch.nn.Flatten(), weight_norm(torch.nn.Linear(48, 5), dim=0))
+    batches = [torch.randn(2, 4, 8) for _ in range(3)]
+    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.1), lambda m, x: m(x).square().mean(), batches)
+
+
+def test_activation_checkpointing_compiles_and_keeps_eager_checkpointing_working() -> None:
+    """`torch.utils.checkpoint` (transformers' `gradient_checkpointing_enable()`): compiled, the
+    recomputed forward and the backward compile with eager's gradients. Importing ember made the
+    ember device torch's current accelerator, whose autocast the recomputation enters: torch
+    eager's checkpointing failed (the device module had no `get_amp_supported_dtype`)."""
+    from torch.utils.checkpoint import checkpoint
+
+    class Blocks(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = torch.nn.ModuleList(torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()) for _ in range(2))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for layer in self.layers:
+                x = checkpoint(layer, x, use_reentrant=False)
+            return x
+
+    torch.manual_seed(0)
+    batches = [torch.randn(4, 16) for _ in range(3)]
+    _check_training(Blocks(), lambda p: torch.optim.SGD(p, lr=0.1), lambda m, x: m(x).square().mean(), batches)
+
+
 def test_batchnorm_convnet_gradients_match_eager() -> None:
     """Conv + BatchNorm (running statistics updated in the forward graph) + max pooling, SGD with momentum."""
     torch.manual_seed(0)

@@ -11,7 +11,7 @@ without checking its shape: every gradient below an attention layer comes out si
 (a transformers GPT-2 trained under ``torch.compile`` got |ember − eager| > |grad| from the last
 block's ``c_attn`` down). ``table()`` replaces it with one that returns the log-sum-exp, and
 decomposes the backward from it; it also decomposes the convolution's backward off the CPU
-(which core ATen keeps), the optimizers' `_foreach_*` ops and Dynamo's `prims.fma` into ops
+and weight norm's backward (which core ATen keeps), the optimizers' `_foreach_*` ops and Dynamo's `prims.fma` into ops
 Ember lowers, and `nll_loss`'s backward as a one-hot select rather than torch's scatter.
 """
 
@@ -51,6 +51,7 @@ def table(target: str = "cpu") -> dict:
     if target != "cpu":
         t[aten.convolution_backward.default] = functools.partial(convolution_backward, _call)
     t[aten.nll_loss_backward.default] = functools.partial(nll_loss_backward, _call)
+    t[aten._weight_norm_interface_backward.default] = functools.partial(weight_norm_backward, _call)
     # Registered when Dynamo imports torch._inductor.inductor_prims, before it writes one.
     if hasattr(torch.ops.prims, "fma"):
         t[torch.ops.prims.fma.default] = functools.partial(fma, _call)
@@ -294,6 +295,19 @@ def fma(op, a, b, c):
     and `add_` with a tensor `alpha` (so AdamW's step without foreach): `a * b + c` rounded after
     the product, as torch's CPU kernels of those ops compute it (the fused form matches CUDA's)."""
     return op(aten.add.Tensor, op(aten.mul.Tensor, a, b), c)
+
+
+def weight_norm_backward(op, grad_w, v, g, norms, dim):
+    """`_weight_norm_interface_backward` (`nn.utils.weight_norm`, a wav2vec2's positional
+    convolution), which core ATen keeps: w = v·g/‖v‖ with the norm over every dim but `dim`
+    (all of them for -1), so ∂g = Σ(∂w·v)/‖v‖ and ∂v = g/‖v‖·(∂w − v·Σ(∂w·v)/‖v‖²), as torch's
+    differentiable backward computes them."""
+    dims = [d for d in range(v.dim()) if d != dim] if dim != -1 else list(range(v.dim()))
+    sums = op(aten.sum.dim_IntList, op(aten.mul.Tensor, grad_w, v), dims, True)
+    sums = op(aten.reshape.default, sums, list(norms.shape))
+    scaled = op(aten.div.Tensor, sums, op(aten.mul.Tensor, norms, norms))
+    grad_v = op(aten.mul.Tensor, op(aten.div.Tensor, g, norms), op(aten.sub.Tensor, grad_w, op(aten.mul.Tensor, v, scaled)))
+    return grad_v, op(aten.div.Tensor, sums, norms)
 
 
 def nll_loss_backward(op, grad, x, target, weight, reduction, ignore_index, total_weight):
