@@ -11,7 +11,7 @@ without checking its shape: every gradient below an attention layer comes out si
 (a transformers GPT-2 trained under ``torch.compile`` got |ember − eager| > |grad| from the last
 block's ``c_attn`` down). ``table()`` replaces it with one that returns the log-sum-exp, and
 decomposes the backward from it; it also decomposes the convolution's backward off the CPU
-and weight norm's backward (which core ATen keeps), the optimizers' `_foreach_*` ops and Dynamo's `prims.fma` into ops
+weight norm's and (non-overlapping) average pooling's backward (which core ATen keeps), the optimizers' `_foreach_*` ops and Dynamo's `prims.fma` into ops
 Ember lowers, and `nll_loss`'s backward as a one-hot select rather than torch's scatter.
 """
 
@@ -52,6 +52,7 @@ def table(target: str = "cpu") -> dict:
         t[aten.convolution_backward.default] = functools.partial(convolution_backward, _call)
     t[aten.nll_loss_backward.default] = functools.partial(nll_loss_backward, _call)
     t[aten._weight_norm_interface_backward.default] = functools.partial(weight_norm_backward, _call)
+    t[aten.avg_pool2d_backward.default] = functools.partial(avg_pool2d_backward, _call)
     # Registered when Dynamo imports torch._inductor.inductor_prims, before it writes one.
     if hasattr(torch.ops.prims, "fma"):
         t[torch.ops.prims.fma.default] = functools.partial(fma, _call)
@@ -308,6 +309,27 @@ def weight_norm_backward(op, grad_w, v, g, norms, dim):
     scaled = op(aten.div.Tensor, sums, op(aten.mul.Tensor, norms, norms))
     grad_v = op(aten.mul.Tensor, op(aten.div.Tensor, g, norms), op(aten.sub.Tensor, grad_w, op(aten.mul.Tensor, v, scaled)))
     return grad_v, op(aten.div.Tensor, sums, norms)
+
+
+def avg_pool2d_backward(op, grad, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
+    """`avg_pool2d_backward` (which core ATen keeps) where the windows tile the input without
+    overlap or padding (a DenseNet's transitions, a Funnel transformer's pooling): each window's
+    gradient over its divisor, repeated over the window (a broadcast Ember fuses into its
+    readers), zeros on the rows and columns no window covers. Other forms: NotImplemented."""
+    kh, kw = (kernel_size * 2)[:2]
+    sh, sw = ((stride or kernel_size) * 2)[:2]
+    oh, ow = grad.shape[-2:]
+    h, w = x.shape[-2:]
+    if (sh, sw) != (kh, kw) or any(padding) or oh * kh > h or ow * kw > w:
+        return NotImplemented
+    g = op(aten.div.Scalar, grad, divisor_override or kh * kw)
+    lead = list(grad.shape[:-2])
+    g = op(aten.expand.default, op(aten.view.default, g, [*lead, oh, 1, ow, 1]), [*lead, oh, kh, ow, kw])
+    g = op(aten.clone.default, g, memory_format=torch.contiguous_format)
+    g = op(aten.view.default, g, [*lead, oh * kh, ow * kw])
+    if (oh * kh, ow * kw) != (h, w):
+        g = op(aten.constant_pad_nd.default, g, [0, w - ow * kw, 0, h - oh * kh], 0.0)
+    return g
 
 
 def nll_loss_backward(op, grad, x, target, weight, reduction, ignore_index, total_weight):
