@@ -9,13 +9,14 @@ separate processes moved by up to 30 % against each other (load from elsewhere, 
 process's own heap: one backend's step took 258 ms alone and 204 ms next to another model).
 Compile times come from a fresh process per (case, backend) with empty compile caches, in
 rounds (each backend keeps its faster round). A step is zero_grad, forward, loss, backward and
-the (uncompiled) optimizer step. Reported per backend: the median step time over the timed
+the optimizer step, which `--compile-optimizer` compiles too under Inductor and Ember (table
+train_optimizer). Reported per backend: the median step time over the timed
 steps after warm-up, the compile time (first step minus the median step of that process), and
 for Ember the graphs it compiled, how many were backward graphs, and its fallbacks; the first
 step's loss is compared with eager's. Writes tools/bench/results/NAME.md and NAME.png
 (`--name`, default train; the bf16 autocast cases are committed as train_bf16).
 
-    python tools/bench/bench_train.py [--cases mlp_adamw,gpt2_lm,resnet_bn,mobilenet_v3,mlp_adamw_bf16,gpt2_lm_bf16] [--steps 20]
+    python tools/bench/bench_train.py [--cases mlp_adamw,gpt2_lm,resnet_bn,mobilenet_v3,mlp_adamw_bf16,gpt2_lm_bf16] [--steps 20] [--compile-optimizer]
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ THREADS = 2
 BACKENDS = ("eager", "inductor", "ember")
 #: Timed steps of the compile-time processes (their median is subtracted from the first step).
 COMPILE_STEPS = 5
+#: `--compile-optimizer`: Inductor and Ember also compile `opt.step` (eager's stays eager).
+COMPILE_OPTIMIZER = False
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -117,13 +120,15 @@ def make_step(case: str, backend: str) -> Callable[[], float]:
     torch.manual_seed(0)
     model, opt, loss_fn = CASES[case][0]()
     model.train()
-    run = model if backend == "eager" else torch.compile(model, backend="ember" if backend == "ember" else "inductor")
+    compiler = "ember" if backend == "ember" else "inductor"
+    run = model if backend == "eager" else torch.compile(model, backend=compiler)
+    opt_step = torch.compile(opt.step, backend=compiler) if COMPILE_OPTIMIZER and backend != "eager" else opt.step
 
     def step() -> float:
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(run)
         loss.backward()
-        opt.step()
+        opt_step()
         return float(loss)
 
     return step
@@ -177,7 +182,8 @@ def run_worker(case: str, backend: str, steps: int, tmp: Path) -> dict:
     """`worker` (or, for backend "all", `interleaved`) in a fresh process with empty caches."""
     cache = Path(tempfile.mkdtemp(prefix=f"{case}-{backend}-", dir=tmp))
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"), EMBER_CACHE_DIR=str(cache / "ember"), TMPDIR=str(tmp))
-    p = subprocess.run([sys.executable, __file__, "--_worker", case, backend, "--steps", str(steps)], env=env, capture_output=True, text=True)
+    flags = ["--compile-optimizer"] if COMPILE_OPTIMIZER else []
+    p = subprocess.run([sys.executable, __file__, "--_worker", case, backend, "--steps", str(steps), *flags], env=env, capture_output=True, text=True)
     if p.returncode != 0:
         return dict(error=(p.stderr.strip().splitlines() or ["?"])[-1][:200])
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -237,9 +243,13 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=20, help="timed steps per backend after 1 + 3 warm-up steps, in the one process per case that steps all three in turn (default 20)")
     ap.add_argument("--rounds", type=int, default=2, help="compile-time runs of every (case, backend), in turn; each keeps its fastest compile (default 2)")
     ap.add_argument("--out", default=str(HERE / "results"), help="results dir (NAME.md, NAME.png)")
-    ap.add_argument("--name", default="train", help="results file stem (default train; the bf16 autocast cases' table is train_bf16)")
+    ap.add_argument("--name", help="results file stem (default train, or train_optimizer with --compile-optimizer; the bf16 autocast cases' table is train_bf16)")
+    ap.add_argument("--compile-optimizer", action="store_true", help="Inductor and Ember also compile the optimizer step (torch.compile(opt.step)); torch eager's stays eager")
     ap.add_argument("--_worker", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global COMPILE_OPTIMIZER
+    COMPILE_OPTIMIZER = args.compile_optimizer
+    args.name = args.name or ("train_optimizer" if args.compile_optimizer else "train")
     if args.steps < 1 or args.rounds < 1:
         ap.error("--steps and --rounds must be at least 1")
     if args._worker:
@@ -289,7 +299,8 @@ def main() -> int:
             f"- fp32 (`_bf16` cases: the forward and loss under bf16 autocast), {THREADS} threads; step times: one process per case holding the three, "
             f"stepped in turn (eager, Inductor, Ember, eager, ...), median of {args.steps} steps each after 1 + 3 warm-up steps; "
             f"compile times: each case and backend in a fresh process with empty compile caches, {args.rounds} round(s), each backend's faster kept",
-            "- a step: zero_grad, forward, loss, backward, optimizer step (the optimizer step is not compiled)",
+            "- a step: zero_grad, forward, loss, backward, optimizer step ("
+            + ("compiled too under Inductor and Ember: `torch.compile(opt.step)`; compile times include it)" if COMPILE_OPTIMIZER else "the optimizer step is not compiled)"),
             "- compile s = first step minus the median step (Dynamo, AOT Autograd and the backend's compiler); "
             "in parentheses the seconds Ember itself took (`ember.backend.stats[\"compile_seconds\"]`: partitioning, export, "
             "compiling the graphs AOT Autograd handed it), the rest being Dynamo's and AOT Autograd's, which Inductor spends too",
