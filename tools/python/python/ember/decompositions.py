@@ -33,7 +33,14 @@ def _call(func, *args, **kwargs):
 
 
 def core_aten() -> dict:
-    """torch's core ATen decompositions without the wrong one (see the module docstring)."""
+    """torch's core ATen decompositions without the wrong one (see the module docstring): a
+    copy of the table built once (torch builds it anew per call, 0.15 s of every graph's
+    compile)."""
+    return dict(_core_aten())
+
+
+@functools.cache
+def _core_aten() -> dict:
     from torch._decomp import core_aten_decompositions
 
     table = dict(core_aten_decompositions())
