@@ -430,7 +430,8 @@ def test_dropout_training_compiles_and_its_gradients_use_the_mask() -> None:
     torch.testing.assert_close(model[0].bias.grad, scale.sum(0))
 
 
-@pytest.mark.parametrize("name", ["sgd_momentum", "adam", "adamw", "adam_cpu_default", "adamw_cpu_default", "adamw_dynamic"])
+@pytest.mark.parametrize("name", ["sgd_momentum", "adam", "adamw", "adam_cpu_default", "adamw_cpu_default", "adamw_dynamic",
+                                  "sgd_nesterov", "rmsprop", "adagrad", "nadam", "radam"])
 def test_compiled_optimizer_steps_match_eager(name: str) -> None:
     """`torch.compile(opt.step)`, with foreach and in the per-tensor form torch picks by default
     for CPU tensors (where Dynamo writes `addcmul_(value=...)` as `prims.fma`), and with dynamic
@@ -444,6 +445,11 @@ def test_compiled_optimizer_steps_match_eager(name: str) -> None:
         "adam_cpu_default": lambda p: torch.optim.Adam(p, lr=1e-2),
         "adamw_cpu_default": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.05),
         "adamw_dynamic": lambda p: torch.optim.AdamW(p, lr=1e-2),
+        "sgd_nesterov": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-2),
+        "rmsprop": lambda p: torch.optim.RMSprop(p, lr=1e-2, momentum=0.9),
+        "adagrad": lambda p: torch.optim.Adagrad(p, lr=1e-2),
+        "nadam": lambda p: torch.optim.NAdam(p, lr=1e-2),
+        "radam": lambda p: torch.optim.RAdam(p, lr=1e-2),
     }[name]
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
