@@ -126,24 +126,18 @@ def test_weight_norm_backward_compiles() -> None:
     _check_training(model, lambda p: torch.optim.SGD(p, lr=0.1), lambda m, x: m(x).square().mean(), batches)
 
 
-@pytest.mark.parametrize("kw", [{"kernel_size": 2}, {"kernel_size": (2, 3), "divisor_override": 5}, {"kernel_size": 3, "stride": 2}, {"kernel_size": 2, "ceil_mode": True}])
+@pytest.mark.parametrize("kw", [{"kernel_size": 2}, {"kernel_size": (2, 3), "divisor_override": 5}, {"kernel_size": 3, "stride": 2},
+                                {"kernel_size": 2, "ceil_mode": True}, {"kernel_size": 3, "stride": 1, "padding": 1, "count_include_pad": False}])
 def test_average_pooling_backward(kw: dict) -> None:
-    """Non-overlapping average pooling (a DenseNet's transitions; here over an odd size, whose
-    last row and column no window covers, and with a divisor override): its backward, which core
-    ATen keeps, compiles with eager's gradients. Overlapping windows (kernel 3, stride 2) and
-    ceil mode keep torch's kernel for it, with one warning."""
+    """Average pooling's backward, which core ATen keeps, compiles with eager's gradients: as a
+    broadcast where the windows tile the input (a DenseNet's transitions; here over an odd size,
+    whose last row and column no window covers, and with a divisor override), as a transposed
+    convolution otherwise (overlapping windows, ceil mode's partial last window, padding not
+    counted in the divisor)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.AvgPool2d(**kw), torch.nn.Flatten())
     x = torch.randn(2, 3, 9, 11)
-    decomposed = kw.get("stride", kw["kernel_size"]) == kw["kernel_size"] and not kw.get("ceil_mode")
-    if decomposed:
-        _check_training(model, lambda p: torch.optim.SGD(p, lr=0.1), lambda m, x: m(x).square().mean(), [x, x * 2, x - 1])
-        return
-    want = copy.deepcopy(model)
-    with pytest.warns(UserWarning, match="avg_pool2d_backward"):
-        torch.compile(model, backend="ember")(x).square().mean().backward()
-    want(x).square().mean().backward()
-    _assert_grads_match({n: p.grad for n, p in want.named_parameters()}, {n: p.grad for n, p in model.named_parameters()})
+    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.1), lambda m, x: m(x).square().mean(), [x, x * 2, x - 1])
 
 
 def test_activation_checkpointing_compiles_and_keeps_eager_checkpointing_working() -> None:

@@ -11,7 +11,7 @@ without checking its shape: every gradient below an attention layer comes out si
 (a transformers GPT-2 trained under ``torch.compile`` got |ember − eager| > |grad| from the last
 block's ``c_attn`` down). ``table()`` replaces it with one that returns the log-sum-exp, and
 decomposes the backward from it; it also decomposes the convolution's backward off the CPU
-weight norm's and (non-overlapping) average pooling's backward (which core ATen keeps), the optimizers' `_foreach_*` ops and Dynamo's `prims.fma` into ops
+weight norm's and average pooling's backward (which core ATen keeps), the optimizers' `_foreach_*` ops and Dynamo's `prims.fma` into ops
 Ember lowers, and `nll_loss`'s backward as a one-hot select rather than torch's scatter.
 """
 
@@ -319,24 +319,56 @@ def weight_norm_backward(op, grad_w, v, g, norms, dim):
 
 
 def avg_pool2d_backward(op, grad, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
-    """`avg_pool2d_backward` (which core ATen keeps) where the windows tile the input without
-    overlap or padding (a DenseNet's transitions, a Funnel transformer's pooling): each window's
-    gradient over its divisor, repeated over the window (a broadcast Ember fuses into its
-    readers), zeros on the rows and columns no window covers. Other forms: NotImplemented."""
+    """`avg_pool2d_backward` (which core ATen keeps): each window's gradient over its divisor,
+    spread back over the window. Where the windows tile the input without overlap or padding (a
+    DenseNet's transitions, a Funnel transformer's pooling) that is a broadcast, which Ember fuses
+    into its readers, with zeros on the rows and columns no window covers; otherwise a transposed
+    convolution with a kernel of ones per channel over the gradient divided by each window's
+    divisor (torch's: the window's size clipped to the padded input, or to the input without
+    `count_include_pad`, or `divisor_override`), cropped or zero-padded to the input's size
+    (ceil mode's last windows reach past it; the last rows may be in no window)."""
     kh, kw = (kernel_size * 2)[:2]
     sh, sw = ((stride or kernel_size) * 2)[:2]
+    ph, pw = (padding * 2)[:2]
     oh, ow = grad.shape[-2:]
     h, w = x.shape[-2:]
-    if (sh, sw) != (kh, kw) or any(padding) or oh * kh > h or ow * kw > w:
-        return NotImplemented
-    g = op(aten.div.Scalar, grad, divisor_override or kh * kw)
     lead = list(grad.shape[:-2])
-    g = op(aten.expand.default, op(aten.view.default, g, [*lead, oh, 1, ow, 1]), [*lead, oh, kh, ow, kw])
-    g = op(aten.clone.default, g, memory_format=torch.contiguous_format)
-    g = op(aten.view.default, g, [*lead, oh * kh, ow * kw])
-    if (oh * kh, ow * kw) != (h, w):
-        g = op(aten.constant_pad_nd.default, g, [0, w - ow * kw, 0, h - oh * kh], 0.0)
+    if (sh, sw) == (kh, kw) and not any(padding) and oh * kh <= h and ow * kw <= w:
+        g = op(aten.div.Scalar, grad, divisor_override or kh * kw)
+        g = op(aten.expand.default, op(aten.view.default, g, [*lead, oh, 1, ow, 1]), [*lead, oh, kh, ow, kw])
+        g = op(aten.clone.default, g, memory_format=torch.contiguous_format)
+        g = op(aten.view.default, g, [*lead, oh * kh, ow * kw])
+    else:
+        with _paused() if not _traced(grad) else contextlib.nullcontext():
+            div = _pool_divisors(grad, (oh, ow), (kh, kw), (sh, sw), (ph, pw), (h, w), count_include_pad, divisor_override)
+            ones = torch.ones(1, 1, kh, kw, dtype=grad.dtype, device=grad.device)
+        g = op(aten.div.Tensor, grad, div)
+        g = op(aten.reshape.default, g, [-1, 1, oh, ow])
+        # A transposed convolution drops `padding` rows at both ends; the input's last rows are
+        # real where the last window reaches them (the padded size minus the kernel not a
+        # multiple of the stride): `output_padding` keeps up to stride - 1 of them.
+        extra = [min(max(n - ((o - 1) * st - 2 * pd + k), 0), st - 1) for n, o, st, pd, k in ((h, oh, sh, ph, kh), (w, ow, sw, pw, kw))]
+        g = op(aten.convolution.default, g, ones, None, [sh, sw], [ph, pw], [1, 1], True, extra, 1)
+        g = op(aten.view.default, g, [*lead, *g.shape[-2:]])
+        if g.shape[-2] > h or g.shape[-1] > w:
+            g = op(aten.slice.Tensor, op(aten.slice.Tensor, g, -2, 0, h), -1, 0, w)
+    if (g.shape[-2], g.shape[-1]) != (h, w):
+        g = op(aten.constant_pad_nd.default, g, [0, w - g.shape[-1], 0, h - g.shape[-2]], 0.0)
     return g
+
+
+def _pool_divisors(like, out, kernel, stride, padding, size, count_include_pad, divisor_override):
+    """Each average-pooling window's divisor, [OH, OW] in `like`'s dtype, made by ops (inside a
+    trace, a constant must be): the window clipped to the padded input (to the input without
+    `count_include_pad`), rows times columns, or `divisor_override`."""
+    if divisor_override:
+        return torch.full(out, float(divisor_override), dtype=like.dtype, device=like.device)
+    sides = []
+    for n_out, k, s, p, n in zip(out, kernel, stride, padding, size):
+        start = torch.arange(n_out, device=like.device) * s - p
+        end = (start + k).clamp(max=n + p)
+        sides.append((end - start) if count_include_pad else end.clamp(max=n) - start.clamp(min=0))
+    return (sides[0].unsqueeze(1) * sides[1].unsqueeze(0)).to(like.dtype)
 
 
 def nll_loss_backward(op, grad, x, target, weight, reduction, ignore_index, total_weight):
