@@ -10,9 +10,10 @@ where the op returns its log-sum-exp. In a training graph autograd saves that ou
 without checking its shape: every gradient below an attention layer comes out silently wrong
 (a transformers GPT-2 trained under ``torch.compile`` got |ember − eager| > |grad| from the last
 block's ``c_attn`` down). ``table()`` replaces it with one that returns the log-sum-exp, and
-decomposes the backward from it; it also decomposes the convolution's backward off the CPU
-weight norm's and average pooling's backward (which core ATen keeps), the optimizers' `_foreach_*` ops and Dynamo's `prims.fma` into ops
-Ember lowers, and `nll_loss`'s backward as a one-hot select rather than torch's scatter.
+decomposes the backward from it; it also decomposes into ops Ember lowers the backward of the
+convolution (off the CPU), of weight norm and of average pooling (which core ATen keeps), the
+optimizers' `_foreach_*` ops and Dynamo's `prims.fma`, and `nll_loss`'s backward as a one-hot
+select rather than torch's scatter.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def register() -> bool:
         return False
     from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-    _setup_privateuseone_for_python_backend(NAME, backend_module=_Module(), device_guard=_guard())
+    _setup_privateuseone_for_python_backend(NAME, backend_module=_module(), device_guard=_guard())
     # A CPU tensor cannot take an ember tensor's data in place (`param.data = ...`), so without
     # this `model.to("ember")` would give each module its own new Parameter and untie shared
     # weights (a language model's embedding and output layer): swapping keeps the objects.
@@ -80,47 +80,33 @@ def register() -> bool:
     return True
 
 
-class _Module:
-    """`torch.ember`: what torch asks of a device's module. Registered on import, the device is
-    `torch.accelerator`'s current one, so torch's own code reaches it on CPU-only programs
+def _module() -> Any:
+    """`torch.ember`: torch's placeholder device module plus what torch's own code asks of the
+    current accelerator, which the device is once registered, even in CPU-only programs
     (`torch.utils.checkpoint` recomputes under `torch.autocast("ember")`, which requires
     `get_amp_supported_dtype`). Random ops on the device draw from torch's CPU generator (eager
     ops run on the host; compiled graphs take their seed from it), whose state checkpointing
     saves already: the device has no generator state of its own."""
+    import contextlib
 
-    def is_initialized(self) -> bool:
-        return True
+    from torch.utils.backend_registration import _DummyBackendModule
 
-    def is_available(self) -> bool:
-        return True
+    class _Module(_DummyBackendModule):
+        def get_amp_supported_dtype(self) -> list[torch.dtype]:
+            # Autocast has no policy for the device: `torch.autocast("ember", ...)` warns and
+            # stays off rather than running unchanged while it claims to cast.
+            return []
 
-    def current_device(self) -> int:
-        return 0
+        def get_rng_state(self, device: Any = None) -> torch.Tensor:
+            return torch.empty(0, dtype=torch.uint8)
 
-    def device_count(self) -> int:
-        return 1
+        def set_rng_state(self, state: torch.Tensor, device: Any = None) -> None:
+            pass
 
-    def _is_in_bad_fork(self) -> bool:
-        return False
+        def device(self, index: Any = None) -> Any:
+            return contextlib.nullcontext()
 
-    def manual_seed_all(self, seed: int) -> None:
-        pass
-
-    def get_amp_supported_dtype(self) -> list[torch.dtype]:
-        # Autocast has no policy for the device: `torch.autocast("ember", ...)` warns and stays
-        # off rather than running unchanged while it claims to cast.
-        return []
-
-    def get_rng_state(self, device: Any = None) -> torch.Tensor:
-        return torch.empty(0, dtype=torch.uint8)
-
-    def set_rng_state(self, state: torch.Tensor, device: Any = None) -> None:
-        pass
-
-    def device(self, index: Any = None) -> Any:
-        import contextlib
-
-        return contextlib.nullcontext()
+    return _Module()
 
 
 def _guard() -> Any:
