@@ -11,6 +11,11 @@ pub const FORMAT_MAJOR: u32 = 2;
 /// 2.1: `files` (size and SHA-256 of every other file) in every manifest; 2.0 artifacts load
 /// without it.
 pub const FORMAT_MINOR: u32 = 1;
+/// The version of a cpu artifact that computes outputs in their inputs' memory (`in_place`),
+/// which a reader of 2.x would not set up: only those artifacts need a reader of major 3.
+pub const FORMAT_IN_PLACE: &str = "3.0";
+/// The newest major version this Ember reads.
+const FORMAT_MAJOR_READ: u32 = 3;
 
 /// The part of a manifest every reader checks before anything else.
 #[derive(Debug, Serialize, Deserialize)]
@@ -32,9 +37,9 @@ pub fn read_header(dir: &Path) -> Result<ManifestHeader, ArtifactError> {
         serde_json::from_str(&text).map_err(|e| ArtifactError(format!("{} is malformed: {e}", path.display())))?;
     let major = h.format_version.split('.').next().and_then(|m| m.parse::<u32>().ok());
     match major {
-        Some(FORMAT_MAJOR) => Ok(h),
+        Some(m) if (FORMAT_MAJOR..=FORMAT_MAJOR_READ).contains(&m) => Ok(h),
         Some(m) => Err(ArtifactError(format!(
-            "{} has format_version {} (major {m}); this Ember reads major {FORMAT_MAJOR}. Recompile the model with this Ember.",
+            "{} has format_version {} (major {m}); this Ember reads majors {FORMAT_MAJOR} to {FORMAT_MAJOR_READ}. Recompile the model with this Ember.",
             path.display(),
             h.format_version
         ))),

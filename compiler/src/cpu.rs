@@ -124,7 +124,8 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
     let mut m = imported.module;
     let boundaries = cpu.lower(&mut m, opts)?;
     let f = m.func_by_name("main").ok_or("the module has no @main")?;
-    let plan = plan::plan(&m, f, &boundaries).map_err(|e| e.0)?;
+    let mut plan = plan::plan(&m, f, &boundaries).map_err(|e| e.0)?;
+    plan::in_place(&m, &mut plan, &input_updates(&m, f));
     let symbols: Vec<SymbolInfo> = match m.attrs.get("ember.symbols") {
         Some(Attr::Dict(d)) => d
             .iter()
@@ -177,7 +178,11 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
         rng_seed: x.rng_seed,
     };
     let mut manifest = Manifest {
-        format_version: format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR),
+        format_version: if plan.in_place.is_empty() {
+            format!("{}.{}", crate::artifact::FORMAT_MAJOR, crate::artifact::FORMAT_MINOR)
+        } else {
+            crate::artifact::FORMAT_IN_PLACE.into()
+        },
         target: "cpu".into(),
         ember_version: env!("CARGO_PKG_VERSION").into(),
         cpu: obj.cpu.clone(),
@@ -199,6 +204,7 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
             .collect(),
         buffers: plan.buffers.clone(),
         steps: plan.steps.clone(),
+        in_place: plan.in_place.clone(),
         // Added by `write_artifact`, which sees the files' final bytes.
         files: Default::default(),
     };
@@ -216,6 +222,25 @@ fn compile(cpu: &Cpu, imported: Imported, out: &Path, opts: &Options) -> Result<
     ];
     crate::artifact::write_artifact(out, &files)?;
     Ok(manifest)
+}
+
+/// (result, argument) of each functionalized in-place update of a user input (`torch.export`'s
+/// `user_input_mutation` outputs; the torch.compile backend marks AOT's the same way).
+fn input_updates(m: &ember_ir::Module, f: ember_ir::OpId) -> Vec<(ember_ir::Value, ember_ir::Value)> {
+    let Some(ret) = m.func_return(f) else { return vec![] };
+    let args = &m.block(m.entry(f)).args;
+    let named = |i: usize, key: &str| m.arg_attrs(f, i).and_then(|a| a.get(key)).and_then(|a| a.as_str());
+    let mut pairs = Vec::new();
+    for (i, &v) in m.op(ret).operands.iter().enumerate() {
+        let Some(target) = m.res_attrs(f, i).and_then(|a| a.get("ember.input_mutation")).and_then(|a| a.as_str())
+        else {
+            continue;
+        };
+        if let Some(j) = (0..args.len()).find(|&j| named(j, "ember.input") == Some(target)) {
+            pairs.push((v, args[j]));
+        }
+    }
+    pairs
 }
 
 /// The GEMM library packs a row-major rhs (k×n) and lhs (m×k) fastest: measured here, a

@@ -228,6 +228,9 @@ pub struct Plan {
     pub kernels: Vec<KernelDef>,
     /// Stored values whose memory order is not row-major: their dims, outermost first.
     pub layouts: super::layout::Layouts,
+    /// (output buffer, argument buffer): outputs computed in the memory of the argument they
+    /// update (`in_place`). The kernel writing one addresses both through the argument's pointer.
+    pub in_place: Vec<(usize, usize)>,
 }
 
 /// Columns a narrow column reduction accumulates in registers at a time (one 512-bit vector of
@@ -548,7 +551,96 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
     for k in &mut kernels {
         share_row_values(m, k, &buf_of, &pos);
     }
-    Ok(Plan { buffers, steps, outputs, buf_of, kernels, layouts })
+    Ok(Plan { buffers, steps, outputs, buf_of, kernels, layouts, in_place: Vec::new() })
+}
+
+/// Of the functionalized in-place updates `candidates` (a result of `@main`, the argument whose
+/// value it replaces: an optimizer's parameters and moments), those whose value can be computed
+/// in the argument's memory, recorded in `plan.in_place`: the caller then gets the update
+/// without a buffer of its own nor a copy back (three passes over an AdamW state per step). An
+/// argument is overwritten only where no read of its old value can follow the write: one kernel
+/// writes the result, the only reads of the argument in that kernel are the result's own, at the
+/// element being written (a chain of elementwise ops of one shape), and no later step reads it.
+pub fn in_place(m: &Module, plan: &mut Plan, candidates: &[(Value, Value)]) {
+    for &(v, arg) in candidates {
+        let (Some(&out), Some(&x)) = (plan.buf_of.get(&v), plan.buf_of.get(&arg)) else { continue };
+        if plan.in_place.iter().any(|&(o, a)| o == out || a == x) {
+            continue;
+        }
+        if overwritable(m, plan, v, arg) {
+            plan.in_place.push((out, x));
+        }
+    }
+}
+
+fn overwritable(m: &Module, plan: &Plan, v: Value, arg: Value) -> bool {
+    let (out, x) = (plan.buf_of[&v], plan.buf_of[&arg]);
+    let (bo, bx) = (&plan.buffers[out], &plan.buffers[x]);
+    if bo.kind != BufKind::Temp
+        || !matches!(bx.kind, BufKind::Arg(_))
+        || bo.dtype != bx.dtype
+        || bo.dims != bx.dims
+        || plan.layouts.contains_key(&v)
+        || plan.outputs.contains(&x)
+    {
+        return false;
+    }
+    let writes = |st: &Step| match st {
+        Step::Kernel { out: o, also, .. } => *o == out || also.contains(&out),
+        Step::Gemm(g) => g.out == out,
+        Step::Sort { out: o, .. } => *o == out,
+        Step::Routine(r) => r.outs.contains(&out),
+    };
+    let reads_x = |st: &Step| match st {
+        Step::Kernel { args, .. } => args.contains(&x),
+        Step::Gemm(g) => g.lhs.buf == x || g.rhs.buf == x,
+        Step::Sort { src, .. } => *src == x,
+        Step::Routine(r) => r.ins.contains(&x),
+    };
+    let writers: Vec<usize> = (0..plan.steps.len()).filter(|&i| writes(&plan.steps[i])).collect();
+    let [w] = writers[..] else { return false };
+    let Step::Kernel { name, columns: false, .. } = &plan.steps[w] else { return false };
+    if plan.steps[w + 1..].iter().any(reads_x) {
+        return false;
+    }
+    let Some(k) = plan.kernels.iter().find(|k| k.name == *name) else { return false };
+    if !k.roots.contains(&v) || k.scratch.contains(&v) {
+        return false;
+    }
+    for &r in k.roots.iter().filter(|&&r| r != v) {
+        let mut reads = Vec::new();
+        collect_reads(m, r, &plan.buf_of, &mut reads);
+        if reads.contains(&x) {
+            return false;
+        }
+    }
+    reads_own_element(m, &plan.buf_of, v, arg)
+}
+
+/// Whether every read of `arg` in the inlined expression of `root` is at the element `root`
+/// computes: through elementwise ops whose operands have the result's dims only.
+fn reads_own_element(m: &Module, buf_of: &HashMap<Value, usize>, root: Value, arg: Value) -> bool {
+    let dims = |v: Value| m.ty(v).tensor().map(|t| t.dims.clone());
+    let mut seen: HashSet<(Value, bool)> = HashSet::new();
+    let mut stack = vec![(root, true)];
+    while let Some((v, aligned)) = stack.pop() {
+        if v == arg {
+            if !aligned {
+                return false;
+            }
+            continue;
+        }
+        if (v != root && buf_of.contains_key(&v)) || !seen.insert((v, aligned)) {
+            continue;
+        }
+        let Some(op) = m.defining_op(v) else { continue };
+        let d = m.op(op);
+        let same = elementwise(d.ten());
+        for &o in &d.operands {
+            stack.push((o, aligned && same && dims(o) == dims(v)));
+        }
+    }
+    true
 }
 
 /// Inlined values that several passes of a row group read (LayerNorm's output is read by the

@@ -703,3 +703,65 @@ fn merged_heads_are_copied_before_a_concat_reads_them() {
         }
     }
 }
+
+/// `testdata/cpu/in_place.mlir`: an optimizer-like step whose updates of `m` and `p` are computed
+/// in those inputs' memory (the second reading the first's new value), while the transposed
+/// update of `w` and the update of `s` that is read again afterwards get memory of their own.
+/// Both calling conventions give torch's values: outputs in the inputs' memory (the torch.compile
+/// backend's), and outputs elsewhere with the inputs left as they were (`ember run`'s).
+#[test]
+fn input_updates_are_computed_in_place_only_where_nothing_reads_the_old_value_after() {
+    let text = std::fs::read_to_string(testdata().join("cpu/in_place.mlir")).unwrap();
+    let prog = compile_text(&text, "in_place");
+    let man = &prog.manifest;
+    let output_of = |b: usize| man.outputs.iter().position(|o| o.buf == b).unwrap();
+    let input_of = |b: usize| man.inputs.iter().position(|x| x.buf == b).unwrap();
+    let granted: Vec<(usize, usize)> = man.in_place.iter().map(|&(o, x)| (output_of(o), input_of(x))).collect();
+    assert_eq!(granted, [(0, 2), (1, 0)], "m (output 0) over input 2 and p (output 1) over input 0, nothing else");
+    assert_eq!(man.format_version, "3.0", "a reader of 2.x would not set up the shared memory");
+
+    let vals = |n: usize, k: usize| -> Vec<f32> { (0..n).map(|i| ((i * k % 97) as f32 - 48.0) * 0.03).collect() };
+    let (p, g, m, w, s) = (vals(64 * 32, 7), vals(64 * 32, 11), vals(64 * 32, 13), vals(32 * 32, 17), vals(8, 19));
+    let m2: Vec<f32> = m.iter().zip(&g).map(|(m, g)| m * 0.9 + g * 0.1).collect();
+    let p2: Vec<f32> = p.iter().zip(&m2).map(|(p, m)| p - m * 0.01).collect();
+    let w2: Vec<f32> = (0..32 * 32).map(|i| w[(i % 32) * 32 + i / 32] + 1.0).collect();
+    let s2: Vec<f32> = s.iter().map(|x| x * 2.0).collect();
+    let total: f32 = s.iter().zip(&s2).map(|(a, b)| a * b).sum();
+    let want = [m2, p2, w2, s2, vec![total]];
+    let check = |got: &[Vec<f32>], how: &str| {
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.len(), w.len());
+            for (i, (a, b)) in g.iter().zip(w).enumerate() {
+                assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{how}: output {k}[{i}] = {a}, want {b}");
+            }
+        }
+    };
+    let tensor = |v: &[f32], shape: &[usize]| HostTensor {
+        dtype: ember_ir::DType::F32,
+        shape: shape.to_vec(),
+        data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    };
+    let shapes: [&[usize]; 5] = [&[64, 32], &[64, 32], &[64, 32], &[32, 32], &[8]];
+    let mut ins: Vec<HostTensor> = [&p, &g, &m, &w, &s].iter().zip(shapes).map(|(v, sh)| tensor(v, sh)).collect();
+    let outs = prog.run(&ins).unwrap();
+    check(&outs.iter().map(f32_values).collect::<Vec<_>>(), "outputs of their own");
+    let before: Vec<Vec<f32>> = ins.iter().map(f32_values).collect();
+    assert_eq!(before, [p.clone(), g.clone(), m.clone(), w.clone(), s.clone()], "run leaves its inputs as they were");
+
+    // The updates of m and p into those inputs, the other outputs into memory of their own.
+    let mut others: Vec<Vec<u8>> = [32 * 32 * 4, 8 * 4, 4].iter().map(|&n| vec![0u8; n]).collect();
+    let in_ptrs: Vec<*const u8> = ins.iter().map(|t| t.data.as_ptr()).collect();
+    let (pp, mp) = (ins[0].data.as_mut_ptr(), ins[2].data.as_mut_ptr());
+    let out_ptrs = [mp, pp, others[0].as_mut_ptr(), others[1].as_mut_ptr(), others[2].as_mut_ptr()];
+    // SAFETY: each pointer holds its buffer's bytes; outputs 0 and 1 are the inputs they update.
+    unsafe { prog.run_fixed(&in_ptrs, &out_ptrs) }.unwrap();
+    let bytes_f32 = |b: &[u8]| b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect::<Vec<f32>>();
+    let got =
+        [f32_values(&ins[2]), f32_values(&ins[0]), bytes_f32(&others[0]), bytes_f32(&others[1]), bytes_f32(&others[2])];
+    check(&got, "m and p updated in place");
+    assert_eq!(
+        [f32_values(&ins[1]), f32_values(&ins[3]), f32_values(&ins[4])],
+        [g, w, s],
+        "the other inputs are unchanged"
+    );
+}

@@ -248,6 +248,12 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
             let v = self.b.build_load(ptr, p, "buf").map_err(le)?.into_pointer_value();
             self.buf_ptrs.push(v);
         }
+        // An output computed over its argument (`plan::in_place`) is the same memory: one pointer,
+        // so LLVM sees each element read before it is written (a dependence at distance zero)
+        // instead of two buffers it would have to check for overlap.
+        for &(out, arg) in &self.plan.in_place {
+            self.buf_ptrs[out] = self.buf_ptrs[arg];
+        }
         self.alias_scopes();
         let mut syms: Vec<(&String, &usize)> = self.sym_index.iter().collect();
         syms.sort_by_key(|(_, &i)| i);
@@ -264,7 +270,14 @@ impl<'a, 'ctx> Kernel<'a, 'ctx> {
         let name = self.f.get_name().to_string_lossy().into_owned();
         let Some(bufs) = self.plan.steps.iter().find_map(|st| match st {
             Step::Kernel { name: n, out, args, also, .. } if *n == name => {
-                Some(std::iter::once(out).chain(args).chain(also).copied().collect::<Vec<usize>>())
+                let canonical = |b: usize| self.plan.in_place.iter().find(|p| p.0 == b).map_or(b, |p| p.1);
+                let mut bufs: Vec<usize> = Vec::new();
+                for b in std::iter::once(out).chain(args).chain(also).map(|&b| canonical(b)) {
+                    if !bufs.contains(&b) {
+                        bufs.push(b);
+                    }
+                }
+                Some(bufs)
             }
             _ => None,
         }) else {

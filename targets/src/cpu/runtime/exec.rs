@@ -110,6 +110,10 @@ impl Program {
                 },
             };
         }
+        // The inputs are borrowed: an output computed over its input gets a copy of it.
+        // SAFETY: both hold `nbytes[x]` bytes (the input checked above, the output allocated
+        // or checked for its size, which `plan::in_place` made the input's).
+        unsafe { share_in_place(man, &mut ptrs, &nbytes) };
         // After the buffers: the status slot where a kernel stores the message of a gather
         // whose index was out of range (codegen's `ret`); checked after every kernel.
         let status = AtomicPtr::<std::ffi::c_char>::new(std::ptr::null_mut());
@@ -224,7 +228,8 @@ impl Program {
     /// # Safety
     /// `inputs[i]` must hold input i as the manifest declares it (dtype, shape, dense row-major)
     /// and `outputs[i]` be writable memory of output i's size, aligned to 16 bytes, overlapping
-    /// no input or other output.
+    /// no input or other output, except that an output computed in place (`Manifest::in_place`)
+    /// may be its input's very memory: the call then updates that input.
     pub unsafe fn run_fixed(&self, inputs: &[*const u8], outputs: &[*mut u8]) -> Result<(), String> {
         let man = &self.manifest;
         let fx = self.fixed.as_ref().ok_or("run_fixed: the program has symbolic dims")?;
@@ -258,6 +263,8 @@ impl Program {
                 ptrs[o.buf] = p;
             }
         }
+        // SAFETY: the caller's contract: both hold the buffer's bytes.
+        unsafe { share_in_place(man, &mut ptrs, &fx.nbytes) };
         let status = AtomicPtr::<std::ffi::c_char>::new(std::ptr::null_mut());
         ptrs.push(&status as *const _ as *mut u8);
         let eval = |e: &SymExpr| e.eval(&|_| None).ok_or_else(|| format!("cannot evaluate `{e}`"));
@@ -332,6 +339,21 @@ impl Program {
             };
         }
         Ok(t)
+    }
+}
+
+/// Points each input an output is computed over (`Manifest::in_place`) at that output's memory,
+/// holding a copy of the input unless the caller passed the input's memory as the output.
+///
+/// # Safety
+/// `ptrs` holds each buffer's address, each valid for `nbytes` of it.
+unsafe fn share_in_place(man: &Manifest, ptrs: &mut [*mut u8], nbytes: &[usize]) {
+    for &(out, x) in &man.in_place {
+        if ptrs[out] != ptrs[x] && nbytes[x] > 0 {
+            // SAFETY: the caller's; distinct buffers of one call do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(ptrs[x], ptrs[out], nbytes[x]) };
+        }
+        ptrs[x] = ptrs[out];
     }
 }
 

@@ -57,6 +57,12 @@ pub struct Manifest {
     pub weights: Vec<WeightInfo>,
     pub buffers: Vec<Buffer>,
     pub steps: Vec<Step>,
+    /// (output buffer, input buffer): outputs whose kernel computes them in the memory of the
+    /// input they update (`plan::in_place`). The runtime hands the kernels one address for both:
+    /// the caller's input when it passes that input's memory as the output, otherwise the
+    /// output's memory holding a copy of the input.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub in_place: Vec<(usize, usize)>,
     /// Size and SHA-256 of every other file of the artifact, checked at load (`checksum`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub files: std::collections::BTreeMap<String, crate::checksum::FileSum>,

@@ -60,11 +60,12 @@ _DTYPES_BY_NAME = {v: k for k, v in _DTYPES.items()}
 #: Graphs compiled in this process and loaded from the on-disk cache (`backward`: how many of
 #: either were backward graphs), fallbacks taken, the seconds Ember spent on the graphs AOT
 #: Autograd handed it (`compile_seconds`: partitioning, export, compiling or loading; Dynamo's
-#: tracing and AOT's are torch's), and for the tpu/trainium targets the bytes moved
+#: tracing and AOT's are torch's), the inputs that compiled graphs update in their own memory
+#: (`in_place`: an optimizer step's parameters and state, without AOT's copies), and for the tpu/trainium targets the bytes moved
 #: between host and device and the seconds from PJRT's execute to ready results (for tests,
 #: benchmarks and curious users; graphs whose results all stay on the ember device are not waited
 #: for, so not timed, unless `EMBER_XLA_SYNC=1`).
-stats: dict[str, Any] = {"compiled": 0, "cache_hits": 0, "backward": 0, "fallbacks": 0, "targets": {},
+stats: dict[str, Any] = {"compiled": 0, "cache_hits": 0, "backward": 0, "fallbacks": 0, "targets": {}, "in_place": 0,
                          "to_device_bytes": 0, "from_device_bytes": 0, "xla_seconds": 0.0,
                          "compile_seconds": 0.0}
 
@@ -141,12 +142,14 @@ class CheckError(AssertionError):
     """In check mode, an output of a compiled graph differs from torch eager's."""
 
 
-def _export(gm: torch.fx.GraphModule, d: str, ranges: dict[Any, tuple[int, int]] | None = None) -> str:
+def _export(gm: torch.fx.GraphModule, d: str, ranges: dict[Any, tuple[int, int]] | None = None, updates: dict[int, str] | None = None) -> str:
     """Writes `gm` to `d`/graph.json in torch.export's schema, which the frontend reads: torch's
     own graph serializer on AOT's graph as it is (core ATen, functional, a fake value on every
     node; sizes in Dynamo's symbols). Re-tracing it with torch.export first, on real zero inputs,
     and packing a `.pt2` took 4.2 s of GPT-2 small's first call; this takes 0.2-0.3 s.
-    `ranges` narrows symbols' ranges (a padded bucket's sizes)."""
+    `ranges` narrows symbols' ranges (a padded bucket's sizes); `updates` marks outputs (by
+    position) that are the new value of an input (by name), which the cpu target may compute in
+    that input's memory."""
     from torch._export.serde import schema
     from torch._export.serde import serialize as serde
     from torch.export import graph_signature as gs
@@ -159,7 +162,8 @@ def _export(gm: torch.fx.GraphModule, d: str, ranges: dict[Any, tuple[int, int]]
     try:
         sig = gs.ExportGraphSignature(
             input_specs=[gs.InputSpec(gs.InputKind.USER_INPUT, gs.TensorArgument(p.name), None) for p in placeholders],
-            output_specs=[gs.OutputSpec(gs.OutputKind.USER_OUTPUT, gs.TensorArgument(o.name), None) for o in outs],
+            output_specs=[gs.OutputSpec(gs.OutputKind.USER_INPUT_MUTATION, gs.TensorArgument(o.name), updates[k]) if k in (updates or {})
+                          else gs.OutputSpec(gs.OutputKind.USER_OUTPUT, gs.TensorArgument(o.name), None) for k, o in enumerate(outs)],
         )
         # The frontend reads a node's value and source line; the rest of AOT's metadata (module
         # stacks holding classes, which the serializer refuses) stays out of the file.
@@ -581,7 +585,11 @@ class _Split:
 class _Compiled:
     """A graph compiled by Ember (its computed values) plus the epilogue that returns its outputs."""
 
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any], *, backward: bool = False, target: _Target = _Target()) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any], *, backward: bool = False, target: _Target = _Target(),
+                 updates: dict[int, int] | None = None) -> None:
+        """`updates`: the graph's outputs (by position) that are the new values of its inputs (by
+        position), which AOT copies into them after the call (an optimizer's parameters and
+        state)."""
         from . import _native
 
         native = _native()
@@ -599,6 +607,10 @@ class _Compiled:
             if x.dtype not in _DTYPES:
                 raise Unsupported(f"a graph input has dtype {x.dtype}")
         self.split = _Split(gm, example_inputs)
+        #: Computed values the compiler may write over the input they update (by their positions
+        #: among the computed values and the compiled inputs), and those it does (`in_place`).
+        self.updates = self._updates(updates or {})
+        self.in_place: dict[int, int] = {}
         self.program = None
         self._fixed: Any = None
         if self.split.core is not None:
@@ -614,6 +626,25 @@ class _Compiled:
         # Per-call overhead is most of a small graph's time: a call whose outputs are the computed
         # values goes straight to the addresses path.
         self._direct = self._fixed is not None and self.split.direct is not None
+
+    def _updates(self, updates: dict[int, int]) -> dict[int, int]:
+        """Of AOT's input updates, those whose output is a computed value returned as is, once,
+        in the input's dtype and dense layout, over an input read as it is: the compiled program
+        may then compute it in the input's memory (`plan::in_place` decides)."""
+        split, found = self.split, {}
+        if split.direct is None or self.target != "cpu":
+            return found
+        for k, i in updates.items():
+            r = split.direct[k] if k < len(split.direct) else None
+            if r is None or split.direct.count(r) != 1 or split.permuted[r] or i not in split.core_inputs:
+                continue
+            if i >= len(split.input_perms) or split.input_perms[i] is not None:
+                continue
+            x = split.example_inputs[split.core_inputs.index(i)]
+            shape, strides, dtype = split.declared[r]
+            if (tuple(x.shape), x.dtype) == (shape, dtype) and tuple(strides) == _contiguous_strides(shape) == tuple(x.stride()):
+                found[r] = split.core_inputs.index(i)
+        return found
 
     def _fixed_layouts(self) -> Any:
         """For a graph without symbolic sizes whose inputs are what the program declares: each
@@ -658,7 +689,7 @@ class _Compiled:
         # The on-disk cache makes a second process start without compiling. Entries appear by an
         # atomic directory rename, so concurrent processes never see a half-written one.
         options = self.where.options([n.name for n in core.graph.nodes if n.op == "placeholder"])
-        key = options + sorted((str(k), v) for k, v in (ranges or {}).items())
+        key = options + sorted((str(k), v) for k, v in (ranges or {}).items()) + sorted(self.updates.items())
         final = os.path.join(_cache_root(), _graph_key(core, example_inputs, native, self.target, key))
         art = os.path.join(final, self.target)
         program = None
@@ -683,7 +714,8 @@ class _Compiled:
             d = tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-", dir=_cache_root())
             keep = False
             try:
-                path = _export(core, d, ranges)
+                names = [n.name for n in core.graph.nodes if n.op == "placeholder"]
+                path = _export(core, d, ranges, {r: names[c] for r, c in self.updates.items()})
                 try:
                     native.compile(path, self.target, os.path.join(d, self.target), options)
                 except ValueError as exc:
@@ -701,7 +733,14 @@ class _Compiled:
         targets = stats["targets"]
         targets[self.target] = targets.get(self.target, 0) + 1
         with open(os.path.join(art, "manifest.json"), encoding="utf-8") as f:
-            outputs = json.load(f)["outputs"]
+            manifest = json.load(f)
+        outputs = manifest["outputs"]
+        if manifest.get("in_place"):
+            out_of = {o["buf"]: j for j, o in reversed(list(enumerate(outputs)))}
+            in_of = {x["buf"]: c for c, x in enumerate(manifest["inputs"])}
+            self.in_place = {out_of[o]: in_of[x] for o, x in manifest["in_place"]}
+        if any(self.updates.get(j) != c for j, c in self.in_place.items()):
+            raise Unsupported(f"the compiled graph updates inputs {self.in_place}, the graph asked for {self.updates}")
         # Outputs are allocated here from the graph's shapes: they must be the program's (the
         # runtime also refuses a buffer of the wrong size). A symbolic dim must be symbolic
         # on both sides.
@@ -769,8 +808,14 @@ class _Compiled:
         slots = [_native().OutputSlot(shape, strides, *dtypes.dlpack(_DTYPES[dtype]), torch._C._from_dlpack) for shape, strides, dtype in outs]
         n_args = len(split.input_perms)
 
+        # An output computed in its input's memory (`in_place`) is that input, as it was passed
+        # (or the contiguous copy `slow` made of it, which AOT then copies back).
+        # (`run_core`, with symbolic sizes, leaves the inputs alone: the runtime copies them.)
+        donors = [self.in_place[j] for j in range(len(outs)) if j in self.in_place]
+        stats["in_place"] += len(donors)
+
         def slow(args: Sequence[Any]) -> Any:
-            ptrs, keep = [], []
+            ptrs, keep, ts = [], [], []
             for (i, _, _, dtype, perm), x in zip(ins, split.example_inputs):
                 t = args[i] if i < len(args) else split.constants[i - n_args]
                 if perm is not None:
@@ -782,16 +827,20 @@ class _Compiled:
                     t = t.contiguous()
                     keep.append(t)
                 ptrs.append(t.data_ptr())
-            return tail(ptrs)
+                ts.append(t)
+            return tail(ptrs, [ts[c] for c in donors])
 
         def relayout(x: torch.Tensor, shape: tuple[int, ...], strides: tuple[int, ...]) -> torch.Tensor:
             return torch.empty_strided(shape, strides, dtype=x.dtype).copy_(x)
 
         env: dict[str, Any] = {"slow": slow, "relayout": relayout, "run_ptrs": run_ptrs, "check": _assert_size_stride}
-        tail_src = ["def tail(ptrs, " + "".join(f"slot{j}=slot{j}, " for j in range(len(slots))) + "relayout=relayout, run_ptrs=run_ptrs):"]
+        tail_src = ["def tail(ptrs, donated, " + "".join(f"slot{j}=slot{j}, " for j in range(len(slots))) + "relayout=relayout, run_ptrs=run_ptrs):"]
         for j, slot in enumerate(slots):
             env[f"slot{j}"] = slot
-            tail_src.append(f"    o{j} = slot{j}()")
+            if j in self.in_place:
+                tail_src.append(f"    o{j} = donated[{donors.index(self.in_place[j])}]")
+            else:
+                tail_src.append(f"    o{j} = slot{j}()")
         tail_src.append(f"    run_ptrs(ptrs, [{', '.join(f'o{j}.data_ptr()' for j in range(len(outs)))}])")
         for j, shape, strides in restride:
             tail_src.append(f"    o{j} = relayout(o{j}, {shape!r}, {strides!r})")
@@ -810,7 +859,7 @@ class _Compiled:
                 env[f"x{k}"] = split.constants[i - n_args]
             run += [f"        if x{k}.dtype is not d{k}: raise AssertionError", f"        check(x{k}, s{k}, t{k})"]
         run += ["        pass", "    except AssertionError:", "        return slow(args)",
-                f"    return tail([{', '.join(f'x{k}.data_ptr()' for k in range(len(ins)))}])"]
+                f"    return tail([{', '.join(f'x{k}.data_ptr()' for k in range(len(ins)))}], [{', '.join(f'x{c}' for c in donors)}])"]
         # Every name a body reads becomes a default argument: a local read, not a dict lookup.
         exec(compile("\n".join(tail_src), "<ember runner>", "exec"), env)  # noqa: S102 - generated above
         tail = env["tail"]
@@ -1458,16 +1507,17 @@ def _tensorified_floats_as_aten(gm: torch.fx.GraphModule) -> None:
         gm.recompile()
 
 
-def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str, check: bool, target: _Target = _Target()) -> Callable[..., Any]:
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str, check: bool, target: _Target = _Target(),
+                   updates: dict[int, int] | None = None) -> Callable[..., Any]:
     """Ember's compiled form of an AOT graph (`kind`: inference, forward or backward), or, for what
-    Ember cannot compile, torch eager after one warning."""
+    Ember cannot compile, torch eager after one warning. `updates`: `_Compiled`'s."""
     from torch._functorch.aot_autograd import make_boxed_func
 
     from . import rng
 
     if rng.functional(gm):
         example_inputs = [*example_inputs, torch.zeros((), dtype=torch.int64)]
-        return _Seeded(_compile_graph(gm, example_inputs, kind, check, target))
+        return _Seeded(_compile_graph(gm, example_inputs, kind, check, target, updates))
     if (real := _RealBoundary.of(gm, example_inputs)) is not None:
         real.boxed = _compile_graph(real.gm, real.example_inputs, kind, check, target)
         return real
@@ -1478,7 +1528,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
         run: Callable[..., Any] = _partition(gm, extern, backward, target, _user_outputs(gm, kind))
     else:
         try:
-            run = _Compiled(gm, example_inputs, backward=backward, target=target)
+            run = _Compiled(gm, example_inputs, backward=backward, target=target, updates=updates)
         except Unsupported as exc:
             # Ops Ember has no lowering for run with torch eager; the rest of the graph still compiles.
             unsupported = _unlowered(exc)
@@ -1641,6 +1691,29 @@ def _options(options: dict | None) -> dict:
     return {"check": check, "target": where}
 
 
+def _input_updates(g: torch.fx.GraphModule, inputs: list[Any]) -> dict[int, int]:
+    """The outputs of an inference graph (by position) that are its inputs' new values (by
+    position): AOT returns each updated input's value first, in input order, and copies it into
+    the input after the call (an optimizer step's parameters and state). Only plain data updates
+    of inputs that the graph takes as they are (no synthetic bases, no effect tokens)."""
+    from torch._guards import TracingContext
+
+    meta = getattr(TracingContext.try_get(), "fw_metadata", None)
+    if meta is None or getattr(meta, "tokens", None) or len(meta.input_info) != len(inputs):
+        return {}
+    outs = next(n for n in g.graph.nodes if n.op == "output").args[0]
+    found = {}
+    for k, i in enumerate(meta.mutated_inp_runtime_indices):
+        info, x = meta.input_info[i], inputs[i]
+        out = outs[k] if isinstance(outs, (tuple, list)) and k < len(outs) else None
+        value = out.meta.get("val") if isinstance(out, torch.fx.Node) else None
+        if not info.mutates_data or info.mutates_metadata or info.mutates_storage_metadata:
+            continue
+        if isinstance(x, torch.Tensor) and isinstance(value, torch.Tensor) and (value.shape, value.dtype) == (x.shape, x.dtype):
+            found[k] = i
+    return found
+
+
 def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict | None = None, **kwargs: Any) -> Callable[..., Any]:
     """The backend Dynamo calls; registered as ``ember`` through the ``torch_dynamo_backends`` entry point."""
     from torch._dynamo.backends.common import aot_autograd
@@ -1671,8 +1744,9 @@ def ember_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: 
             target = opts["target"]
             if target.mesh is not None:
                 target = dataclasses.replace(target, params=_param_inputs(g, kind, saved_params))
+            updates = _input_updates(g, inputs) if kind == "inference" else None
             with _compile_timer():
-                return _compile_graph(g, inputs, kind, opts["check"], target)
+                return _compile_graph(g, inputs, kind, opts["check"], target, updates)
 
         return compile_one
 
