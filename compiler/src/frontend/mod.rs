@@ -674,9 +674,9 @@ impl<'a> Importer<'a> {
         if sig.has_segments() {
             attrs.insert(dialect::SEGMENTS.into(), Attr::Ints(segments));
         }
-        // as_strided reads its operand's storage, laid out as eager laid it out: the lowering
-        // needs that layout, which only the export records.
-        if def.name == "torch.aten.as_strided" {
+        // as_strided reads (as_strided_scatter writes) its operand's storage, laid out as eager
+        // laid it out: the lowering needs that layout, which only the export records.
+        if def.name == "torch.aten.as_strided" || def.name == "torch.aten.as_strided_scatter" {
             let operand = given.get("self").and_then(|a| a.pointer("/as_tensor/name")).and_then(|n| n.as_str());
             if let Some(meta) = operand.and_then(|n| self.ep.graph_module.graph.tensor_values.get(n)) {
                 let int = |j: &Json| j.get("as_int").and_then(|v| v.as_i64());

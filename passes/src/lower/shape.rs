@@ -520,16 +520,7 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
     if !xt.is_static() || !t.is_static() {
         return Ok(None);
     }
-    let storage_order = if cx.m.defining_op(x).is_none() {
-        (0..xt.rank()).collect()
-    } else {
-        let layout = (cx.attr("ember.self_strides"), cx.attr("ember.self_offset").and_then(|a| a.as_int()));
-        let (Some(strides), Some(0)) = layout else { return Ok(None) };
-        let Some(order) = strides.as_ints().and_then(|s| dense_order(&xt.static_shape().unwrap_or_default(), s)) else {
-            return Ok(None);
-        };
-        order
-    };
+    let Some(storage_order) = storage_order(cx, x) else { return Ok(None) };
     let Some((strides, offset)) = static_view(cx) else { return Ok(None) };
     if strides.len() != t.rank() {
         return Err(cx.err(&format!("{} strides for {} sizes", strides.len(), t.rank())));
@@ -540,15 +531,33 @@ pub fn as_strided(cx: &mut Cx) -> Lowered {
     if t.numel() != c(0) && (offset < 0 || strides.iter().any(|&s| s < 0) || offset.saturating_add(last) >= numel) {
         return Ok(None);
     }
-    let shape = xt.static_shape().unwrap_or_default();
-    let stored = if storage_order.iter().filter(|&&k| shape[k] != 1).is_sorted() {
-        x
-    } else {
-        let perm = Attr::Ints(storage_order.iter().map(|&k| k as i64).collect());
-        cx.emit(TenOp::Transpose, vec![x], vec![("dims", perm)])?
-    };
+    let stored = in_storage_order(cx, x, &storage_order)?;
     let flat = cx.reshape(stored, &[xt.numel()])?;
     Ok(Some(vec![gather_strided(cx, flat, &t.dims, &strides, offset)?]))
+}
+
+/// The order of `x`'s dims in its storage, outermost first: row-major for a function input
+/// (Ember's inputs are dense); for a computed value, the layout the frontend recorded
+/// (`ember.self_strides` / `ember.self_offset`) when it is a dense permutation at offset 0, so
+/// that storage elements `[0, numel)` are exactly the value's. None otherwise.
+fn storage_order(cx: &Cx, x: Value) -> Option<Vec<usize>> {
+    let xt = cx.tt(x);
+    if cx.m.defining_op(x).is_none() {
+        return Some((0..xt.rank()).collect());
+    }
+    let layout = (cx.attr("ember.self_strides"), cx.attr("ember.self_offset").and_then(|a| a.as_int()));
+    let (Some(strides), Some(0)) = layout else { return None };
+    strides.as_ints().and_then(|s| dense_order(&xt.static_shape().unwrap_or_default(), s))
+}
+
+/// `x` with its dims in `order` (a transpose unless the order moves only dims of size 1).
+fn in_storage_order(cx: &mut Cx, x: Value, order: &[usize]) -> Result<Value, String> {
+    let shape = cx.tt(x).static_shape().unwrap_or_default();
+    if order.iter().filter(|&&k| shape[k] != 1).is_sorted() {
+        return Ok(x);
+    }
+    let perm = Attr::Ints(order.iter().map(|&k| k as i64).collect());
+    cx.emit(TenOp::Transpose, vec![x], vec![("dims", perm)])
 }
 
 /// The elements of `flat` at `offset + sum_k iota_k * strides[k]` over a result of `dims`.
@@ -580,15 +589,16 @@ fn strided_positions(cx: &mut Cx, dims: &[SymExpr], strides: &[i64], offset: i64
 }
 
 /// as_strided_scatter(self, src, size, stride, storage_offset): `self` with `src` written where
-/// as_strided(size, stride, storage_offset) of it reads (`strided_positions` into its row-major
-/// elements). Only for a function input, whose storage is row-major; a computed `self`, whose
-/// storage torch may lay out otherwise, stays a torch op.
+/// as_strided(size, stride, storage_offset) of it reads (`strided_positions` into its storage,
+/// in `storage_order`: the result keeps `self`'s layout, as torch's clone does). A computed
+/// `self` laid out otherwise than a dense permutation stays a torch op.
 pub fn as_strided_scatter(cx: &mut Cx) -> Lowered {
     let (x, src) = (cx.arg("self")?, cx.arg("src")?);
     let (xt, st) = (cx.tt(x), cx.tt(src));
-    if !xt.is_static() || !st.is_static() || cx.m.defining_op(x).is_some() {
+    if !xt.is_static() || !st.is_static() {
         return Ok(None);
     }
+    let Some(order) = storage_order(cx, x) else { return Ok(None) };
     let Some((strides, offset)) = static_view(cx) else { return Ok(None) };
     let dims = st.static_shape().unwrap_or_default();
     if strides.len() != dims.len() {
@@ -603,10 +613,17 @@ pub fn as_strided_scatter(cx: &mut Cx) -> Lowered {
         return Err(cx.err(&format!("as_strided_scatter reads past the {numel} elements of `self`")));
     }
     let lin = strided_positions(cx, &st.dims, &strides, offset)?;
-    let flat = cx.reshape(x, &[c(numel)])?;
+    let stored = in_storage_order(cx, x, &order)?;
+    let stored_dims = cx.tt(stored).dims.clone();
+    let flat = cx.reshape(stored, &[c(numel)])?;
     let src = cx.convert(src, xt.dtype)?;
     let r = cx.emit(TenOp::Scatter, vec![flat, lin, src], vec![("kind", Attr::Str("set".into()))])?;
-    Ok(Some(vec![cx.reshape(r, &xt.dims)?]))
+    let r = cx.reshape(r, &stored_dims)?;
+    if stored == x {
+        return Ok(Some(vec![r]));
+    }
+    let inverse = Attr::Ints((0..order.len()).map(|d| order.iter().position(|&k| k == d).unwrap() as i64).collect());
+    Ok(Some(vec![cx.emit(TenOp::Transpose, vec![r], vec![("dims", inverse)])?]))
 }
 
 /// put(self, index, source, accumulate): `source` written (added with `accumulate`) at the

@@ -516,3 +516,27 @@ def test_partitioned_graph_pieces_run_in_stages_between_eager_ops(tmp_path: Path
     assert [sorted(ops) for ops in pieces.values()] == [["aten.mul.Tensor"], ["aten.add.Tensor", "aten.exp.default", "aten.mul.Tensor"], ["aten.add.Tensor"]], pieces
     for got, want in zip(fused(x), f(x)):
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "channels_last"])
+def test_as_strided_scatter_into_a_computed_tensor_uses_its_storage_layout(layout: str) -> None:
+    """`as_strided_scatter` addresses its `self`'s storage: for a computed `self` that is a dense
+    permutation (a transpose, channels-last), the positions are in that storage order, and the
+    result keeps `self`'s layout. Compiled (no fallback), values as eager's."""
+
+    def f(x: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        base = x * 2
+        if layout == "transposed":
+            base = base.transpose(1, 2)
+        elif layout == "channels_last":
+            base = base.contiguous(memory_format=torch.channels_last)
+        return torch.as_strided_scatter(base, src, (2, 3, 2), (12, 1, 4), 1) + 1
+
+    torch.manual_seed(0)
+    x, src = torch.randn(2, 3, 2, 2) if layout == "channels_last" else torch.randn(2, 4, 3), torch.randn(2, 3, 2)
+    if layout == "channels_last":
+        x = x.reshape(2, 3, 2, 2)
+    before = dict(backend.stats)
+    got = torch.compile(f, backend="ember", dynamic=False)(x, src)
+    assert backend.stats["fallbacks"] == before["fallbacks"]
+    torch.testing.assert_close(got, f(x, src))
