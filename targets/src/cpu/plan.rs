@@ -92,6 +92,28 @@ pub enum Step {
     Routine(RoutineStep),
 }
 
+impl Step {
+    /// The buffers this step reads.
+    pub fn reads(&self) -> Vec<usize> {
+        match self {
+            Step::Kernel { args, .. } => args.clone(),
+            Step::Gemm(g) => vec![g.lhs.buf, g.rhs.buf],
+            Step::Sort { src, .. } => vec![*src],
+            Step::Routine(r) => r.ins.clone(),
+        }
+    }
+
+    /// The buffers this step writes.
+    pub fn writes(&self) -> Vec<usize> {
+        match self {
+            Step::Kernel { out, also, .. } => std::iter::once(*out).chain(also.iter().copied()).collect(),
+            Step::Gemm(g) => vec![g.out],
+            Step::Sort { out, .. } => vec![*out],
+            Step::Routine(r) => r.outs.clone(),
+        }
+    }
+}
+
 /// Which factorization or solve a `Step::Routine` runs (the `ten` op and its attributes).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
 pub enum RoutineKind {
@@ -520,15 +542,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
     let outputs: Vec<usize> = ret_vals.iter().map(|v| buf_of[v]).collect();
     // A row group's intermediate values that no other step reads never need memory: each row
     // of them is produced and consumed inside the kernel's row loop.
-    let mut read_elsewhere: HashMap<usize, usize> = HashMap::new();
-    for st in &steps {
-        match st {
-            Step::Kernel { args, .. } => args.iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
-            Step::Gemm(g) => [g.lhs.buf, g.rhs.buf].iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
-            Step::Sort { src, .. } => *read_elsewhere.entry(*src).or_default() += 1,
-            Step::Routine(l) => l.ins.iter().for_each(|&b| *read_elsewhere.entry(b).or_default() += 1),
-        }
-    }
+    let read_elsewhere: HashSet<usize> = steps.iter().flat_map(Step::reads).collect();
     for k in &mut kernels {
         if k.roots.len() < 2 || k.outer == 0 {
             continue;
@@ -540,7 +554,7 @@ pub fn plan(m: &Module, f: OpId, boundaries: &[Value]) -> Result<Plan, PlanError
             let row: Option<i64> = t.dims[k.outer.min(t.rank())..].iter().map(|d| d.as_const()).product();
             if r != last
                 && !outputs.contains(&b)
-                && !read_elsewhere.contains_key(&b)
+                && !read_elsewhere.contains(&b)
                 && row.is_some_and(|n| n <= SCRATCH_LIMIT)
             {
                 k.scratch.push(r);
@@ -585,22 +599,10 @@ fn overwritable(m: &Module, plan: &Plan, v: Value, arg: Value) -> bool {
     {
         return false;
     }
-    let writes = |st: &Step| match st {
-        Step::Kernel { out: o, also, .. } => *o == out || also.contains(&out),
-        Step::Gemm(g) => g.out == out,
-        Step::Sort { out: o, .. } => *o == out,
-        Step::Routine(r) => r.outs.contains(&out),
-    };
-    let reads_x = |st: &Step| match st {
-        Step::Kernel { args, .. } => args.contains(&x),
-        Step::Gemm(g) => g.lhs.buf == x || g.rhs.buf == x,
-        Step::Sort { src, .. } => *src == x,
-        Step::Routine(r) => r.ins.contains(&x),
-    };
-    let writers: Vec<usize> = (0..plan.steps.len()).filter(|&i| writes(&plan.steps[i])).collect();
+    let writers: Vec<usize> = (0..plan.steps.len()).filter(|&i| plan.steps[i].writes().contains(&out)).collect();
     let [w] = writers[..] else { return false };
     let Step::Kernel { name, columns: false, .. } = &plan.steps[w] else { return false };
-    if plan.steps[w + 1..].iter().any(reads_x) {
+    if plan.steps[w + 1..].iter().any(|st| st.reads().contains(&x)) {
         return false;
     }
     let Some(k) = plan.kernels.iter().find(|k| k.name == *name) else { return false };

@@ -89,27 +89,11 @@ impl Arena {
         let mut first = vec![usize::MAX; n];
         let mut last = vec![0usize; n];
         for (i, st) in man.steps.iter().enumerate() {
-            let (out, reads): (usize, Vec<usize>) = match st {
-                Step::Kernel { out, args, also, .. } => {
-                    for &o in also {
-                        first[o] = first[o].min(i);
-                        last[o] = last[o].max(i);
-                    }
-                    (*out, args.clone())
-                }
-                Step::Gemm(g) => (g.out, vec![g.lhs.buf, g.rhs.buf]),
-                Step::Sort { out, src, .. } => (*out, vec![*src]),
-                Step::Routine(l) => {
-                    for &o in &l.outs[1..] {
-                        first[o] = first[o].min(i);
-                        last[o] = last[o].max(i);
-                    }
-                    (l.outs[0], l.ins.clone())
-                }
-            };
-            first[out] = first[out].min(i);
-            last[out] = last[out].max(i);
-            for r in reads {
+            for w in st.writes() {
+                first[w] = first[w].min(i);
+                last[w] = last[w].max(i);
+            }
+            for r in st.reads() {
                 last[r] = last[r].max(i);
             }
         }

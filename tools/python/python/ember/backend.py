@@ -647,10 +647,11 @@ class _Compiled:
                 continue
             if i >= len(split.input_perms) or split.input_perms[i] is not None:
                 continue
-            x = split.example_inputs[split.core_inputs.index(i)]
+            c = split.core_inputs.index(i)
+            x = split.example_inputs[c]
             shape, strides, dtype = split.declared[r]
             if (tuple(x.shape), x.dtype) == (shape, dtype) and tuple(strides) == _contiguous_strides(shape) == tuple(x.stride()):
-                found[r] = split.core_inputs.index(i)
+                found[r] = c
         return found
 
     def _fixed_layouts(self) -> Any:
