@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
@@ -516,6 +517,32 @@ def test_partitioned_graph_pieces_run_in_stages_between_eager_ops(tmp_path: Path
     assert [sorted(ops) for ops in pieces.values()] == [["aten.mul.Tensor"], ["aten.add.Tensor", "aten.exp.default", "aten.mul.Tensor"], ["aten.add.Tensor"]], pieces
     for got, want in zip(fused(x), f(x)):
         torch.testing.assert_close(got, want)
+
+
+def test_partitioned_graph_pieces_compile_ahead_for_the_layouts_they_get(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_compile_ahead`: at a partitioned graph's first call every piece starts compiling on a
+    worker thread for the layouts its inputs will have (a transposed input here); a piece whose
+    inputs then come laid out otherwise is compiled again for them, with the right values."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a = x * 2
+        return (a.sin() + 1) * a.exp(), a
+
+    x = torch.randn(6, 8).t()
+    graph = make_fx(f, tracing_mode="fake")(x)
+    for guessed, missed in ((x, 0), (x.contiguous(), 1)):
+        fused = backend._partition(copy.deepcopy(graph), {"aten.sin"}, False, backend._Target())
+        before = dict(backend.stats)
+        backend._compile_ahead(fused, [guessed])
+        assert all(child.pending is not None for child in fused.children())
+        for got, want in zip(fused(x), f(x)):
+            torch.testing.assert_close(got, want)
+            assert got.stride() == want.stride()
+        assert backend.stats["ahead_missed"] - before["ahead_missed"] == missed
+        assert backend.stats["ahead"] - before["ahead"] == 2 - missed
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "channels_last"])

@@ -52,7 +52,9 @@ def _train(model: torch.nn.Module, make_opt: Callable, step: Callable, batches: 
     return losses, first
 
 
-def _check_training(model: torch.nn.Module, make_opt: Callable, step: Callable, batches: list, target: str = "cpu") -> None:
+def _check_training(model: torch.nn.Module, make_opt: Callable, step: Callable, batches: list, target: str = "cpu", partitioned: bool = False) -> None:
+    """`partitioned`: the graphs are partitioned around torch's convolutions, and each piece is
+    compiled ahead of its first call for the layouts it gets."""
     before = dict(backend.stats, targets=dict(backend.stats["targets"]))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -65,6 +67,8 @@ def _check_training(model: torch.nn.Module, make_opt: Callable, step: Callable, 
     assert backend.stats["targets"].get(target, 0) > before["targets"].get(target, 0), f"nothing ran on {target}"
     _assert_grads_match(want, got)
     assert got_losses == pytest.approx(want_losses, rel=1e-4), (got_losses, want_losses)
+    if partitioned:
+        assert backend.stats["ahead"] > before["ahead"] and backend.stats["ahead_missed"] == before["ahead_missed"]
 
 
 def test_gpt2_lm_gradients_match_eager() -> None:
@@ -200,7 +204,7 @@ def test_batchnorm_convnet_gradients_match_eager() -> None:
         torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10),
     )  # fmt: skip
     batches = [(torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))) for _ in range(3)]
-    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches)
+    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches, partitioned=True)
 
 
 def test_mobilenet_style_convnet_gradients_match_eager() -> None:
@@ -224,7 +228,7 @@ def test_mobilenet_style_convnet_gradients_match_eager() -> None:
         Block(16), Block(16), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10),
     )  # fmt: skip
     batches = [(torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))) for _ in range(3)]
-    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches)
+    _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches, partitioned=True)
 
 
 def test_micro_batches_keep_each_forwards_saved_tensors() -> None:

@@ -30,6 +30,7 @@ every compiled graph with torch eager and raises ``CheckError`` at the first out
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import copy
 import dataclasses
@@ -59,15 +60,18 @@ _DTYPES_BY_NAME = {v: k for k, v in _DTYPES.items()}
 
 #: Graphs compiled in this process and loaded from the on-disk cache (`backward`: how many of
 #: either were backward graphs), fallbacks taken, the seconds Ember spent on the graphs AOT
-#: Autograd handed it (`compile_seconds`: partitioning, export, compiling or loading; Dynamo's
+#: Autograd handed it (`compile_seconds`: partitioning, export, compiling or loading, or
+#: waiting for worker threads to; Dynamo's
 #: tracing and AOT's are torch's), the inputs that compiled graphs update in their own memory
-#: (`in_place`: an optimizer step's parameters and state, without AOT's copies), and for the tpu/trainium targets the bytes moved
+#: (`in_place`: an optimizer step's parameters and state, without AOT's copies), the pieces of
+#: partitioned graphs compiled ahead of their first call (`ahead`) and those compiled again
+#: because their inputs came in other layouts (`ahead_missed`), and for the tpu/trainium targets the bytes moved
 #: between host and device and the seconds from PJRT's execute to ready results (for tests,
 #: benchmarks and curious users; graphs whose results all stay on the ember device are not waited
 #: for, so not timed, unless `EMBER_XLA_SYNC=1`).
 stats: dict[str, Any] = {"compiled": 0, "cache_hits": 0, "backward": 0, "fallbacks": 0, "targets": {}, "in_place": 0,
                          "to_device_bytes": 0, "from_device_bytes": 0, "xla_seconds": 0.0,
-                         "compile_seconds": 0.0}
+                         "compile_seconds": 0.0, "ahead": 0, "ahead_missed": 0}
 
 _timing_depth = 0
 
@@ -1193,8 +1197,9 @@ def _copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 
 
 class _Partition(torch.nn.Module):
-    """A supported piece of a partitioned graph: compiled by Ember on first call, run eagerly (with
-    a warning) if Ember still cannot compile it."""
+    """A supported piece of a partitioned graph: compiled by Ember on a worker thread from the
+    layouts its inputs are expected to have (`ahead`), or else on first call; run eagerly (with a
+    warning) if Ember still cannot compile it."""
 
     def __init__(self, gm: torch.fx.GraphModule, backward: bool, target: _Target, graph: torch.fx.GraphModule, name: str) -> None:
         super().__init__()
@@ -1205,13 +1210,41 @@ class _Partition(torch.nn.Module):
         self.eager = False
         self.graph_ref = weakref.ref(graph)
         self.name = name
+        #: The compile started by `ahead` and the input layouts it assumed.
+        self.pending: tuple[concurrent.futures.Future, list[Any]] | None = None
+
+    def ahead(self, layouts: list[Any]) -> None:
+        """Starts compiling this piece on a worker thread for inputs of these `_layout_of`s: its
+        first call takes the result if its inputs are laid out so."""
+        if self.target.name != "cpu" or self.pending is not None or self.compiled is not None or self.eager:
+            return
+        if not all(isinstance(x, tuple) and x[0] == "cpu" or (isinstance(x, int) and not isinstance(x, bool)) for x in layouts):
+            return
+        examples = [torch.empty_strided(x[1], x[2], dtype=x[3]) if isinstance(x, tuple) else x for x in layouts]
+        gm, backward, target = _copy(self.gm), self.backward, self.target
+        self.pending = (_workers().submit(lambda: _Compiled(gm, examples, backward=backward, target=target)), layouts)
+
+    def _take_pending(self, args: tuple[Any, ...]) -> "_Compiled | None":
+        """The compile `ahead` started, if these inputs are laid out as it assumed."""
+        if self.pending is None:
+            return None
+        future, assumed = self.pending
+        self.pending = None
+        if [_layout_of(a) for a in args] != assumed:
+            stats["ahead_missed"] += 1
+            future.cancel()
+            future.add_done_callback(_drop_export)
+            return None
+        compiled = future.result()
+        stats["ahead"] += 1
+        return compiled
 
     def forward(self, *args: Any) -> Any:
         if self.compiled is None and not self.eager:
             try:
                 # _Split rewrites the graph it is given; the eager fallback keeps the original.
                 with _compile_timer():
-                    self.compiled = _Compiled(_copy(self.gm), list(args), backward=self.backward, target=self.target)
+                    self.compiled = self._take_pending(args) or _Compiled(_copy(self.gm), list(args), backward=self.backward, target=self.target)
                 graph = self.graph_ref()
                 if self.compiled._direct and graph is not None:
                     # The partitioned graph's code calls `self.<name>(...)`: an attribute of the
@@ -1234,6 +1267,83 @@ class _Partition(torch.nn.Module):
         if self.eager:
             return self.eager_run(*args)
         return self.compiled(*args)
+
+
+_WORKERS: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _workers() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads that compile a partitioned graph's pieces ahead of their first calls: the
+    native compiler releases the GIL, so pieces compile side by side and beside the Python that
+    runs the graph."""
+    global _WORKERS
+    if _WORKERS is None:
+        _WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="ember-compile")
+    return _WORKERS
+
+
+def _layout_of(x: Any) -> Any:
+    """What a compiled piece assumes of an input: a tensor's layout and dtype, an int's value."""
+    if isinstance(x, torch.Tensor):
+        return (x.device.type, tuple(x.shape), tuple(x.stride()), x.dtype)
+    return x
+
+
+def _drop_export(future: concurrent.futures.Future) -> None:
+    """Removes the graph file an unused compile left for `_unlowered` to read."""
+    exc = None if future.cancelled() else future.exception()
+    if isinstance(exc, Unsupported) and exc.exported is not None:
+        shutil.rmtree(os.path.dirname(exc.exported), ignore_errors=True)
+
+
+_UNKNOWN = object()
+
+
+def _compile_ahead(fused: torch.fx.GraphModule, args: Sequence[Any]) -> None:
+    """At a partitioned graph's first call, starts compiling its pieces (`_Partition.ahead`) for
+    the input layouts they will get: propagated from `args` through the eager ops run on fake
+    tensors, and through the pieces as they declare their outputs (AOT's declared layouts are
+    not what they get: a channels-last graph's convolutions return NHWC). A value the fake
+    kernels cannot tell leaves the pieces that read it to compile at their first call."""
+    from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
+
+    env: dict[torch.fx.Node, Any] = {}
+    inputs = iter(args)
+    mode = FakeTensorMode()
+
+    def fake(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype) if x.device.type in ("cpu", "meta") else _UNKNOWN
+        return x
+
+    starts: list[tuple[_Partition, list[Any]]] = []
+    with unset_fake_temporarily(), mode:
+        for n in fused.graph.nodes:
+            if n.op == "placeholder":
+                env[n] = fake(next(inputs, _UNKNOWN))
+                continue
+            if n.op == "output":
+                break
+            a, kw = torch.fx.node.map_arg((n.args, n.kwargs), lambda x: env[x])
+            if any(v is _UNKNOWN for v in torch.utils._pytree.tree_leaves((a, kw))):
+                env[n] = _UNKNOWN
+                continue
+            if n.op == "call_module":
+                piece = getattr(fused, n.target)
+                if isinstance(piece, _Partition):
+                    starts.append((piece, [_layout_of(x) for x in a]))
+                    _, values, single = _output_values(piece.gm.graph)
+                    outs = [fake(v.meta.get("val", _UNKNOWN)) if isinstance(v, torch.fx.Node) else v for v in values]
+                    env[n] = outs[0] if single else tuple(outs)
+                else:
+                    env[n] = _UNKNOWN
+                continue
+            try:
+                env[n] = getattr(a[0], n.target)(*a[1:], **kw) if n.op == "call_method" else n.target(*a, **kw)
+            except Exception:  # noqa: BLE001 - an op without a fake kernel: its readers compile at first call
+                env[n] = _UNKNOWN
+    for piece, layouts in starts:
+        piece.ahead(layouts)
 
 
 def _unlowered(exc: Unsupported) -> set[str]:
@@ -1561,7 +1671,16 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
 
         run.graph.set_codegen(_BoxedCodeGen())
         run.recompile()
-        return _boxed(run.forward)
+        forward, first = run.forward, [True]
+
+        def run_partitioned(args: list[Any]) -> Any:
+            if first:
+                first.clear()
+                with _compile_timer():
+                    _compile_ahead(run, args)
+            return forward(args)
+
+        return _boxed(run_partitioned)
     return make_boxed_func(run)
 
 
