@@ -296,6 +296,37 @@ def test_ops_outside_embers_dialect_are_partitioned_out(tmp_path: Path, monkeypa
     assert backend.stats["compiled"] > before["compiled"]
 
 
+@torch.library.custom_op("ember_test::twice", mutates_args=())
+def _twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@_twice.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def test_a_custom_op_runs_eagerly_between_compiled_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's custom op, which Ember's torch dialect cannot define, runs with torch eager and
+    the ops around it on Ember (it made the whole graph eager); the one warning names the op and
+    the user's line, not the temporary file it was read from."""
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(_twice(x.exp())) + 1
+
+    x = torch.randn(8, 4)
+    before = dict(backend.stats)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.compile(f, backend="ember")(x)
+    torch.testing.assert_close(got, f(x))
+    msgs = [str(w.message) for w in caught if "ember" in str(w.message)]
+    assert len(msgs) == 1 and "ember_test.twice (" in msgs[0] and "test_backend.py" in msgs[0] and ".tmp-" not in msgs[0], msgs
+    assert backend.stats["compiled"] - before["compiled"] == 2
+
+
 class _ComplexRope(torch.nn.Module):
     """RoPE as TorchTitan writes it: a complex64 `freqs_cis` buffer times the activations read as
     complex pairs."""

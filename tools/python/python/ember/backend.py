@@ -732,7 +732,9 @@ class _Compiled:
                     native.compile(path, self.target, os.path.join(d, self.target), options)
                 except ValueError as exc:
                     keep = True  # the caller asks which ops are missing, then deletes it
-                    raise Unsupported(str(exc), path) from exc
+                    # The message names the node and the user's line; the file it names is gone
+                    # by the time the user reads it.
+                    raise Unsupported(str(exc).replace(f"`{path}`: ", "").replace(f"{path}: ", ""), path) from exc
                 try:
                     os.rename(d, final)
                 except OSError:
@@ -1173,9 +1175,10 @@ def _difference(want: Any, got: Any) -> str | None:
 #: convolution's input gradient alone, 151 MB, 84 ms). The CLI's CPU target keeps its own.
 _EXTERN = {"aten.convolution", "aten.convolution_backward"}
 
-#: The op an import error names: `torch.aten.sort` (no lowering) or `torch.ops.aten.X.default`
-#: (not in Ember's torch dialect), in `_target_name`'s spelling.
-_UNSUPPORTED_OP = re.compile(r"op `torch\.(?:ops\.)?(aten\.[\w.]+?)(?:\.default)?`")
+#: The op an import error names: `torch.aten.sort` (no lowering) or `torch.ops.NS.X.default`
+#: (not in Ember's torch dialect: an aten op, or a custom op of the user's), in `_target_name`'s
+#: spelling.
+_UNSUPPORTED_OP = re.compile(r"op `torch\.(?:ops\.)?(\w+\.[\w.]+?)(?:\.default)?`")
 
 
 def _target_name(node: torch.fx.Node) -> str:
