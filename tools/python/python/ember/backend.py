@@ -1221,9 +1221,8 @@ class _Partition(torch.nn.Module):
         first call takes the result if its inputs are laid out so."""
         if self.target.name != "cpu" or self.pending is not None or self.compiled is not None or self.eager:
             return
-        if not all(isinstance(x, tuple) and x[0] == "cpu" or (isinstance(x, int) and not isinstance(x, bool)) for x in layouts):
+        if (examples := _fake_inputs(layouts)) is None:
             return
-        examples = [torch.empty_strided(x[1], x[2], dtype=x[3]) if isinstance(x, tuple) else x for x in layouts]
         gm, backward, target = _copy(self.gm), self.backward, self.target
         self.pending = (_workers().submit(lambda: _Compiled(gm, examples, backward=backward, target=target)), layouts)
 
@@ -1247,7 +1246,8 @@ class _Partition(torch.nn.Module):
             try:
                 # _Split rewrites the graph it is given; the eager fallback keeps the original.
                 with _compile_timer():
-                    self.compiled = self._take_pending(args) or _Compiled(_copy(self.gm), list(args), backward=self.backward, target=self.target)
+                    self.compiled = self._take_pending(args) or _Compiled(_copy(self.gm), _fake_inputs([_layout_of(a) for a in args]) or list(args),
+                                                                          backward=self.backward, target=self.target)
                 graph = self.graph_ref()
                 if self.compiled._direct and graph is not None:
                     # The partitioned graph's code calls `self.<name>(...)`: an attribute of the
@@ -1290,6 +1290,19 @@ def _layout_of(x: Any) -> Any:
     if isinstance(x, torch.Tensor):
         return (x.device.type, tuple(x.shape), tuple(x.stride()), x.dtype)
     return x
+
+
+def _fake_inputs(layouts: list[Any]) -> list[Any] | None:
+    """Example inputs of these `_layout_of`s for `_Compiled` (None unless all are CPU tensors or
+    ints): fake, since a compiled graph keeps its examples (their layouts), which should hold no
+    memory (a first call's real activations did). A fake mode of their own: its caches are not
+    for two threads at once."""
+    from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
+
+    if not all(isinstance(x, tuple) and x[0] == "cpu" or (isinstance(x, int) and not isinstance(x, bool)) for x in layouts):
+        return None
+    with unset_fake_temporarily(), FakeTensorMode():
+        return [torch.empty_strided(x[1], x[2], dtype=x[3]) if isinstance(x, tuple) else x for x in layouts]
 
 
 def _drop_export(future: concurrent.futures.Future) -> None:
