@@ -1278,10 +1278,11 @@ _WORKERS: concurrent.futures.ThreadPoolExecutor | None = None
 def _workers() -> concurrent.futures.ThreadPoolExecutor:
     """The threads that compile a partitioned graph's pieces ahead of their first calls: the
     native compiler releases the GIL, so pieces compile side by side and beside the Python that
-    runs the graph."""
+    runs the graph. At most 8: each compile holds its own LLVM contexts and runs up to
+    `MAX_MODULES` codegen threads of its own."""
     global _WORKERS
     if _WORKERS is None:
-        _WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="ember-compile")
+        _WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=min(os.cpu_count() or 1, 8), thread_name_prefix="ember-compile")
     return _WORKERS
 
 
