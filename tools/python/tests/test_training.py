@@ -231,6 +231,36 @@ def test_mobilenet_style_convnet_gradients_match_eager() -> None:
     _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches, partitioned=True)
 
 
+def test_convnet_with_a_changing_batch_compiles_once_for_every_size() -> None:
+    """A BatchNorm conv net whose batch changes (a last, smaller batch): Dynamo compiles it again
+    with a symbolic batch at the second size, and that graph serves every later size. Its pieces
+    between the convolutions compile from AOT's symbolic values; making their layouts concrete
+    specialized the batch (a guard), so every size compiled the whole model again. Gradients as
+    eager's at every size."""
+    from torch._dynamo.utils import counters
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 10),
+    )  # fmt: skip
+    want = copy.deepcopy(model)
+    run = torch.compile(model, backend="ember")
+    counters.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the batch norms' 1 / (n - 1), a float input, keeps two pieces eager
+        for b in (4, 6, 8, 5):
+            x, y = torch.randn(b, 3, 16, 16), torch.randint(0, 10, (b,))
+            grads = []
+            for m, params in ((run, model), (want, want)):
+                params.zero_grad(set_to_none=True)
+                F.cross_entropy(m(x), y).backward()
+                grads.append({n: p.grad.clone() for n, p in params.named_parameters()})
+            _assert_grads_match(grads[1], grads[0])
+    assert counters["stats"]["unique_graphs"] == 2, dict(counters["stats"])
+
+
 def test_micro_batches_keep_each_forwards_saved_tensors() -> None:
     """Two forwards before one backward (gradient accumulation): the first forward's saved
     activations are alive when the graphs run again, so those calls must not write their outputs

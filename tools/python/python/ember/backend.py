@@ -1243,33 +1243,38 @@ class _Partition(torch.nn.Module):
 
     def forward(self, *args: Any) -> Any:
         if self.compiled is None and not self.eager:
-            try:
-                # _Split rewrites the graph it is given; the eager fallback keeps the original.
-                with _compile_timer():
-                    self.compiled = self._take_pending(args) or _Compiled(_copy(self.gm), _fake_inputs([_layout_of(a) for a in args]) or list(args),
-                                                                          backward=self.backward, target=self.target)
-                graph = self.graph_ref()
-                if self.compiled._direct and graph is not None:
-                    # The partitioned graph's code calls `self.<name>(...)`: an attribute of the
-                    # instance is found before the module (no Module.__call__ per piece and call).
-                    run = self.compiled._run_fixed
-                    graph.__dict__[self.name] = lambda *args: run(args)
-            except Unsupported as exc:
-                self.eager = True
-                stats["fallbacks"] += 1
-                unsupported = _unlowered(exc)
-                if unsupported:
-                    # The piece's other ops still compile, in pieces of their own around these
-                    # (a Swin's backward: its `as_strided_scatter`s, not the whole backward).
-                    warnings.warn(f"ember: part of a graph runs with torch eager: {exc}; the rest of it still compiles", stacklevel=2)
-                    n_out = len(_output_values(self.gm.graph)[1])
-                    self.eager_run = _partition(_copy(self.gm), unsupported, self.backward, self.target, n_out)
-                else:
-                    warnings.warn(f"ember: part of a graph runs with torch eager: {exc}", stacklevel=2)
-                    self.eager_run = _eager(self.gm)
+            with _compile_timer():
+                self.compile(list(args), self._take_pending)
         if self.eager:
             return self.eager_run(*args)
         return self.compiled(*args)
+
+    def compile(self, examples: list[Any], pending: Callable[[Any], "_Compiled | None"] = lambda _: None) -> None:
+        """Compiles the piece for inputs like `examples` (the first call's, or symbolic values),
+        taking `pending`'s compile for them if it has one; or makes it run eagerly."""
+        try:
+            # _Split rewrites the graph it is given; the eager fallback keeps the original.
+            self.compiled = pending(examples) or _Compiled(_copy(self.gm), _fake_inputs([_layout_of(a) for a in examples]) or examples,
+                                                           backward=self.backward, target=self.target)
+            graph = self.graph_ref()
+            if self.compiled._direct and graph is not None:
+                # The partitioned graph's code calls `self.<name>(...)`: an attribute of the
+                # instance is found before the module (no Module.__call__ per piece and call).
+                run = self.compiled._run_fixed
+                graph.__dict__[self.name] = lambda *args: run(args)
+        except Unsupported as exc:
+            self.eager = True
+            stats["fallbacks"] += 1
+            unsupported = _unlowered(exc)
+            if unsupported:
+                # The piece's other ops still compile, in pieces of their own around these
+                # (a Swin's backward: its `as_strided_scatter`s, not the whole backward).
+                warnings.warn(f"ember: part of a graph runs with torch eager: {exc}; the rest of it still compiles", stacklevel=3)
+                n_out = len(_output_values(self.gm.graph)[1])
+                self.eager_run = _partition(_copy(self.gm), unsupported, self.backward, self.target, n_out)
+            else:
+                warnings.warn(f"ember: part of a graph runs with torch eager: {exc}", stacklevel=3)
+                self.eager_run = _eager(self.gm)
 
 
 _WORKERS: concurrent.futures.ThreadPoolExecutor | None = None
@@ -1350,7 +1355,8 @@ def _compile_ahead(fused: torch.fx.GraphModule, args: Sequence[Any]) -> None:
                 if isinstance(piece, _Partition):
                     starts.append((piece, [_layout_of(x) for x in a]))
                     _, values, single = _output_values(piece.gm.graph)
-                    outs = [fake(v.meta.get("val", _UNKNOWN)) if isinstance(v, torch.fx.Node) else v for v in values]
+                    outs = [fake(v.meta.get("val", _UNKNOWN)) if isinstance(v, torch.fx.Node) and not _symbolic_value(v.meta.get("val")) else
+                            _UNKNOWN if isinstance(v, torch.fx.Node) else v for v in values]
                     env[n] = outs[0] if single else tuple(outs)
                 else:
                     env[n] = _UNKNOWN
@@ -1381,9 +1387,22 @@ def _unlowered(exc: Unsupported) -> set[str]:
     return unsupported
 
 
+def _symbolic_value(v: Any) -> bool:
+    """Whether a node's value has a symbolic size, stride or int."""
+    if isinstance(v, torch.Tensor):
+        return any(map(_symbolic, (*v.shape, *v.stride())))
+    if isinstance(v, (tuple, list)):
+        return any(map(_symbolic_value, v))
+    return _symbolic(v)
+
+
 def _meta_value(v: Any) -> Any:
     """A node's value with its tensors as meta tensors of the same layout (TypeError if symbolic)."""
     if isinstance(v, torch.Tensor):
+        # Checked first: `int()` of a symbolic size would specialize it (a guard on its value,
+        # so Dynamo compiled the whole graph again for every other size).
+        if _symbolic_value(v):
+            raise TypeError("symbolic")
         return torch.empty_strided(tuple(int(s) for s in v.shape), tuple(int(s) for s in v.stride()), dtype=v.dtype, device="meta")
     if isinstance(v, (tuple, list)):
         return type(v)(_meta_value(x) for x in v)
@@ -1457,9 +1476,17 @@ def _pieces(fused: torch.fx.GraphModule, user_outputs: int, backward: bool, targ
         if isinstance(child, torch.fx.GraphModule):
             if name in channels_last:
                 _outputs_channels_last(child, channels_last[name])
-            # The pieces carry AOT's fake tensors as metadata, which may be symbolic while a piece
-            # is compiled for its first call's real inputs: the serializer reads meta tensors of
-            # the layouts instead (a symbolic piece gets none, so no Ember piece).
+            piece = _Partition(child, backward, target, fused, name)
+            setattr(fused, name, piece)
+            if any(_symbolic_value(n.meta.get("val")) for n in child.graph.nodes):
+                # Compiled now, for every size, from AOT's symbolic values: a guard its compile
+                # adds on a size is one of Dynamo's (at its first call it would be lost, and the
+                # piece wrong for other sizes).
+                with torch._subclasses.fake_tensor.unset_fake_temporarily():
+                    piece.compile([n.meta.get("val") for n in child.graph.nodes if n.op == "placeholder"])
+                continue
+            # A static piece compiles for its first call's layouts (`_compile_ahead`): the
+            # serializer reads meta tensors of the layouts, not AOT's fake tensors.
             for n in child.graph.nodes:
                 val = n.meta.get("val")
                 n.meta = {k: v for k, v in n.meta.items() if k not in ("val", "tensor_meta", "example_value")}
@@ -1467,7 +1494,6 @@ def _pieces(fused: torch.fx.GraphModule, user_outputs: int, backward: bool, targ
                     n.meta["val"] = _meta_value(val)
                 except TypeError:
                     pass
-            setattr(fused, name, _Partition(child, backward, target, fused, name))
 
 
 #: The extern convolutions' activation arguments (input; output gradient and input of the
