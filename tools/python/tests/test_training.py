@@ -231,6 +231,15 @@ def test_mobilenet_style_convnet_gradients_match_eager() -> None:
     _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), lambda m, b: F.cross_entropy(m(b[0]), b[1]), batches, partitioned=True)
 
 
+def _bn_convnet() -> torch.nn.Module:
+    """Two convolutions with BatchNorm and ReLU, pooled into a linear layer of 10."""
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 10),
+    )  # fmt: skip
+
+
 def test_convnet_with_a_changing_batch_compiles_once_for_every_size() -> None:
     """A BatchNorm conv net whose batch changes (a last, smaller batch): Dynamo compiles it again
     with a symbolic batch at the second size, and that graph serves every later size. Its pieces
@@ -240,11 +249,7 @@ def test_convnet_with_a_changing_batch_compiles_once_for_every_size() -> None:
     from torch._dynamo.utils import counters
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-        torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 10),
-    )  # fmt: skip
+    model = _bn_convnet()
     want = copy.deepcopy(model)
     run = torch.compile(model, backend="ember")
     counters.clear()
@@ -266,11 +271,7 @@ def test_micro_batches_keep_each_forwards_saved_tensors() -> None:
     activations are alive when the graphs run again, so those calls must not write their outputs
     over them (a graph reuses only output memory torch has freed: `OutputSlot`)."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-        torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 10),
-    )  # fmt: skip
+    model = _bn_convnet()
     batches = [[(torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))) for _ in range(2)] for _ in range(3)]
     step = lambda m, micro: sum(F.cross_entropy(m(x), y) for x, y in micro)  # noqa: E731
     _check_training(model, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), step, batches)
