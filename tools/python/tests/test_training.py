@@ -245,7 +245,7 @@ def test_convnet_with_a_changing_batch_compiles_once_for_every_size() -> None:
     with a symbolic batch at the second size, and that graph serves every later size. Its pieces
     between the convolutions compile from AOT's symbolic values; making their layouts concrete
     specialized the batch (a guard), so every size compiled the whole model again. Gradients as
-    eager's at every size."""
+    eager's at every size, no piece eager."""
     from torch._dynamo.utils import counters
 
     torch.manual_seed(0)
@@ -253,8 +253,9 @@ def test_convnet_with_a_changing_batch_compiles_once_for_every_size() -> None:
     want = copy.deepcopy(model)
     run = torch.compile(model, backend="ember")
     counters.clear()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the batch norms' 1 / (n - 1), a float input, keeps two pieces eager
+    before = dict(backend.stats)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         for b in (4, 6, 8, 5):
             x, y = torch.randn(b, 3, 16, 16), torch.randint(0, 10, (b,))
             grads = []
@@ -264,6 +265,9 @@ def test_convnet_with_a_changing_batch_compiles_once_for_every_size() -> None:
                 grads.append({n: p.grad.clone() for n, p in params.named_parameters()})
             _assert_grads_match(grads[1], grads[0])
     assert counters["stats"]["unique_graphs"] == 2, dict(counters["stats"])
+    # The batch norms' 1 / (n - 1) at a symbolic batch, a float input of two pieces, is passed
+    # as a 0-d tensor: no piece runs eagerly.
+    assert backend.stats["fallbacks"] == before["fallbacks"], [str(w.message) for w in caught if "ember" in str(w.message)]
 
 
 def test_micro_batches_keep_each_forwards_saved_tensors() -> None:

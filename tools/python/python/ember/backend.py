@@ -1215,6 +1215,8 @@ class _Partition(torch.nn.Module):
         self.name = name
         #: The compile started by `ahead` and the input layouts it assumed.
         self.pending: tuple[concurrent.futures.Future, list[Any]] | None = None
+        #: Float inputs passed as 0-d float64 tensors (`_floats_as_tensors`).
+        self.floats: list[int] = []
 
     def ahead(self, layouts: list[Any]) -> None:
         """Starts compiling this piece on a worker thread for inputs of these `_layout_of`s: its
@@ -1247,17 +1249,22 @@ class _Partition(torch.nn.Module):
                 self.compile(list(args), self._take_pending)
         if self.eager:
             return self.eager_run(*args)
+        if self.floats:
+            args = tuple(torch.tensor(a, dtype=torch.float64) if i in self.floats else a for i, a in enumerate(args))
         return self.compiled(*args)
 
     def compile(self, examples: list[Any], pending: Callable[[Any], "_Compiled | None"] = lambda _: None) -> None:
         """Compiles the piece for inputs like `examples` (the first call's, or symbolic values),
         taking `pending`'s compile for them if it has one; or makes it run eagerly."""
         try:
-            # _Split rewrites the graph it is given; the eager fallback keeps the original.
-            self.compiled = pending(examples) or _Compiled(_copy(self.gm), _fake_inputs([_layout_of(a) for a in examples]) or examples,
-                                                           backward=self.backward, target=self.target)
+            self.compiled = pending(examples)
+            if self.compiled is None:
+                # _Split rewrites the graph it is given; the eager fallback keeps the original.
+                gm, examples = _copy(self.gm), list(examples)
+                self.floats = _floats_as_tensors(gm, examples)
+                self.compiled = _Compiled(gm, _fake_inputs([_layout_of(a) for a in examples]) or examples, backward=self.backward, target=self.target)
             graph = self.graph_ref()
-            if self.compiled._direct and graph is not None:
+            if self.compiled._direct and graph is not None and not self.floats:
                 # The partitioned graph's code calls `self.<name>(...)`: an attribute of the
                 # instance is found before the module (no Module.__call__ per piece and call).
                 run = self.compiled._run_fixed
@@ -1305,10 +1312,42 @@ def _fake_inputs(layouts: list[Any]) -> list[Any] | None:
     for two threads at once."""
     from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 
-    if not all(isinstance(x, tuple) and x[0] == "cpu" or (isinstance(x, int) and not isinstance(x, bool)) for x in layouts):
+    if not all(isinstance(x, tuple) and x[0] == "cpu" and not any(map(_symbolic, (*x[1], *x[2]))) or (isinstance(x, int) and not isinstance(x, bool))
+               for x in layouts):
         return None
     with unset_fake_temporarily(), FakeTensorMode():
         return [torch.empty_strided(x[1], x[2], dtype=x[3]) if isinstance(x, tuple) else x for x in layouts]
+
+
+def _floats_as_tensors(gm: torch.fx.GraphModule, examples: list[Any]) -> list[int]:
+    """The float inputs of a piece (a batch norm's `1 / (n - 1)` at a symbolic batch) that it
+    reads only where an op takes a tensor, beside floating tensors of rank > 0: made 0-d float64
+    tensor inputs (in `gm` and `examples`), which promote there as the Python number does and
+    hold its value exactly; Ember compiles tensors and ints only. Their positions."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+
+    def reads_as_tensor(user: torch.fx.Node, p: torch.fx.Node) -> bool:
+        if user.op != "call_function" or not isinstance(user.target, torch._ops.OpOverload):
+            return False
+        schema = user.target._schema.arguments
+        given = [(schema[k], a) for k, a in enumerate(user.args) if k < len(schema)]
+        given += [(next((x for x in schema if x.name == k), None), a) for k, a in user.kwargs.items()]
+        if any(a is p and (arg is None or not isinstance(arg.type, torch.TensorType)) for arg, a in given):
+            return False
+        others = [a.meta.get("val") for _, a in given if isinstance(a, torch.fx.Node) and a is not p]
+        return bool(others) and all(isinstance(v, torch.Tensor) and v.is_floating_point() and v.dim() > 0 for v in others)
+
+    found = []
+    for i, (p, x) in enumerate(zip(placeholders, examples)):
+        if isinstance(x, (float, torch.SymFloat)) and p.users and all(reads_as_tensor(u, p) for u in p.users):
+            mode = torch._guards.detect_fake_mode([v for v in examples if isinstance(v, torch.Tensor)])
+            with mode if mode is not None else contextlib.nullcontext():
+                examples[i] = torch.zeros((), dtype=torch.float64)
+            p.meta["val"] = examples[i]
+            found.append(i)
+    if found:
+        gm.recompile()
+    return found
 
 
 def _drop_export(future: concurrent.futures.Future) -> None:
