@@ -576,6 +576,49 @@ def test_partitioned_graph_pieces_compile_ahead_for_the_layouts_they_get(tmp_pat
         assert backend.stats["ahead"] - before["ahead"] == 2 - missed
 
 
+def test_partitioned_pieces_compile_under_another_default_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `torch.set_default_device` set elsewhere, a conv net of CPU tensors still compiles
+    its pieces (their example inputs, and the tensors Ember allocates for CPU graphs, are made on
+    the CPU, not the default device)."""
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3)).eval()
+    x = torch.randn(2, 3, 16, 16)
+    before = dict(backend.stats)
+    torch.set_default_device("meta")
+    try:
+        got = torch.compile(m, backend="ember")(x)
+    finally:
+        torch.set_default_device(None)
+    torch.testing.assert_close(got, m(x))
+    assert backend.stats["fallbacks"] == before["fallbacks"] and backend.stats["ahead"] > before["ahead"]
+
+
+def test_a_forked_child_compiles_its_own_pieces(tmp_path: Path) -> None:
+    """The compile worker threads are the parent's: a forked child (a DataLoader worker) that
+    compiles a partitioned graph starts a pool of its own (it waited forever on the parent's)."""
+    script = tmp_path / "fork.py"
+    script.write_text(
+        "import os, torch\n"
+        "from ember import backend\n"
+        "m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3)).requires_grad_(False)\n"
+        "run = torch.compile(m, backend='ember', dynamic=False)\n"
+        "x = torch.randn(2, 3, 16, 16)\n"
+        "torch.testing.assert_close(run(x), m(x))\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    torch.set_num_threads(1)  # as a DataLoader worker: OpenMP's team is the parent's too\n"
+        "    y = torch.randn(3, 3, 12, 12)\n"
+        "    torch.testing.assert_close(run(y), m(y))\n"
+        "    os._exit(0 if backend.stats['ahead'] >= 2 else 3)\n"
+        "print('child', os.waitpid(pid, 0)[1])\n"
+    )
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "child 0" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "channels_last"])
 def test_as_strided_scatter_into_a_computed_tensor_uses_its_storage_layout(layout: str) -> None:
     """`as_strided_scatter` addresses its `self`'s storage: for a computed `self` that is a dense

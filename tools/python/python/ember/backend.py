@@ -44,6 +44,7 @@ import platform
 import re
 import shutil
 import tempfile
+import threading
 import time
 import warnings
 import weakref
@@ -72,6 +73,18 @@ _DTYPES_BY_NAME = {v: k for k, v in _DTYPES.items()}
 stats: dict[str, Any] = {"compiled": 0, "cache_hits": 0, "backward": 0, "fallbacks": 0, "targets": {}, "in_place": 0,
                          "to_device_bytes": 0, "from_device_bytes": 0, "xla_seconds": 0.0,
                          "compile_seconds": 0.0, "ahead": 0, "ahead_missed": 0}
+
+#: Pieces compile on worker threads (`_workers`), which count into `stats` too.
+_STATS_LOCK = threading.Lock()
+
+
+def _count(key: str, n: int = 1, target: str | None = None) -> None:
+    with _STATS_LOCK:
+        if target is None:
+            stats[key] += n
+        else:
+            stats[key][target] = stats[key].get(target, 0) + n
+
 
 _timing_depth = 0
 
@@ -630,7 +643,7 @@ class _Compiled:
             else:
                 self.program = self._load(native, self.split.core, self.split.example_inputs)
             if backward:
-                stats["backward"] += 1
+                _count("backward")
             self._fixed = self._fixed_layouts()
             if self._fixed is not None:
                 self._run_fixed = self._fixed_runner()
@@ -708,7 +721,7 @@ class _Compiled:
         if os.path.exists(os.path.join(art, "manifest.json")):
             try:
                 program = self._program(native, art)
-                stats["cache_hits"] += 1
+                _count("cache_hits")
             except Exception as exc:  # noqa: BLE001 - only a damaged entry is retried
                 if "the artifact is damaged" not in str(exc):
                     raise
@@ -742,10 +755,9 @@ class _Compiled:
             finally:
                 if os.path.isdir(d) and not keep:
                     shutil.rmtree(d, ignore_errors=True)
-            stats["compiled"] += 1
+            _count("compiled")
             program = self._program(native, art)
-        targets = stats["targets"]
-        targets[self.target] = targets.get(self.target, 0) + 1
+        _count("targets", target=self.target)
         with open(os.path.join(art, "manifest.json"), encoding="utf-8") as f:
             manifest = json.load(f)
         outputs = manifest["outputs"]
@@ -775,14 +787,14 @@ class _Compiled:
         keep = [args[i].detach().contiguous() for i in self.split.core_inputs]
         if self.target == "cpu":
             raw = [(t.data_ptr(), t.numel() * t.element_size(), list(t.shape), _DTYPES[t.dtype]) for t in keep]
-            outs = [torch.empty(shape, dtype=dtype) for (shape, _), (_, _, dtype) in zip(layouts, self.split.roots)]
+            outs = [torch.empty(shape, dtype=dtype, device="cpu") for (shape, _), (_, _, dtype) in zip(layouts, self.split.roots)]
             self.program.run_into(raw, [(t.data_ptr(), t.numel() * t.element_size()) for t in outs])
         else:
             outs = self.program.run(keep, self.split.on_device)
         for i, (shape, strides) in enumerate(layouts):
             # An ember tensor is contiguous: its strides are not kept on the device.
             if strides != _contiguous_strides(shape) and outs[i].numel() > 1 and not self.split.on_device[i]:
-                outs[i] = torch.empty_strided(shape, strides, dtype=outs[i].dtype).copy_(outs[i])
+                outs[i] = torch.empty_strided(shape, strides, dtype=outs[i].dtype, device=outs[i].device).copy_(outs[i])
         return outs
 
     def __call__(self, *args: Any) -> Any:
@@ -790,7 +802,7 @@ class _Compiled:
             return self._run_fixed(args)
         args = [a.permute(p) if p is not None else a for a, p in zip(args, self.split.input_perms)] + self.split.constants
         if self.split.size_inputs:
-            args += [torch.empty((args[i], 0)) for i in self.split.size_inputs]
+            args += [torch.empty((args[i], 0), device="cpu") for i in self.split.size_inputs]
         roots = self.run_core(args) if self.program is not None else []
         if self.split.identity:
             return tuple(roots)
@@ -826,7 +838,7 @@ class _Compiled:
         # (or the contiguous copy `slow` made of it, which AOT then copies back).
         # (`run_core`, with symbolic sizes, leaves the inputs alone: the runtime copies them.)
         donors = [self.in_place[j] for j in range(len(outs)) if j in self.in_place]
-        stats["in_place"] += len(donors)
+        _count("in_place", len(donors))
 
         def slow(args: Sequence[Any]) -> Any:
             ptrs, keep, ts = [], [], []
@@ -845,7 +857,7 @@ class _Compiled:
             return tail(ptrs, [ts[c] for c in donors])
 
         def relayout(x: torch.Tensor, shape: tuple[int, ...], strides: tuple[int, ...]) -> torch.Tensor:
-            return torch.empty_strided(shape, strides, dtype=x.dtype).copy_(x)
+            return torch.empty_strided(shape, strides, dtype=x.dtype, device=x.device).copy_(x)
 
         env: dict[str, Any] = {"slow": slow, "relayout": relayout, "run_ptrs": run_ptrs, "check": _assert_size_stride}
         tail_src = ["def tail(ptrs, donated, " + "".join(f"slot{j}=slot{j}, " for j in range(len(slots))) + "relayout=relayout, run_ptrs=run_ptrs):"]
@@ -1213,8 +1225,8 @@ class _Partition(torch.nn.Module):
         self.eager = False
         self.graph_ref = weakref.ref(graph)
         self.name = name
-        #: The compile started by `ahead` and the input layouts it assumed.
-        self.pending: tuple[concurrent.futures.Future, list[Any]] | None = None
+        #: The compile started by `ahead`, the input layouts it assumed and the process it runs in.
+        self.pending: tuple[concurrent.futures.Future, list[Any], int] | None = None
         #: Float inputs passed as 0-d float64 tensors (`_floats_as_tensors`).
         self.floats: list[int] = []
 
@@ -1226,21 +1238,23 @@ class _Partition(torch.nn.Module):
         if (examples := _fake_inputs(layouts)) is None:
             return
         gm, backward, target = _copy(self.gm), self.backward, self.target
-        self.pending = (_workers().submit(lambda: _Compiled(gm, examples, backward=backward, target=target)), layouts)
+        self.pending = (_workers().submit(lambda: _Compiled(gm, examples, backward=backward, target=target)), layouts, os.getpid())
 
     def _take_pending(self, args: tuple[Any, ...]) -> "_Compiled | None":
         """The compile `ahead` started, if these inputs are laid out as it assumed."""
         if self.pending is None:
             return None
-        future, assumed = self.pending
+        future, assumed, pid = self.pending
         self.pending = None
+        if pid != os.getpid():
+            return None  # started before a fork: the threads that would finish it are the parent's
         if [_layout_of(a) for a in args] != assumed:
-            stats["ahead_missed"] += 1
+            _count("ahead_missed")
             future.cancel()
             future.add_done_callback(_drop_export)
             return None
         compiled = future.result()
-        stats["ahead"] += 1
+        _count("ahead")
         return compiled
 
     def forward(self, *args: Any) -> Any:
@@ -1250,7 +1264,7 @@ class _Partition(torch.nn.Module):
         if self.eager:
             return self.eager_run(*args)
         if self.floats:
-            args = tuple(torch.tensor(a, dtype=torch.float64) if i in self.floats else a for i, a in enumerate(args))
+            args = tuple(torch.tensor(a, dtype=torch.float64, device="cpu") if i in self.floats else a for i, a in enumerate(args))
         return self.compiled(*args)
 
     def compile(self, examples: list[Any], pending: Callable[[Any], "_Compiled | None"] = lambda _: None) -> None:
@@ -1271,7 +1285,7 @@ class _Partition(torch.nn.Module):
                 graph.__dict__[self.name] = lambda *args: run(args)
         except Unsupported as exc:
             self.eager = True
-            stats["fallbacks"] += 1
+            _count("fallbacks")
             unsupported = _unlowered(exc)
             if unsupported:
                 # The piece's other ops still compile, in pieces of their own around these
@@ -1295,7 +1309,20 @@ def _workers() -> concurrent.futures.ThreadPoolExecutor:
     global _WORKERS
     if _WORKERS is None:
         _WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=min(os.cpu_count() or 1, 8), thread_name_prefix="ember-compile")
+        # At exit, compiles not started yet are dropped, not run (a first call interrupted by an
+        # error or Ctrl-C left the rest queued): threading's exit hooks run before the pool's
+        # join of its threads, where `atexit` would run after it.
+        threading._register_atexit(lambda: _WORKERS is not None and _WORKERS.shutdown(wait=False, cancel_futures=True))
     return _WORKERS
+
+
+def _forget_workers() -> None:
+    """In a forked child: the pool's threads are the parent's; a new pool starts when needed."""
+    global _WORKERS
+    _WORKERS = None
+
+
+os.register_at_fork(after_in_child=_forget_workers)
 
 
 def _layout_of(x: Any) -> Any:
@@ -1316,7 +1343,7 @@ def _fake_inputs(layouts: list[Any]) -> list[Any] | None:
                for x in layouts):
         return None
     with unset_fake_temporarily(), FakeTensorMode():
-        return [torch.empty_strided(x[1], x[2], dtype=x[3]) if isinstance(x, tuple) else x for x in layouts]
+        return [torch.empty_strided(x[1], x[2], dtype=x[3], device="cpu") if isinstance(x, tuple) else x for x in layouts]
 
 
 def _floats_as_tensors(gm: torch.fx.GraphModule, examples: list[Any]) -> list[int]:
@@ -1342,7 +1369,7 @@ def _floats_as_tensors(gm: torch.fx.GraphModule, examples: list[Any]) -> list[in
         if isinstance(x, (float, torch.SymFloat)) and p.users and all(reads_as_tensor(u, p) for u in p.users):
             mode = torch._guards.detect_fake_mode([v for v in examples if isinstance(v, torch.Tensor)])
             with mode if mode is not None else contextlib.nullcontext():
-                examples[i] = torch.zeros((), dtype=torch.float64)
+                examples[i] = torch.zeros((), dtype=torch.float64, device="cpu")
             p.meta["val"] = examples[i]
             found.append(i)
     if found:
@@ -1374,7 +1401,7 @@ def _compile_ahead(fused: torch.fx.GraphModule, args: Sequence[Any]) -> None:
 
     def fake(x: Any) -> Any:
         if isinstance(x, torch.Tensor):
-            return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype) if x.device.type in ("cpu", "meta") else _UNKNOWN
+            return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cpu") if x.device.type in ("cpu", "meta") else _UNKNOWN
         return x
 
     starts: list[tuple[_Partition, list[Any]]] = []
@@ -1552,7 +1579,7 @@ def _as_declared(x: torch.Tensor, strides: tuple[int, ...]) -> torch.Tensor:
     output of a channels-last graph, or what torch eager reads where the graph declared it so."""
     if all(a == b or n == 1 for a, b, n in zip(x.stride(), strides, x.shape)):
         return x
-    return torch.empty_strided(x.shape, strides, dtype=x.dtype).copy_(x)
+    return torch.empty_strided(x.shape, strides, dtype=x.dtype, device=x.device).copy_(x)
 
 
 def _declared_strides(node: Any) -> tuple[int, ...] | None:
@@ -1716,7 +1743,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
     from . import rng
 
     if rng.functional(gm):
-        example_inputs = [*example_inputs, torch.zeros((), dtype=torch.int64)]
+        example_inputs = [*example_inputs, torch.zeros((), dtype=torch.int64, device="cpu")]
         return _Seeded(_compile_graph(gm, example_inputs, kind, check, target, updates))
     if (real := _RealBoundary.of(gm, example_inputs)) is not None:
         real.boxed = _compile_graph(real.gm, real.example_inputs, kind, check, target)
@@ -1733,12 +1760,12 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: st
             # Ops Ember has no lowering for run with torch eager; the rest of the graph still compiles.
             unsupported = _unlowered(exc)
             if not unsupported:
-                stats["fallbacks"] += 1
+                _count("fallbacks")
                 warnings.warn(f"ember: this {kind} graph runs with torch eager: {exc}", stacklevel=2)
                 return make_boxed_func(_eager(original))
             eager_nodes = [n for n in original.graph.nodes if n.op == "call_function" and _target_name(n) in unsupported]
             lines = sorted({f"{_target_name(n)} ({_user_line(n)})" for n in eager_nodes})
-            stats["fallbacks"] += 1
+            _count("fallbacks")
             warnings.warn(f"ember: these ops of {_a(kind)} graph have no Ember lowering and run with torch eager: " + "; ".join(lines), stacklevel=2)
             run = _partition(_copy(original), unsupported, backward, target, _user_outputs(original, kind))
     if check:
