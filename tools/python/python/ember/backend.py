@@ -1365,9 +1365,9 @@ def _floats_as_tensors(gm: torch.fx.GraphModule, examples: list[Any]) -> list[in
         return bool(others) and all(isinstance(v, torch.Tensor) and v.is_floating_point() and v.dim() > 0 for v in others)
 
     found = []
+    mode = torch._guards.detect_fake_mode([v for v in examples if isinstance(v, torch.Tensor)])
     for i, (p, x) in enumerate(zip(placeholders, examples)):
         if isinstance(x, (float, torch.SymFloat)) and p.users and all(reads_as_tensor(u, p) for u in p.users):
-            mode = torch._guards.detect_fake_mode([v for v in examples if isinstance(v, torch.Tensor)])
             with mode if mode is not None else contextlib.nullcontext():
                 examples[i] = torch.zeros((), dtype=torch.float64, device="cpu")
             p.meta["val"] = examples[i]
@@ -1401,7 +1401,8 @@ def _compile_ahead(fused: torch.fx.GraphModule, args: Sequence[Any]) -> None:
 
     def fake(x: Any) -> Any:
         if isinstance(x, torch.Tensor):
-            return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cpu") if x.device.type in ("cpu", "meta") else _UNKNOWN
+            static = x.device.type in ("cpu", "meta") and not _symbolic_value(x)
+            return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cpu") if static else _UNKNOWN
         return x
 
     starts: list[tuple[_Partition, list[Any]]] = []
@@ -1421,8 +1422,7 @@ def _compile_ahead(fused: torch.fx.GraphModule, args: Sequence[Any]) -> None:
                 if isinstance(piece, _Partition):
                     starts.append((piece, [_layout_of(x) for x in a]))
                     _, values, single = _output_values(piece.gm.graph)
-                    outs = [fake(v.meta.get("val", _UNKNOWN)) if isinstance(v, torch.fx.Node) and not _symbolic_value(v.meta.get("val")) else
-                            _UNKNOWN if isinstance(v, torch.fx.Node) else v for v in values]
+                    outs = [fake(v.meta.get("val", _UNKNOWN)) if isinstance(v, torch.fx.Node) else v for v in values]
                     env[n] = outs[0] if single else tuple(outs)
                 else:
                     env[n] = _UNKNOWN
@@ -1463,17 +1463,12 @@ def _symbolic_value(v: Any) -> bool:
 
 
 def _meta_value(v: Any) -> Any:
-    """A node's value with its tensors as meta tensors of the same layout (TypeError if symbolic)."""
+    """A static node value (not `_symbolic_value`: `int()` of a symbolic size would specialize it,
+    a guard on its value) with its tensors as meta tensors of the same layout."""
     if isinstance(v, torch.Tensor):
-        # Checked first: `int()` of a symbolic size would specialize it (a guard on its value,
-        # so Dynamo compiled the whole graph again for every other size).
-        if _symbolic_value(v):
-            raise TypeError("symbolic")
         return torch.empty_strided(tuple(int(s) for s in v.shape), tuple(int(s) for s in v.stride()), dtype=v.dtype, device="meta")
     if isinstance(v, (tuple, list)):
         return type(v)(_meta_value(x) for x in v)
-    if isinstance(v, torch.SymInt):
-        raise TypeError("symbolic")
     return v
 
 
@@ -1556,10 +1551,7 @@ def _pieces(fused: torch.fx.GraphModule, user_outputs: int, backward: bool, targ
             for n in child.graph.nodes:
                 val = n.meta.get("val")
                 n.meta = {k: v for k, v in n.meta.items() if k not in ("val", "tensor_meta", "example_value")}
-                try:
-                    n.meta["val"] = _meta_value(val)
-                except TypeError:
-                    pass
+                n.meta["val"] = _meta_value(val)
 
 
 #: The extern convolutions' activation arguments (input; output gradient and input of the
